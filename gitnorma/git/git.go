@@ -1,0 +1,160 @@
+// Package git is git-norma's one way of running the git binary.
+//
+// go-git v5 has no linked worktrees, no notes and no real merges, so everything that changes a
+// repository goes through the git binary, and always through this runner: every call gets a
+// context, a clean environment (hooks export GIT_DIR, GIT_INDEX_FILE and friends, which would
+// point a command at the wrong repository) and typed errors carrying git's exit code and stderr.
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Runner runs git in one directory. The zero value runs in the current directory.
+type Runner struct {
+	// Dir is the directory git runs in (passed as cmd.Dir, never via os.Chdir).
+	Dir string
+	// Env is appended to the cleaned process environment.
+	Env []string
+}
+
+// Error is a git command that exited non-zero or could not start.
+type Error struct {
+	Args     []string
+	ExitCode int
+	Stderr   string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.Args, " "), msg)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCodeOf returns git's exit code when err is an *Error, else -1.
+func ExitCodeOf(err error) int {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.ExitCode
+	}
+	return -1
+}
+
+// In returns a runner for another directory with the same extra environment.
+func (r Runner) In(dir string) Runner {
+	return Runner{Dir: dir, Env: r.Env}
+}
+
+// Output runs git and returns its stdout with the trailing newline trimmed.
+func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
+	var out bytes.Buffer
+	if err := r.run(ctx, nil, &out, args); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// Run runs git and discards its stdout.
+func (r Runner) Run(ctx context.Context, args ...string) error {
+	return r.run(ctx, nil, io.Discard, args)
+}
+
+// Input runs git with stdin and returns its trimmed stdout.
+func (r Runner) Input(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	var out bytes.Buffer
+	if err := r.run(ctx, stdin, &out, args); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// Stream runs git with its stdout written to w (for outputs too large to hold in memory).
+func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
+	return r.run(ctx, nil, w, args)
+}
+
+func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = r.Dir
+	cmd.Env = append(CleanEnv(os.Environ()), r.Env...)
+	cmd.Stdin = stdin
+	cmd.Stdout = stdout
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	ge := &Error{Args: args, ExitCode: -1, Stderr: stderr.String(), Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		ge.ExitCode = ee.ExitCode()
+	} else if errors.Is(err, exec.ErrNotFound) {
+		ge.Stderr = "the git binary was not found on PATH; install git 2.38 or newer"
+	}
+	return ge
+}
+
+// repoLocalVars are the variables git exports to hooks and aliases that pin a command to one
+// repository, index or object store (git rev-parse --local-env-vars, minus the -c config ones,
+// which carry the user's own `git -c` settings and are kept).
+var repoLocalVars = map[string]bool{
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES": true,
+	"GIT_CONFIG":                       true,
+	"GIT_OBJECT_DIRECTORY":             true,
+	"GIT_DIR":                          true,
+	"GIT_WORK_TREE":                    true,
+	"GIT_IMPLICIT_WORK_TREE":           true,
+	"GIT_GRAFT_FILE":                   true,
+	"GIT_INDEX_FILE":                   true,
+	"GIT_NO_REPLACE_OBJECTS":           true,
+	"GIT_REPLACE_REF_BASE":             true,
+	"GIT_PREFIX":                       true,
+	"GIT_INTERNAL_SUPER_PREFIX":        true,
+	"GIT_SHALLOW_FILE":                 true,
+	"GIT_COMMON_DIR":                   true,
+	"GIT_NAMESPACE":                    true,
+	"GIT_QUARANTINE_PATH":              true,
+}
+
+// StripRepoVars returns env without the repository-pinning variables that hooks inherit, so
+// a process started from a hook works on the repository of its own directory.
+func StripRepoVars(env []string) []string {
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !repoLocalVars[name] {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// CleanEnv is StripRepoVars plus what git-norma's own git calls need: no prompts, no editor,
+// and messages in the C locale (some of them are parsed).
+func CleanEnv(env []string) []string {
+	out := StripRepoVars(env)
+	kept := out[:0]
+	for _, kv := range out {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "LC_ALL" && name != "GIT_TERMINAL_PROMPT" && name != "GIT_EDITOR" {
+			kept = append(kept, kv)
+		}
+	}
+	return append(kept, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:")
+}
