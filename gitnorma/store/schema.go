@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the newest schema this binary understands. Open refuses
+// databases whose recorded version is higher, so bump it (by appending to
+// migrations, never editing an applied entry) whenever the schema changes.
+const SchemaVersion = len(migrations)
+
+// migrations[i] upgrades the schema from version i to version i+1. Entries
+// are append-only: released databases have already run the earlier ones.
+var migrations = [...]string{
+	// Version 1: the MVP schema of the spec (§3). CHECK constraints keep
+	// enum-like columns honest even when rows are written by other tools.
+	`
+CREATE TABLE schema_migrations (
+	version    INTEGER PRIMARY KEY,
+	applied_at TEXT NOT NULL
+);
+
+CREATE TABLE runs (
+	run_id             TEXT PRIMARY KEY,
+	created_at         TEXT NOT NULL,
+	goal               TEXT NOT NULL,
+	status             TEXT NOT NULL CHECK (status IN ('running', 'passed', 'failed', 'stopped')),
+	iteration          INTEGER NOT NULL DEFAULT 0,
+	current_step_index INTEGER NOT NULL DEFAULT 0,
+	verdict            TEXT NULL CHECK (verdict IS NULL OR verdict IN ('PASS', 'FAIL')),
+	run_dir            TEXT NOT NULL
+);
+CREATE INDEX idx_runs_created_at ON runs(created_at);
+CREATE INDEX idx_runs_status ON runs(status);
+
+CREATE TABLE steps (
+	run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+	step_index INTEGER NOT NULL,
+	role       TEXT NOT NULL CHECK (role IN ('plan', 'do', 'check', 'act')),
+	iteration  INTEGER NOT NULL,
+	status     TEXT NOT NULL CHECK (status IN ('ok', 'fail', 'skipped')),
+	step_dir   TEXT NOT NULL,
+	started_at TEXT NOT NULL,
+	ended_at   TEXT NULL,
+	summary    TEXT NULL,
+	PRIMARY KEY (run_id, step_index)
+);
+
+CREATE TABLE events (
+	run_id    TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+	seq       INTEGER NOT NULL,
+	ts        TEXT NOT NULL,
+	type      TEXT NOT NULL,
+	message   TEXT NOT NULL,
+	data_json TEXT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE kv_run (
+	run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+	key        TEXT NOT NULL,
+	value_json TEXT NOT NULL,
+	PRIMARY KEY (run_id, key)
+);
+-- "runs of task X" looks up (key='task_id', value_json=<json id>).
+CREATE INDEX idx_kv_run_key_value ON kv_run(key, value_json);
+`,
+}
+
+// migrate applies pending migrations one transaction each, re-reading the
+// version under the write lock so two processes opening a fresh file at the
+// same time cannot both apply the same migration.
+func (s *Store) migrate(ctx context.Context) error {
+	for i, m := range migrations {
+		target := i + 1
+		err := s.immediate(ctx, func(conn *sql.Conn) error {
+			v, err := readVersion(ctx, conn)
+			if err != nil {
+				return err
+			}
+			if v > SchemaVersion {
+				return s.tooNew(v)
+			}
+			if v >= target {
+				return nil
+			}
+			if _, err := conn.ExecContext(ctx, m); err != nil {
+				return fmt.Errorf("migration %d: %w", target, err)
+			}
+			_, err = conn.ExecContext(ctx,
+				`INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)`,
+				target, FormatTime(time.Now()))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+// Package store is git-norma's SQLite run store: the authoritative record of
+// runs, steps, timeline events and run-scoped metadata (.norma/norma.db).
+//
+// It uses the pure-Go modernc.org/sqlite driver so git-norma stays CGO-free,
+// and a single connection per process so that writes from one process are
+// serialised in Go rather than fighting over SQLite's write lock. Writes
+// from different processes are serialised by SQLite itself (BEGIN IMMEDIATE
+// plus busy_timeout).
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var (
+	// ErrSchemaTooNew is returned by Open when the database was migrated by a
+	// newer git-norma. Running older code against a newer schema could
+	// silently corrupt run state, so the file is left untouched instead.
+	ErrSchemaTooNew = errors.New("store: database schema is newer than this binary")
+
+	// ErrCorrupt is returned by Open when the file is not a usable SQLite
+	// database. Callers should surface it to the user rather than delete the
+	// file, because it may still hold recoverable run history.
+	ErrCorrupt = errors.New("store: database file is not a valid SQLite database")
+
+	// ErrNotFound is returned when a run does not exist, so callers can tell
+	// "no such run" apart from I/O or SQL failures with errors.Is.
+	ErrNotFound = errors.New("store: not found")
+)
+
+// Store is a handle on norma.db. It is safe for concurrent use by multiple
+// goroutines; all access goes through one pooled connection.
+type Store struct {
+	db          *sql.DB
+	path        string
+	journalMode string
+}
+
+// Open opens (creating if missing) the database at path, refuses files that
+// are corrupt or were written by a newer git-norma without modifying them,
+// switches to WAL when possible and applies pending migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection: a single writer per process (spec §2), and it makes
+	// the DSN PRAGMAs and BEGIN IMMEDIATE apply to the connection we use.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+
+	s := &Store{db: db, path: path}
+	if err := s.init(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init checks the version first because both WAL and migrations write to
+// the file, and a refused file must stay byte-for-byte unchanged.
+func (s *Store) init(ctx context.Context) error {
+	v, err := readVersion(ctx, s.db)
+	if err != nil {
+		return s.classify(err)
+	}
+	if v > SchemaVersion {
+		return s.tooNew(v)
+	}
+
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		// Spec §2: proceed in the default journal mode when WAL fails.
+		if qerr := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); qerr != nil {
+			return s.classify(qerr)
+		}
+	}
+	s.journalMode = strings.ToLower(mode)
+
+	// Skipping the up-to-date case keeps Open from taking the write lock,
+	// so read-only tools do not queue behind a running loop.
+	if v < SchemaVersion {
+		if err := s.migrate(ctx); err != nil {
+			return s.classify(err)
+		}
+	}
+	return nil
+}
+
+// dsn builds a file: URI so SQLite itself sees a URI, with the path escaped
+// so names containing '?', '#' or '%' cannot be mistaken for parameters.
+// The PRAGMAs live in the DSN because the driver re-applies them to every
+// new connection, which a one-off Exec after Open would not.
+func dsn(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)"
+}
+
+func (s *Store) tooNew(v int) error {
+	return fmt.Errorf("%s has schema version %d but this git-norma knows only up to %d: upgrade git-norma: %w",
+		s.path, v, SchemaVersion, ErrSchemaTooNew)
+}
+
+// classify turns SQLite's "not a database"/"corrupt" codes into ErrCorrupt
+// with an actionable message; other errors are only annotated.
+func (s *Store) classify(err error) error {
+	if errors.Is(err, ErrSchemaTooNew) {
+		return err
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+			return fmt.Errorf("%s is not a usable SQLite database (%v); move it aside (e.g. mv %s %s.bad) and rerun: %w",
+				s.path, err, s.path, s.path, ErrCorrupt)
+		}
+	}
+	return fmt.Errorf("store: %s: %w", s.path, err)
+}
+
+// Close releases the database; WAL content is checkpointed by SQLite.
+func (s *Store) Close() error { return s.db.Close() }
+
+// JournalMode reports the journal mode actually in effect ("wal" normally).
+// It exists because WAL may be unavailable (e.g. some network filesystems)
+// and the caller is expected to log the fallback.
+func (s *Store) JournalMode() string { return s.journalMode }
+
+// DB exposes the underlying handle for tests and diagnostic tools. Writers
+// must not use it to bypass the transactional methods.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// SchemaVersion reports the schema version recorded in the database, which
+// after a successful Open equals the SchemaVersion constant unless a newer
+// binary has migrated the file since.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	return readVersion(ctx, s.db)
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readVersion returns 0 for a fresh file. It only reads, so it is safe to
+// run against files we may end up refusing.
+func readVersion(ctx context.Context, q querier) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_migrations'`).Scan(&n)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	var v int
+	err = q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// immediate runs fn inside BEGIN IMMEDIATE on a dedicated connection.
+// database/sql's BeginTx issues a deferred BEGIN, which can fail with
+// SQLITE_BUSY when it later upgrades to a write lock; taking the write lock
+// up front lets busy_timeout do its job and makes the whole step commit
+// atomic with respect to other processes (spec §4.1).
+func (s *Store) immediate(ctx context.Context, fn func(conn *sql.Conn) error) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		// Roll back even if ctx was cancelled, so the pooled connection is
+		// never handed out again with a transaction still open.
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	if err := fn(conn); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	done = true
+	return nil
+}

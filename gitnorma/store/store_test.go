@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"database/sql/driver"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func openTemp(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "norma.db")
+	s, err := Open(context.Background(), path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s, path
+}
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return sha256.Sum256(b)
+}
+
+type column struct {
+	Name    string
+	Type    string
+	NotNull bool
+	Default sql.NullString
+	PK      int
+}
+
+func TestSchemaMatchesSpec(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	col := func(name, typ string, notNull bool, pk int) column {
+		return column{Name: name, Type: typ, NotNull: notNull, PK: pk}
+	}
+	zero := sql.NullString{String: "0", Valid: true}
+	want := map[string][]column{
+		"schema_migrations": {col("version", "INTEGER", false, 1), col("applied_at", "TEXT", true, 0)},
+		"runs": {
+			col("run_id", "TEXT", false, 1), col("created_at", "TEXT", true, 0), col("goal", "TEXT", true, 0),
+			col("status", "TEXT", true, 0),
+			{Name: "iteration", Type: "INTEGER", NotNull: true, Default: zero},
+			{Name: "current_step_index", Type: "INTEGER", NotNull: true, Default: zero},
+			col("verdict", "TEXT", false, 0), col("run_dir", "TEXT", true, 0),
+		},
+		"steps": {
+			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
+			col("iteration", "INTEGER", true, 0), col("status", "TEXT", true, 0), col("step_dir", "TEXT", true, 0),
+			col("started_at", "TEXT", true, 0), col("ended_at", "TEXT", false, 0), col("summary", "TEXT", false, 0),
+		},
+		"events": {
+			col("run_id", "TEXT", true, 1), col("seq", "INTEGER", true, 2), col("ts", "TEXT", true, 0),
+			col("type", "TEXT", true, 0), col("message", "TEXT", true, 0), col("data_json", "TEXT", false, 0),
+		},
+		"kv_run": {col("run_id", "TEXT", true, 1), col("key", "TEXT", true, 2), col("value_json", "TEXT", true, 0)},
+	}
+
+	rows, err := s.DB().QueryContext(ctx,
+		`SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		tables = append(tables, n)
+	}
+	require.NoError(t, rows.Err())
+	assert.ElementsMatch(t, []string{"schema_migrations", "runs", "steps", "events", "kv_run"}, tables)
+
+	for table, cols := range want {
+		t.Run(table, func(t *testing.T) {
+			rows, err := s.DB().QueryContext(ctx, "PRAGMA table_info("+table+")")
+			require.NoError(t, err)
+			defer rows.Close()
+			var got []column
+			for rows.Next() {
+				var c column
+				var cid int
+				require.NoError(t, rows.Scan(&cid, &c.Name, &c.Type, &c.NotNull, &c.Default, &c.PK))
+				got = append(got, c)
+			}
+			require.NoError(t, rows.Err())
+			assert.Equal(t, cols, got)
+		})
+	}
+
+	for table, fk := range map[string]int{"steps": 1, "events": 1, "kv_run": 1} {
+		var n int
+		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_list(?)
+			WHERE "table" = 'runs' AND "from" = 'run_id' AND on_delete = 'CASCADE'`, table).Scan(&n))
+		assert.Equal(t, fk, n, table)
+	}
+
+	var versions []int
+	rows, err = s.DB().QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		versions = append(versions, v)
+	}
+	assert.Equal(t, []int{1}, versions)
+	v, err := s.SchemaVersion(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, SchemaVersion, v)
+}
+
+func TestPragmasOnEveryConnection(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	assert.Equal(t, "wal", s.JournalMode())
+	check := func() {
+		var fk, busy int
+		var mode string
+		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk))
+		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy))
+		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+		assert.Equal(t, 1, fk)
+		assert.Equal(t, 5000, busy)
+		assert.Equal(t, "wal", mode)
+	}
+	check()
+	// Discard the pooled connection so the next query dials a fresh one.
+	conn, err := s.DB().Conn(ctx)
+	require.NoError(t, err)
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
+	check()
+}
+
+func TestReopenIsIdempotent(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "g", RunDir: "d"}, nil))
+	require.NoError(t, s.Close())
+
+	for range 2 {
+		s2, err := Open(ctx, path)
+		require.NoError(t, err)
+		var n int
+		require.NoError(t, s2.DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
+		assert.Equal(t, 1, n)
+		_, err = s2.Run(ctx, "r1")
+		assert.NoError(t, err)
+		require.NoError(t, s2.Close())
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, path string)
+	}{
+		{"wal db written by newer git-norma", func(t *testing.T, path string) {
+			s, err := Open(ctx, path)
+			require.NoError(t, err)
+			_, err = s.DB().ExecContext(ctx, `INSERT INTO schema_migrations VALUES (7, 'x')`)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+		}},
+		{"rollback-journal db", func(t *testing.T, path string) {
+			db, err := sql.Open("sqlite", path)
+			require.NoError(t, err)
+			_, err = db.Exec(`CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+				INSERT INTO schema_migrations VALUES (7, 'x');`)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "norma.db")
+			tt.setup(t, path)
+			before := fileHash(t, path)
+
+			s, err := Open(ctx, path)
+			require.ErrorIs(t, err, ErrSchemaTooNew)
+			assert.Nil(t, s)
+			assert.Contains(t, err.Error(), "schema version 7 but this git-norma knows only up to 1: upgrade git-norma")
+			assert.Equal(t, before, fileHash(t, path), "refused database must be unmodified")
+		})
+	}
+}
+
+func TestOpenRefusesNonDatabase(t *testing.T) {
+	random := make([]byte, 8192)
+	_, _ = rand.Read(random)
+	tests := map[string][]byte{
+		"random bytes": random,
+		"text file":    []byte("this is not a database\n"),
+		"bad header":   append([]byte("SQLite format 3\x00"), random[:4080]...),
+	}
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "norma.db")
+			require.NoError(t, os.WriteFile(path, content, 0o644))
+			before := fileHash(t, path)
+
+			s, err := Open(context.Background(), path)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Nil(t, s)
+			assert.Contains(t, err.Error(), path)
+			assert.Contains(t, err.Error(), "mv "+path+" "+path+".bad")
+			assert.Equal(t, before, fileHash(t, path))
+		})
+	}
+}
+
+func TestOpenPathWithSpecialCharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "we?ird #dir%20", "norma.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	s, err := Open(context.Background(), path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = os.Stat(path)
+	assert.NoError(t, err, "database must be created at the literal path")
+}
+
+func TestTimeFormat(t *testing.T) {
+	loc := time.FixedZone("X", 5*3600)
+	tm := time.Date(2024, 3, 9, 7, 5, 3, 120_000_000, loc)
+	s := FormatTime(tm)
+	assert.Equal(t, "2024-03-09T02:05:03.120Z", s)
+	assert.Equal(t, "2024-03-09T02:05:03.000Z", FormatTime(tm.Truncate(time.Second)))
+
+	got, err := ParseTime(s)
+	require.NoError(t, err)
+	assert.True(t, got.Equal(tm))
+	assert.Equal(t, time.UTC, got.Location())
+
+	got, err = ParseTime("2024-03-09T09:05:03+02:00")
+	require.NoError(t, err)
+	assert.Equal(t, "2024-03-09T07:05:03.000Z", FormatTime(got))
+
+	_, err = ParseTime("yesterday")
+	assert.Error(t, err)
+
+	// Fixed width means string order is time order.
+	a, b := FormatTime(tm), FormatTime(tm.Add(880*time.Millisecond))
+	assert.Less(t, a, b)
+}
