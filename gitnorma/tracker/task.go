@@ -1,0 +1,128 @@
+// Package tracker is git-norma's view of the Beads backlog.
+//
+// The loop only needs to create, read and move tasks through their statuses, so it talks to a
+// small Tracker interface. Two backends satisfy it: the bd CLI when it is installed, and the
+// embedded JSONL backend (JSONL) that keeps tasks in .beads/issues.jsonl in bd's own record
+// format, so a user who installs bd later can `bd import` them without conversion.
+package tracker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound lets callers tell a missing task (a typo, a task deleted elsewhere) apart from a
+// broken backlog. Errors wrap it with the id: "task norma-x1: task not found".
+var ErrNotFound = errors.New("task not found")
+
+// Statuses git-norma moves tasks through. They are bd's names, so files stay importable.
+const (
+	// StatusOpen marks a task that can be picked up.
+	StatusOpen = "open"
+	// StatusInProgress marks a task someone (usually a run) has claimed.
+	StatusInProgress = "in_progress"
+	// StatusBlocked marks a task that waits on something outside the backlog.
+	StatusBlocked = "blocked"
+	// StatusDeferred marks a task put aside on purpose, so selection skips it.
+	StatusDeferred = "deferred"
+	// StatusClosed marks finished work; bd requires closed_at to be set exactly when closed.
+	StatusClosed = "closed"
+)
+
+// PriorityUnset asks Create for bd's default priority (2). It exists because 0 is a real
+// priority in bd (the highest), so the zero value of an int cannot mean "not given".
+const PriorityUnset = -1
+
+// DefaultPriority is bd's default priority, used when NewTask.Priority is PriorityUnset.
+const DefaultPriority = 2
+
+// Dependency is bd's dependency record: IssueID depends on DependsOnID. It keeps bd's field
+// names so records round-trip through `bd export` and `bd import` unchanged. A "parent-child"
+// record points from the child to its parent.
+type Dependency struct {
+	IssueID     string    `json:"issue_id"`
+	DependsOnID string    `json:"depends_on_id"`
+	Type        string    `json:"type"`
+	CreatedAt   time.Time `json:"created_at"`
+	CreatedBy   string    `json:"created_by"`
+	// Metadata is bd's JSON-encoded metadata, normally "{}".
+	Metadata string `json:"metadata,omitempty"`
+}
+
+// Task is one backlog item as git-norma sees it, whichever backend stored it. Field names and
+// JSON tags follow bd's Issue so `--json` output matches what bd users already know.
+type Task struct {
+	ID                 string       `json:"id"`
+	Title              string       `json:"title"`
+	Description        string       `json:"description,omitempty"`
+	Design             string       `json:"design,omitempty"`
+	AcceptanceCriteria string       `json:"acceptance_criteria,omitempty"`
+	Notes              string       `json:"notes,omitempty"`
+	Status             string       `json:"status,omitempty"`
+	Priority           int          `json:"priority"`
+	IssueType          string       `json:"issue_type,omitempty"`
+	Assignee           string       `json:"assignee,omitempty"`
+	Owner              string       `json:"owner,omitempty"`
+	CreatedAt          time.Time    `json:"created_at"`
+	CreatedBy          string       `json:"created_by,omitempty"`
+	UpdatedAt          time.Time    `json:"updated_at"`
+	StartedAt          *time.Time   `json:"started_at,omitempty"`
+	ClosedAt           *time.Time   `json:"closed_at,omitempty"`
+	CloseReason        string       `json:"close_reason,omitempty"`
+	Labels             []string     `json:"labels,omitempty"`
+	Dependencies       []Dependency `json:"dependencies,omitempty"`
+	// Parent is the target of the task's parent-child dependency, if any.
+	Parent string `json:"parent,omitempty"`
+}
+
+// NewTask is what a caller decides when adding a task; the backend fills in the id, status and
+// timestamps so every backend assigns them the same way bd would.
+type NewTask struct {
+	Title       string
+	Description string
+	Design      string
+	// Acceptance becomes bd's acceptance_criteria.
+	Acceptance string
+	// Type is a bd issue type; empty means "task".
+	Type string
+	// Priority is 0 (highest) to 4; PriorityUnset means bd's default, 2.
+	Priority int
+	// Parent makes the new task a child, with id <Parent>.<n>.
+	Parent string
+	Labels []string
+	// Actor is recorded as created_by and owner, as bd does with --actor.
+	Actor string
+}
+
+// Tracker is the part of a backlog the loop needs. It stays this small so each backend (bd
+// CLI, embedded JSONL, test fakes) is cheap to write and to test on its own.
+type Tracker interface {
+	// Create adds a task and returns it as stored.
+	Create(ctx context.Context, t NewTask) (Task, error)
+	// Get returns one task; an unknown id wraps ErrNotFound.
+	Get(ctx context.Context, id string) (Task, error)
+	// List returns every task, closed ones included, in storage order.
+	List(ctx context.Context) ([]Task, error)
+	// SetStatus moves a task to status. Closing records closed_at and reason; in_progress
+	// records started_at; any other status clears closed_at and close_reason.
+	SetStatus(ctx context.Context, id, status, reason string) error
+}
+
+var validStatuses = map[string]bool{
+	StatusOpen: true, StatusInProgress: true, StatusBlocked: true, StatusDeferred: true,
+	StatusClosed: true, "pinned": true, "hooked": true,
+}
+
+var validTypes = map[string]bool{
+	"task": true, "bug": true, "feature": true, "epic": true, "chore": true,
+	"decision": true, "spike": true, "story": true, "milestone": true,
+}
+
+// ValidStatus reports whether bd accepts s as a built-in status, so git-norma refuses a value
+// before writing a file that `bd import` would later reject.
+func ValidStatus(s string) bool { return validStatuses[s] }
+
+// ValidType reports whether bd accepts s as a user-facing issue type. bd's internal types
+// (message, molecule, gate, event) and non-bd words such as "docs" are refused.
+func ValidType(s string) bool { return validTypes[s] }
