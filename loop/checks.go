@@ -1,0 +1,104 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// tailBytes is how much of a check's output is kept as evidence (the full output stays in the
+// step's log file).
+const tailBytes = 2048
+
+// checkRun is what running one distinct command produced.
+type checkRun struct {
+	res    processResult
+	tail   string
+	offset int64
+}
+
+// RunChecks runs every check of every effective criterion in workDir with `sh -c` — the only
+// place git-norma uses a shell, because these are the user's own commands — each bounded by
+// timeout, and appends their combined output to log. A command shared by several criteria
+// runs once. logRef is how evidence refers to the log (relative to the run dir).
+func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriterion, log *os.File, logRef string, timeout time.Duration) ([]Evidence, error) {
+	var evidence []Evidence
+	ran := map[string]checkRun{}
+	for _, ac := range effective {
+		for _, c := range ac.Checks {
+			r, ok := ran[c.Cmd]
+			if !ok {
+				var err error
+				if r, err = runCheck(ctx, workDir, c, log, timeout); err != nil {
+					return evidence, err
+				}
+				ran[c.Cmd] = r
+			}
+			expect := c.ExpectExitCodes
+			if len(expect) == 0 {
+				expect = []int{0}
+			}
+			evidence = append(evidence, Evidence{
+				CheckID: c.ID, ACID: ac.ID, Cmd: c.Cmd,
+				ExitCode:   r.res.ExitCode,
+				Passed:     !r.res.TimedOut && slices.Contains(expect, r.res.ExitCode),
+				TimedOut:   r.res.TimedOut,
+				DurationMS: r.res.Duration.Milliseconds(),
+				OutputTail: r.tail,
+				LogRef:     fmt.Sprintf("%s#offset=%d", logRef, r.offset),
+			})
+		}
+	}
+	return evidence, nil
+}
+
+func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, timeout time.Duration) (checkRun, error) {
+	if _, err := fmt.Fprintf(log, "==> %s: %s\n", c.ID, c.Cmd); err != nil {
+		return checkRun{}, err
+	}
+	start, err := log.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return checkRun{}, err
+	}
+	cmd := exec.Command("sh", "-c", c.Cmd)
+	cmd.Dir = workDir
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.Env = git.StripRepoVars(os.Environ())
+	res, err := runProcess(ctx, cmd, timeout)
+	if err != nil {
+		return checkRun{}, err
+	}
+	tail, err := readTail(log, start)
+	if err != nil {
+		return checkRun{}, err
+	}
+	status := fmt.Sprintf("exit %d", res.ExitCode)
+	if res.TimedOut {
+		status = fmt.Sprintf("timed out after %s, killed", timeout)
+	}
+	if _, err := fmt.Fprintf(log, "\n<== %s: %s in %s\n", c.ID, status, res.Duration.Round(time.Millisecond)); err != nil {
+		return checkRun{}, err
+	}
+	return checkRun{res: res, tail: tail, offset: start}, nil
+}
+
+// readTail returns up to tailBytes of f written since offset start, leaving f at its end.
+func readTail(f *os.File, start int64) (string, error) {
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return "", err
+	}
+	from := max(start, end-tailBytes)
+	buf := make([]byte, end-from)
+	if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {
+		return "", err
+	}
+	return string(buf), nil
+}

@@ -1,0 +1,162 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// input builds the step's input.json: the common part plus what the role needs (spec 8).
+func (e *engine) input(s *stepRun) Input {
+	mode := "read_only"
+	if s.role == RoleDo || s.role == RoleAct {
+		mode = "read_write"
+	}
+	facts := map[string]any{FactFailedChecks: e.failedChecks}
+	for k, v := range e.facts {
+		facts[k] = v
+	}
+	in := Input{
+		Run:  RunRef{ID: e.o.RunID, Iteration: e.iteration},
+		Task: e.o.Task,
+		Step: StepRef{Index: s.index, Name: s.role, Dir: s.dir},
+		Paths: Paths{
+			WorkspaceDir: e.o.Workspace.Dir(), WorkspaceMode: mode,
+			ArtifactsDir: filepath.Join(e.o.RunDir, "artifacts"),
+			ProgressPath: filepath.Join(e.o.RunDir, "artifacts", "progress.md"),
+		},
+		Budgets:            e.o.Budgets,
+		StopReasonsAllowed: StopReasonsAllowed,
+		Context:            Context{Facts: facts, Links: []string{}, Attempt: e.iteration - 1},
+	}
+	if s.role != RolePlan {
+		in.Plan = e.plan
+	}
+	if s.role == RoleCheck || s.role == RoleAct {
+		in.Do = e.do
+	}
+	if s.role == RoleAct {
+		in.Check = e.check
+	}
+	return in
+}
+
+// conclude applies the orchestrator's rules to the step's output and decides whether the run
+// ends here. It never trusts an agent's verdict: Check's is recomputed from the evidence.
+func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Result {
+	if agentErr != nil {
+		s.out = errorOutput(agentErr)
+		if errors.Is(agentErr, context.Canceled) || ctx.Err() != nil {
+			return &Result{Status: RunStopped, StopReason: StopInterrupted, Message: "interrupted during " + string(s.role), Err: ctx.Err()}
+		}
+		return failed(fmt.Errorf("%s step %03d: %w", s.role, s.index, agentErr))
+	}
+	switch s.role {
+	case RolePlan:
+		e.concludePlan(s)
+	case RoleDo:
+		e.do = s.out.Do
+	case RoleCheck:
+		e.concludeCheck(s)
+	case RoleAct:
+		if s.out.Status == StatusOK && s.out.Act.Decision == DecisionClose && e.check.Verdict.Status != VerdictPass {
+			s.events = append(s.events, Event{Type: "close_refused",
+				Message: fmt.Sprintf("act decided close but the verdict is %s; continuing", e.check.Verdict.Status)})
+			s.out.Summary.Warnings = append(s.out.Summary.Warnings, "close refused: the verdict is not PASS")
+		}
+	}
+	switch s.out.Status {
+	case StatusStop:
+		return stopped(s.out.StopReason, "%s stopped: %s", s.role, stopText(s.out))
+	case StatusError:
+		return failed(fmt.Errorf("%s step %03d reported an error: %s", s.role, s.index, stopText(s.out)))
+	}
+	return nil
+}
+
+func stopText(out Output) string {
+	if len(out.Summary.Errors) > 0 {
+		return out.Summary.Errors[len(out.Summary.Errors)-1]
+	}
+	if out.Summary.Text != "" {
+		return out.Summary.Text
+	}
+	return out.StopReason
+}
+
+func (e *engine) concludePlan(s *stepRun) {
+	if s.out.Status != StatusOK {
+		return
+	}
+	if missing := MissingChecks(s.out.Plan); len(missing) > 0 {
+		s.out.Status, s.out.StopReason = StatusStop, StopVerifyMissing
+		s.out.Summary.Errors = append(s.out.Summary.Errors,
+			fmt.Sprintf("criteria %v have no executable check, so they cannot be verified", missing))
+		return
+	}
+	e.plan = s.out.Plan
+}
+
+// concludeCheck replaces whatever the agent concluded with the evidence-based result, keeping
+// only the agent's findings that make it stricter.
+func (e *engine) concludeCheck(s *stepRun) {
+	claimed := s.out.Check
+	final := evaluate(e.plan, e.do, s.input.Evidence)
+	if claimed != nil {
+		final.AcceptanceResults = MergeResults(final.AcceptanceResults, claimed.AcceptanceResults)
+		final.Verdict = ComputeVerdict(e.plan.AcceptanceCriteria.Effective, final.AcceptanceResults, final.PlanMatch)
+		final.ProcessNotes = append(final.ProcessNotes, claimed.ProcessNotes...)
+		if claimed.Verdict.Status != final.Verdict.Status {
+			msg := fmt.Sprintf("the check agent claimed %s; the evidence says %s", claimed.Verdict.Status, final.Verdict.Status)
+			s.events = append(s.events, Event{Type: "verdict_overridden", Message: msg})
+			s.out.Summary.Warnings = append(s.out.Summary.Warnings, msg)
+		}
+	}
+	s.out.Check = final
+	e.check = final
+	s.events = append(s.events, Event{Type: "verdict", Message: final.Verdict.Status,
+		Data: map[string]any{"verdict": final.Verdict.Status, "iteration": e.iteration}})
+	if final.Verdict.Status != VerdictPass {
+		e.failedChecks++
+		e.facts[FactLastFailure] = newFailure(e.iteration, final)
+	}
+}
+
+// record writes output.json, commits the step to the store (the commit point), then appends
+// the journal entry and prints the live line.
+func (e *engine) record(ctx context.Context, s *stepRun) error {
+	ended := e.o.Now()
+	rel := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role)))
+	s.out.Logs = Logs{StdoutPath: rel + "/logs/stdout.txt", StderrPath: rel + "/logs/stderr.txt"}
+	s.out.Timing.WallTimeMS = ended.Sub(s.started).Milliseconds()
+	s.out.Progress.Links = map[string]string{"stdout": s.out.Logs.StdoutPath, "stderr": s.out.Logs.StderrPath}
+	if s.out.Summary.Warnings == nil {
+		s.out.Summary.Warnings = []string{}
+	}
+	if s.out.Summary.Errors == nil {
+		s.out.Summary.Errors = []string{}
+	}
+	if err := writeJSON(filepath.Join(s.dir, "output.json"), s.out); err != nil {
+		return err
+	}
+	status := "ok"
+	if s.out.Status == StatusError {
+		status = "fail"
+	}
+	rec := StepRecord{
+		RunID: e.o.RunID, Index: s.index, Role: s.role, Iteration: e.iteration, Status: status,
+		Dir: s.dir, StartedAt: s.started, EndedAt: ended, Summary: oneLine(s.out.Summary.Text, 300),
+		Output: s.out, Commit: s.commit, Events: s.events,
+	}
+	if err := e.o.Recorder.CommitStep(context.WithoutCancel(ctx), rec); err != nil {
+		return fmt.Errorf("record step %03d-%s: %w", s.index, s.role, err)
+	}
+	if err := appendProgress(e.o.RunDir, e.o.Task.ID, e.o.RunID, rec); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.o.Live, "%03d %-5s %-5s %s (%s)\n", s.index, s.role, s.out.Status,
+		oneLine(s.out.Summary.Text, 100), ended.Sub(s.started).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,184 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Run outcomes (the store's run statuses).
+const (
+	RunPassed  = "passed"
+	RunFailed  = "failed"
+	RunStopped = "stopped"
+)
+
+// StopInterrupted is the stop reason of a run ended by Ctrl-C or SIGTERM.
+const StopInterrupted = "interrupted"
+
+// Options configure one run of the engine.
+type Options struct {
+	RunID   string
+	RunDir  string
+	Task    TaskInput
+	Budgets Budgets
+	Agents  map[Role]RoleAgent
+	// Workspace and Recorder are the engine's only ways to touch git and the store.
+	Workspace Workspace
+	Recorder  Recorder
+	// Live receives one line per finished step (stderr in the CLI).
+	Live io.Writer
+	// Now is the clock; StartedAt is when the wall-time budget started.
+	Now       func() time.Time
+	StartedAt time.Time
+}
+
+// RoleAgent is the agent configured for a role and its step timeout.
+type RoleAgent struct {
+	Agent   Agent
+	Timeout time.Duration
+	// Name describes the agent in logs ("builtin", "exec ./agent").
+	Name string
+}
+
+// ErrInvalidOptions is returned by Options.Validate.
+var ErrInvalidOptions = errors.New("invalid loop options")
+
+// Validate checks that every role has an agent and the collaborators are set.
+func (o Options) Validate() error {
+	for _, r := range Roles {
+		if o.Agents[r].Agent == nil {
+			return fmt.Errorf("%w: no agent for role %s", ErrInvalidOptions, r)
+		}
+	}
+	if o.RunID == "" || o.RunDir == "" || o.Workspace == nil || o.Recorder == nil {
+		return fmt.Errorf("%w: run id, run dir, workspace and recorder are required", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// Result is how a run ended.
+type Result struct {
+	// Status is passed, failed or stopped.
+	Status     string
+	StopReason string
+	// Verdict is the last Check verdict (PASS, FAIL, PARTIAL) or "".
+	Verdict    string
+	Iterations int
+	LastStep   int
+	// Message says in one line why the run ended.
+	Message string
+	Plan    *Plan
+	Check   *Check
+	// Err is the step error that failed the run, or the interruption.
+	Err error
+}
+
+// Run drives Plan → Do → Check → Act until a PASS closes the task, a step fails, or a budget
+// or stop rule ends it. It returns an error only when the orchestrator itself cannot go on
+// (the store or the disk failed); agent failures are a Result with status failed.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.Validate(); err != nil {
+		return Result{}, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.StartedAt.IsZero() {
+		o.StartedAt = o.Now()
+	}
+	if o.Live == nil {
+		o.Live = io.Discard
+	}
+	e := &engine{o: o, facts: map[string]any{}}
+	if err := writeRunSummary(o, nil, nil); err != nil {
+		return Result{}, err
+	}
+	res, err := e.run(ctx)
+	if err == nil {
+		err = writeRunSummary(o, e.plan, &res)
+	}
+	return res, err
+}
+
+// engine is the state of one run between steps.
+type engine struct {
+	o            Options
+	iteration    int
+	index        int
+	failedChecks int
+	facts        map[string]any
+	plan         *Plan
+	do           *Do
+	check        *Check
+}
+
+func (e *engine) run(ctx context.Context) (Result, error) {
+	for e.iteration = 1; ; e.iteration++ {
+		e.do, e.check = nil, nil
+		for _, role := range Roles {
+			out, end, err := e.step(ctx, role)
+			if err != nil || end != nil {
+				return e.finish(end), err
+			}
+			if role == RoleAct {
+				if end := e.afterAct(out); end != nil {
+					return e.finish(end), nil
+				}
+			}
+		}
+	}
+}
+
+// finish fills the fields every result carries.
+func (e *engine) finish(r *Result) Result {
+	r.Iterations, r.LastStep, r.Plan, r.Check = e.iteration, e.index, e.plan, e.check
+	if e.check != nil {
+		r.Verdict = e.check.Verdict.Status
+	}
+	return *r
+}
+
+// afterAct applies Act's decision and the budgets: nil means another iteration.
+func (e *engine) afterAct(out Output) *Result {
+	verdict := e.check.Verdict.Status
+	if out.Act.Decision == DecisionClose && verdict == VerdictPass {
+		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified"}
+	}
+	b := e.o.Budgets
+	switch {
+	case b.MaxIterations > 0 && e.iteration >= b.MaxIterations:
+		return stopped(StopBudgetExceeded, "max_iterations (%d) reached without a PASS (last verdict %s)", b.MaxIterations, verdict)
+	case b.MaxFailedChecks > 0 && e.failedChecks >= b.MaxFailedChecks:
+		return stopped(StopBudgetExceeded, "max_failed_checks (%d) reached (last verdict %s)", b.MaxFailedChecks, verdict)
+	}
+	return nil
+}
+
+func stopped(reason, format string, args ...any) *Result {
+	return &Result{Status: RunStopped, StopReason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func failed(err error) *Result {
+	return &Result{Status: RunFailed, StopReason: StopNone, Message: err.Error(), Err: err}
+}
+
+// remaining is the wall-time budget left, or 0 when there is no wall-time budget.
+func (e *engine) remaining() (time.Duration, bool) {
+	if e.o.Budgets.MaxWallTimeMinutes <= 0 {
+		return 0, true
+	}
+	left := time.Duration(e.o.Budgets.MaxWallTimeMinutes)*time.Minute - e.o.Now().Sub(e.o.StartedAt)
+	return left, left > 0
+}
+
+// stepTimeout is the role's timeout, cut to the wall-time budget that is left.
+func (e *engine) stepTimeout(ra RoleAgent) time.Duration {
+	left, _ := e.remaining()
+	if left > 0 && (ra.Timeout == 0 || left < ra.Timeout) {
+		return left
+	}
+	return ra.Timeout
+}

@@ -1,0 +1,120 @@
+package loop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// MaxOutputBytes bounds the stdout an agent may produce as its JSON answer. Anything longer
+// is not a contract output; it is still kept in the log file, never in memory.
+const MaxOutputBytes = 8 << 20
+
+// ExecAgent runs a local program: the step's input JSON on stdin, its output JSON on stdout
+// (spec 11). The argv is never passed through a shell.
+type ExecAgent struct {
+	Argv []string
+	// Env is added to the environment the agent inherits.
+	Env []string
+}
+
+// Run implements Agent.
+func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
+	if len(a.Argv) == 0 || a.Argv[0] == "" {
+		return Output{}, protocolErrorf(ErrKindStart, "no command configured")
+	}
+	stdin, err := os.Open(req.InputPath)
+	if err != nil {
+		return Output{}, err
+	}
+	defer stdin.Close()
+	cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
+	cmd.Dir = req.WorkDir
+	cmd.Stdin = stdin
+	cmd.Stdout = req.Stdout
+	cmd.Stderr = req.Stderr
+	cmd.Env = append(git.StripRepoVars(os.Environ()), a.agentEnv(req)...)
+	res, err := runProcess(ctx, cmd, req.Timeout)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return Output{}, err
+	case err != nil:
+		return Output{}, protocolErrorf(ErrKindStart, "cannot start %q: %v", a.Argv[0], startHint(err))
+	case res.TimedOut:
+		return Output{}, protocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
+	case res.ExitCode != 0:
+		return Output{}, protocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
+	}
+	return readOutput(req.StdoutPath)
+}
+
+func (a ExecAgent) agentEnv(req Request) []string {
+	return append([]string{
+		"NORMA_RUN_ID=" + req.Input.Run.ID,
+		"NORMA_TASK_ID=" + req.Input.Task.ID,
+		"NORMA_ROLE=" + string(req.Input.Step.Name),
+		"NORMA_STEP_DIR=" + req.StepDir,
+		"NORMA_INPUT=" + req.InputPath,
+		"NORMA_WORKSPACE=" + req.WorkDir,
+	}, a.Env...)
+}
+
+func startHint(err error) string {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return "command not found; check the agent's cmd in .norma/config.json"
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return "permission denied; make the file executable (chmod +x) or run it through its interpreter"
+	}
+	return err.Error()
+}
+
+// readOutput parses the agent's stdout log as exactly one JSON object.
+func readOutput(path string) (Output, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Output{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes+1))
+	if err != nil {
+		return Output{}, err
+	}
+	if len(data) > MaxOutputBytes {
+		return Output{}, protocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
+	}
+	return DecodeOutput(data)
+}
+
+// DecodeOutput parses one JSON object and nothing else.
+func DecodeOutput(data []byte) (Output, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "agent printed nothing on stdout; expected one JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var out Output
+	if err := dec.Decode(&out); err != nil {
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout is not a JSON output object: %v (starts with %q)", err, snippet(trimmed))
+	}
+	if dec.More() {
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", snippet(trimmed))
+	}
+	return out, nil
+}
+
+func snippet(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "?")
+	return oneLine(s, 80)
+}
+
+// String describes the agent for logs.
+func (a ExecAgent) String() string { return fmt.Sprintf("exec %q", a.Argv) }

@@ -1,0 +1,80 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// appendProgress adds the step's entry to artifacts/progress.md in the spec 8.5 template.
+func appendProgress(runDir, taskID, runID string, rec StepRecord) error {
+	dir := filepath.Join(runDir, "artifacts")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "progress.md"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(ProgressEntry(taskID, runID, rec))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ProgressEntry renders one journal entry (spec 8.5).
+func ProgressEntry(taskID, runID string, rec StepRecord) string {
+	out := rec.Output
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s — %03d %s — %s/%s\n", rec.EndedAt.UTC().Format(time.RFC3339), rec.Index,
+		strings.ToUpper(string(rec.Role)), out.Status, out.StopReason)
+	fmt.Fprintf(&b, "**Task:** %s  \n**Run:** %s · **Iteration:** %d\n\n", taskID, runID, rec.Iteration)
+	title := out.Progress.Title
+	if title == "" {
+		title = out.Summary.Text
+	}
+	fmt.Fprintf(&b, "**Title:** %s\n\n**Details:**\n", oneLine(title, 200))
+	details := out.Progress.Details
+	if len(details) == 0 {
+		details = []string{out.Summary.Text}
+	}
+	for _, d := range append(details, out.Summary.Warnings...) {
+		fmt.Fprintf(&b, "- %s\n", oneLine(d, 400))
+	}
+	fmt.Fprintf(&b, "\n**Logs:**\n- stdout: %s\n- stderr: %s\n\n", out.Logs.StdoutPath, out.Logs.StderrPath)
+	return b.String()
+}
+
+// writeJSON writes v as indented JSON atomically (temp file + rename), so a crash never leaves
+// a half-written input.json or output.json behind.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

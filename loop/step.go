@@ -1,0 +1,192 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// stepRun is one step in progress: its files and what the agent answered.
+type stepRun struct {
+	role    Role
+	index   int
+	dir     string
+	started time.Time
+	input   Input
+	snap    Snapshot
+	stdout  *os.File
+	stderr  *os.File
+	out     Output
+	commit  string
+	events  []Event
+}
+
+// step runs one role end to end: files, agent, validation, workspace, commit point, journal.
+// It returns a non-nil *Result when the run ends with this step.
+func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
+	if _, ok := e.remaining(); !ok {
+		return Output{}, stopped(StopBudgetExceeded, "max_wall_time_minutes (%d) used up before %s", e.o.Budgets.MaxWallTimeMinutes, role), nil
+	}
+	e.index++
+	s := &stepRun{role: role, index: e.index, started: e.o.Now()}
+	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))
+	if err := s.open(); err != nil {
+		return Output{}, nil, err
+	}
+	agentErr, err := e.execute(ctx, s)
+	s.stdout.Close()
+	s.stderr.Close()
+	if err != nil {
+		return Output{}, nil, err
+	}
+	end := e.conclude(ctx, s, agentErr)
+	if err := e.record(ctx, s); err != nil {
+		return Output{}, nil, err
+	}
+	return s.out, end, nil
+}
+
+// StepDirName is the three-digit step directory name, continuing across iterations.
+func StepDirName(index int, role Role) string {
+	return fmt.Sprintf("%03d-%s", index, role)
+}
+
+func (s *stepRun) open() error {
+	if err := os.MkdirAll(filepath.Join(s.dir, "logs"), 0o700); err != nil {
+		return fmt.Errorf("create step dir: %w", err)
+	}
+	var err error
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
+	if s.stdout, err = os.OpenFile(filepath.Join(s.dir, "logs", "stdout.txt"), flags, 0o600); err != nil {
+		return err
+	}
+	if s.stderr, err = os.OpenFile(filepath.Join(s.dir, "logs", "stderr.txt"), flags, 0o600); err != nil {
+		s.stdout.Close()
+		return err
+	}
+	return nil
+}
+
+// execute prepares the input, runs the agent and settles the workspace. The first return is
+// the agent's failure (a step error); the second is an orchestrator failure.
+func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
+	var err error
+	if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+		return nil, fmt.Errorf("snapshot workspace: %w", err)
+	}
+	s.input = e.input(s)
+	ra := e.o.Agents[s.role]
+	timeout := e.stepTimeout(ra)
+	if s.role == RoleCheck && e.plan != nil {
+		ref := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role), "logs", "stdout.txt"))
+		s.input.Evidence, err = RunChecks(ctx, e.o.Workspace.Dir(), e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
+		if err != nil {
+			return runErr(ctx, err)
+		}
+	}
+	inputPath := filepath.Join(s.dir, "input.json")
+	if err := writeJSON(inputPath, s.input); err != nil {
+		return nil, err
+	}
+	out, agentErr := ra.Agent.Run(ctx, Request{
+		Input: s.input, InputPath: inputPath, StepDir: s.dir, WorkDir: e.o.Workspace.Dir(),
+		Stdout: s.stdout, Stderr: s.stderr, StdoutPath: s.stdout.Name(), Timeout: timeout,
+	})
+	if agentErr == nil {
+		agentErr = ValidateOutput(s.role, e.o.Task.ID, &out)
+	}
+	s.out = out
+	if agentErr != nil && ctx.Err() == nil && !IsProtocolError(agentErr) {
+		return nil, agentErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err(), nil
+	}
+	if agentErr != nil {
+		return agentErr, nil
+	}
+	return e.settle(ctx, s)
+}
+
+// runErr sorts an error into an interruption (the step's failure) or an orchestrator one.
+func runErr(ctx context.Context, err error) (error, error) {
+	if ctx.Err() != nil {
+		return ctx.Err(), nil
+	}
+	return nil, err
+}
+
+// settle applies the workspace rules after the agent: writing roles get an orchestrator
+// commit, read-only roles must have left the workspace as they found it.
+func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
+	ws := e.o.Workspace
+	if s.role == RoleDo || s.role == RoleAct {
+		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
+		if err != nil {
+			if IsProtocolError(err) || ctx.Err() != nil {
+				return runErr(ctx, err)
+			}
+			return nil, fmt.Errorf("commit %s step: %w", s.role, err)
+		}
+		e.noteCommit(s, res)
+		return nil, nil
+	}
+	changed, err := ws.Changes(ctx, s.snap)
+	if err != nil || len(changed) == 0 {
+		return nil, err
+	}
+	if _, builtin := e.o.Agents[s.role].Agent.(BuiltinCheck); builtin {
+		// The user's own check commands wrote files: not an agent fault, but they must not
+		// leak into the next Do commit.
+		s.out.Summary.Warnings = append(s.out.Summary.Warnings, fmt.Sprintf("check commands changed the workspace (%s); restored", oneLine(fmt.Sprint(changed), 120)))
+		return nil, ws.Discard(ctx, s.snap)
+	}
+	if err := ws.Discard(ctx, s.snap); err != nil {
+		return nil, err
+	}
+	return protocolErrorf(ErrKindWorkspace, "the %s agent is read-only but changed the workspace: %v", s.role, changed), nil
+}
+
+func (e *engine) noteCommit(s *stepRun, res CommitResult) {
+	s.commit = res.Commit
+	if res.AgentCommits > 0 {
+		s.events = append(s.events, Event{Type: "agent_commits_folded",
+			Message: fmt.Sprintf("the agent made %d commit(s); folded into the orchestrator commit", res.AgentCommits)})
+	}
+	if res.Changed {
+		s.events = append(s.events, Event{Type: "workspace_committed", Message: "committed " + shortID(res.Commit),
+			Data: map[string]any{"commit": res.Commit, "patch_bytes": res.PatchBytes}})
+	}
+	if kb := e.o.Budgets.MaxPatchKB; kb > 0 && res.PatchBytes > int64(kb)*1024 {
+		s.out.Status, s.out.StopReason = StatusStop, StopBudgetExceeded
+		s.out.Summary.Errors = append(s.out.Summary.Errors,
+			fmt.Sprintf("the task's patch is %d KiB, over max_patch_kb (%d)", (res.PatchBytes+1023)/1024, kb))
+	}
+}
+
+func shortID(id string) string {
+	if len(id) > 10 {
+		return id[:10]
+	}
+	return id
+}
+
+// errorOutput is the output.json the orchestrator writes for a step whose agent failed.
+func errorOutput(err error) Output {
+	kind := "orchestrator"
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		kind = pe.Kind
+	}
+	if errors.Is(err, context.Canceled) {
+		kind = StopInterrupted
+	}
+	return Output{
+		Status: StatusError, StopReason: StopNone,
+		Summary:  Summary{Text: err.Error(), Warnings: []string{}, Errors: []string{err.Error()}},
+		Progress: Progress{Title: "step error: " + kind, Details: []string{err.Error()}},
+	}
+}

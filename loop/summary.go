@@ -1,0 +1,49 @@
+package loop
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// writeRunSummary keeps norma.md (spec layout: goal, criteria, budgets) current: written at the
+// start, and again at the end with the plan's effective criteria and the outcome.
+func writeRunSummary(o Options, plan *Plan, res *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Run %s\n\n**Task:** %s — %s\n\n", o.RunID, o.Task.ID, o.Task.Title)
+	goal := o.Task.Title
+	if plan != nil {
+		goal = plan.Goal
+	}
+	fmt.Fprintf(&b, "## Goal\n\n%s\n\n## Acceptance criteria\n\n", goal)
+	if plan != nil {
+		for _, ac := range plan.AcceptanceCriteria.Effective {
+			fmt.Fprintf(&b, "- **%s** (%s) %s\n", ac.ID, ac.Origin, ac.Text)
+			for _, c := range ac.Checks {
+				fmt.Fprintf(&b, "  - `%s`\n", c.Cmd)
+			}
+		}
+	} else {
+		for _, ac := range o.Task.AcceptanceCriteria {
+			fmt.Fprintf(&b, "- **%s** %s\n", ac.ID, ac.Text)
+		}
+		for _, c := range o.Task.VerifyCommands {
+			fmt.Fprintf(&b, "- verify: `%s`\n", c)
+		}
+	}
+	bu := o.Budgets
+	fmt.Fprintf(&b, "\n## Budgets\n\n- max_iterations: %d\n- max_wall_time_minutes: %d\n- max_failed_checks: %d\n- max_patch_kb: %d\n",
+		bu.MaxIterations, bu.MaxWallTimeMinutes, bu.MaxFailedChecks, bu.MaxPatchKB)
+	if res != nil {
+		fmt.Fprintf(&b, "\n## Outcome\n\n- status: %s\n- verdict: %s\n- stop reason: %s\n- iterations: %d, steps: %d\n- %s\n",
+			res.Status, orDash(res.Verdict), orDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
+	}
+	return writeFileAtomic(filepath.Join(o.RunDir, "norma.md"), []byte(b.String()))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

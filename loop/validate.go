@@ -1,0 +1,109 @@
+package loop
+
+import (
+	"fmt"
+	"slices"
+)
+
+// ValidateOutput checks an agent's output against its role's contract and fills the defaults
+// the contract allows to be omitted (stop_reason "none", expect_exit_codes [0], the plan's
+// task id). A violation is a *ProtocolError of kind contract_violation.
+func ValidateOutput(role Role, taskID string, out *Output) error {
+	switch out.Status {
+	case StatusOK, StatusError:
+		if out.StopReason == "" {
+			out.StopReason = StopNone
+		}
+	case StatusStop:
+		if !slices.Contains(StopReasonsAllowed, out.StopReason) {
+			return contractf("status is stop but stop_reason %q is not one of %v", out.StopReason, StopReasonsAllowed)
+		}
+		return nil
+	default:
+		return contractf("status must be ok, stop or error, got %q", out.Status)
+	}
+	if out.Status == StatusError {
+		return nil
+	}
+	switch role {
+	case RolePlan:
+		return validatePlan(taskID, out.Plan)
+	case RoleDo:
+		if out.Do == nil {
+			return contractf("a do output needs a \"do\" object with \"execution\"")
+		}
+	case RoleCheck:
+		if out.Check == nil {
+			return contractf("a check output needs a \"check\" object")
+		}
+		if !slices.Contains([]string{VerdictPass, VerdictFail, VerdictPartial}, out.Check.Verdict.Status) {
+			return contractf("check.verdict.status must be PASS, FAIL or PARTIAL, got %q", out.Check.Verdict.Status)
+		}
+	case RoleAct:
+		if out.Act == nil {
+			return contractf("an act output needs an \"act\" object")
+		}
+		if !slices.Contains([]string{DecisionClose, DecisionReplan, DecisionRollback, DecisionContinue}, out.Act.Decision) {
+			return contractf("act.decision must be close, replan, rollback or continue, got %q", out.Act.Decision)
+		}
+	}
+	return nil
+}
+
+func validatePlan(taskID string, p *Plan) error {
+	if p == nil {
+		return contractf("a plan output needs a \"plan\" object")
+	}
+	if p.TaskID == "" {
+		p.TaskID = taskID
+	}
+	if p.TaskID != taskID {
+		return contractf("plan.task_id is %q but the task is %q", p.TaskID, taskID)
+	}
+	if len(p.AcceptanceCriteria.Effective) == 0 {
+		return contractf("plan.acceptance_criteria.effective is empty: every task needs criteria with checks")
+	}
+	seen := map[string]bool{}
+	for i := range p.AcceptanceCriteria.Effective {
+		ac := &p.AcceptanceCriteria.Effective[i]
+		if ac.ID == "" || seen[ac.ID] {
+			return contractf("effective criterion %d has an empty or duplicate id %q", i+1, ac.ID)
+		}
+		seen[ac.ID] = true
+		for j := range ac.Checks {
+			c := &ac.Checks[j]
+			if c.ID == "" || c.Cmd == "" {
+				return contractf("check %d of %s needs an id and a cmd", j+1, ac.ID)
+			}
+			if len(c.ExpectExitCodes) == 0 {
+				c.ExpectExitCodes = []int{0}
+			}
+		}
+	}
+	if len(p.WorkPlan.DoSteps) == 0 {
+		return contractf("plan.work_plan.do_steps is empty")
+	}
+	steps := map[string]bool{}
+	for _, s := range p.WorkPlan.DoSteps {
+		if s.ID == "" || steps[s.ID] {
+			return contractf("do step has an empty or duplicate id %q", s.ID)
+		}
+		steps[s.ID] = true
+	}
+	return nil
+}
+
+// MissingChecks lists the effective criteria that have no executable check.
+func MissingChecks(p *Plan) []string {
+	var ids []string
+	for _, ac := range p.AcceptanceCriteria.Effective {
+		if len(ac.Checks) == 0 {
+			ids = append(ids, ac.ID)
+		}
+	}
+	return ids
+}
+
+func contractf(format string, args ...any) error {
+	return &ProtocolError{Kind: ErrKindContract, Msg: fmt.Sprintf(format, args...)}
+}

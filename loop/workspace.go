@@ -1,0 +1,77 @@
+package loop
+
+import (
+	"context"
+	"time"
+)
+
+// Workspace is the run's git worktree as the engine sees it. The application implements it
+// with real git; the engine only asks for snapshots and orchestrator commits.
+type Workspace interface {
+	// Dir is the worktree's absolute path, where agents and checks run.
+	Dir() string
+	// Snapshot records the workspace state before a step.
+	Snapshot(ctx context.Context) (Snapshot, error)
+	// Changes lists what differs from the snapshot (paths, or a note that HEAD moved).
+	Changes(ctx context.Context, snap Snapshot) ([]string, error)
+	// Discard returns the workspace to the snapshot's committed state.
+	Discard(ctx context.Context, snap Snapshot) error
+	// Commit records, as the orchestrator, what a writing role changed since the snapshot.
+	// Agent faults (history rewritten, branch switched) are returned as *ProtocolError.
+	Commit(ctx context.Context, snap Snapshot, req CommitRequest) (CommitResult, error)
+}
+
+// Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.
+type Snapshot struct {
+	Head   string
+	Status string
+}
+
+// CommitRequest describes the step whose changes are being committed.
+type CommitRequest struct {
+	Role      Role
+	StepIndex int
+	Iteration int
+	Summary   string
+}
+
+// CommitResult is what the orchestrator commit produced.
+type CommitResult struct {
+	Commit  string
+	Changed bool
+	// PatchBytes is the size of the task branch's whole diff against its base.
+	PatchBytes int64
+	// AgentCommits is how many commits the agent made itself (folded into ours).
+	AgentCommits int
+}
+
+// Recorder is the commit point of a step (spec 4.1): by the time it returns, the step's row,
+// events and run cursor are durable. Mirrors that follow it must be idempotent.
+type Recorder interface {
+	CommitStep(ctx context.Context, rec StepRecord) error
+}
+
+// StepRecord is one finished step.
+type StepRecord struct {
+	RunID     string
+	Index     int
+	Role      Role
+	Iteration int
+	// Status is ok, fail or skipped (the store's step statuses).
+	Status    string
+	Dir       string
+	StartedAt time.Time
+	EndedAt   time.Time
+	Summary   string
+	Output    Output
+	// Commit is the orchestrator commit made after a writing step, if any.
+	Commit string
+	Events []Event
+}
+
+// Event is a timeline entry recorded with a step.
+type Event struct {
+	Type    string
+	Message string
+	Data    any
+}
