@@ -1,0 +1,175 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// Landing refusals. In every case the target is unchanged and no checkout was touched.
+var (
+	// ErrConflict: the task branch does not merge cleanly into the target.
+	ErrConflict = errors.New("the task branch conflicts with the target")
+	// ErrDirtyOverlap: the target is checked out with local edits to files the squash changes.
+	ErrDirtyOverlap = errors.New("local changes in the target's checkout overlap the task's changes")
+	// ErrTargetMoved: the target kept moving while landing (compare-and-swap failed every try).
+	ErrTargetMoved = errors.New("the target branch moved while landing")
+)
+
+// LandError carries the paths behind a refusal.
+type LandError struct {
+	Err   error
+	Paths []string
+	// Detail is git's own message, when it said more than the paths.
+	Detail string
+}
+
+func (e *LandError) Error() string {
+	if len(e.Paths) > 0 {
+		return fmt.Sprintf("%v: %s", e.Err, strings.Join(e.Paths, ", "))
+	}
+	if e.Detail != "" {
+		return fmt.Sprintf("%v: %s", e.Err, e.Detail)
+	}
+	return e.Err.Error()
+}
+
+func (e *LandError) Unwrap() error { return e.Err }
+
+// LandOptions say what to land where.
+type LandOptions struct {
+	Target     string
+	TaskBranch string
+	// Message is the squash commit's full message.
+	Message string
+}
+
+// LandResult is a landing that happened (or found nothing to land).
+type LandResult struct {
+	Commit string
+	// Parent is the target tip the squash commit was built on.
+	Parent string
+	// Empty means the task branch adds nothing to the target; no commit was made.
+	Empty bool
+	// Checkout is the worktree whose checkout was fast-forwarded, if the target was checked out.
+	Checkout string
+}
+
+// landAttempts bounds retries when the target moves between reading and updating it.
+const landAttempts = 3
+
+// Land squashes the task branch onto the target in object space (merge-tree, commit-tree) and
+// moves the target with a compare-and-swap. When the target is checked out somewhere, that
+// checkout is advanced with `git merge --ff-only`, so git itself refuses to overwrite local
+// edits; the user's checkout is never stashed or reset.
+func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
+	var err error
+	for attempt := 0; attempt < landAttempts; attempt++ {
+		var res LandResult
+		res, err = m.landOnce(ctx, o)
+		if !errors.Is(err, ErrTargetMoved) {
+			return res, err
+		}
+	}
+	return LandResult{}, err
+}
+
+func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, error) {
+	parent, err := m.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+o.Target+"^{commit}")
+	if err != nil {
+		return LandResult{}, fmt.Errorf("read target branch %s: %w", o.Target, err)
+	}
+	tree, err := m.mergeTree(ctx, parent, "refs/heads/"+o.TaskBranch)
+	if err != nil {
+		return LandResult{}, err
+	}
+	res := LandResult{Parent: parent}
+	if parentTree, err := m.Git.Output(ctx, "rev-parse", parent+"^{tree}"); err != nil {
+		return res, err
+	} else if parentTree == tree {
+		res.Empty = true
+		return res, nil
+	}
+	if res.Commit, err = m.Git.Input(ctx, strings.NewReader(o.Message), "commit-tree", tree, "-p", parent, "-F", "-"); err != nil {
+		return res, fmt.Errorf("create squash commit: %w", err)
+	}
+	if res.Checkout, err = m.Holder(ctx, o.Target); err != nil {
+		return res, err
+	}
+	if res.Checkout != "" {
+		return res, m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
+	}
+	err = m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, parent)
+	if err != nil {
+		return res, &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
+	}
+	return res, nil
+}
+
+// mergeTree merges target and task branch without touching any index or checkout and
+// returns the resulting tree, or a *LandError listing the conflicting paths.
+func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string, error) {
+	out, err := m.Git.Output(ctx, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", target, branch)
+	fields := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	switch {
+	case err == nil:
+		return fields[0], nil
+	case git.ExitCodeOf(err) == 1:
+		return "", &LandError{Err: ErrConflict, Paths: uniq(fields[1:])}
+	default:
+		return "", fmt.Errorf("merge %s into %s: %w", branch, target, err)
+	}
+}
+
+// fastForwardCheckout advances a checked-out target through git itself.
+func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
+	err := m.Git.In(dir).Run(ctx, "merge", "--ff-only", "-q", "--no-stat", commit)
+	if err == nil {
+		return nil
+	}
+	stderr := errStderr(err)
+	if paths := overwrittenPaths(stderr); len(paths) > 0 {
+		return &LandError{Err: ErrDirtyOverlap, Paths: paths}
+	}
+	if strings.Contains(stderr, "Not possible to fast-forward") || strings.Contains(stderr, "not possible to fast-forward") {
+		return &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(stderr)}
+	}
+	return &LandError{Err: ErrDirtyOverlap, Detail: strings.TrimSpace(stderr)}
+}
+
+// overwrittenPaths reads the tab-indented path list of git's "would be overwritten" error.
+func overwrittenPaths(stderr string) []string {
+	if !strings.Contains(stderr, "would be overwritten") && !strings.Contains(stderr, "would be removed") {
+		return nil
+	}
+	var paths []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "\t") {
+			paths = append(paths, strings.TrimSpace(line))
+		}
+	}
+	return paths
+}
+
+func errStderr(err error) string {
+	var ge *git.Error
+	if errors.As(err, &ge) {
+		return ge.Stderr
+	}
+	return err.Error()
+}
+
+func uniq(s []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range s {
+		if v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}

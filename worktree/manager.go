@@ -1,0 +1,169 @@
+// Package worktree owns the run workspaces: the linked git worktree of each run on its task
+// branch, the orchestrator's commits there, and landing a finished task branch on its target
+// as one squash commit. It decides nothing about verdicts.
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// BranchPrefix is the namespace of task branches: norma/task/<task-id>.
+const BranchPrefix = "norma/task/"
+
+// InternalEnv marks git processes started by git-norma itself, so git-norma's hooks can tell
+// the loop's own commits and merges from a human's and not re-trigger.
+const InternalEnv = "GIT_NORMA_INTERNAL=1"
+
+// TaskBranch is the branch that holds a task's durable state across runs.
+func TaskBranch(taskID string) string { return BranchPrefix + taskID }
+
+// Manager creates, finds and removes run worktrees of one repository.
+type Manager struct {
+	// Git runs in the main worktree's root.
+	Git git.Runner
+}
+
+// NewManager returns a manager for the repository whose main worktree is root.
+func NewManager(root string) *Manager {
+	return &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
+}
+
+// CreateOptions say which task workspace to create and where.
+type CreateOptions struct {
+	TaskID string
+	RunID  string
+	// Path is where the worktree goes (.norma/runs/<run>/workspace).
+	Path string
+	// Target is the branch the task forks from and lands on.
+	Target string
+}
+
+// ErrInvalidOptions is returned by CreateOptions.Validate.
+var ErrInvalidOptions = errors.New("invalid worktree options")
+
+// Validate checks the options are complete and the path is absolute.
+func (o CreateOptions) Validate() error {
+	if o.TaskID == "" || o.RunID == "" || o.Target == "" {
+		return fmt.Errorf("%w: task, run and target are required", ErrInvalidOptions)
+	}
+	if !filepath.IsAbs(o.Path) {
+		return fmt.Errorf("%w: path %q is not absolute", ErrInvalidOptions, o.Path)
+	}
+	return nil
+}
+
+// Create makes the run's worktree on the task branch, creating the branch from the target
+// when it does not exist yet and reusing it (with all earlier runs' commits) when it does.
+// The caller must have released any worktree still holding the branch (see Holder).
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	branch := TaskBranch(o.TaskID)
+	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
+		return nil, err
+	}
+	exists, err := m.BranchExists(ctx, branch)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"worktree", "add", "-q", o.Path, branch}
+	if !exists {
+		args = []string{"worktree", "add", "-q", "-b", branch, o.Path, "refs/heads/" + o.Target}
+	}
+	if err := m.Git.Run(ctx, args...); err != nil {
+		return nil, fmt.Errorf("create worktree for run %s: %w", o.RunID, err)
+	}
+	base, err := m.Git.Output(ctx, "merge-base", "refs/heads/"+o.Target, "refs/heads/"+branch)
+	if err != nil {
+		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
+	}
+	return &Workspace{dir: o.Path, branch: branch, taskID: o.TaskID, runID: o.RunID, base: base,
+		git: m.Git.In(o.Path)}, nil
+}
+
+// BranchExists reports whether refs/heads/<branch> exists.
+func (m *Manager) BranchExists(ctx context.Context, branch string) (bool, error) {
+	err := m.Git.Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	if git.ExitCodeOf(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Holder returns the path of the worktree that has branch checked out, or "".
+func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
+	list, err := m.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, wt := range list {
+		if wt.Branch == branch {
+			return wt.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// Remove removes a run worktree. Uncommitted changes in it are first committed to its branch
+// (never thrown away: they may be an interrupted agent's work).
+func (m *Manager) Remove(ctx context.Context, path, runID string) error {
+	if _, err := os.Stat(path); err == nil {
+		ws := &Workspace{dir: path, runID: runID, git: m.Git.In(path)}
+		if err := ws.rescue(ctx); err != nil {
+			return fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+		}
+		if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
+			return fmt.Errorf("remove worktree %s: %w", path, err)
+		}
+	}
+	return m.Git.Run(ctx, "worktree", "prune")
+}
+
+// Info is one entry of `git worktree list`.
+type Info struct {
+	Path string
+	Head string
+	// Branch is the short branch name, "" when detached.
+	Branch   string
+	Bare     bool
+	Prunable bool
+}
+
+func (i *Info) set(key, val string) {
+	switch key {
+	case "HEAD":
+		i.Head = val
+	case "branch":
+		i.Branch = strings.TrimPrefix(val, "refs/heads/")
+	case "bare":
+		i.Bare = true
+	case "prunable":
+		i.Prunable = true
+	}
+}
+
+// List returns every worktree of the repository, the main one first.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	out, err := m.Git.Output(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var list []Info
+	for _, field := range strings.Split(out, "\x00") {
+		key, val, _ := strings.Cut(field, " ")
+		if key == "worktree" {
+			list = append(list, Info{Path: val})
+		} else if len(list) > 0 {
+			list[len(list)-1].set(key, val)
+		}
+	}
+	return list, nil
+}
