@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+// IO are the streams a command uses: data on Out, progress and diagnostics on Err.
+type IO struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// Env is what every command's Run receives.
+type Env struct {
+	Ctx context.Context
+	IO  IO
+	// Dir is the directory the command was started in.
+	Dir string
+}
+
+// CLI is the command tree.
+type CLI struct {
+	Init    initCmd    `cmd:"" help:"Set up git-norma in this repository (.norma/ with config, database, locks, runs)."`
+	Task    taskCmd    `cmd:"" help:"Add, list and show tasks of the embedded backlog (.beads/issues.jsonl)."`
+	Run     runCmd     `cmd:"" help:"Run Plan → Do → Check → Act on one task until it passes or a budget stops it; land a PASS."`
+	Status  statusCmd  `cmd:"" help:"Show recent runs, the live run and task branches; or one run's steps, or one task's runs."`
+	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
+	Version versionCmd `cmd:"" help:"Print the git-norma version."`
+}
+
+// exitRequest is how kong's exit (after --help) unwinds without ending the process.
+type exitRequest int
+
+// silentExit is an exit code whose message was already printed.
+type silentExit int
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+// Main runs git-norma with args and returns the process exit code. Nothing below it exits.
+func Main(args []string, stdio IO) (code int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C gets the default behaviour: exit at once
+	}()
+	var cli CLI
+	parser, err := kong.New(&cli,
+		kong.Name("git norma"),
+		kong.Description("Drive AI coding agents through Plan → Do → Check → Act over your backlog, in git worktrees."),
+		kong.Writers(stdio.Out, stdio.Err),
+		kong.Exit(func(c int) { panic(exitRequest(c)) }),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
+		return gitnorma.ExitFatal
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+			if code != 0 {
+				code = gitnorma.ExitUsage
+			}
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
+		return gitnorma.ExitUsage
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
+		return gitnorma.ExitFatal
+	}
+	return report(stdio.Err, kctx.Run(&Env{Ctx: ctx, IO: stdio, Dir: dir}))
+}
+
+// report prints an error with its hint and maps it to the exit code (DESIGN.md section 2).
+func report(stderr io.Writer, err error) int {
+	if err == nil {
+		return gitnorma.ExitOK
+	}
+	var silent silentExit
+	if errors.As(err, &silent) {
+		return int(silent)
+	}
+	fmt.Fprintf(stderr, "git norma: %v\n", err)
+	var ge *gitnorma.Error
+	if errors.As(err, &ge) {
+		if ge.Hint != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", ge.Hint)
+		}
+		return ge.Code
+	}
+	if errors.Is(err, context.Canceled) {
+		return gitnorma.ExitInterrupted
+	}
+	return gitnorma.ExitFail
+}

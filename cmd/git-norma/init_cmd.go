@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type initCmd struct {
+	JSON bool `help:"Print what was created and kept as JSON."`
+}
+
+func (c *initCmd) Run(env *Env) error {
+	res, err := gitnorma.Init(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(env.IO.Out, res)
+	}
+	for _, p := range res.Created {
+		fmt.Fprintf(env.IO.Out, "created %s\n", p)
+	}
+	for _, p := range res.Kept {
+		fmt.Fprintf(env.IO.Out, "kept    %s\n", p)
+	}
+	verb := "Initialized"
+	if len(res.Created) == 0 {
+		verb = "Reinitialized"
+	}
+	fmt.Fprintf(env.IO.Out, "%s git-norma in %s/.norma\n", verb, res.Root)
+	fmt.Fprintln(env.IO.Err, `next: set agents.do in .norma/config.json, add a task (git norma task add "Title" --verify "make test"), then: git norma run <task>`)
+	return nil
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type runCmd struct {
+	Task   string `arg:"" help:"The task to run."`
+	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
+	JSON   bool   `help:"Print the run report as JSON."`
+}
+
+func (c *runCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Live: env.IO.Err})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if err := printJSON(env.IO.Out, rep); err != nil {
+			return err
+		}
+	} else {
+		printRunReport(env, rep)
+	}
+	return silentExit(rep.ExitCode)
+}
+
+func printRunReport(env *Env, rep gitnorma.RunReport) {
+	out := env.IO.Out
+	verdict := ""
+	if rep.Verdict != "" {
+		verdict = " (" + rep.Verdict + ")"
+	}
+	fmt.Fprintf(out, "run %s: task %s %s%s after %d iteration(s), %d steps, %s\n",
+		rep.RunID, rep.TaskID, rep.Status, verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
+	fmt.Fprintf(out, "%s\n", rep.Message)
+	if rep.Landed != "" {
+		fmt.Fprintf(out, "landed %s on %s; review with: git show %s\n", short(rep.Landed), rep.Target, short(rep.Landed))
+	}
+	if rep.LandError != "" {
+		fmt.Fprintf(env.IO.Err, "landing refused: %s\n", rep.LandError)
+		if len(rep.LandPaths) > 0 {
+			fmt.Fprintf(env.IO.Err, "paths: %s\n", strings.Join(rep.LandPaths, ", "))
+		}
+		if rep.LandHint != "" {
+			fmt.Fprintf(env.IO.Err, "hint: %s\n", rep.LandHint)
+		}
+	}
+	fmt.Fprintf(out, "journal: %s/artifacts/progress.md · steps: git norma status %s · commits: git log %s\n", rep.RunDir, rep.RunID, rep.Branch)
+}

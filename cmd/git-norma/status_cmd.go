@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type statusCmd struct {
+	Target string `arg:"" optional:"" help:"A run id (r-...) for its steps, or a task id for its runs."`
+	Limit  int    `short:"n" default:"20" help:"How many recent runs to list."`
+	JSON   bool   `help:"Print the status as JSON."`
+}
+
+func (c *statusCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(c.Target, "r-"):
+		d, err := app.RunDetail(env.Ctx, c.Target)
+		if err != nil || c.JSON {
+			return jsonOr(env, d, err)
+		}
+		printRunDetail(env.IO.Out, d)
+	case c.Target != "":
+		runs, err := app.TaskRuns(env.Ctx, c.Target, c.Limit)
+		if err != nil || c.JSON {
+			return jsonOr(env, runs, err)
+		}
+		printRuns(env.IO.Out, runs)
+	default:
+		rep, err := app.Status(env.Ctx, c.Limit)
+		if err != nil || c.JSON {
+			return jsonOr(env, rep, err)
+		}
+		printStatus(env.IO.Out, rep)
+	}
+	return nil
+}
+
+func jsonOr(env *Env, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return printJSON(env.IO.Out, v)
+}
+
+func printStatus(out io.Writer, rep gitnorma.StatusReport) {
+	if rep.Live != nil {
+		fmt.Fprintf(out, "live: run %s (pid %d on %s, since %s)\n\n", rep.Live.RunID, rep.Live.PID, rep.Live.Host, rep.Live.Started.Local().Format("2006-01-02 15:04:05"))
+	}
+	if len(rep.Runs) == 0 {
+		fmt.Fprintln(out, "no runs yet; start one with: git norma run <task>")
+	} else {
+		printRuns(out, rep.Runs)
+	}
+	if len(rep.Branches) > 0 {
+		fmt.Fprintln(out)
+		w := table(out)
+		fmt.Fprintln(w, "TASK BRANCH\tHEAD\tWORKTREE")
+		for _, b := range rep.Branches {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", b.Branch, short(b.Head), orDash(b.Worktree))
+		}
+		w.Flush()
+	}
+}
+
+func printRuns(out io.Writer, runs []gitnorma.RunRow) {
+	w := table(out)
+	fmt.Fprintln(w, "RUN\tTASK\tSTATUS\tVERDICT\tITER\tSTARTED\tDURATION")
+	for _, r := range runs {
+		status := r.Status
+		if r.StopReason != "" && r.StopReason != "none" {
+			status += " (" + r.StopReason + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Task, status, orDash(r.Verdict), r.Iteration,
+			r.Started.Local().Format("2006-01-02 15:04:05"), durationText(r.DurationMS))
+	}
+	w.Flush()
+}
+
+func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
+	r := d.Run
+	fmt.Fprintf(out, "run %s  task %s  %s  verdict %s  iteration %d  %s\n", r.ID, r.Task, r.Status, orDash(r.Verdict), r.Iteration, durationText(r.DurationMS))
+	fmt.Fprintf(out, "goal: %s\n", r.Goal)
+	if d.Landed != "" {
+		fmt.Fprintf(out, "landed: %s\n", d.Landed)
+	}
+	fmt.Fprintln(out)
+	w := table(out)
+	fmt.Fprintln(w, "STEP\tROLE\tITER\tSTATUS\tDURATION\tSUMMARY")
+	for _, s := range d.Steps {
+		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), s.Summary)
+	}
+	w.Flush()
+	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
+}

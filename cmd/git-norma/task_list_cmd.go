@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+type taskListCmd struct {
+	JSON bool `help:"Print the tasks as a JSON array."`
+}
+
+func (c *taskListCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	tasks, err := app.ListTasks(env.Ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if tasks == nil {
+			tasks = []tracker.Task{}
+		}
+		return printJSON(env.IO.Out, tasks)
+	}
+	if len(tasks) == 0 {
+		fmt.Fprintln(env.IO.Err, `no tasks yet; add one with: git norma task add "Title" --verify "CMD"`)
+		return nil
+	}
+	w := table(env.IO.Out)
+	fmt.Fprintln(w, "ID\tSTATUS\tPRI\tTYPE\tTITLE")
+	for _, t := range tasks {
+		fmt.Fprintf(w, "%s\t%s\tP%d\t%s\t%s\n", t.ID, t.Status, t.Priority, t.IssueType, t.Title)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type taskShowCmd struct {
+	ID   string `arg:"" help:"Task id."`
+	JSON bool   `help:"Print the task record as JSON."`
+}
+
+func (c *taskShowCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	t, err := app.ShowTask(env.Ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(env.IO.Out, t)
+	}
+	fmt.Fprint(env.IO.Out, gitnorma.DescribeTask(t))
+	return nil
+}

@@ -1,0 +1,88 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// recorder is the loop's commit point: one store transaction per step.
+type recorder struct {
+	st   *store.Store
+	root string
+}
+
+// CommitStep implements loop.Recorder.
+func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
+	events := []store.Event{{
+		TS: rec.EndedAt, Type: "step_committed",
+		Message: fmt.Sprintf("%s %s: %s", loop.StepDirName(rec.Index, rec.Role), rec.Output.Status, rec.Summary),
+		Data:    map[string]any{"status": rec.Output.Status, "stop_reason": rec.Output.StopReason, "commit": rec.Commit},
+	}}
+	for _, e := range rec.Events {
+		events = append(events, store.Event{TS: rec.EndedAt, Type: e.Type, Message: e.Message, Data: e.Data})
+	}
+	verdict := ""
+	if rec.Role == loop.RoleCheck && rec.Output.Check != nil {
+		verdict = runVerdict(rec.Output.Check.Verdict.Status)
+	}
+	return r.st.CommitStep(ctx, store.StepCommit{
+		Step: store.Step{
+			RunID: rec.RunID, Index: rec.Index, Role: string(rec.Role), Iteration: rec.Iteration,
+			Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
+		},
+		Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
+	})
+}
+
+// rel stores paths relative to the repository root, so the db survives moving the repo.
+func (r *recorder) rel(path string) string {
+	if rel, err := filepath.Rel(r.root, path); err == nil {
+		return filepath.ToSlash(rel)
+	}
+	return path
+}
+
+// runVerdict maps a Check verdict onto the runs table's PASS|FAIL (PARTIAL is not a PASS).
+func runVerdict(v string) string {
+	if v == loop.VerdictPass {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// workspace adapts a worktree to the loop's Workspace, turning agent faults into protocol
+// errors the loop records against the step.
+type workspace struct {
+	ws *worktree.Workspace
+}
+
+func (w workspace) Dir() string { return w.ws.Dir() }
+
+func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
+	s, err := w.ws.State(ctx)
+	return loop.Snapshot(s), err
+}
+
+func (w workspace) Changes(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	return w.ws.Changes(ctx, worktree.State(snap))
+}
+
+func (w workspace) Discard(ctx context.Context, snap loop.Snapshot) error {
+	return w.ws.Discard(ctx, worktree.State(snap))
+}
+
+func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.CommitRequest) (loop.CommitResult, error) {
+	res, err := w.ws.Commit(ctx, worktree.State(snap), worktree.StepCommit{
+		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: req.Summary,
+	})
+	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) {
+		return loop.CommitResult{}, &loop.ProtocolError{Kind: loop.ErrKindWorkspace, Msg: err.Error()}
+	}
+	return loop.CommitResult(res), err
+}

@@ -1,0 +1,71 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// App is one command's view of a repository: where it is, its configuration, and the state
+// stores, opened only when a use case needs them (so `status` does not pay for what `run`
+// needs).
+type App struct {
+	Repo   *Repo
+	Config Config
+	// Now is the clock (replaced in tests).
+	Now func() time.Time
+}
+
+// Open resolves the repository containing dir and reads its config. It fails when the
+// repository has not been initialised with `git norma init`.
+func Open(ctx context.Context, dir string) (*App, error) {
+	repo, err := OpenRepo(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
+		return nil, fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
+	}
+	cfg, err := LoadConfig(repo.Path("config.json"))
+	if err != nil {
+		return nil, err
+	}
+	return &App{Repo: repo, Config: cfg, Now: time.Now}, nil
+}
+
+// OpenStore opens .norma/norma.db, creating or migrating it.
+func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
+	st, err := store.Open(ctx, a.Repo.Path("norma.db"))
+	switch {
+	case errors.Is(err, store.ErrSchemaTooNew):
+		return nil, fatalf("install a newer git-norma (the db was written by one)", "%v", err)
+	case errors.Is(err, store.ErrCorrupt):
+		return nil, fatalf("move it aside (mv .norma/norma.db .norma/norma.db.bad) and run git norma init", "%v", err)
+	case err != nil:
+		return nil, withCode(ExitFatal, err)
+	}
+	return st, nil
+}
+
+// Tracker returns the task backend the config selects.
+func (a *App) Tracker() (tracker.Tracker, error) {
+	switch a.Config.Tracker {
+	case "beads":
+		return nil, fatalf(`set "tracker": "jsonl" in .norma/config.json`,
+			"the bd (beads) tracker backend is not available in this version of git-norma yet")
+	default:
+		return tracker.NewJSONL(a.Repo.Root+"/.beads/issues.jsonl", a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix), nil
+	}
+}
+
+// ValidateTaskID refuses anything that is not a task id before it becomes a path or a ref.
+func (a *App) ValidateTaskID(id string) error {
+	if err := tracker.ValidateID(a.Config.IDPrefix, id); err != nil {
+		return usagef("list tasks with: git norma task list", "%v", err)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package gitnorma
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// Config is .norma/config.json (spec section 6.2). Every key is documented in the README's
+// configuration reference; DefaultConfig holds the defaults.
+type Config struct {
+	// Tracker is "jsonl" (the embedded backlog in .beads/issues.jsonl), "beads" (the bd CLI),
+	// or "auto" (beads when bd is usable here, else jsonl).
+	Tracker string `json:"tracker"`
+	// IDPrefix prefixes new task ids (<prefix>-<base36>).
+	IDPrefix string `json:"id_prefix"`
+	// TargetBranch is where PASSed tasks land; "" means the branch checked out in the main
+	// worktree when the run starts.
+	TargetBranch string    `json:"target_branch"`
+	Agents       Agents    `json:"agents"`
+	Budgets      Budgets   `json:"budgets"`
+	Retention    Retention `json:"retention"`
+	Commit       Commit    `json:"commit"`
+}
+
+// Agents configures the agent of each role.
+type Agents struct {
+	Plan  AgentConfig `json:"plan"`
+	Do    AgentConfig `json:"do"`
+	Check AgentConfig `json:"check"`
+	Act   AgentConfig `json:"act"`
+}
+
+// AgentConfig is one role's agent.
+type AgentConfig struct {
+	// Type is builtin, exec, claude, codex, gemini or opencode.
+	Type string `json:"type"`
+	// Cmd is the exec agent's argv (never a shell string).
+	Cmd []string `json:"cmd,omitempty"`
+	// Timeout bounds one step of this role, e.g. "90s" or "10m".
+	Timeout Duration `json:"timeout,omitempty"`
+	// Model selects the model of a CLI agent.
+	Model string `json:"model,omitempty"`
+}
+
+// Budgets bound a run; 0 means no limit.
+type Budgets struct {
+	MaxIterations      int `json:"max_iterations"`
+	MaxWallTimeMinutes int `json:"max_wall_time_minutes"`
+	MaxFailedChecks    int `json:"max_failed_checks"`
+	MaxPatchKB         int `json:"max_patch_kb"`
+}
+
+// Retention is how many runs `git norma prune` keeps.
+type Retention struct {
+	KeepLast int `json:"keep_last"`
+	KeepDays int `json:"keep_days"`
+}
+
+// Commit configures the landing commit.
+type Commit struct {
+	// TypeMap maps a task's issue type to a Conventional Commit type.
+	TypeMap map[string]string `json:"type_map"`
+	// DefaultType is used when neither the plan nor the map gives a type.
+	DefaultType string `json:"default_type"`
+}
+
+// Agent types.
+const (
+	AgentBuiltin  = "builtin"
+	AgentExec     = "exec"
+	AgentClaude   = "claude"
+	AgentCodex    = "codex"
+	AgentGemini   = "gemini"
+	AgentOpencode = "opencode"
+)
+
+var agentTypes = []string{AgentBuiltin, AgentExec, AgentClaude, AgentCodex, AgentGemini, AgentOpencode}
+
+// DefaultConfig is the configuration `git norma init` writes and a missing key falls back to.
+func DefaultConfig() Config {
+	builtin := func(timeout time.Duration) AgentConfig {
+		return AgentConfig{Type: AgentBuiltin, Timeout: Duration(timeout)}
+	}
+	return Config{
+		Tracker:  "auto",
+		IDPrefix: "norma",
+		Agents: Agents{
+			Plan:  builtin(time.Minute),
+			Do:    AgentConfig{Type: AgentExec, Cmd: []string{}, Timeout: Duration(30 * time.Minute)},
+			Check: builtin(10 * time.Minute),
+			Act:   builtin(time.Minute),
+		},
+		Budgets:   Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
+		Retention: Retention{KeepLast: 50, KeepDays: 30},
+		Commit: Commit{
+			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
+			DefaultType: "feat",
+		},
+	}
+}
+
+// LoadConfig reads path over the defaults. A missing file gives the defaults; malformed JSON,
+// an unknown key or a wrong type is an error naming the key.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, nil
+	}
+	if err != nil {
+		return cfg, fatalf("", "read config: %v", err)
+	}
+	if err := parseConfig(data, &cfg); err != nil {
+		return cfg, fatalf("fix "+path+" (see the configuration reference in the README)", "config %s: %v", path, err)
+	}
+	return cfg, nil
+}
+
+func parseConfig(data []byte, cfg *Config) error {
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return syntaxError(data, err)
+	}
+	if dec.More() {
+		return errors.New("extra data after the JSON object")
+	}
+	if err := checkShape(raw, configType, ""); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, cfg); err != nil {
+		return err
+	}
+	return cfg.validate()
+}
+
+func syntaxError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		return fmt.Errorf("invalid JSON at line %d: %v", line, se)
+	}
+	return fmt.Errorf("invalid JSON: %v", err)
+}
+
+// validate checks the values the JSON types cannot.
+func (c *Config) validate() error {
+	if !slices.Contains([]string{"auto", "jsonl", "beads"}, c.Tracker) {
+		return fmt.Errorf("tracker: must be auto, jsonl or beads, got %q", c.Tracker)
+	}
+	if !tracker.ValidPrefix(c.IDPrefix) {
+		return fmt.Errorf("id_prefix: %q is not a valid prefix (lowercase letters, digits and '-', starting with a letter)", c.IDPrefix)
+	}
+	for _, ra := range c.roleAgents() {
+		if !slices.Contains(agentTypes, ra.cfg.Type) {
+			return fmt.Errorf("agents.%s.type: must be one of %v, got %q", ra.role, agentTypes, ra.cfg.Type)
+		}
+		if ra.cfg.Type == AgentBuiltin && ra.role == "do" {
+			return errors.New("agents.do.type: there is no built-in Do agent; use exec or an agent CLI")
+		}
+	}
+	b := c.Budgets
+	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,
+		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB} {
+		if v < 0 {
+			return fmt.Errorf("budgets.%s: must be 0 (no limit) or more, got %d", name, v)
+		}
+	}
+	return nil
+}
+
+type roleAgent struct {
+	role string
+	cfg  AgentConfig
+}
+
+func (c *Config) roleAgents() []roleAgent {
+	return []roleAgent{{"plan", c.Agents.Plan}, {"do", c.Agents.Do}, {"check", c.Agents.Check}, {"act", c.Agents.Act}}
+}
+
+// Duration is a time.Duration written as a Go duration string ("90s", "10m").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string; checkShape has already rejected bad ones with the key.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
+}

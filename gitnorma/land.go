@@ -1,0 +1,145 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// landRequest is a PASSed run whose task branch should land.
+type landRequest struct {
+	runID  string
+	task   tracker.Task
+	target string
+	// claimedByUs means an in_progress status is this run's own claim, not someone else's.
+	claimedByUs bool
+}
+
+// landRefusal is a landing that did not happen: the target and every checkout are unchanged.
+type landRefusal struct {
+	reason error
+	paths  []string
+	hint   string
+}
+
+func (e *landRefusal) Error() string { return e.reason.Error() }
+
+// land squashes the task branch onto the target, closes the task, and records both. It
+// returns the squash commit ("" when the branch added nothing).
+func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+	branch := worktree.TaskBranch(req.task.ID)
+	if err := a.checkStillOpen(ctx, req); err != nil {
+		return "", a.refuse(ctx, st, req, err)
+	}
+	msg, err := a.landMessage(ctx, st, req)
+	if err != nil {
+		return "", err
+	}
+	res, err := worktree.NewManager(a.Repo.Root).Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
+	if err != nil {
+		var le *worktree.LandError
+		if errors.As(err, &le) {
+			return "", a.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
+		}
+		return "", withCode(ExitFail, err)
+	}
+	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", res.Commit, req.target, req.runID)
+	if res.Empty {
+		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
+	}
+	_ = st.SetKV(ctx, req.runID, "landed_commit", res.Commit)
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
+		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
+	tr, err := a.Tracker()
+	if err == nil {
+		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
+	}
+	if err != nil {
+		return res.Commit, failf(fmt.Sprintf("close it by hand with the reason %q", reason),
+			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
+	}
+	return res.Commit, nil
+}
+
+// checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile.
+func (a *App) checkStillOpen(ctx context.Context, req landRequest) error {
+	tr, err := a.Tracker()
+	if err != nil {
+		return err
+	}
+	t, err := tr.Get(ctx, req.task.ID)
+	if err != nil {
+		return err
+	}
+	if t.Status == tracker.StatusOpen || (t.Status == tracker.StatusInProgress && req.claimedByUs) {
+		return nil
+	}
+	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open", req.task.ID, t.Status),
+		hint: "reopen the task if its work should still land, then: git norma land " + req.task.ID}
+}
+
+func (a *App) refuse(ctx context.Context, st *store.Store, req landRequest, err error) error {
+	var lr *landRefusal
+	if !errors.As(err, &lr) {
+		return withCode(ExitFail, err)
+	}
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_refused", Message: lr.Error(),
+		Data: map[string]any{"paths": lr.paths}})
+	return lr
+}
+
+// resolveHint names the commands that get a refused landing through.
+func resolveHint(req landRequest, le *worktree.LandError) string {
+	branch := worktree.TaskBranch(req.task.ID)
+	switch {
+	case errors.Is(le, worktree.ErrConflict):
+		return fmt.Sprintf("merge %s into the task branch and resolve the conflicts (git switch %s && git merge %s), then: git norma land %s",
+			req.target, branch, req.target, req.task.ID)
+	case errors.Is(le, worktree.ErrDirtyOverlap):
+		return fmt.Sprintf("commit or stash your edits to those files in your checkout of %s, then: git norma land %s", req.target, req.task.ID)
+	default:
+		return "try again: git norma land " + req.task.ID
+	}
+}
+
+// landMessage builds the squash commit's message from the run's last plan and check outputs.
+func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+	steps, err := st.Steps(ctx, req.runID)
+	if err != nil {
+		return "", err
+	}
+	var plan *loop.Plan
+	var check *loop.Check
+	last := 0
+	for _, s := range steps {
+		out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir)))
+		if err != nil {
+			continue
+		}
+		if out.Plan != nil {
+			plan = out.Plan
+		}
+		if out.Check != nil {
+			check = out.Check
+		}
+		last = s.Index
+	}
+	return CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last), nil
+}
+
+func readStepOutput(dir string) (loop.Output, error) {
+	var out loop.Output
+	data, err := os.ReadFile(filepath.Join(dir, "output.json"))
+	if err != nil {
+		return out, err
+	}
+	return out, json.Unmarshal(data, &out)
+}

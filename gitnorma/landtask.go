@@ -1,0 +1,94 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// LandReport is the outcome of `git norma land`.
+type LandReport struct {
+	TaskID string   `json:"task_id"`
+	RunID  string   `json:"run_id"`
+	Target string   `json:"target"`
+	Commit string   `json:"landed_commit"`
+	Paths  []string `json:"land_conflicts,omitempty"`
+}
+
+// LandTask lands a task branch whose head has a recorded PASS (a run made with --no-land, or
+// one whose landing was refused). Anything else is refused: nothing unverified lands.
+func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
+	if err := a.ValidateTaskID(taskID); err != nil {
+		return LandReport{}, err
+	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return LandReport{}, err
+	}
+	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	if err != nil {
+		return LandReport{}, err
+	}
+	defer lock.Release()
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return LandReport{}, err
+	}
+	defer st.Close()
+	runID, err := a.passingRun(ctx, st, taskID)
+	if err != nil {
+		return LandReport{}, err
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return LandReport{}, err
+	}
+	task, err := tr.Get(ctx, taskID)
+	if err != nil {
+		return LandReport{}, withCode(ExitFail, err)
+	}
+	rep := LandReport{TaskID: taskID, RunID: runID, Target: target}
+	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target})
+	var lr *landRefusal
+	if errors.As(err, &lr) {
+		rep.Paths = lr.paths
+		return rep, &Error{Code: ExitLandRefused, Err: fmt.Errorf("landing refused: %w", lr), Hint: lr.hint}
+	}
+	return rep, err
+}
+
+// passingRun finds the run whose PASS was recorded on exactly the task branch's current head.
+func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (string, error) {
+	branch := worktree.TaskBranch(taskID)
+	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	if err != nil {
+		return "", &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
+			Hint: "run it first: git norma run " + taskID}
+	}
+	runs, err := st.RunsForTask(ctx, taskID, 20)
+	if err != nil {
+		return "", withCode(ExitFail, err)
+	}
+	for _, r := range runs {
+		if r.Status != store.StatusPassed {
+			continue
+		}
+		kv, err := st.KV(ctx, r.ID)
+		if err != nil {
+			return "", withCode(ExitFail, err)
+		}
+		var passHead, landed string
+		_ = json.Unmarshal(kv["pass_head"], &passHead)
+		_ = json.Unmarshal(kv["landed_commit"], &landed)
+		if passHead == head && landed == "" {
+			return r.ID, nil
+		}
+	}
+	return "", &Error{Code: ExitLandRefused,
+		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),
+		Hint: "verify it with: git norma run " + taskID + " --no-land"}
+}

@@ -1,0 +1,90 @@
+package gitnorma
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// RunLock is the repository's exclusive `run` lock (.norma/locks/run.lock). It is an flock, so
+// the kernel releases it when the holder dies however it dies: a lock can never be left stale.
+// The file's content says who holds it, for messages and `status`.
+type RunLock struct {
+	f *os.File
+}
+
+// LockHolder is what the lock file records about its holder.
+type LockHolder struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	RunID   string    `json:"run_id"`
+	Started time.Time `json:"started"`
+}
+
+// ErrLocked means another live git-norma process holds the lock.
+var ErrLocked = errors.New("another git norma run is in progress in this repository")
+
+// AcquireRunLock takes the lock without waiting.
+func AcquireRunLock(path string) (*RunLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			h, _ := ReadLockHolder(path)
+			return nil, &Error{Code: ExitFail, Err: fmt.Errorf("%w (run %s, pid %d on %s, since %s)", ErrLocked,
+				h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)),
+				Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
+		}
+		return nil, err
+	}
+	return &RunLock{f: f}, nil
+}
+
+// Record writes the holder's identity into the lock file.
+func (l *RunLock) Record(runID string, now time.Time) error {
+	host, _ := os.Hostname()
+	data, _ := json.Marshal(LockHolder{PID: os.Getpid(), Host: host, RunID: runID, Started: now.UTC()})
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := l.f.WriteAt(data, 0)
+	return err
+}
+
+// Release empties and unlocks the lock file.
+func (l *RunLock) Release() {
+	_ = l.f.Truncate(0)
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+}
+
+// ReadLockHolder reads who holds (or last held) the lock.
+func ReadLockHolder(path string) (LockHolder, error) {
+	var h LockHolder
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return h, err
+	}
+	return h, json.Unmarshal(data, &h)
+}
+
+// LiveLockHolder returns the holder if a live process holds the lock right now.
+func LiveLockHolder(path string) (LockHolder, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return LockHolder{}, false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return LockHolder{}, false
+	}
+	h, err := ReadLockHolder(path)
+	return h, err == nil
+}

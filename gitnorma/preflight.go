@@ -1,0 +1,139 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+)
+
+// preflight is everything a run checks before it creates a single file, branch or row.
+type preflight struct {
+	task   tracker.Task
+	target string
+	agents map[loop.Role]loop.RoleAgent
+}
+
+// prepare validates the id, the repository, the task, the target and the agents.
+func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.Tracker, error) {
+	if err := a.ValidateTaskID(taskID); err != nil {
+		return nil, nil, err
+	}
+	if err := a.Repo.Git.CheckVersion(ctx); err != nil {
+		return nil, nil, withCode(ExitFatal, err)
+	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
+			"git has no identity to commit with")
+	}
+	agents, err := a.buildAgents()
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return nil, nil, err
+	}
+	task, err := tr.Get(ctx, taskID)
+	if errors.Is(err, tracker.ErrNotFound) {
+		return nil, nil, failf("list tasks with: git norma task list", "no task %s in the backlog", taskID)
+	}
+	if err != nil {
+		return nil, nil, withCode(ExitFail, err)
+	}
+	if task.Status != tracker.StatusOpen && task.Status != tracker.StatusInProgress {
+		return nil, nil, failf("", "task %s is %s; only open tasks can be run", taskID, task.Status)
+	}
+	return &preflight{task: task, target: target, agents: agents}, tr, nil
+}
+
+// targetBranch is the configured target, or the branch checked out in the main worktree.
+func (a *App) targetBranch(ctx context.Context) (string, error) {
+	target := a.Config.TargetBranch
+	if target == "" {
+		out, err := a.Repo.Git.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		if err != nil || out == "" {
+			return "", fatalf(`check out a branch in `+a.Repo.Root+`, or set "target_branch" in .norma/config.json`,
+				"the main worktree has a detached HEAD, so there is no target branch to land on")
+		}
+		target = out
+	}
+	if err := a.Repo.Git.Run(ctx, "check-ref-format", "--branch", target); err != nil {
+		return "", fatalf("fix target_branch in .norma/config.json", "target_branch %q is not a valid branch name", target)
+	}
+	if err := a.Repo.Git.Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+target+"^{commit}"); err != nil {
+		return "", fatalf("make a first commit: git commit --allow-empty -m 'initial commit'",
+			"target branch %s has no commits yet", target)
+	}
+	return target, nil
+}
+
+// buildAgents turns the config into an agent per role, refusing what cannot run.
+func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
+	agents := map[loop.Role]loop.RoleAgent{}
+	for _, ra := range a.Config.roleAgents() {
+		role := loop.Role(ra.role)
+		agent, name, err := a.agentFor(role, ra.cfg)
+		if err != nil {
+			return nil, err
+		}
+		agents[role] = loop.RoleAgent{Agent: agent, Timeout: time.Duration(ra.cfg.Timeout), Name: name}
+	}
+	return agents, nil
+}
+
+func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
+	switch c.Type {
+	case AgentBuiltin:
+		switch role {
+		case loop.RolePlan:
+			return loop.BuiltinPlan{}, "builtin", nil
+		case loop.RoleCheck:
+			return loop.BuiltinCheck{}, "builtin", nil
+		case loop.RoleAct:
+			return loop.BuiltinAct{}, "builtin", nil
+		}
+	case AgentExec:
+		argv, err := a.resolveArgv(role, c.Cmd)
+		if err != nil {
+			return nil, "", err
+		}
+		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
+	}
+	return nil, "", fatalf(`use "type": "exec" with a "cmd" for now`,
+		"agents.%s.type %q is not supported by this version of git-norma yet", role, c.Type)
+}
+
+// resolveArgv finds an exec agent's program: a path with a slash is relative to the repository
+// root (so config.json works from any directory), a bare name is looked up on PATH.
+func (a *App) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
+	if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
+		return nil, fatalf(fmt.Sprintf(`set it in .norma/config.json, e.g. "%s": {"type": "exec", "cmd": ["./my-agent"]}`, role),
+			"agents.%s.cmd is empty: git-norma needs a program to play the %s role", role, role)
+	}
+	argv := append([]string(nil), cmd...)
+	prog := argv[0]
+	if strings.Contains(prog, "/") {
+		if !filepath.IsAbs(prog) {
+			prog = filepath.Join(a.Repo.Root, prog)
+		}
+		if _, err := os.Stat(prog); err != nil {
+			return nil, fatalf("fix agents."+string(role)+".cmd in .norma/config.json", "the %s agent %s does not exist", role, prog)
+		}
+	} else if _, err := exec.LookPath(prog); err != nil {
+		return nil, fatalf("install it or fix agents."+string(role)+".cmd in .norma/config.json", "the %s agent %q is not on PATH", role, prog)
+	}
+	argv[0] = prog
+	return argv, nil
+}

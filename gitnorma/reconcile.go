@@ -1,0 +1,78 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// StopCrashed is the stop reason of a run whose process died without finishing it.
+const StopCrashed = "crashed"
+
+var stepDirRE = regexp.MustCompile(`^(\d{3})-(plan|do|check|act)$`)
+
+// reconcile repairs what dead runs left behind (spec 4.2). It runs while holding the run lock,
+// so every run still marked running belongs to a process that died: its step directories
+// without rows get a fail row, it becomes stopped, and a task it claimed is reopened. Only runs
+// marked running are visited, so start-up cost does not grow with history.
+func (r *run) reconcile(ctx context.Context) error {
+	runs, err := r.st.RunsWithStatus(ctx, store.StatusRunning)
+	if err != nil {
+		return err
+	}
+	for _, dead := range runs {
+		if err := r.reconcileSteps(ctx, dead); err != nil {
+			return err
+		}
+		r.reopenIfClaimed(ctx, dead)
+		now := r.app.Now()
+		err := r.st.FinishRun(ctx, dead.ID, store.StatusStopped, "", StopCrashed, now, store.Event{
+			TS: now, Type: "run_reconciled", Message: "the run's process died; marked stopped during recovery"})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
+	stepsDir := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "steps")
+	entries, err := os.ReadDir(stepsDir)
+	if err != nil {
+		return nil // no steps were started
+	}
+	for _, e := range entries {
+		m := stepDirRE.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		index, _ := strconv.Atoi(m[1])
+		rel := filepath.ToSlash(filepath.Join(dead.RunDir, "steps", e.Name()))
+		if err := r.st.ReconcileStep(ctx, dead.ID, index, m[2], rel, r.app.Now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reopenIfClaimed puts a task back to open only if the dead run claimed it and it is still
+// in progress: a task someone else moved since is left alone.
+func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
+	kv, err := r.st.KV(ctx, dead.ID)
+	if err != nil {
+		return
+	}
+	var claimed bool
+	if raw, ok := kv["claimed"]; !ok || json.Unmarshal(raw, &claimed) != nil || !claimed {
+		return
+	}
+	if t, err := r.tr.Get(ctx, dead.TaskID); err == nil && t.Status == tracker.StatusInProgress {
+		_ = r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "")
+	}
+}

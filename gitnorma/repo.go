@@ -1,0 +1,88 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// Repo is the repository a command runs in, resolved to its main worktree: run worktrees live
+// under the main worktree's .norma/, so every command — from a subdirectory, from the main
+// checkout or from inside a run's linked worktree — finds the same state.
+type Repo struct {
+	// Root is the main worktree's top-level directory.
+	Root string
+	// GitDir is the common git directory shared by all worktrees.
+	GitDir string
+	// Git runs in Root.
+	Git git.Runner
+}
+
+// NormaDir is where git-norma keeps its state.
+func (r *Repo) NormaDir() string { return filepath.Join(r.Root, ".norma") }
+
+// Path joins elements under .norma/.
+func (r *Repo) Path(elem ...string) string {
+	return filepath.Join(append([]string{r.NormaDir()}, elem...)...)
+}
+
+// OpenRepo finds the repository containing dir. A bare repository, a directory outside any
+// repository or a missing git binary are fatal errors that say what to do.
+func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
+	g := git.Runner{Dir: dir}
+	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--is-inside-work-tree")
+	if err != nil {
+		return nil, repoError(dir, err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 3 {
+		return nil, fatalf("", "unexpected output from git rev-parse: %q", out)
+	}
+	common, bare, inside := lines[0], lines[1] == "true", lines[2] == "true"
+	if bare {
+		return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
+			"%s is a bare repository: git norma needs a work tree", dir)
+	}
+	if !inside {
+		return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
+	}
+	root := filepath.Dir(common)
+	if filepath.Base(common) != ".git" {
+		if root, err = mainWorktree(ctx, g); err != nil {
+			return nil, err
+		}
+	}
+	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root}}, nil
+}
+
+// mainWorktree asks git for the main worktree when the git dir is not <root>/.git
+// (git init --separate-git-dir, submodules).
+func mainWorktree(ctx context.Context, g git.Runner) (string, error) {
+	list, err := (&worktree.Manager{Git: g}).List(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 || list[0].Bare {
+		return "", fatalf("clone the repository to get a work tree", "the main repository is bare: git norma keeps its state in the main work tree")
+	}
+	return list[0].Path, nil
+}
+
+func repoError(dir string, err error) error {
+	if errors.Is(err, exec.ErrNotFound) {
+		return fatalf("install git 2.38 or newer", "git was not found on PATH")
+	}
+	var ge *git.Error
+	if errors.As(err, &ge) && strings.Contains(ge.Stderr, "not a git repository") {
+		return fatalf("cd into a git repository, or create one with: git init", "not a git repository: %s", dir)
+	}
+	if errors.As(err, &ge) && ge.ExitCode == -1 {
+		return fatalf("install git 2.38 or newer", "%s", strings.TrimSpace(ge.Stderr))
+	}
+	return withCode(ExitFatal, err)
+}

@@ -1,0 +1,187 @@
+package gitnorma
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// RunOptions are the choices of one `git norma run`.
+type RunOptions struct {
+	TaskID string
+	// NoLand leaves a PASSed task on its branch for review (`git norma land` later).
+	NoLand bool
+	// Live receives one line per step.
+	Live io.Writer
+}
+
+// RunReport is how a run ended, for the summary line, --json and the exit code.
+type RunReport struct {
+	RunID      string   `json:"run_id"`
+	TaskID     string   `json:"task_id"`
+	Title      string   `json:"title"`
+	Status     string   `json:"status"`
+	Verdict    string   `json:"verdict,omitempty"`
+	StopReason string   `json:"stop_reason,omitempty"`
+	Message    string   `json:"message"`
+	Iterations int      `json:"iterations"`
+	Steps      int      `json:"steps"`
+	Branch     string   `json:"branch"`
+	Target     string   `json:"target"`
+	Landed     string   `json:"landed_commit,omitempty"`
+	LandError  string   `json:"land_error,omitempty"`
+	LandPaths  []string `json:"land_conflicts,omitempty"`
+	LandHint   string   `json:"land_hint,omitempty"`
+	RunDir     string   `json:"run_dir"`
+	DurationMS int64    `json:"duration_ms"`
+	ExitCode   int      `json:"exit_code"`
+}
+
+// run is one run in progress: what it holds and must release.
+type run struct {
+	app     *App
+	id      string
+	dir     string
+	pre     *preflight
+	tr      tracker.Tracker
+	st      *store.Store
+	wm      *worktree.Manager
+	ws      *worktree.Workspace
+	claimed bool
+	started time.Time
+}
+
+// Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
+// Everything that can be checked is checked before anything is created.
+func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	pre, tr, err := a.prepare(ctx, o.TaskID)
+	if err != nil {
+		return RunReport{}, err
+	}
+	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	if err != nil {
+		return RunReport{}, err
+	}
+	defer lock.Release()
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return RunReport{}, err
+	}
+	defer st.Close()
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: worktree.NewManager(a.Repo.Root), started: a.Now()}
+	if err := r.reconcile(ctx); err != nil {
+		return RunReport{}, err
+	}
+	if err := r.checkClaimable(ctx); err != nil {
+		return RunReport{}, err
+	}
+	if err := r.begin(ctx, lock); err != nil {
+		return RunReport{}, err
+	}
+	res, err := loop.Run(ctx, r.loopOptions(o.Live))
+	if err != nil {
+		return r.report(res), r.abort(err)
+	}
+	return r.end(ctx, res, o.NoLand)
+}
+
+// begin creates the run: id, directory, row, worktree, and the task claim.
+func (r *run) begin(ctx context.Context, lock *RunLock) error {
+	r.id = newRunID(r.started)
+	r.dir = r.app.Repo.Path("runs", r.id)
+	if err := lock.Record(r.id, r.started); err != nil {
+		return err
+	}
+	if err := r.freeBranch(ctx); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir, "artifacts"), 0o700); err != nil {
+		return withCode(ExitFatal, err)
+	}
+	host, _ := os.Hostname()
+	err := r.st.CreateRun(ctx, store.Run{
+		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,
+		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID,
+	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
+	if err != nil {
+		return err
+	}
+	r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
+		TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target,
+	})
+	if err != nil {
+		r.finish(ctx, store.StatusFailed, "", "", err.Error())
+		return withCode(ExitFail, err)
+	}
+	if err := r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusInProgress, ""); err != nil {
+		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
+	}
+	r.claimed = true
+	return r.st.SetKV(ctx, r.id, "claimed", true)
+}
+
+// checkClaimable re-reads the task after reconciliation (which reopens tasks our dead runs
+// held): a task still in progress is someone else's.
+func (r *run) checkClaimable(ctx context.Context) error {
+	t, err := r.tr.Get(ctx, r.pre.task.ID)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	if t.Status != tracker.StatusOpen {
+		return failf("if nobody is working on it, set its status back to open in the tracker",
+			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
+	}
+	r.pre.task = t
+	return nil
+}
+
+// freeBranch makes sure no other worktree holds the task branch. Holding the run lock means
+// any run worktree still holding it belongs to a dead run; one outside .norma/ is the user's.
+func (r *run) freeBranch(ctx context.Context) error {
+	branch := worktree.TaskBranch(r.pre.task.ID)
+	holder, err := r.wm.Holder(ctx, branch)
+	if err != nil || holder == "" {
+		return err
+	}
+	if !strings.HasPrefix(holder, r.app.Repo.Path("runs")+string(filepath.Separator)) {
+		return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
+			"branch %s is checked out in %s", branch, holder)
+	}
+	return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder)))
+}
+
+func (r *run) loopOptions(live io.Writer) loop.Options {
+	return loop.Options{
+		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
+		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
+		Workspace: workspace{ws: r.ws}, Recorder: &recorder{st: r.st, root: r.app.Repo.Root},
+		Live: live, Now: r.app.Now, StartedAt: r.started,
+	}
+}
+
+// taskInput is the task as agents see it, with the Ready Contract parsed.
+func taskInput(t tracker.Task) loop.TaskInput {
+	rc := loop.ParseReadyContract(t.Description)
+	return loop.TaskInput{
+		ID: t.ID, Title: t.Title, Description: t.Description, Type: t.IssueType,
+		AcceptanceCriteria: loop.ParseAcceptance(t.AcceptanceCriteria), VerifyCommands: rc.Verify,
+	}
+}
+
+// newRunID is sortable by time and unique enough across machines: r-20261122-070102-a1b2c3.
+func newRunID(now time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("r-%s-%s", now.UTC().Format("20060102-150405"), hex.EncodeToString(b))
+}

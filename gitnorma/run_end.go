@@ -1,0 +1,115 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// end records how the run ended, lands a PASS, and gives back what the run held: the task
+// claim and the worktree. It runs even after Ctrl-C (with a context that is not cancelled),
+// because leaving state half-recorded is worse than a second of delay.
+func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport, error) {
+	fctx := context.WithoutCancel(ctx)
+	rep := r.report(res)
+	verdict := ""
+	if res.Verdict != "" {
+		verdict = runVerdict(res.Verdict)
+	}
+	switch {
+	case res.Status == loop.RunPassed:
+		head, _ := r.app.Repo.Git.Output(fctx, "rev-parse", "refs/heads/"+rep.Branch)
+		_ = r.st.SetKV(fctx, r.id, "pass_head", head)
+		if noLand {
+			rep.Message = fmt.Sprintf("PASS, not landed (--no-land); review with: git diff %s...%s, then: git norma land %s", rep.Target, rep.Branch, rep.TaskID)
+			r.finish(fctx, store.StatusPassed, verdict, "", rep.Message, store.Event{Type: "land_skipped", Message: "--no-land"})
+			r.release(fctx, true)
+			return rep, nil
+		}
+		r.finish(fctx, store.StatusPassed, verdict, "", rep.Message)
+		return r.landAndClose(fctx, rep)
+	case res.StopReason == loop.StopInterrupted:
+		rep.ExitCode = ExitInterrupted
+		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, res.Message)
+		r.release(fctx, false)
+	case res.Status == loop.RunFailed:
+		rep.ExitCode = ExitFail
+		r.finish(fctx, store.StatusFailed, verdict, "", res.Message)
+		r.release(fctx, true)
+	default:
+		rep.ExitCode = ExitStopped
+		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, res.Message)
+		r.release(fctx, true)
+	}
+	return rep, nil
+}
+
+// landAndClose lands the PASSed branch and closes the task; a refusal is exit 3 with the
+// branch left for review.
+func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error) {
+	commit, err := r.app.land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed})
+	r.release(ctx, true)
+	if err != nil {
+		var le *landRefusal
+		if errors.As(err, &le) {
+			rep.ExitCode, rep.LandError, rep.LandPaths, rep.LandHint = ExitLandRefused, le.Error(), le.paths, le.hint
+			rep.Message = "PASS, but landing was refused: " + le.Error()
+			return rep, nil
+		}
+		return rep, err
+	}
+	rep.Landed = commit
+	if commit == "" {
+		rep.Message = "PASS; the task branch adds nothing to " + rep.Target + ", nothing to land"
+	} else {
+		rep.Message = fmt.Sprintf("PASS; landed as %.10s on %s", commit, rep.Target)
+	}
+	return rep, nil
+}
+
+// release hands back the task claim (when the task is not closed) and removes the worktree,
+// whose work is committed on the task branch. An interrupted run keeps its worktree.
+func (r *run) release(ctx context.Context, removeWorktree bool) {
+	if r.claimed {
+		if t, err := r.tr.Get(ctx, r.pre.task.ID); err == nil && t.Status == tracker.StatusInProgress {
+			_ = r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "")
+		}
+	}
+	if removeWorktree && r.ws != nil {
+		if err := r.wm.Remove(ctx, r.ws.Dir(), r.id); err != nil {
+			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
+		}
+	}
+}
+
+// finish marks the run's final status in the store.
+func (r *run) finish(ctx context.Context, status, verdict, stopReason, message string, events ...store.Event) {
+	now := r.app.Now()
+	events = append(events, store.Event{TS: now, Type: "run_finished", Message: status + ": " + message,
+		Data: map[string]any{"status": status, "verdict": verdict, "stop_reason": stopReason}})
+	_ = r.st.FinishRun(ctx, r.id, status, verdict, stopReason, now, events...)
+}
+
+// abort handles an orchestrator failure (store, disk): the run is marked failed and the
+// worktree kept for inspection.
+func (r *run) abort(err error) error {
+	ctx := context.Background()
+	r.finish(ctx, store.StatusFailed, "", "", "orchestrator error: "+err.Error())
+	r.release(ctx, false)
+	return withCode(ExitFail, err)
+}
+
+func (r *run) report(res loop.Result) RunReport {
+	return RunReport{
+		RunID: r.id, TaskID: r.pre.task.ID, Title: r.pre.task.Title, Status: res.Status,
+		Verdict: res.Verdict, StopReason: res.StopReason, Message: res.Message,
+		Iterations: res.Iterations, Steps: res.LastStep,
+		Branch: worktree.TaskBranch(r.pre.task.ID), Target: r.pre.target, RunDir: r.dir,
+		DurationMS: r.app.Now().Sub(r.started).Milliseconds(),
+	}
+}

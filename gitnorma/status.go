@@ -1,0 +1,202 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// StatusReport is `git norma status`: the live run, recent runs and the task branches.
+type StatusReport struct {
+	Live     *LiveRun    `json:"live"`
+	Runs     []RunRow    `json:"runs"`
+	Branches []BranchRow `json:"task_branches"`
+}
+
+// LiveRun is the run a live process is executing right now.
+type LiveRun struct {
+	RunID   string    `json:"run_id"`
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+}
+
+// RunRow is one run in the status list.
+type RunRow struct {
+	ID         string    `json:"run_id"`
+	Task       string    `json:"task_id"`
+	Goal       string    `json:"goal"`
+	Status     string    `json:"status"`
+	Verdict    string    `json:"verdict"`
+	StopReason string    `json:"stop_reason"`
+	Iteration  int       `json:"iteration"`
+	Step       int       `json:"current_step_index"`
+	Started    time.Time `json:"started"`
+	DurationMS int64     `json:"duration_ms"`
+	RunDir     string    `json:"run_dir"`
+}
+
+// BranchRow is a task branch and the worktree holding it, if any.
+type BranchRow struct {
+	Branch   string `json:"branch"`
+	Task     string `json:"task_id"`
+	Head     string `json:"head"`
+	Worktree string `json:"worktree"`
+}
+
+// Status reports recent runs (newest first, at most limit), the live run and task branches.
+func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
+	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}}
+	if h, ok := LiveLockHolder(a.Repo.Path("locks", "run.lock")); ok {
+		rep.Live = &LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
+	}
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	runs, err := st.RecentRuns(ctx, limit)
+	if err != nil {
+		return rep, withCode(ExitFail, err)
+	}
+	for _, r := range runs {
+		rep.Runs = append(rep.Runs, a.runRow(r))
+	}
+	rep.Branches, err = a.taskBranches(ctx)
+	return rep, err
+}
+
+func (a *App) runRow(r store.Run) RunRow {
+	end := r.EndedAt
+	if end.IsZero() {
+		end = a.Now()
+	}
+	return RunRow{
+		ID: r.ID, Task: r.TaskID, Goal: r.Goal, Status: r.Status, Verdict: r.Verdict, StopReason: r.StopReason,
+		Iteration: r.Iteration, Step: r.CurrentStepIndex, Started: r.CreatedAt,
+		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
+	}
+}
+
+// taskBranches lists norma/task/* branches with the worktrees that hold them.
+func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
+	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+worktree.BranchPrefix)
+	if err != nil {
+		return nil, withCode(ExitFail, err)
+	}
+	holders := map[string]string{}
+	if list, err := worktree.NewManager(a.Repo.Root).List(ctx); err == nil {
+		for _, wt := range list {
+			holders[wt.Branch] = wt.Path
+		}
+	}
+	rows := []BranchRow{}
+	for _, line := range strings.Split(out, "\n") {
+		name, head, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		rows = append(rows, BranchRow{Branch: name, Task: strings.TrimPrefix(name, worktree.BranchPrefix), Head: head, Worktree: holders[name]})
+	}
+	return rows, nil
+}
+
+// RunDetail is `git norma status <run>`: the run, its steps and its timeline.
+type RunDetail struct {
+	Run    RunRow     `json:"run"`
+	Steps  []StepRow  `json:"steps"`
+	Events []EventRow `json:"events"`
+	Landed string     `json:"landed_commit,omitempty"`
+}
+
+// StepRow is one step of a run.
+type StepRow struct {
+	Index      int       `json:"step_index"`
+	Role       string    `json:"role"`
+	Iteration  int       `json:"iteration"`
+	Status     string    `json:"status"`
+	Dir        string    `json:"step_dir"`
+	Started    time.Time `json:"started_at"`
+	DurationMS int64     `json:"duration_ms"`
+	Summary    string    `json:"summary"`
+}
+
+// EventRow is one timeline entry.
+type EventRow struct {
+	Seq     int             `json:"seq"`
+	TS      time.Time       `json:"ts"`
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// RunDetail loads one run with its steps and events.
+func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return RunDetail{}, err
+	}
+	defer st.Close()
+	r, err := st.Run(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return RunDetail{}, failf("list runs with: git norma status", "no run %s", runID)
+	}
+	if err != nil {
+		return RunDetail{}, withCode(ExitFail, err)
+	}
+	d := RunDetail{Run: a.runRow(r), Steps: []StepRow{}, Events: []EventRow{}}
+	steps, err := st.Steps(ctx, runID)
+	if err != nil {
+		return d, withCode(ExitFail, err)
+	}
+	for _, s := range steps {
+		row := StepRow{Index: s.Index, Role: s.Role, Iteration: s.Iteration, Status: s.Status, Dir: s.Dir, Started: s.StartedAt, Summary: s.Summary}
+		if !s.EndedAt.IsZero() {
+			row.DurationMS = s.EndedAt.Sub(s.StartedAt).Milliseconds()
+		}
+		d.Steps = append(d.Steps, row)
+	}
+	events, err := st.Events(ctx, runID)
+	if err != nil {
+		return d, withCode(ExitFail, err)
+	}
+	for _, e := range events {
+		row := EventRow{Seq: e.Seq, TS: e.TS, Type: e.Type, Message: e.Message}
+		if e.DataJSON != "" {
+			row.Data = json.RawMessage(e.DataJSON)
+		}
+		d.Events = append(d.Events, row)
+	}
+	if kv, err := st.KV(ctx, runID); err == nil {
+		if raw, ok := kv["landed_commit"]; ok {
+			d.Landed = strings.Trim(string(raw), `"`)
+		}
+	}
+	return d, nil
+}
+
+// TaskRuns lists the runs of one task, newest first.
+func (a *App) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow, error) {
+	if err := a.ValidateTaskID(taskID); err != nil {
+		return nil, err
+	}
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	runs, err := st.RunsForTask(ctx, taskID, limit)
+	if err != nil {
+		return nil, withCode(ExitFail, err)
+	}
+	rows := []RunRow{}
+	for _, r := range runs {
+		rows = append(rows, a.runRow(r))
+	}
+	return rows, nil
+}

@@ -1,0 +1,128 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// TaskSpec is a task as the user describes it on the command line.
+type TaskSpec struct {
+	Title       string
+	Description string
+	Acceptance  string
+	// Verify commands are written into the description's Ready Contract `Verify:` field.
+	Verify   []string
+	Type     string
+	Priority int
+	Parent   string
+}
+
+// AddTask creates a task in the configured tracker.
+func (a *App) AddTask(ctx context.Context, s TaskSpec) (tracker.Task, error) {
+	if strings.TrimSpace(s.Title) == "" {
+		return tracker.Task{}, usagef("", "the task title is empty")
+	}
+	if s.Parent != "" {
+		if err := a.ValidateTaskID(s.Parent); err != nil {
+			return tracker.Task{}, err
+		}
+	}
+	if s.Type != "" && !tracker.ValidType(s.Type) {
+		return tracker.Task{}, usagef("use one of: task, bug, feature, epic, chore, decision, spike, story, milestone", "unknown task type %q", s.Type)
+	}
+	for _, v := range s.Verify {
+		if strings.TrimSpace(v) == "" || strings.Contains(v, "\n") {
+			return tracker.Task{}, usagef("", "--verify takes one single-line shell command, got %q", v)
+		}
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return tracker.Task{}, err
+	}
+	t, err := tr.Create(ctx, tracker.NewTask{
+		Title: strings.TrimSpace(s.Title), Description: withVerify(s.Description, s.Verify),
+		Acceptance: s.Acceptance, Type: s.Type, Priority: s.Priority, Parent: s.Parent, Actor: a.actor(ctx),
+	})
+	if errors.Is(err, tracker.ErrNotFound) {
+		return t, failf("list tasks with: git norma task list", "%v", err)
+	}
+	return t, withCode(ExitFail, err)
+}
+
+// withVerify appends a Ready Contract Verify field as a fenced block, which carries any
+// single-line command (backticks and all) unchanged.
+func withVerify(description string, verify []string) string {
+	if len(verify) == 0 {
+		return description
+	}
+	var b strings.Builder
+	if d := strings.TrimRight(description, "\n"); d != "" {
+		b.WriteString(d + "\n\n")
+	}
+	b.WriteString("Verify:\n```sh\n")
+	for _, v := range verify {
+		b.WriteString(strings.TrimSpace(v) + "\n")
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+// actor is the user's git name, recorded as the task's creator like bd does.
+func (a *App) actor(ctx context.Context) string {
+	name, _ := a.Repo.Git.Output(ctx, "config", "user.name")
+	return name
+}
+
+// ListTasks returns every task, closed ones included.
+func (a *App) ListTasks(ctx context.Context) ([]tracker.Task, error) {
+	tr, err := a.Tracker()
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := tr.List(ctx)
+	return tasks, withCode(ExitFail, err)
+}
+
+// ShowTask returns one task.
+func (a *App) ShowTask(ctx context.Context, id string) (tracker.Task, error) {
+	if err := a.ValidateTaskID(id); err != nil {
+		return tracker.Task{}, err
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return tracker.Task{}, err
+	}
+	t, err := tr.Get(ctx, id)
+	if errors.Is(err, tracker.ErrNotFound) {
+		return t, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
+	}
+	return t, withCode(ExitFail, err)
+}
+
+// DescribeTask renders a task for `task show`.
+func DescribeTask(t tracker.Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s\n", t.ID, t.Title)
+	fmt.Fprintf(&b, "status: %s  type: %s  priority: P%d", t.Status, t.IssueType, t.Priority)
+	if t.Parent != "" {
+		fmt.Fprintf(&b, "  parent: %s", t.Parent)
+	}
+	b.WriteString("\n")
+	if len(t.Labels) > 0 {
+		fmt.Fprintf(&b, "labels: %s\n", strings.Join(t.Labels, ", "))
+	}
+	if t.CloseReason != "" {
+		fmt.Fprintf(&b, "closed: %s\n", t.CloseReason)
+	}
+	if t.Description != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(t.Description, "\n"))
+	}
+	if t.AcceptanceCriteria != "" {
+		fmt.Fprintf(&b, "\nAcceptance:\n%s\n", strings.TrimRight(t.AcceptanceCriteria, "\n"))
+	}
+	return b.String()
+}
