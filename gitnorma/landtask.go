@@ -84,9 +84,13 @@ func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (s
 		var passHead, landed string
 		_ = json.Unmarshal(kv["pass_head"], &passHead)
 		_ = json.Unmarshal(kv["landed_commit"], &landed)
-		if passHead == head && landed == "" {
-			return r.ID, nil
+		if passHead != head {
+			continue
 		}
+		if landed != "" {
+			return "", &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, landed, r.ID)}
+		}
+		return r.ID, nil
 	}
 	return "", &Error{Code: ExitLandRefused,
 		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),

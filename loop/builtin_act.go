@@ -25,8 +25,8 @@ func (BuiltinAct) Run(_ context.Context, req Request) (Output, error) {
 		act.Next = ActNext{Recommended: false, Notes: "land the task branch"}
 	case budgetsExhausted(in):
 		out.Status, out.StopReason = StatusStop, StopBudgetExceeded
-		act.Rationale = fmt.Sprintf("verdict %s and no budget left (iteration %d of %d, failed checks %d of %d)",
-			verdict, in.Run.Iteration, in.Budgets.MaxIterations, failedChecks(in), in.Budgets.MaxFailedChecks)
+		act.Rationale = fmt.Sprintf("verdict %s and no budget left (iteration %d, %d failed check(s); limits %d and %d)",
+			verdict, in.Run.Iteration, failedChecks(in), in.Budgets.MaxIterations, in.Budgets.MaxFailedChecks)
 		act.Next.Notes = "a human should look at the failing criteria"
 	default:
 		act.Rationale = fmt.Sprintf("verdict %s; another iteration is within budget", verdict)

@@ -69,6 +69,9 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 	}
 	switch s.out.Status {
 	case StatusStop:
+		if s.role == RoleAct {
+			return nil // afterAct weighs Act's stop against the budgets it enforces itself
+		}
 		return stopped(s.out.StopReason, "%s stopped: %s", s.role, stopText(s.out))
 	case StatusError:
 		return failed(fmt.Errorf("%s step %03d reported an error: %s", s.role, s.index, stopText(s.out)))

@@ -153,6 +153,8 @@ func (e *engine) afterAct(out Output) *Result {
 		return stopped(StopBudgetExceeded, "max_iterations (%d) reached without a PASS (last verdict %s)", b.MaxIterations, verdict)
 	case b.MaxFailedChecks > 0 && e.failedChecks >= b.MaxFailedChecks:
 		return stopped(StopBudgetExceeded, "max_failed_checks (%d) reached (last verdict %s)", b.MaxFailedChecks, verdict)
+	case out.Status == StatusStop:
+		return stopped(out.StopReason, "act stopped: %s", stopText(out))
 	}
 	return nil
 }

@@ -57,13 +57,13 @@ func (r Runner) In(dir string) Runner {
 	return Runner{Dir: dir, Env: r.Env}
 }
 
-// Output runs git and returns its stdout with the trailing newline trimmed.
+// Output runs git and returns its stdout with the trailing newline trimmed. The output is
+// returned even when git fails: some commands (merge-tree) report details on stdout with a
+// non-zero exit.
 func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
 	var out bytes.Buffer
-	if err := r.run(ctx, nil, &out, args); err != nil {
-		return "", err
-	}
-	return strings.TrimRight(out.String(), "\n"), nil
+	err := r.run(ctx, nil, &out, args)
+	return strings.TrimRight(out.String(), "\n"), err
 }
 
 // Run runs git and discards its stdout.
