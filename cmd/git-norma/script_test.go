@@ -1,0 +1,175 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// agentDir holds the example agent, built once for all scripts.
+var agentDir string
+
+// TestMain lets the test binary act as git-norma: testscript puts it on PATH under that name,
+// so `exec git norma ...` in a script goes through the real git binary to our real Main.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"git-norma": func() { os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
+	})
+}
+
+// TestScripts runs every testdata/script/*.txtar end to end: real git, real temp repos, a real
+// SQLite file, the built example agent, and scripted agents for the failure cases.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup:               setupScript(t),
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitCode,
+			"sql":      cmdSQL,
+			"jsonq":    cmdJSONQ,
+			"newrepo":  cmdNewRepo,
+			"capture":  cmdCapture,
+		},
+	})
+}
+
+func setupScript(t *testing.T) func(env *testscript.Env) error {
+	dir := buildExampleAgent(t)
+	return func(env *testscript.Env) error {
+		home := env.WorkDir
+		env.Setenv("HOME", home)
+		env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+		env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+		env.Setenv("AGENT_DIR", dir)
+		env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
+		gitconfig := "[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
+		return os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644)
+	}
+}
+
+// buildExampleAgent builds examples/do-agent once per test binary run.
+func buildExampleAgent(t *testing.T) string {
+	if agentDir != "" {
+		return agentDir
+	}
+	dir, err := os.MkdirTemp("", "norma-agents-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "norma-example-agent"), "../../examples/do-agent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build example agent: %v\n%s", err, out)
+	}
+	agentDir = dir
+	return dir
+}
+
+// cmdExitCode runs a command and checks its exit code: `exitcode 2 git norma run x`.
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("exit code %d, want %d", got, want)
+	}
+}
+
+// cmdSQL prints the rows of a query, one per line, columns separated by '|':
+// `sql .norma/norma.db 'select status from runs'`.
+func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: sql DB QUERY")
+	}
+	db, err := sql.Open("sqlite", "file:"+ts.MkAbs(args[0])+"?mode=ro")
+	ts.Check(err)
+	defer db.Close()
+	rows, err := db.Query(args[1])
+	ts.Check(err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	ts.Check(err)
+	var out strings.Builder
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		ts.Check(rows.Scan(ptrs...))
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = v.String
+		}
+		out.WriteString(strings.Join(parts, "|") + "\n")
+	}
+	ts.Check(rows.Err())
+	fmt.Fprint(ts.Stdout(), out.String())
+}
+
+// cmdJSONQ prints the value at a dotted path of a JSON file (array indexes as numbers):
+// `jsonq out.json check.verdict.status`. Strings print raw, anything else as JSON.
+func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: jsonq FILE PATH")
+	}
+	var v any
+	ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &v))
+	for _, key := range strings.Split(args[1], ".") {
+		switch node := v.(type) {
+		case map[string]any:
+			v = node[key]
+		case []any:
+			i, err := strconv.Atoi(key)
+			if err != nil || i >= len(node) {
+				ts.Fatalf("no index %s in array of %d", key, len(node))
+			}
+			v = node[i]
+		default:
+			ts.Fatalf("cannot descend into %v with %q", v, key)
+		}
+	}
+	if s, ok := v.(string); ok {
+		fmt.Fprintln(ts.Stdout(), s)
+		return
+	}
+	data, _ := json.Marshal(v)
+	fmt.Fprintln(ts.Stdout(), string(data))
+}
+
+// cmdNewRepo turns the current directory into a repository with one commit of its files.
+func cmdNewRepo(ts *testscript.TestScript, neg bool, args []string) {
+	for _, argv := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", "initial commit"}} {
+		ts.Check(ts.Exec("git", argv...))
+	}
+}
+
+// cmdCapture stores the previous command's trimmed stdout in an environment variable:
+// `exec git norma task add X` then `capture TASK`.
+func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: capture VAR")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}

@@ -1,0 +1,63 @@
+#!/bin/sh
+# install.sh — build git-norma from this checkout and install it where git can find it.
+#
+#   ./install.sh                  installs into $GOBIN, else $HOME/.local/bin
+#   ./install.sh --bin-dir DIR    installs into DIR (or set GIT_NORMA_BIN_DIR)
+#
+# Safe to re-run: it rebuilds and replaces the binary. Needs Go (the version in go.mod) and
+# git 2.38 or newer.
+set -eu
+
+die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
+
+bin_dir=${GIT_NORMA_BIN_DIR:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bin-dir) [ $# -ge 2 ] || die "--bin-dir needs a directory"; bin_dir=$2; shift 2 ;;
+	--bin-dir=*) bin_dir=${1#--bin-dir=}; shift ;;
+	-h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument: $1 (see ./install.sh --help)" ;;
+	esac
+done
+
+src=$(cd "$(dirname "$0")" && pwd)
+[ -f "$src/go.mod" ] || die "run me from a git-norma checkout (no go.mod next to $0)"
+
+# version_ge A B: is dotted version A >= B?
+version_ge() {
+	[ "$(printf '%s\n%s\n' "$2" "$1" | sort -t. -k1,1n -k2,2n -k3,3n | head -n1)" = "$2" ]
+}
+
+command -v go >/dev/null 2>&1 || die "Go is not installed: get it from https://go.dev/dl/ and re-run ./install.sh"
+need_go=$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$src/go.mod")
+have_go=$(go env GOVERSION | sed 's/^go//; s/[^0-9.].*//')
+version_ge "$have_go" "$need_go" || die "Go $have_go is too old: git-norma needs Go $need_go or newer (https://go.dev/dl/)"
+
+command -v git >/dev/null 2>&1 || die "git is not installed: git-norma needs git 2.38 or newer"
+have_git=$(git version | sed -n 's/^git version \([0-9]*\.[0-9]*\).*/\1/p')
+version_ge "$have_git" "2.38" || die "git $have_git is too old: git-norma needs git 2.38 or newer (for git merge-tree --write-tree)"
+
+if [ -z "$bin_dir" ]; then
+	bin_dir=$(go env GOBIN)
+	[ -n "$bin_dir" ] || bin_dir=$HOME/.local/bin
+fi
+mkdir -p "$bin_dir" || die "cannot create $bin_dir"
+
+version=$(git -C "$src" describe --tags --always --dirty 2>/dev/null || echo dev)
+commit=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)
+printf 'building git-norma %s with Go %s ...\n' "$version" "$have_go"
+(cd "$src" && go build -trimpath \
+	-ldflags "-s -w -X main.version=$version -X main.commit=$commit" \
+	-o "$bin_dir/git-norma.tmp" ./cmd/git-norma) || die "go build failed"
+mv -f "$bin_dir/git-norma.tmp" "$bin_dir/git-norma"
+printf 'installed %s\n' "$bin_dir/git-norma"
+
+case ":$PATH:" in
+*":$bin_dir:"*)
+	git norma version ;;
+*)
+	"$bin_dir/git-norma" version
+	printf '\n%s is not on your PATH, so git cannot find `git norma` yet. Add it:\n' "$bin_dir"
+	printf '  export PATH="%s:$PATH"\n' "$bin_dir"
+	printf 'and put that line in your shell profile (~/.profile, ~/.bashrc or ~/.zshrc).\n' ;;
+esac
