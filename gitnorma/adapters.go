@@ -8,13 +8,17 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// recorder is the loop's commit point: one store transaction per step.
+// recorder is the loop's commit point — one store transaction per step — followed by the
+// git-notes mirror, whose failure is recorded but never fails the run.
 type recorder struct {
-	st   *store.Store
-	root string
+	st      *store.Store
+	root    string
+	taskID  string
+	journal notes.Journal
 }
 
 // CommitStep implements loop.Recorder.
@@ -31,13 +35,27 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	if rec.Role == loop.RoleCheck && rec.Output.Check != nil {
 		verdict = runVerdict(rec.Output.Check.Verdict.Status)
 	}
-	return r.st.CommitStep(ctx, store.StepCommit{
-		Step: store.Step{
-			RunID: rec.RunID, Index: rec.Index, Role: string(rec.Role), Iteration: rec.Iteration,
-			Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
-		},
-		Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
+	step := store.Step{
+		RunID: rec.RunID, Index: rec.Index, Role: string(rec.Role), Iteration: rec.Iteration,
+		Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
+	}
+	err := r.st.CommitStep(ctx, store.StepCommit{
+		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
 	})
+	if err != nil || rec.Head == "" {
+		return err
+	}
+	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step)); err != nil {
+		_ = r.st.AppendEvent(ctx, rec.RunID, store.Event{TS: rec.EndedAt, Type: "mirror_failed", Message: err.Error()})
+	}
+	return nil
+}
+
+// stepEntry is a step's journal line, derived from its store row only, so the line written
+// after the step and the one replayed at landing (or by a repair) are identical.
+func stepEntry(taskID string, s store.Step) notes.Entry {
+	return notes.Entry{TS: notes.Stamp(s.EndedAt), Kind: notes.KindStep, Task: taskID, Run: s.RunID,
+		Step: s.Index, Role: s.Role, Status: s.Status, Summary: s.Summary}
 }
 
 // rel stores paths relative to the repository root, so the db survives moving the repo.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/git-norma/git-norma/notes"
 )
 
 // gitignoreContent keeps everything under .norma/ out of git except the shared config (and
@@ -49,6 +51,9 @@ func Init(ctx context.Context, dir string) (InitResult, error) {
 	}
 	if _, err := LoadConfig(repo.Path("config.json")); err != nil {
 		return res, err
+	}
+	if err := notes.Configure(ctx, repo.Git); err != nil {
+		return res, withCode(ExitFatal, fmt.Errorf("configure git notes: %w", err))
 	}
 	app := &App{Repo: repo, Config: DefaultConfig()}
 	_, statErr := os.Stat(repo.Path("norma.db"))

@@ -11,6 +11,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -43,7 +44,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if err != nil {
 		return "", err
 	}
-	res, err := worktree.NewManager(a.Repo.Root).Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
+	res, err := a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
 	if err != nil {
 		var le *worktree.LandError
 		if errors.As(err, &le) {
@@ -56,6 +57,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
 	}
 	_ = st.SetKV(ctx, req.runID, "landed_commit", res.Commit)
+	if !res.Empty {
+		a.noteLanding(ctx, st, req, res.Commit)
+	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
 	tr, err := a.Tracker()
@@ -142,4 +146,22 @@ func readStepOutput(dir string) (loop.Output, error) {
 		return out, err
 	}
 	return out, json.Unmarshal(data, &out)
+}
+
+// noteLanding puts the run's whole journal on the squash commit (squash merges carry no notes
+// of the branch), ending with the landing entry itself.
+func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest, commit string) {
+	steps, err := st.Steps(ctx, req.runID)
+	if err != nil {
+		return
+	}
+	entries := make([]notes.Entry, 0, len(steps)+1)
+	for _, s := range steps {
+		entries = append(entries, stepEntry(req.task.ID, s))
+	}
+	entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
+		Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
+	if err := (notes.Journal{Git: a.Repo.Git}).Add(ctx, commit, entries...); err != nil {
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -19,7 +20,8 @@ type Repo struct {
 	Root string
 	// GitDir is the common git directory shared by all worktrees.
 	GitDir string
-	// Git runs in Root.
+	// Git runs in Root, marked with the hook recursion guard: git-norma's own commits and
+	// merges must not re-trigger its hooks.
 	Git git.Runner
 }
 
@@ -57,7 +59,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 			return nil, err
 		}
 	}
-	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root}}, nil
+	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
 }
 
 // mainWorktree asks git for the main worktree when the git dir is not <root>/.git
@@ -86,3 +88,6 @@ func repoError(dir string, err error) error {
 	}
 	return withCode(ExitFatal, err)
 }
+
+// Worktrees returns the worktree manager of the repository (guarded like Git).
+func (r *Repo) Worktrees() *worktree.Manager { return &worktree.Manager{Git: r.Git} }

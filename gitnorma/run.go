@@ -14,6 +14,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -79,7 +80,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	defer st.Close()
-	r := &run{app: a, pre: pre, tr: tr, st: st, wm: worktree.NewManager(a.Repo.Root), started: a.Now()}
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now()}
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}
@@ -165,8 +166,9 @@ func (r *run) loopOptions(live io.Writer) loop.Options {
 	return loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws}, Recorder: &recorder{st: r.st, root: r.app.Repo.Root},
-		Live: live, Now: r.app.Now, StartedAt: r.started,
+		Workspace: workspace{ws: r.ws},
+		Recorder:  &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID, journal: notes.Journal{Git: r.app.Repo.Git}},
+		Live:      live, Now: r.app.Now, StartedAt: r.started,
 	}
 }
 

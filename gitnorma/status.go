@@ -90,7 +90,7 @@ func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
 		return nil, withCode(ExitFail, err)
 	}
 	holders := map[string]string{}
-	if list, err := worktree.NewManager(a.Repo.Root).List(ctx); err == nil {
+	if list, err := a.Repo.Worktrees().List(ctx); err == nil {
 		for _, wt := range list {
 			holders[wt.Branch] = wt.Path
 		}

@@ -144,6 +144,9 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	if err := writeJSON(filepath.Join(s.dir, "output.json"), s.out); err != nil {
 		return err
 	}
+	if s.commit != "" {
+		s.snap.Head = s.commit
+	}
 	status := "ok"
 	if s.out.Status == StatusError {
 		status = "fail"
@@ -151,7 +154,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	rec := StepRecord{
 		RunID: e.o.RunID, Index: s.index, Role: s.role, Iteration: e.iteration, Status: status,
 		Dir: s.dir, StartedAt: s.started, EndedAt: ended, Summary: oneLine(s.out.Summary.Text, 300),
-		Output: s.out, Commit: s.commit, Events: s.events,
+		Output: s.out, Commit: s.commit, Head: s.snap.Head, Events: s.events,
 	}
 	if err := e.o.Recorder.CommitStep(context.WithoutCancel(ctx), rec); err != nil {
 		return fmt.Errorf("record step %03d-%s: %w", s.index, s.role, err)

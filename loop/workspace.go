@@ -66,6 +66,9 @@ type StepRecord struct {
 	Output    Output
 	// Commit is the orchestrator commit made after a writing step, if any.
 	Commit string
+	// Head is the commit the workspace was on when the step ended: the step's own commit, or
+	// the one a read-only step looked at. Journal notes attach there.
+	Head   string
 	Events []Event
 }
 

@@ -32,6 +32,11 @@ func NewRepo(t testing.TB) *Repo {
 	return r
 }
 
+// Open wraps an existing repository directory (a clone, a linked worktree) for tests.
+func Open(t testing.TB, dir string) *Repo {
+	return &Repo{t: t, Dir: dir, Git: git.Runner{Dir: dir}}
+}
+
 // Isolate points HOME at an empty directory and disables the system config, so tests never
 // read or write the developer's git configuration.
 func Isolate(t testing.TB) {

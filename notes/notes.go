@@ -1,0 +1,128 @@
+// Package notes keeps git-norma's journal in git notes under refs/notes/norma, so anyone with
+// the repository can read what happened with stock git: `git log --notes=norma`,
+// `git notes --ref=norma show <commit>`.
+//
+// Each entry is one JSON line whose first key is its RFC3339 UTC timestamp. A note is the
+// sorted, de-duplicated set of its lines, which is exactly what git's cat_sort_uniq merge
+// strategy produces — so notes written on two clones merge without conflicts and lose nothing.
+package notes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// Ref is the notes ref of the journal.
+const Ref = "refs/notes/norma"
+
+// Entry is one journal line. Field order matters: ts first, so lines sort by time.
+type Entry struct {
+	TS      string `json:"ts"`
+	Kind    string `json:"kind"`
+	Task    string `json:"task"`
+	Run     string `json:"run"`
+	Step    int    `json:"step,omitempty"`
+	Role    string `json:"role,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Verdict string `json:"verdict,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	Commit  string `json:"commit,omitempty"`
+}
+
+// Kinds of entries.
+const (
+	KindStep = "step"
+	KindLand = "land"
+)
+
+// Stamp formats t the way entries carry it.
+func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// Journal reads and writes the notes of one repository.
+type Journal struct {
+	Git git.Runner
+}
+
+// Add merges entries into the note on commit: existing lines are kept, new ones added, the
+// result sorted and de-duplicated. Adding the same entry twice changes nothing, so mirrors
+// can be repaired by replaying.
+func (j Journal) Add(ctx context.Context, commit string, entries ...Entry) error {
+	lines, err := j.lines(ctx, commit)
+	if err != nil {
+		return err
+	}
+	before := len(lines)
+	for _, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, string(b))
+	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
+	if len(lines) == before && before > 0 {
+		return nil
+	}
+	body := strings.Join(lines, "\n") + "\n"
+	_, err = j.Git.Input(ctx, strings.NewReader(body), "notes", "--ref", Ref, "add", "-f", "-F", "-", commit)
+	if err != nil {
+		return fmt.Errorf("write journal note on %.10s: %w", commit, err)
+	}
+	return nil
+}
+
+// Read returns the entries of the note on commit (none when there is no note). Lines that are
+// not entries (a human's note, say) are skipped, not rejected.
+func (j Journal) Read(ctx context.Context, commit string) ([]Entry, error) {
+	lines, err := j.lines(ctx, commit)
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	for _, l := range lines {
+		var e Entry
+		dec := json.NewDecoder(bytes.NewReader([]byte(l)))
+		if dec.Decode(&e) == nil && e.TS != "" {
+			entries = append(entries, e)
+		}
+	}
+	return entries, nil
+}
+
+func (j Journal) lines(ctx context.Context, commit string) ([]string, error) {
+	out, err := j.Git.Output(ctx, "notes", "--ref", Ref, "show", commit)
+	if err != nil {
+		if git.ExitCodeOf(err) == 1 && strings.Contains(err.Error(), "no note found") {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines, nil
+}
+
+// Configure sets what makes the journal survive merges and rewrites: the cat_sort_uniq merge
+// strategy for refs/notes/norma, and notes.rewriteRef so amend and rebase carry notes along.
+func Configure(ctx context.Context, g git.Runner) error {
+	if err := g.Run(ctx, "config", "notes.norma.mergeStrategy", "cat_sort_uniq"); err != nil {
+		return err
+	}
+	refs, _ := g.Output(ctx, "config", "--get-all", "notes.rewriteRef")
+	if slices.Contains(strings.Split(refs, "\n"), Ref) {
+		return nil
+	}
+	return g.Run(ctx, "config", "--add", "notes.rewriteRef", Ref)
+}

@@ -1,0 +1,114 @@
+package notes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+)
+
+func entry(ts time.Time, step int, summary string) Entry {
+	return Entry{TS: Stamp(ts), Kind: KindStep, Task: "norma-a1", Run: "r-1", Step: step, Role: "do", Status: "ok", Summary: summary}
+}
+
+func TestAddIsReadableByStockGitAndIdempotent(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	head := repo.Must("rev-parse", "HEAD")
+	j := Journal{Git: repo.Git}
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+
+	require.NoError(t, j.Add(ctx, head, entry(t0.Add(time.Second), 2, "second"), entry(t0, 1, "first")))
+	require.NoError(t, j.Add(ctx, head, entry(t0, 1, "first"))) // replayed mirror: no change
+
+	out := repo.Must("notes", "--ref=norma", "show", head)
+	lines := strings.Split(out, "\n")
+	require.Len(t, lines, 2)
+	assert.True(t, strings.HasPrefix(lines[0], `{"ts":"2026-11-22T07:00:00.000Z","kind":"step"`), lines[0])
+	assert.Contains(t, lines[1], `"summary":"second"`)
+	assert.Contains(t, repo.Must("log", "-1", "--notes=norma"), "Notes (norma):")
+
+	got, err := j.Read(ctx, head)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "first", got[0].Summary)
+	repo.Must("fsck", "--no-progress")
+}
+
+func TestAddKeepsForeignLines(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	head := repo.Must("rev-parse", "HEAD")
+	repo.Must("notes", "--ref=norma", "add", "-m", "a human wrote this", head)
+
+	require.NoError(t, Journal{Git: repo.Git}.Add(ctx, head, entry(time.Now(), 1, "x")))
+	out := repo.Must("notes", "--ref=norma", "show", head)
+	assert.Contains(t, out, "a human wrote this")
+	assert.Contains(t, out, `"summary":"x"`)
+	got, err := Journal{Git: repo.Git}.Read(ctx, head)
+	require.NoError(t, err)
+	assert.Len(t, got, 1, "the human line is kept but is not an entry")
+}
+
+func TestReadWithoutNote(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	got, err := Journal{Git: repo.Git}.Read(context.Background(), repo.Must("rev-parse", "HEAD"))
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+// Two clones add entries to the note on the same commit; merging through a tracking ref with
+// the configured cat_sort_uniq strategy keeps every entry of both, with no conflict.
+func TestTwoClonesMergeWithoutLoss(t *testing.T) {
+	ctx := context.Background()
+	origin := gittest.NewRepo(t)
+	head := origin.Must("rev-parse", "HEAD")
+	a, b := cloneOf(t, origin), cloneOf(t, origin)
+	for _, c := range []*gittest.Repo{a, b} {
+		require.NoError(t, Configure(ctx, c.Git))
+	}
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	shared := entry(t0, 1, "both saw this")
+	require.NoError(t, Journal{Git: a.Git}.Add(ctx, head, shared, entry(t0.Add(time.Minute), 2, "from a")))
+	require.NoError(t, Journal{Git: b.Git}.Add(ctx, head, shared, entry(t0.Add(2*time.Minute), 3, "from b")))
+
+	a.Must("fetch", "-q", b.Dir, "+"+Ref+":refs/notes/remotes/b/norma")
+	a.Must("notes", "--ref", Ref, "merge", "refs/notes/remotes/b/norma")
+
+	got, err := Journal{Git: a.Git}.Read(ctx, head)
+	require.NoError(t, err)
+	var summaries []string
+	for _, e := range got {
+		summaries = append(summaries, e.Summary)
+	}
+	assert.Equal(t, []string{"both saw this", "from a", "from b"}, summaries)
+	a.Must("fsck", "--no-progress")
+}
+
+func TestConfigureIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	for range 2 {
+		require.NoError(t, Configure(ctx, repo.Git))
+	}
+	assert.Equal(t, "cat_sort_uniq", repo.Must("config", "notes.norma.mergeStrategy"))
+	assert.Equal(t, Ref, repo.Must("config", "--get-all", "notes.rewriteRef"))
+}
+
+func cloneOf(t *testing.T, origin *gittest.Repo) *gittest.Repo {
+	t.Helper()
+	dir := t.TempDir()
+	_, err := git.Runner{}.Output(context.Background(), "clone", "-q", origin.Dir, dir)
+	require.NoError(t, err, fmt.Sprintf("clone %s", origin.Dir))
+	c := gittest.Open(t, dir)
+	c.Must("config", "user.name", "Clone")
+	c.Must("config", "user.email", "clone@example.com")
+	return c
+}
