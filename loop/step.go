@@ -103,7 +103,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		return nil, agentErr
 	}
 	if ctx.Err() != nil {
-		return ctx.Err(), nil
+		return interrupted(ctx), nil
 	}
 	if agentErr != nil {
 		return agentErr, nil
@@ -114,7 +114,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 // runErr sorts an error into an interruption (the step's failure) or an orchestrator one.
 func runErr(ctx context.Context, err error) (error, error) {
 	if ctx.Err() != nil {
-		return ctx.Err(), nil
+		return interrupted(ctx), nil
 	}
 	return nil, err
 }
@@ -165,6 +165,11 @@ func (e *engine) noteCommit(s *stepRun, res CommitResult) {
 		s.out.Summary.Errors = append(s.out.Summary.Errors,
 			fmt.Sprintf("the task's patch is %d KiB, over max_patch_kb (%d)", (res.PatchBytes+1023)/1024, kb))
 	}
+}
+
+// interrupted is the step error of a run stopped by Ctrl-C or SIGTERM; it wraps ctx.Err().
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("interrupted: the step's processes were stopped (%w)", ctx.Err())
 }
 
 func shortID(id string) string {
