@@ -124,9 +124,11 @@ func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string,
 	}
 }
 
-// fastForwardCheckout advances a checked-out target through git itself.
+// fastForwardCheckout advances a checked-out target through git itself. --no-autostash
+// overrides a user's merge.autoStash, which would otherwise stash overlapping edits, move the
+// target anyway and leave conflict markers in the user's files.
 func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
-	err := m.Git.In(dir).Run(ctx, "merge", "--ff-only", "-q", "--no-stat", commit)
+	err := m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "-q", "--no-stat", commit)
 	if err == nil {
 		return nil
 	}

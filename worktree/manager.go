@@ -70,6 +70,11 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, err
 	}
+	// Forget worktrees whose directories were deleted, or git would still count the branch as
+	// checked out there.
+	if err := m.Git.Run(ctx, "worktree", "prune"); err != nil {
+		return nil, err
+	}
 	exists, err := m.BranchExists(ctx, branch)
 	if err != nil {
 		return nil, err
@@ -105,7 +110,8 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		return "", err
 	}
 	for _, wt := range list {
-		if wt.Branch == branch {
+		// A prunable entry's directory is gone: nothing is checked out there any more.
+		if wt.Branch == branch && !wt.Prunable {
 			return wt.Path, nil
 		}
 	}

@@ -75,9 +75,20 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	for _, entry := range strings.Split(status, "\x00") {
-		if len(entry) > 3 {
-			changes = append(changes, entry[3:])
+	entries := strings.Split(status, "\x00")
+	for i := 0; i < len(entries); i++ {
+		entry := entries[i]
+		if len(entry) <= 3 {
+			continue
+		}
+		changes = append(changes, entry[3:])
+		// With -z a rename or copy is followed by its source path as a field of its own,
+		// without the "XY " status prefix.
+		if (entry[0] == 'R' || entry[0] == 'C' || entry[1] == 'R' || entry[1] == 'C') && i+1 < len(entries) {
+			i++
+			if entries[i] != "" {
+				changes = append(changes, entries[i])
+			}
 		}
 	}
 	return changes, nil
@@ -86,6 +97,13 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 // Discard returns the worktree to the state's commit, dropping uncommitted files. It is only
 // ever used on a run's own worktree, after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
+	if w.branch != "" {
+		// Re-attach HEAD to the task branch first: if the step switched branches, the reset
+		// below must move the task branch, never whatever branch the agent left checked out.
+		if err := w.git.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+w.branch); err != nil {
+			return err
+		}
+	}
 	if err := w.git.Run(ctx, "reset", "-q", "--hard", to.Head); err != nil {
 		return err
 	}
