@@ -120,8 +120,11 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 		e.do, e.check = nil, nil
 		for _, role := range Roles {
 			out, end, err := e.step(ctx, role)
-			if err != nil || end != nil {
-				return e.finish(end), err
+			if err != nil {
+				return e.finish(failed(err)), err
+			}
+			if end != nil {
+				return e.finish(end), nil
 			}
 			if role == RoleAct {
 				if end := e.afterAct(out); end != nil {
@@ -144,7 +147,7 @@ func (e *engine) finish(r *Result) Result {
 // afterAct applies Act's decision and the budgets: nil means another iteration.
 func (e *engine) afterAct(out Output) *Result {
 	verdict := e.check.Verdict.Status
-	if out.Act.Decision == DecisionClose && verdict == VerdictPass {
+	if out.Status == StatusOK && out.Act.Decision == DecisionClose && verdict == VerdictPass {
 		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified"}
 	}
 	b := e.o.Budgets

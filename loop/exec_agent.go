@@ -42,6 +42,12 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
 	cmd.Env = append(git.StripRepoVars(os.Environ()), a.agentEnv(req)...)
+	// The check step's log already holds the check commands' output; the answer is only
+	// what the agent prints after it.
+	offset, err := logSize(req.StdoutPath)
+	if err != nil {
+		return Output{}, err
+	}
 	res, err := runProcess(ctx, cmd, req.Timeout)
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -53,7 +59,19 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	case res.ExitCode != 0:
 		return Output{}, protocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
 	}
-	return readOutput(req.StdoutPath)
+	return readOutput(req.StdoutPath, offset)
+}
+
+// logSize is how much of the log file at path was written before the agent started.
+func logSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
 
 func (a ExecAgent) agentEnv(req Request) []string {
@@ -77,19 +95,26 @@ func startHint(err error) string {
 	return err.Error()
 }
 
-// readOutput parses the agent's stdout log as exactly one JSON object.
-func readOutput(path string) (Output, error) {
+// readOutput parses the agent's stdout log, from offset on, as exactly one JSON object.
+func readOutput(path string, offset int64) (Output, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Output{}, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes+1))
+	st, err := f.Stat()
 	if err != nil {
 		return Output{}, err
 	}
-	if len(data) > MaxOutputBytes {
+	if st.Size()-offset > MaxOutputBytes {
 		return Output{}, protocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return Output{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxOutputBytes))
+	if err != nil {
+		return Output{}, err
 	}
 	return DecodeOutput(data)
 }

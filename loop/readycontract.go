@@ -27,7 +27,7 @@ var backtickRE = regexp.MustCompile("`([^`]+)`")
 // backtick spans contributes each span as a command, otherwise the whole item is the command.
 func ParseReadyContract(description string) ReadyContract {
 	var rc ReadyContract
-	field, inFence := "", false
+	field, inFence, items := "", false, 0
 	for _, line := range strings.Split(description, "\n") {
 		if field == "verify" && strings.HasPrefix(strings.TrimSpace(line), "```") {
 			inFence = !inFence
@@ -40,19 +40,23 @@ func ParseReadyContract(description string) ReadyContract {
 			continue
 		}
 		if m := fieldRE.FindStringSubmatch(line); m != nil {
-			field = strings.ToLower(m[1])
-			rc.add(field, strings.TrimSpace(m[2]))
+			field, items = strings.ToLower(m[1]), 0
+			items += rc.add(field, strings.TrimSpace(m[2]))
 			continue
 		}
 		if field == "" {
 			continue
 		}
 		if m := listItemRE.FindStringSubmatch(line); m != nil {
-			rc.add(field, strings.TrimSpace(m[1]))
+			items += rc.add(field, strings.TrimSpace(m[1]))
 			continue
 		}
-		if strings.TrimSpace(line) != "" && field != "verify" {
-			rc.add(field, strings.TrimSpace(line))
+		blank := strings.TrimSpace(line) == ""
+		if blank && items == 0 {
+			continue // a blank line between a header and its items
+		}
+		if !blank && field != "verify" {
+			items += rc.add(field, strings.TrimSpace(line))
 			continue
 		}
 		field = ""
@@ -60,9 +64,10 @@ func ParseReadyContract(description string) ReadyContract {
 	return rc
 }
 
-func (rc *ReadyContract) add(field, text string) {
+// add records one item of a field and returns how many it added (0 for empty text).
+func (rc *ReadyContract) add(field, text string) int {
 	if text == "" {
-		return
+		return 0
 	}
 	switch field {
 	case "objective":
@@ -72,6 +77,7 @@ func (rc *ReadyContract) add(field, text string) {
 	case "verify":
 		rc.Verify = append(rc.Verify, commandsIn(text)...)
 	}
+	return 1
 }
 
 func joinText(a, b string) string {

@@ -14,6 +14,9 @@ func ValidateOutput(role Role, taskID string, out *Output) error {
 		if out.StopReason == "" {
 			out.StopReason = StopNone
 		}
+		if out.StopReason != StopNone {
+			return contractf("status %s cannot carry stop_reason %q (use status stop, or stop_reason none)", out.Status, out.StopReason)
+		}
 	case StatusStop:
 		if !slices.Contains(StopReasonsAllowed, out.StopReason) {
 			return contractf("status is stop but stop_reason %q is not one of %v", out.StopReason, StopReasonsAllowed)

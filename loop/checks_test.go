@@ -1,0 +1,173 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// checkLog opens a log file the way the engine opens logs/stdout.txt.
+func checkLog(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(t.TempDir(), "stdout.txt"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func oneCheck(cmd string, expect ...int) []EffectiveCriterion {
+	return []EffectiveCriterion{{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: cmd, ExpectExitCodes: expect}}}}
+}
+
+func TestRunChecksExitCodes(t *testing.T) {
+	tests := []struct {
+		name     string
+		cmd      string
+		expect   []int
+		wantCode int
+		wantPass bool
+	}{
+		{name: "exit 0 passes", cmd: "true", wantCode: 0, wantPass: true},
+		{name: "exit 1 fails by default", cmd: "exit 1", wantCode: 1, wantPass: false},
+		{name: "explicit [0] fails on 3", cmd: "exit 3", expect: []int{0}, wantCode: 3, wantPass: false},
+		{name: "expected non-zero exit passes", cmd: "exit 3", expect: []int{3}, wantCode: 3, wantPass: true},
+		{name: "one of several expected codes", cmd: "exit 2", expect: []int{0, 1, 2}, wantCode: 2, wantPass: true},
+		{name: "exit 0 not expected fails", cmd: "true", expect: []int{1}, wantCode: 0, wantPass: false},
+		{name: "command not found is 127", cmd: "norma-no-such-command-xyz", wantCode: 127, wantPass: false},
+		{name: "shell syntax works", cmd: `test "$(echo a,b | cut -d, -f2)" = b && [ -d . ]`, wantCode: 0, wantPass: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := RunChecks(context.Background(), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second)
+			require.NoError(t, err)
+			require.Len(t, ev, 1)
+			e := ev[0]
+			assert.Equal(t, "AC-1", e.ACID)
+			assert.Equal(t, "CHK-1", e.CheckID)
+			assert.Equal(t, tc.cmd, e.Cmd)
+			assert.Equal(t, tc.wantCode, e.ExitCode)
+			assert.Equal(t, tc.wantPass, e.Passed)
+			assert.False(t, e.TimedOut)
+			assert.True(t, strings.HasPrefix(e.LogRef, "steps/003-check/logs/stdout.txt#offset="), e.LogRef)
+		})
+	}
+}
+
+func TestRunChecksRunsInWorkDirWithoutRepoVars(t *testing.T) {
+	t.Setenv("GIT_DIR", "/somewhere/else/.git")
+	t.Setenv("GIT_INDEX_FILE", "/somewhere/else/index")
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
+	ev, err := RunChecks(context.Background(), work,
+		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE"`), checkLog(t), "log", 10*time.Second)
+	require.NoError(t, err)
+	require.Len(t, ev, 1)
+	assert.True(t, ev[0].Passed, "exit %d: %s", ev[0].ExitCode, ev[0].OutputTail)
+}
+
+func TestRunChecksTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	work := t.TempDir()
+	start := time.Now()
+	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-SLOW", Cmd: "echo started; sleep 30 & echo $! > child.pid; wait"}}},
+		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-FAST", Cmd: "true"}}},
+	}, checkLog(t), "log", timeout)
+	elapsed := time.Since(start)
+	require.NoError(t, err)
+	require.Len(t, ev, 2)
+	assert.True(t, ev[0].TimedOut)
+	assert.False(t, ev[0].Passed)
+	assert.Contains(t, ev[0].OutputTail, "started")
+	assert.GreaterOrEqual(t, ev[0].DurationMS, timeout.Milliseconds())
+	assert.True(t, ev[1].Passed, "the next check still runs")
+	assert.Less(t, elapsed, timeout+3*time.Second)
+	requireGone(t, "check's background child", readPID(t, filepath.Join(work, "child.pid")))
+
+	results := ResultsFromEvidence([]EffectiveCriterion{{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-SLOW"}}}}, ev)
+	assert.Equal(t, VerdictFail, results[0].Result)
+	assert.Contains(t, results[0].Notes, "timed out")
+}
+
+func TestRunChecksOutputTailAndLog(t *testing.T) {
+	log := checkLog(t)
+	big := strings.Repeat("x", 5000)
+	ev, err := RunChecks(context.Background(), t.TempDir(), []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "echo hello; echo oops >&2"}}},
+		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "printf '%s' " + big + "; echo END; exit 4"}}},
+	}, log, "steps/003-check/logs/stdout.txt", 10*time.Second)
+	require.NoError(t, err)
+	require.Len(t, ev, 2)
+
+	assert.Equal(t, "hello\noops\n", ev[0].OutputTail, "stdout and stderr both land in the tail")
+	assert.Len(t, ev[1].OutputTail, tailBytes, "the tail is bounded")
+	assert.True(t, strings.HasSuffix(ev[1].OutputTail, "xxxEND\n"), "the tail is the end of the output")
+	assert.Equal(t, 4, ev[1].ExitCode)
+
+	data, err := os.ReadFile(log.Name())
+	require.NoError(t, err)
+	text := string(data)
+	assert.Contains(t, text, "==> CHK-1: echo hello; echo oops >&2\n")
+	assert.Contains(t, text, "<== CHK-1: exit 0 in ")
+	assert.Contains(t, text, "<== CHK-2: exit 4 in ")
+	assert.Contains(t, text, big+"END\n", "the full output stays in the log")
+	// Each LogRef points at the first byte of its command's output.
+	for i, e := range ev {
+		_, off, ok := strings.Cut(e.LogRef, "#offset=")
+		require.True(t, ok, e.LogRef)
+		n, err := strconv.Atoi(off)
+		require.NoError(t, err)
+		require.Less(t, n, len(text))
+		want := []string{"hello\n", "xxx"}[i]
+		assert.True(t, strings.HasPrefix(text[n:], want), "log at offset %d starts with %q", n, text[n:min(n+20, len(text))])
+	}
+}
+
+func TestRunChecksSharedCommandRunsOnce(t *testing.T) {
+	work := t.TempDir()
+	shared := "echo run >> counter.txt; exit 2"
+	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-AC-1-1", Cmd: shared, ExpectExitCodes: []int{2}}, {ID: "CHK-AC-1-2", Cmd: "echo other >> counter.txt"}}},
+		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-AC-2-1", Cmd: shared}}},
+	}, checkLog(t), "log", 10*time.Second)
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(work, "counter.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "run\nother\n", string(data), "the shared command ran exactly once")
+
+	require.Len(t, ev, 3, "every check still gets its own evidence")
+	assert.Equal(t, []string{"AC-1", "AC-1", "AC-2"}, []string{ev[0].ACID, ev[1].ACID, ev[2].ACID})
+	assert.Equal(t, []string{"CHK-AC-1-1", "CHK-AC-1-2", "CHK-AC-2-1"}, []string{ev[0].CheckID, ev[1].CheckID, ev[2].CheckID})
+	assert.Equal(t, 2, ev[0].ExitCode)
+	assert.Equal(t, 2, ev[2].ExitCode)
+	assert.True(t, ev[0].Passed, "exit 2 expected by CHK-AC-1-1")
+	assert.False(t, ev[2].Passed, "exit 2 not expected by CHK-AC-2-1")
+	assert.Equal(t, ev[0].LogRef, ev[2].LogRef, "both refer to the single run's output")
+}
+
+func TestRunChecksCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	work := t.TempDir()
+	start := time.Now()
+	ev, err := RunChecks(ctx, work, []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "true"}}},
+		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "sleep 30 & echo $! > child.pid; wait"}}},
+		{ID: "AC-3", Checks: []CheckSpec{{ID: "CHK-3", Cmd: "touch ran-after-cancel"}}},
+	}, checkLog(t), "log", 0)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.Len(t, ev, 1, "evidence gathered before the cancel is returned")
+	assert.NoFileExists(t, filepath.Join(work, "ran-after-cancel"))
+	requireGone(t, "check's background child", readPID(t, filepath.Join(work, "child.pid")))
+}
