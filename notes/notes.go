@@ -54,30 +54,48 @@ type Journal struct {
 // result sorted and de-duplicated. Adding the same entry twice changes nothing, so mirrors
 // can be repaired by replaying.
 func (j Journal) Add(ctx context.Context, commit string, entries ...Entry) error {
+	add, err := encode(entries)
+	if err != nil {
+		return err
+	}
+	// Most notes go on a commit that has none yet: one `git notes add` without -f creates it,
+	// and fails harmlessly when a note exists, which is the only case that needs a read.
+	if _, err := j.Git.Input(ctx, strings.NewReader(body(add)), "notes", "--ref", Ref, "add", "-F", "-", commit); err == nil {
+		return nil
+	} else if !strings.Contains(err.Error(), "existing notes") {
+		return fmt.Errorf("write journal note on %.10s: %w", commit, err)
+	}
 	lines, err := j.lines(ctx, commit)
 	if err != nil {
 		return err
 	}
-	before := len(lines)
-	for _, e := range entries {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		lines = append(lines, string(b))
-	}
-	slices.Sort(lines)
-	lines = slices.Compact(lines)
-	if len(lines) == before && before > 0 {
+	merged := append(slices.Clone(lines), add...)
+	slices.Sort(merged)
+	merged = slices.Compact(merged)
+	if slices.Equal(merged, lines) {
 		return nil
 	}
-	body := strings.Join(lines, "\n") + "\n"
-	_, err = j.Git.Input(ctx, strings.NewReader(body), "notes", "--ref", Ref, "add", "-f", "-F", "-", commit)
-	if err != nil {
+	if _, err := j.Git.Input(ctx, strings.NewReader(body(merged)), "notes", "--ref", Ref, "add", "-f", "-F", "-", commit); err != nil {
 		return fmt.Errorf("write journal note on %.10s: %w", commit, err)
 	}
 	return nil
 }
+
+// encode turns entries into sorted, unique JSON lines.
+func encode(entries []Entry) ([]string, error) {
+	lines := make([]string, 0, len(entries))
+	for _, e := range entries {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, string(b))
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines), nil
+}
+
+func body(lines []string) string { return strings.Join(lines, "\n") + "\n" }
 
 // Read returns the entries of the note on commit (none when there is no note). Lines that are
 // not entries (a human's note, say) are skipped, not rejected.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -78,35 +79,55 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 }
 
 func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, error) {
-	parent, err := m.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+o.Target+"^{commit}")
-	if err != nil {
-		return LandResult{}, fmt.Errorf("read target branch %s: %w", o.Target, err)
-	}
-	tree, err := m.mergeTree(ctx, parent, "refs/heads/"+o.TaskBranch)
+	tip, err := m.branchTip(ctx, o.Target)
 	if err != nil {
 		return LandResult{}, err
 	}
-	res := LandResult{Parent: parent}
-	if parentTree, err := m.Git.Output(ctx, "rev-parse", parent+"^{tree}"); err != nil {
-		return res, err
-	} else if parentTree == tree {
+	tree, err := m.mergeTree(ctx, tip.commit, "refs/heads/"+o.TaskBranch)
+	if err != nil {
+		return LandResult{}, err
+	}
+	res := LandResult{Parent: tip.commit, Checkout: tip.checkout}
+	if tree == tip.tree {
 		res.Empty = true
 		return res, nil
 	}
-	if res.Commit, err = m.Git.Input(ctx, strings.NewReader(o.Message), "commit-tree", tree, "-p", parent, "-F", "-"); err != nil {
+	if res.Commit, err = m.Git.Input(ctx, strings.NewReader(o.Message), "commit-tree", tree, "-p", tip.commit, "-F", "-"); err != nil {
 		return res, fmt.Errorf("create squash commit: %w", err)
-	}
-	if res.Checkout, err = m.Holder(ctx, o.Target); err != nil {
-		return res, err
 	}
 	if res.Checkout != "" {
 		return res, m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
 	}
-	err = m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, parent)
+	err = m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, tip.commit)
 	if err != nil {
 		return res, &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
 	}
 	return res, nil
+}
+
+// branchState is a branch's commit, its tree and the worktree that has it checked out.
+type branchState struct {
+	commit, tree, checkout string
+}
+
+// branchTip reads all three with one git call: landing is on every PASS's critical path.
+func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, error) {
+	out, err := m.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(tree) %(worktreepath)", "refs/heads/"+branch)
+	if err != nil {
+		return branchState{}, fmt.Errorf("read target branch %s: %w", branch, err)
+	}
+	fields := strings.SplitN(out, " ", 3)
+	if len(fields) < 2 || fields[0] == "" {
+		return branchState{}, fmt.Errorf("target branch %s does not exist", branch)
+	}
+	t := branchState{commit: fields[0], tree: fields[1]}
+	if len(fields) == 3 && fields[2] != "" {
+		// A checkout whose directory is gone holds nothing to protect.
+		if _, err := os.Stat(fields[2]); err == nil {
+			t.checkout = fields[2]
+		}
+	}
+	return t, nil
 }
 
 // mergeTree merges target and task branch without touching any index or checkout and
