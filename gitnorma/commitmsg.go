@@ -40,6 +40,9 @@ func CommitMessage(cfg Commit, t tracker.Task, plan *loop.Plan, check *loop.Chec
 		verdict = check.Verdict.Status
 	}
 	fmt.Fprintf(&b, "Norma-Task: %s\nNorma-Run: %s\nNorma-Step: %03d\nNorma-Verdict: %s\n", t.ID, runID, step, verdict)
+	if cfg.CoAuthor != "" {
+		fmt.Fprintf(&b, "Co-authored-by: %s\n", cfg.CoAuthor)
+	}
 	return b.String()
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"time"
 
@@ -27,6 +28,9 @@ type Config struct {
 	Budgets      Budgets   `json:"budgets"`
 	Retention    Retention `json:"retention"`
 	Commit       Commit    `json:"commit"`
+	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
+	// it stays (with the orchestrator's step commits) until `git norma prune`.
+	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
 }
 
 // Agents configures the agent of each role.
@@ -69,6 +73,8 @@ type Commit struct {
 	TypeMap map[string]string `json:"type_map"`
 	// DefaultType is used when neither the plan nor the map gives a type.
 	DefaultType string `json:"default_type"`
+	// CoAuthor, "Name <email>", is added as a Co-authored-by trailer crediting the agent.
+	CoAuthor string `json:"co_author"`
 }
 
 // Agent types.
@@ -80,6 +86,8 @@ const (
 	AgentGemini   = "gemini"
 	AgentOpencode = "opencode"
 )
+
+var coAuthorRE = regexp.MustCompile(`^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$`)
 
 var agentTypes = []string{AgentBuiltin, AgentExec, AgentClaude, AgentCodex, AgentGemini, AgentOpencode}
 
@@ -165,6 +173,17 @@ func (c *Config) validate() error {
 		}
 		if ra.cfg.Type == AgentBuiltin && ra.role == "do" {
 			return errors.New("agents.do.type: there is no built-in Do agent; use exec or an agent CLI")
+		}
+	}
+	if c.Commit.CoAuthor != "" && !coAuthorRE.MatchString(c.Commit.CoAuthor) {
+		return fmt.Errorf("commit.co_author: %q is not of the form \"Name <email>\"", c.Commit.CoAuthor)
+	}
+	if c.Commit.DefaultType != "" && !slices.Contains(conventionalTypes, c.Commit.DefaultType) {
+		return fmt.Errorf("commit.default_type: %q is not one of %v", c.Commit.DefaultType, conventionalTypes)
+	}
+	for issueType, typ := range c.Commit.TypeMap {
+		if !slices.Contains(conventionalTypes, typ) {
+			return fmt.Errorf("commit.type_map.%s: %q is not one of %v", issueType, typ, conventionalTypes)
 		}
 	}
 	b := c.Budgets

@@ -26,9 +26,16 @@ type InitResult struct {
 	Kept    []string `json:"kept"`
 }
 
-// Init creates .norma/ (config with the defaults, database, locks/, runs/, .gitignore). It is
-// safe to re-run: existing files are kept (a malformed config is reported, not overwritten).
-func Init(ctx context.Context, dir string) (InitResult, error) {
+// InitOptions are the choices of `git norma init`.
+type InitOptions struct {
+	// DisplayNotes makes plain `git log` show the journal notes (notes.displayRef).
+	DisplayNotes bool
+}
+
+// Init creates .norma/ (config with the defaults, database, locks/, runs/, .gitignore) and
+// configures the notes journal. It is safe to re-run: existing files are kept (a malformed
+// config is reported, not overwritten).
+func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	repo, err := OpenRepo(ctx, dir)
 	if err != nil {
 		return InitResult{}, err
@@ -54,6 +61,11 @@ func Init(ctx context.Context, dir string) (InitResult, error) {
 	}
 	if err := notes.Configure(ctx, repo.Git); err != nil {
 		return res, withCode(ExitFatal, fmt.Errorf("configure git notes: %w", err))
+	}
+	if o.DisplayNotes {
+		if err := notes.ShowInLog(ctx, repo.Git); err != nil {
+			return res, withCode(ExitFatal, fmt.Errorf("configure notes.displayRef: %w", err))
+		}
 	}
 	app := &App{Repo: repo, Config: DefaultConfig()}
 	_, statErr := os.Stat(repo.Path("norma.db"))

@@ -62,6 +62,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
+	if a.Config.DeleteBranchOnLand {
+		a.deleteTaskBranch(ctx, st, req, branch)
+	}
 	tr, err := a.Tracker()
 	if err == nil {
 		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
@@ -164,4 +167,14 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 	if err := (notes.Journal{Git: a.Repo.Git}).Add(ctx, commit, entries...); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
+}
+
+// deleteTaskBranch removes a landed task branch (delete_branch_on_land). The squash commit
+// holds its content; the run dir and the notes keep its journal.
+func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch string) {
+	msg := "deleted " + branch
+	if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", branch); err != nil {
+		msg = "could not delete " + branch + ": " + err.Error()
+	}
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "branch_deleted", Message: msg})
 }

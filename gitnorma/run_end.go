@@ -52,8 +52,9 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 // landAndClose lands the PASSed branch and closes the task; a refusal is exit 3 with the
 // branch left for review.
 func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error) {
+	r.removeWorktree(ctx)
 	commit, err := r.app.land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed})
-	r.release(ctx, true)
+	r.release(ctx, false)
 	if err != nil {
 		var le *landRefusal
 		if errors.As(err, &le) {
@@ -75,16 +76,25 @@ func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error
 // release hands back the task claim (when the task is not closed) and removes the worktree,
 // whose work is committed on the task branch. An interrupted run keeps its worktree.
 func (r *run) release(ctx context.Context, removeWorktree bool) {
+	if removeWorktree {
+		r.removeWorktree(ctx)
+	}
 	if r.claimed {
 		if t, err := r.tr.Get(ctx, r.pre.task.ID); err == nil && t.Status == tracker.StatusInProgress {
 			_ = r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "")
 		}
 	}
-	if removeWorktree && r.ws != nil {
-		if err := r.wm.Remove(ctx, r.ws.Dir(), r.id); err != nil {
-			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
-		}
+}
+
+// removeWorktree frees the task branch (landing may delete it) once its work is committed.
+func (r *run) removeWorktree(ctx context.Context) {
+	if r.ws == nil {
+		return
 	}
+	if err := r.wm.Remove(ctx, r.ws.Dir(), r.id); err != nil {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
+	}
+	r.ws = nil
 }
 
 // finish marks the run's final status in the store.

@@ -144,3 +144,49 @@ func Configure(ctx context.Context, g git.Runner) error {
 	}
 	return g.Run(ctx, "config", "--add", "notes.rewriteRef", Ref)
 }
+
+// ShowInLog adds refs/notes/norma to notes.displayRef, so plain `git log` shows the journal.
+func ShowInLog(ctx context.Context, g git.Runner) error {
+	refs, _ := g.Output(ctx, "config", "--get-all", "notes.displayRef")
+	if slices.Contains(strings.Split(refs, "\n"), Ref) {
+		return nil
+	}
+	return g.Run(ctx, "config", "--add", "notes.displayRef", Ref)
+}
+
+// All reads every entry of every journal note with two git processes (notes list, cat-file
+// --batch), for readers that do not know which commits carry a run's notes. Identical lines on
+// several commits (a step's line is repeated on the landed squash) come back once.
+func (j Journal) All(ctx context.Context) ([]Entry, error) {
+	list, err := j.Git.Output(ctx, "notes", "--ref", Ref, "list")
+	if err != nil || list == "" {
+		if j.Git.Run(ctx, "rev-parse", "--verify", "-q", Ref) != nil {
+			return nil, nil // no journal at all
+		}
+		return nil, err
+	}
+	var blobs strings.Builder
+	for _, line := range strings.Split(list, "\n") {
+		if blob, _, ok := strings.Cut(line, " "); ok {
+			blobs.WriteString(blob + "\n")
+		}
+	}
+	out, err := j.Git.Input(ctx, strings.NewReader(blobs.String()), "cat-file", "--batch")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var entries []Entry
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, `{"ts":`) || seen[line] {
+			continue
+		}
+		seen[line] = true
+		var e Entry
+		if json.Unmarshal([]byte(line), &e) == nil {
+			entries = append(entries, e)
+		}
+	}
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.TS, b.TS) })
+	return entries, nil
+}

@@ -112,3 +112,48 @@ func cloneOf(t *testing.T, origin *gittest.Repo) *gittest.Repo {
 	c.Must("config", "user.email", "clone@example.com")
 	return c
 }
+
+// Two clones each add entries and push through a shared bare remote: the second push is
+// rejected, merged and retried, and afterwards both clones hold every entry. Nothing is forced.
+func TestPushPullThroughRemote(t *testing.T) {
+	ctx := context.Background()
+	origin := gittest.NewRepo(t)
+	head := origin.Must("rev-parse", "HEAD")
+	bare := t.TempDir()
+	_, err := git.Runner{}.Output(ctx, "clone", "-q", "--bare", origin.Dir, bare)
+	require.NoError(t, err)
+	a, b := cloneOf(t, gittest.Open(t, bare)), cloneOf(t, gittest.Open(t, bare))
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+
+	pulled, err := Journal{Git: a.Git}.Pull(ctx, "origin")
+	require.NoError(t, err)
+	assert.False(t, pulled, "the remote has no journal yet")
+
+	require.NoError(t, Journal{Git: a.Git}.Add(ctx, head, entry(t0, 1, "from a")))
+	require.NoError(t, Journal{Git: a.Git}.Push(ctx, "origin"))
+	require.NoError(t, Journal{Git: b.Git}.Add(ctx, head, entry(t0.Add(time.Minute), 2, "from b")))
+	require.NoError(t, Journal{Git: b.Git}.Push(ctx, "origin"), "rejected first, then merged and pushed")
+
+	pulled, err = Journal{Git: a.Git}.Pull(ctx, "origin")
+	require.NoError(t, err)
+	assert.True(t, pulled)
+	for _, c := range []*gittest.Repo{a, b} {
+		got, err := Journal{Git: c.Git}.Read(ctx, head)
+		require.NoError(t, err)
+		require.Len(t, got, 2, c.Dir)
+		assert.Equal(t, "from a", got[0].Summary)
+		assert.Equal(t, "from b", got[1].Summary)
+	}
+	remote := gittest.Open(t, bare)
+	assert.Equal(t, 2, strings.Count(remote.Must("notes", "--ref", Ref, "show", head), "\n")+1)
+}
+
+func TestSyncRefusesBadRemotes(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	j := Journal{Git: repo.Git}
+	for _, remote := range []string{"", "--upload-pack=touch /tmp/x", "nope", "a..b"} {
+		_, err := j.Pull(context.Background(), remote)
+		assert.Error(t, err, remote)
+		assert.Error(t, j.Push(context.Background(), remote), remote)
+	}
+}

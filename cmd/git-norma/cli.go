@@ -36,6 +36,8 @@ type CLI struct {
 	Run     runCmd     `cmd:"" help:"Run Plan → Do → Check → Act on one task until it passes or a budget stops it; land a PASS."`
 	Status  statusCmd  `cmd:"" help:"Show recent runs, the live run and task branches; or one run's steps, or one task's runs."`
 	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
+	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`
+	Notes   notesCmd   `cmd:"" help:"Share the journal notes with a remote."`
 	Version versionCmd `cmd:"" help:"Print the git-norma version."`
 }
 

@@ -7,11 +7,12 @@ import (
 )
 
 type initCmd struct {
-	JSON bool `help:"Print what was created and kept as JSON."`
+	DisplayNotes bool `help:"Show the journal notes in plain git log (adds refs/notes/norma to notes.displayRef)."`
+	JSON         bool `help:"Print what was created and kept as JSON."`
 }
 
 func (c *initCmd) Run(env *Env) error {
-	res, err := gitnorma.Init(env.Ctx, env.Dir)
+	res, err := gitnorma.Init(env.Ctx, env.Dir, gitnorma.InitOptions{DisplayNotes: c.DisplayNotes})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,23 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type notesPushCmd struct {
+	Remote string `arg:"" optional:"" default:"origin" help:"The remote (default origin)."`
+}
+
+func (c *notesPushCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.PushNotes(env.Ctx, c.Remote); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.IO.Err, "pushed refs/notes/norma to %s\n", c.Remote)
+	return nil
+}

@@ -1,0 +1,170 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
+)
+
+// JournalEntry is one line of a run's journal, from the store (with the step's progress
+// details when its files are still on disk) or, for runs made elsewhere, from git notes.
+type JournalEntry struct {
+	TS         time.Time `json:"ts"`
+	Kind       string    `json:"kind"`
+	Task       string    `json:"task_id"`
+	Run        string    `json:"run_id"`
+	Step       int       `json:"step_index,omitempty"`
+	Role       string    `json:"role,omitempty"`
+	Iteration  int       `json:"iteration,omitempty"`
+	Status     string    `json:"status"`
+	StopReason string    `json:"stop_reason,omitempty"`
+	Summary    string    `json:"summary"`
+	Title      string    `json:"title,omitempty"`
+	Details    []string  `json:"details,omitempty"`
+	Stdout     string    `json:"stdout,omitempty"`
+	Stderr     string    `json:"stderr,omitempty"`
+	Commit     string    `json:"commit,omitempty"`
+	Source     string    `json:"source"`
+}
+
+// Journal returns the journal of a run (r-...) or of every run of a task, oldest first. Runs
+// this machine's store does not know are read from refs/notes/norma.
+func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error) {
+	isRun := strings.HasPrefix(target, "r-")
+	if !isRun {
+		if err := a.ValidateTaskID(target); err != nil {
+			return nil, err
+		}
+	}
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	runs, err := a.journalRuns(ctx, st, target, isRun)
+	if err != nil {
+		return nil, err
+	}
+	var entries []JournalEntry
+	for _, r := range runs {
+		e, err := a.runJournal(ctx, st, r)
+		if err != nil {
+			return nil, withCode(ExitFail, err)
+		}
+		entries = append(entries, e...)
+	}
+	if len(entries) > 0 {
+		return entries, nil
+	}
+	entries, err = a.notesJournal(ctx, target, isRun)
+	if err == nil && len(entries) == 0 {
+		return nil, failf("list runs with: git norma status", "no journal for %s in the store or in %s", target, notes.Ref)
+	}
+	return entries, withCode(ExitFail, err)
+}
+
+func (a *App) journalRuns(ctx context.Context, st *store.Store, target string, isRun bool) ([]store.Run, error) {
+	if isRun {
+		r, err := st.Run(ctx, target)
+		if err != nil {
+			return nil, nil // maybe in notes
+		}
+		return []store.Run{r}, nil
+	}
+	runs, err := st.RunsForTask(ctx, target, 0)
+	slices.Reverse(runs)
+	return runs, withCode(ExitFail, err)
+}
+
+// runJournal rebuilds a run's entries from its step rows and output.json files.
+func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]JournalEntry, error) {
+	steps, err := st.Steps(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	var entries []JournalEntry
+	for _, s := range steps {
+		e := JournalEntry{TS: s.EndedAt, Kind: notes.KindStep, Task: r.TaskID, Run: r.ID, Step: s.Index, Role: s.Role,
+			Iteration: s.Iteration, Status: s.Status, Summary: s.Summary, Source: "store"}
+		if out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir))); err == nil {
+			e.Status, e.StopReason, e.Title, e.Details = out.Status, out.StopReason, out.Progress.Title, out.Progress.Details
+			e.Stdout, e.Stderr = out.Logs.StdoutPath, out.Logs.StderrPath
+		}
+		entries = append(entries, e)
+	}
+	events, err := st.Events(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range events {
+		if ev.Type == "landed" || ev.Type == "land_refused" {
+			e := JournalEntry{TS: ev.TS, Kind: notes.KindLand, Task: r.TaskID, Run: r.ID, Status: ev.Type, Summary: ev.Message, Source: "store"}
+			var data struct {
+				Commit string `json:"commit"`
+			}
+			_ = json.Unmarshal([]byte(ev.DataJSON), &data)
+			e.Commit = data.Commit
+			entries = append(entries, e)
+		}
+	}
+	return entries, nil
+}
+
+// notesJournal reads the entries of a task or run from git notes.
+func (a *App) notesJournal(ctx context.Context, target string, isRun bool) ([]JournalEntry, error) {
+	all, err := (notes.Journal{Git: a.Repo.Git}).All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var entries []JournalEntry
+	for _, n := range all {
+		if (isRun && n.Run != target) || (!isRun && n.Task != target) {
+			continue
+		}
+		ts, _ := time.Parse(time.RFC3339Nano, n.TS)
+		entries = append(entries, JournalEntry{TS: ts, Kind: n.Kind, Task: n.Task, Run: n.Run, Step: n.Step, Role: n.Role,
+			Status: n.Status, Summary: n.Summary, Commit: n.Commit, Source: "notes"})
+	}
+	return entries, nil
+}
+
+// RenderJournal prints entries in the spec's progress.md template (section 8.5).
+func RenderJournal(entries []JournalEntry) string {
+	var b strings.Builder
+	for _, e := range entries {
+		if e.Kind == notes.KindLand {
+			fmt.Fprintf(&b, "## %s — LAND — %s\n**Task:** %s  \n**Run:** %s\n\n%s\n\n", e.TS.UTC().Format(time.RFC3339), e.Status, e.Task, e.Run, e.Summary)
+			continue
+		}
+		status := e.Status
+		if status == "fail" {
+			status = loop.StatusError
+		}
+		stop := e.StopReason
+		if stop == "" {
+			stop = loop.StopNone
+		}
+		b.WriteString(loop.ProgressEntry(e.Task, e.Run, loop.StepRecord{
+			Index: e.Step, Role: loop.Role(e.Role), Iteration: e.Iteration, EndedAt: e.TS,
+			Output: loop.Output{Status: status, StopReason: stop, Summary: loop.Summary{Text: e.Summary},
+				Progress: loop.Progress{Title: e.Title, Details: e.Details},
+				Logs:     loop.Logs{StdoutPath: orNone(e.Stdout), StderrPath: orNone(e.Stderr)}},
+		}))
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(not on this machine)"
+	}
+	return s
+}
