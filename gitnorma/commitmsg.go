@@ -10,8 +10,12 @@ import (
 	"github.com/git-norma/git-norma/loop"
 )
 
-// maxHeader is the longest Conventional Commit header git-norma writes.
-const maxHeader = 72
+// maxHeader is the longest Conventional Commit header git-norma writes; a proposed scope is
+// dropped rather than squeezing the subject below minSubject.
+const (
+	maxHeader  = 72
+	minSubject = 20
+)
 
 // conventionalTypes are the types a Plan may propose (Conventional Commits and the common
 // Angular set).
@@ -59,7 +63,7 @@ func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
 		breaking = plan.Commit.Breaking
 	}
 	prefix := typ
-	if scope != "" {
+	if scope != "" && len(typ)+len(scope)+4 <= maxHeader-minSubject {
 		prefix += "(" + scope + ")"
 	}
 	if breaking {
@@ -90,11 +94,22 @@ func subject(t tracker.Task, n int) string {
 	if len(r) <= n {
 		return s
 	}
-	cut := string(r[:n-1])
-	if i := strings.LastIndex(cut, " "); i > n/2 {
+	n = max(n, 2)
+	cut := r[:n-1]
+	if i := lastSpace(cut); i > n/2 {
 		cut = cut[:i]
 	}
-	return cut + "…"
+	return string(cut) + "…"
+}
+
+// lastSpace is the rune index of the last space in r, or -1.
+func lastSpace(r []rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i] == ' ' {
+			return i
+		}
+	}
+	return -1
 }
 
 func criterionText(plan *loop.Plan, id string) string {

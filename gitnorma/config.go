@@ -28,6 +28,9 @@ type Config struct {
 	Budgets      Budgets   `json:"budgets"`
 	Retention    Retention `json:"retention"`
 	Commit       Commit    `json:"commit"`
+	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
+	// active_epic_id); the command-line flags override it.
+	Selection Focus `json:"selection"`
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
@@ -59,6 +62,12 @@ type Budgets struct {
 	MaxWallTimeMinutes int `json:"max_wall_time_minutes"`
 	MaxFailedChecks    int `json:"max_failed_checks"`
 	MaxPatchKB         int `json:"max_patch_kb"`
+}
+
+// Focus is the configured scope of task selection.
+type Focus struct {
+	ActiveFeature string `json:"active_feature_id"`
+	ActiveEpic    string `json:"active_epic_id"`
 }
 
 // Retention is how many runs `git norma prune` keeps.
@@ -123,7 +132,7 @@ func LoadConfig(path string) (Config, error) {
 		return cfg, nil
 	}
 	if err != nil {
-		return cfg, fatalf("", "read config: %v", err)
+		return cfg, fatalf("make "+path+" a readable JSON file (or remove it to use the defaults)", "read config %s: %v", path, err)
 	}
 	if err := parseConfig(data, &cfg); err != nil {
 		return cfg, fatalf("fix "+path+" (see the configuration reference in the README)", "config %s: %v", path, err)
@@ -144,8 +153,12 @@ func parseConfig(data []byte, cfg *Config) error {
 	if err := checkShape(raw, configType, ""); err != nil {
 		return err
 	}
+	defaults := DefaultConfig()
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return err
+	}
+	if cfg.Commit.TypeMap == nil { // "type_map": null keeps the default, like every other null
+		cfg.Commit.TypeMap = defaults.Commit.TypeMap
 	}
 	return cfg.validate()
 }
@@ -212,7 +225,11 @@ type Duration time.Duration
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
 // UnmarshalJSON reads a duration string; checkShape has already rejected bad ones with the key.
+// null keeps the value already there (the default).
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return err

@@ -36,14 +36,33 @@ func AcquireRunLock(path string) (*RunLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			h, _ := ReadLockHolder(path)
-			return nil, &Error{Code: ExitFail, Err: fmt.Errorf("%w (run %s, pid %d on %s, since %s)", ErrLocked,
-				h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)),
-				Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
+			return nil, lockedError(path)
 		}
 		return nil, err
 	}
-	return &RunLock{f: f}, nil
+	l := &RunLock{f: f}
+	// Say who holds it at once, so a second process never reads an empty or stale record.
+	if err := l.Record("", time.Now()); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// lockedError names the holder when its record is readable, and only then suggests a kill.
+func lockedError(path string) error {
+	h, err := ReadLockHolder(path)
+	if err != nil || h.PID <= 0 {
+		return &Error{Code: ExitFail, Err: fmt.Errorf("%w (held by another git norma process)", ErrLocked),
+			Hint: "wait for it to finish; git norma status shows the live run"}
+	}
+	what := "a git norma process"
+	if h.RunID != "" {
+		what = "run " + h.RunID
+	}
+	return &Error{Code: ExitFail, Err: fmt.Errorf("%w (%s, pid %d on %s, since %s)", ErrLocked,
+		what, h.PID, h.Host, h.Started.Format(time.RFC3339)),
+		Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
 }
 
 // Record writes the holder's identity into the lock file.
@@ -85,6 +104,6 @@ func LiveLockHolder(path string) (LockHolder, bool) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		return LockHolder{}, false
 	}
-	h, err := ReadLockHolder(path)
-	return h, err == nil
+	h, _ := ReadLockHolder(path) // held is held, even when the record cannot be read
+	return h, true
 }

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,16 +37,19 @@ func (r *Repo) Path(elem ...string) string {
 // OpenRepo finds the repository containing dir. A bare repository, a directory outside any
 // repository or a missing git binary are fatal errors that say what to do.
 func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fatalf("cd into an existing directory of a git repository", "%s is not a directory", dir)
+	}
 	g := git.Runner{Dir: dir}
-	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--is-inside-work-tree")
+	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree")
 	if err != nil {
 		return nil, repoError(dir, err)
 	}
 	lines := strings.Split(out, "\n")
-	if len(lines) < 3 {
+	if len(lines) < 4 {
 		return nil, fatalf("", "unexpected output from git rev-parse: %q", out)
 	}
-	common, bare, inside := lines[0], lines[1] == "true", lines[2] == "true"
+	common, gitDir, bare, inside := lines[0], lines[1], lines[2] == "true", lines[3] == "true"
 	if bare {
 		return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
 			"%s is a bare repository: git norma needs a work tree", dir)
@@ -53,26 +57,27 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	if !inside {
 		return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
 	}
-	root := filepath.Dir(common)
-	if filepath.Base(common) != ".git" {
-		if root, err = mainWorktree(ctx, g); err != nil {
-			return nil, err
-		}
+	root, err := mainWorktree(ctx, g, common, gitDir)
+	if err != nil {
+		return nil, err
 	}
 	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
 }
 
-// mainWorktree asks git for the main worktree when the git dir is not <root>/.git
-// (git init --separate-git-dir, submodules).
-func mainWorktree(ctx context.Context, g git.Runner) (string, error) {
-	list, err := (&worktree.Manager{Git: g}).List(ctx)
-	if err != nil {
-		return "", err
+// mainWorktree finds the main worktree's top level. In the main worktree (its git dir is the
+// common dir) that is simply --show-toplevel, wherever the git dir lives (--separate-git-dir).
+// From a linked worktree it is the parent of a common dir named .git; anything else is a
+// layout where git itself cannot name the main work tree from here.
+func mainWorktree(ctx context.Context, g git.Runner, common, gitDir string) (string, error) {
+	if gitDir == common {
+		return g.Output(ctx, "rev-parse", "--path-format=absolute", "--show-toplevel")
 	}
-	if len(list) == 0 || list[0].Bare {
-		return "", fatalf("clone the repository to get a work tree", "the main repository is bare: git norma keeps its state in the main work tree")
+	if filepath.Base(common) == ".git" {
+		if st, err := os.Stat(filepath.Dir(common)); err == nil && st.IsDir() {
+			return filepath.Dir(common), nil
+		}
 	}
-	return list[0].Path, nil
+	return "", fatalf("run git norma from the main worktree", "cannot tell the main work tree of %s from this linked worktree", common)
 }
 
 func repoError(dir string, err error) error {
