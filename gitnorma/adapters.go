@@ -19,6 +19,7 @@ type recorder struct {
 	root    string
 	taskID  string
 	journal notes.Journal
+	mirror  *taskMirror
 }
 
 // CommitStep implements loop.Recorder.
@@ -46,9 +47,20 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		return err
 	}
 	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step)); err != nil {
-		_ = r.st.AppendEvent(ctx, rec.RunID, store.Event{TS: rec.EndedAt, Type: "mirror_failed", Message: err.Error()})
+		r.mirrorFailed(ctx, rec, "git notes", err)
+	}
+	if r.mirror != nil {
+		if err := r.mirror.afterStep(ctx, rec); err != nil {
+			r.mirrorFailed(ctx, rec, "task notes", err)
+		}
 	}
 	return nil
+}
+
+// mirrorFailed records a mirror that could not be written; the store, the commit point, has
+// the step, so the run goes on.
+func (r *recorder) mirrorFailed(ctx context.Context, rec loop.StepRecord, mirror string, err error) {
+	_ = r.st.AppendEvent(ctx, rec.RunID, store.Event{TS: rec.EndedAt, Type: "mirror_failed", Message: mirror + ": " + err.Error()})
 }
 
 // stepEntry is a step's journal line, derived from its store row only, so the line written

@@ -73,6 +73,13 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		return res.Commit, failf(fmt.Sprintf("close it by hand with the reason %q", reason),
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
+	if req.task.Parent != "" {
+		at := res.Commit
+		if at == "" {
+			at = res.Parent
+		}
+		a.completeParents(ctx, st, req.runID, req.task.ID, at)
+	}
 	return res.Commit, nil
 }
 

@@ -61,6 +61,9 @@ type run struct {
 	ws      *worktree.Workspace
 	claimed bool
 	started time.Time
+	mirror  *taskMirror
+	// verdict is the run's last Check verdict, for the three-strike rule.
+	verdict string
 }
 
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
@@ -90,7 +93,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.begin(ctx, lock); err != nil {
 		return RunReport{}, err
 	}
-	res, err := loop.Run(ctx, r.loopOptions(o.Live))
+	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
 	if err != nil {
 		return r.report(res), r.abort(err)
 	}
@@ -125,7 +128,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return withCode(ExitFail, err)
 	}
-	if err := r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusInProgress, ""); err != nil {
+	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
 	r.claimed = true
@@ -144,7 +147,8 @@ func (r *run) checkClaimable(ctx context.Context) error {
 			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
 	}
 	r.pre.task = t
-	return nil
+	r.mirror, err = newTaskMirror(r.tr, t)
+	return err
 }
 
 // freeBranch makes sure no other worktree holds the task branch. Holding the run lock means
@@ -162,14 +166,26 @@ func (r *run) freeBranch(ctx context.Context) error {
 	return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder)))
 }
 
-func (r *run) loopOptions(live io.Writer) loop.Options {
-	return loop.Options{
+func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
+	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: workspace{ws: r.ws},
-		Recorder:  &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID, journal: notes.Journal{Git: r.app.Repo.Git}},
-		Live:      live, Now: r.app.Now, StartedAt: r.started,
+		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
+			journal: notes.Journal{Git: r.app.Repo.Git}, mirror: r.mirror},
+		Live: live, Now: r.app.Now, StartedAt: r.started,
+		Facts:  r.mirror.facts(),
+		Paused: r.app.PauseReason,
 	}
+	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
+		o.Resume = r.mirror.resume(head, func(a, b string) bool {
+			return r.app.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", a, b) == nil
+		})
+	}
+	if o.Resume != nil {
+		fmt.Fprintf(live, "resuming task %s from run %s (its completed steps are not run again)\n", r.pre.task.ID, o.Resume.From)
+	}
+	return o
 }
 
 // taskInput is the task as agents see it, with the Ready Contract parsed.

@@ -17,6 +17,9 @@ import (
 func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport, error) {
 	fctx := context.WithoutCancel(ctx)
 	rep := r.report(res)
+	if res.StopReason != loop.StopInterrupted {
+		r.verdict = res.Verdict // an interrupted run does not count for or against the task
+	}
 	verdict := ""
 	if res.Verdict != "" {
 		verdict = runVerdict(res.Verdict)
@@ -79,10 +82,16 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	if removeWorktree {
 		r.removeWorktree(ctx)
 	}
-	if r.claimed {
-		if t, err := r.tr.Get(ctx, r.pre.task.ID); err == nil && t.Status == tracker.StatusInProgress {
-			_ = r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "")
-		}
+	if !r.claimed {
+		return
+	}
+	r.claimed = false
+	status := tracker.StatusOpen
+	if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
+		status = "" // closed by the landing, or moved by someone else: leave the status alone
+	}
+	if err := r.mirror.finishRun(ctx, r.verdict, status); err != nil {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "task notes: " + err.Error()})
 	}
 }
 

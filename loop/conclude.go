@@ -123,7 +123,7 @@ func (e *engine) concludeCheck(s *stepRun) {
 		Data: map[string]any{"verdict": final.Verdict.Status, "iteration": e.iteration}})
 	if final.Verdict.Status != VerdictPass {
 		e.failedChecks++
-		e.facts[FactLastFailure] = newFailure(e.iteration, final)
+		e.facts[FactLastFailure] = NewFailure(e.iteration, final)
 	}
 }
 
@@ -148,7 +148,10 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 		s.snap.Head = s.commit
 	}
 	status := "ok"
-	if s.out.Status == StatusError {
+	switch {
+	case s.skipped:
+		status = "skipped"
+	case s.out.Status == StatusError:
 		status = "fail"
 	}
 	rec := StepRecord{
@@ -162,7 +165,11 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	if err := appendProgress(e.o.RunDir, e.o.Task.ID, e.o.RunID, rec); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.o.Live, "%03d %-5s %-5s %s (%s)\n", s.index, s.role, s.out.Status,
+	live := s.out.Status
+	if s.skipped {
+		live = "skip"
+	}
+	fmt.Fprintf(e.o.Live, "%03d %-5s %-5s %s (%s)\n", s.index, s.role, live,
 		oneLine(s.out.Summary.Text, 100), ended.Sub(s.started).Round(time.Millisecond))
 	return nil
 }

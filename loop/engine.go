@@ -18,6 +18,9 @@ const (
 // StopInterrupted is the stop reason of a run ended by Ctrl-C or SIGTERM.
 const StopInterrupted = "interrupted"
 
+// StopPaused is the stop reason of a run that found a pause request between two steps.
+const StopPaused = "paused"
+
 // Options configure one run of the engine.
 type Options struct {
 	RunID   string
@@ -33,6 +36,43 @@ type Options struct {
 	// Now is the clock; StartedAt is when the wall-time budget started.
 	Now       func() time.Time
 	StartedAt time.Time
+	// Facts seed context.facts, e.g. the previous run's last failure.
+	Facts map[string]any
+	// Resume holds what an earlier run completed of its unfinished iteration; the first
+	// iteration records those steps as skipped instead of running them again.
+	Resume *Resume
+	// Paused is asked before every step; a non-empty answer stops the run with StopPaused.
+	Paused func() string
+}
+
+// Resume is the completed prefix (plan, then do, then check) of an interrupted iteration.
+type Resume struct {
+	// From is the run that produced the outputs.
+	From  string
+	Plan  *Plan
+	Do    *Do
+	Check *Check
+}
+
+// output returns the stored output of role, if the resumed prefix covers it.
+func (r *Resume) output(role Role) (Output, bool) {
+	if r == nil || r.Plan == nil {
+		return Output{}, false
+	}
+	out := Output{Status: StatusOK, StopReason: StopNone,
+		Summary: Summary{Text: fmt.Sprintf("resumed: %s completed by run %s", role, r.From)}}
+	switch {
+	case role == RolePlan:
+		out.Plan = r.Plan
+	case role == RoleDo && r.Do != nil:
+		out.Do = r.Do
+	case role == RoleCheck && r.Do != nil && r.Check != nil:
+		out.Check = r.Check
+	default:
+		return Output{}, false
+	}
+	out.Progress = Progress{Title: out.Summary.Text, Details: []string{"not run again: its output was restored from the task's state"}}
+	return out, true
 }
 
 // RoleAgent is the agent configured for a role and its step timeout.
@@ -93,6 +133,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.Live = io.Discard
 	}
 	e := &engine{o: o, facts: map[string]any{}}
+	for k, v := range o.Facts {
+		e.facts[k] = v
+	}
 	if err := writeRunSummary(o, nil, nil); err != nil {
 		return Result{}, err
 	}
@@ -119,6 +162,12 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 	for e.iteration = 1; ; e.iteration++ {
 		e.do, e.check = nil, nil
 		for _, role := range Roles {
+			if out, ok := e.resumed(role); ok {
+				if err := e.skip(ctx, role, out); err != nil {
+					return e.finish(failed(err)), err
+				}
+				continue
+			}
 			out, end, err := e.step(ctx, role)
 			if err != nil {
 				return e.finish(failed(err)), err

@@ -24,7 +24,8 @@ type FailedCheck struct {
 	OutputTail string `json:"output_tail"`
 }
 
-func newFailure(iteration int, c *Check) Failure {
+// NewFailure summarises a non-PASS check for the next iteration (and the next run).
+func NewFailure(iteration int, c *Check) Failure {
 	f := Failure{Iteration: iteration, Verdict: c.Verdict.Status, Failing: []FailedCheck{}}
 	var parts []string
 	for _, ev := range c.Evidence {

@@ -34,6 +34,10 @@ type CLI struct {
 	Init    initCmd    `cmd:"" help:"Set up git-norma in this repository (.norma/ with config, database, locks, runs)."`
 	Task    taskCmd    `cmd:"" help:"Add, list and show tasks of the embedded backlog (.beads/issues.jsonl)."`
 	Run     runCmd     `cmd:"" help:"Run Plan → Do → Check → Act on one task until it passes or a budget stops it; land a PASS."`
+	Loop    loopCmd    `cmd:"" help:"Select the next ready task, run it, land it, and repeat until nothing is ready."`
+	Next    nextCmd    `cmd:"" help:"Print the task the selection policy would run next, and why."`
+	Pause   pauseCmd   `cmd:"" help:"Stop runs between steps and loops between tasks (.norma/PAUSE)."`
+	Resume  resumeCmd  `cmd:"" help:"Undo git norma pause."`
 	Status  statusCmd  `cmd:"" help:"Show recent runs, the live run and task branches; or one run's steps, or one task's runs."`
 	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
 	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`

@@ -107,7 +107,29 @@ type Tracker interface {
 	// SetStatus moves a task to status. Closing records closed_at and reason; in_progress
 	// records started_at; any other status clears closed_at and close_reason.
 	SetStatus(ctx context.Context, id, status, reason string) error
+	// Ready returns what `bd ready` returns: open tasks not blocked by an open `blocks`
+	// dependency and with no blocked or deferred ancestor — epics and features included.
+	Ready(ctx context.Context) ([]Task, error)
+	// Claim atomically moves an open task to in_progress (assignee = actor when given). A task
+	// that is not open, or that someone else holds, wraps ErrClaimed.
+	Claim(ctx context.Context, id, actor string) (Task, error)
+	// Update writes notes and label changes (and a status, if set) as one change, so a step's
+	// state costs one backend call.
+	Update(ctx context.Context, id string, u Update) error
 }
+
+// Update is a batch of changes to one task.
+type Update struct {
+	// Notes replaces the notes when non-nil.
+	Notes        *string
+	AddLabels    []string
+	RemoveLabels []string
+	// Status, when set, moves the task like SetStatus (without a reason).
+	Status string
+}
+
+// ErrClaimed means a claim lost: the task is not open or belongs to someone else.
+var ErrClaimed = errors.New("task is already claimed")
 
 var validStatuses = map[string]bool{
 	StatusOpen: true, StatusInProgress: true, StatusBlocked: true, StatusDeferred: true,

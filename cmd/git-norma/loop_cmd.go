@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type loopCmd struct {
+	MaxTasks      int    `help:"Stop after this many runs (0: until nothing is ready)." default:"0"`
+	ActiveFeature string `help:"Only run tasks under this feature." placeholder:"ID"`
+	ActiveEpic    string `help:"Only run tasks under this epic." placeholder:"ID"`
+	NoLand        bool   `help:"Leave PASSed tasks on their branches for review."`
+	JSON          bool   `help:"Print the loop report as JSON."`
+}
+
+func (c *loopCmd) Run(env *Env) error {
+	if c.MaxTasks < 0 {
+		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--max-tasks must be 0 or more")}
+	}
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, NoLand: c.NoLand, Live: env.IO.Err,
+		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if err := printJSON(env.IO.Out, rep); err != nil {
+			return err
+		}
+		return silentExit(rep.ExitCode)
+	}
+	w := table(env.IO.Out)
+	fmt.Fprintln(w, "TASK\tRUN\tSTATUS\tVERDICT\tLANDED\tMESSAGE")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.TaskID, orDash(r.RunID), r.Status, orDash(r.Verdict), orDash(short(r.Landed)), r.Message)
+	}
+	w.Flush()
+	fmt.Fprintf(env.IO.Out, "loop stopped: %s (%d run(s))\n", rep.Message, len(rep.Runs))
+	return silentExit(rep.ExitCode)
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type nextCmd struct {
+	ActiveFeature string `help:"Only consider tasks under this feature." placeholder:"ID"`
+	ActiveEpic    string `help:"Only consider tasks under this epic." placeholder:"ID"`
+	JSON          bool   `help:"Print the selection as JSON."`
+}
+
+func (c *nextCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	sel, err := app.Next(env.Ctx, gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, nil)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(env.IO.Out, sel)
+	}
+	if sel.TaskID == "" {
+		fmt.Fprintln(env.IO.Err, "no ready task: every open leaf task is blocked, claimed, or outside the active scope")
+		return silentExit(gitnorma.ExitFail)
+	}
+	fmt.Fprintf(env.IO.Out, "%s\t%s\n", sel.TaskID, sel.Title)
+	fmt.Fprintf(env.IO.Err, "why: %s\n", sel.Reason)
+	return nil
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+type pauseCmd struct {
+	Reason []string `arg:"" optional:"" help:"Why (shown by status and by the runs that stop)."`
+}
+
+func (c *pauseCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.Pause(strings.Join(c.Reason, " ")); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.IO.Err, "paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")
+	return nil
+}

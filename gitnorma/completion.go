@@ -1,0 +1,140 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+)
+
+// completeParents applies the spec's completion rules after a task closed: a feature (then its
+// epic, and so on up) whose children are all closed is closed when its own Verify commands
+// pass on the landed commit. Without Verify commands its acceptance cannot be checked, so it is
+// left open with a note saying so — git-norma never closes on an unverified claim.
+func (a *App) completeParents(ctx context.Context, st *store.Store, runID, taskID, commit string) {
+	tr, err := a.Tracker()
+	if err != nil {
+		return
+	}
+	all, err := tr.List(ctx)
+	if err != nil {
+		return
+	}
+	byID := map[string]tracker.Task{}
+	children := map[string][]string{}
+	for _, t := range all {
+		byID[t.ID] = t
+		if t.Parent != "" {
+			children[t.Parent] = append(children[t.Parent], t.ID)
+		}
+	}
+	byID[taskID] = withStatus(byID[taskID], tracker.StatusClosed)
+	for id := byID[taskID].Parent; id != ""; id = byID[id].Parent {
+		parent := byID[id]
+		if parent.Status == tracker.StatusClosed || !allClosed(children[id], byID) {
+			return
+		}
+		outcome, closed := a.completeOne(ctx, tr, runID, parent, len(children[id]), commit)
+		_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "parent_completion", Message: outcome,
+			Data: map[string]any{"task": id, "closed": closed}})
+		if !closed {
+			return
+		}
+		byID[id] = withStatus(parent, tracker.StatusClosed)
+	}
+}
+
+func withStatus(t tracker.Task, s string) tracker.Task {
+	t.Status = s
+	return t
+}
+
+func allClosed(ids []string, byID map[string]tracker.Task) bool {
+	for _, id := range ids {
+		if byID[id].Status != tracker.StatusClosed {
+			return false
+		}
+	}
+	return true
+}
+
+// completeOne verifies and closes one parent, or leaves it open with a note. It returns what
+// happened and whether the parent was closed.
+func (a *App) completeOne(ctx context.Context, tr tracker.Tracker, runID string, p tracker.Task, n int, commit string) (string, bool) {
+	verify := loop.ParseReadyContract(p.Description).Verify
+	if len(verify) == 0 {
+		msg := fmt.Sprintf("all %d children are closed; its own acceptance has no Verify command, so git-norma leaves closing it to you", n)
+		a.noteCompletion(ctx, tr, p, msg)
+		return p.ID + ": " + msg, false
+	}
+	failing, err := a.verifyAt(ctx, runID, p, verify, commit)
+	if err != nil || failing != "" {
+		msg := fmt.Sprintf("all %d children are closed, but its Verify failed on %.10s: %s", n, commit, orText(failing, err))
+		a.noteCompletion(ctx, tr, p, msg)
+		return p.ID + ": " + msg, false
+	}
+	reason := fmt.Sprintf("all %d children closed and its Verify passed on %.10s (git-norma run %s)", n, commit, runID)
+	if err := tr.SetStatus(ctx, p.ID, tracker.StatusClosed, reason); err != nil {
+		return p.ID + ": could not close: " + err.Error(), false
+	}
+	return p.ID + ": closed, " + reason, true
+}
+
+func orText(s string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// verifyAt runs the parent's Verify commands in a throwaway detached worktree of commit and
+// returns the first failing command ("" when all pass).
+func (a *App) verifyAt(ctx context.Context, runID string, p tracker.Task, verify []string, commit string) (string, error) {
+	dir := a.Repo.Path("runs", runID, "completion", p.ID)
+	ws := filepath.Join(dir, "workspace")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := a.Repo.Git.Run(ctx, "worktree", "add", "-q", "--detach", ws, commit); err != nil {
+		return "", err
+	}
+	defer a.Repo.Git.Run(context.WithoutCancel(ctx), "worktree", "remove", "--force", ws) //nolint:errcheck
+	log, err := os.OpenFile(filepath.Join(dir, "checks.txt"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer log.Close()
+	ac := loop.EffectiveCriterion{ID: "AC-" + p.ID, Checks: make([]loop.CheckSpec, len(verify))}
+	for i, cmd := range verify {
+		ac.Checks[i] = loop.CheckSpec{ID: fmt.Sprintf("CHK-%d", i+1), Cmd: cmd, ExpectExitCodes: []int{0}}
+	}
+	timeout := time.Duration(a.Config.Agents.Check.Timeout)
+	evidence, err := loop.RunChecks(ctx, ws, []loop.EffectiveCriterion{ac}, log, "checks.txt", timeout)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range evidence {
+		if !e.Passed {
+			return fmt.Sprintf("`%s` exited %d", e.Cmd, e.ExitCode), nil
+		}
+	}
+	return "", nil
+}
+
+// noteCompletion records in the parent's notes (inside git-norma's state, keeping any notes of
+// the user's) why it is still open.
+func (a *App) noteCompletion(ctx context.Context, tr tracker.Tracker, p tracker.Task, msg string) {
+	st, err := DecodeTaskState(p.Notes)
+	if err != nil {
+		return
+	}
+	st.Completion = msg
+	if text, err := st.Encode(); err == nil {
+		_ = tr.Update(ctx, p.ID, tracker.Update{Notes: &text})
+	}
+}

@@ -1,0 +1,42 @@
+package gitnorma
+
+import (
+	"errors"
+	"os"
+	"strings"
+)
+
+// pauseFile is the peer loops' pause switch: while it exists, runs stop cleanly between steps
+// and `loop` starts no new task.
+const pauseFile = "PAUSE"
+
+// PauseReason returns why git-norma is paused ("" when it is not). The file's first line is
+// the reason; an empty file still pauses.
+func (a *App) PauseReason() string {
+	data, err := os.ReadFile(a.Repo.Path(pauseFile))
+	if err != nil {
+		return ""
+	}
+	reason, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	if reason == "" {
+		reason = "paused (" + a.Repo.Path(pauseFile) + " exists)"
+	}
+	return reason
+}
+
+// Pause creates .norma/PAUSE with a reason.
+func (a *App) Pause(reason string) error {
+	if strings.TrimSpace(reason) == "" {
+		reason = "paused by git norma pause"
+	}
+	return withCode(ExitFail, os.WriteFile(a.Repo.Path(pauseFile), []byte(reason+"\n"), 0o644))
+}
+
+// Resume removes .norma/PAUSE; it reports whether there was one.
+func (a *App) Resume() (bool, error) {
+	err := os.Remove(a.Repo.Path(pauseFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, withCode(ExitFail, err)
+}

@@ -1,0 +1,170 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
+)
+
+// Resumption labels (spec "Workflow State in Labels"): present while the outputs of the
+// current iteration's completed steps are in the task state.
+const (
+	LabelHasPlan  = "norma-has-plan"
+	LabelHasDo    = "norma-has-do"
+	LabelHasCheck = "norma-has-check"
+	// LabelBlocked marks a task whose checks failed in blockAfter consecutive runs; selection
+	// skips it until a human looks.
+	LabelBlocked = "norma-blocked"
+)
+
+// blockAfter is the peer loops' three-strike rule.
+const blockAfter = 3
+
+var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo: LabelHasDo, loop.RoleCheck: LabelHasCheck}
+
+// taskMirror keeps the task's notes and labels in step with the run: one tracker update per
+// completed step, carrying the new state and the label changes together.
+type taskMirror struct {
+	tr     tracker.Tracker
+	taskID string
+	state  TaskState
+	labels []string
+}
+
+func newTaskMirror(tr tracker.Tracker, t tracker.Task) (*taskMirror, error) {
+	st, err := DecodeTaskState(t.Notes)
+	if err != nil {
+		return nil, failf("", "task %s: %v", t.ID, err)
+	}
+	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels)}, nil
+}
+
+// resume returns what the last run completed of its unfinished iteration, when the labels
+// say so and the task branch agrees: a plan still holds if the branch only moved forward since
+// (an interrupted Do's work rescued on top, say); a Do or Check result only if the branch is
+// exactly where that step left it.
+func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
+	s := m.state
+	if !slices.Contains(m.labels, LabelHasPlan) || s.Plan == nil || s.Head == "" {
+		return nil
+	}
+	if s.Head != branchHead && !isAncestor(s.Head, branchHead) {
+		return nil
+	}
+	r := &loop.Resume{From: s.RunID, Plan: s.Plan}
+	if s.Head == branchHead && slices.Contains(m.labels, LabelHasDo) && s.Do != nil {
+		r.Do = s.Do
+		if slices.Contains(m.labels, LabelHasCheck) && s.Check != nil {
+			r.Check = s.Check
+		}
+	}
+	return r
+}
+
+// facts seeds the first Plan with the previous run's failure.
+func (m *taskMirror) facts() map[string]any {
+	if m.state.LastFailure == nil {
+		return nil
+	}
+	return map[string]any{loop.FactLastFailure: *m.state.LastFailure}
+}
+
+// afterStep records a finished step in the state and moves the labels: a completed step sets
+// its label and clears those of later roles (their outputs are stale now); Act ends the
+// iteration and clears them all, so a later iteration never reuses an earlier one's outputs.
+func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord) error {
+	if rec.Status == "skipped" {
+		return nil // restored from this very state; nothing changed
+	}
+	m.record(rec)
+	var add, remove []string
+	if rec.Status == "ok" {
+		if l, ok := phaseLabels[rec.Role]; ok {
+			add = []string{l}
+		}
+		remove = laterLabels(rec.Role)
+	}
+	return m.write(ctx, add, remove, "")
+}
+
+func laterLabels(role loop.Role) []string {
+	switch role {
+	case loop.RolePlan:
+		return []string{LabelHasDo, LabelHasCheck}
+	case loop.RoleDo:
+		return []string{LabelHasCheck}
+	case loop.RoleAct:
+		return []string{LabelHasPlan, LabelHasDo, LabelHasCheck}
+	}
+	return nil
+}
+
+func (m *taskMirror) record(rec loop.StepRecord) {
+	s := &m.state
+	s.RunID, s.Iteration, s.Step, s.Head = rec.RunID, rec.Iteration, rec.Index, rec.Head
+	s.Journal = append(s.Journal, JournalLine{TS: notes.Stamp(rec.EndedAt), Run: rec.RunID, Step: rec.Index,
+		Role: string(rec.Role), Status: rec.Status, Summary: rec.Summary})
+	if rec.Status != "ok" {
+		return
+	}
+	s.Phase = string(rec.Role)
+	out := rec.Output
+	switch rec.Role {
+	case loop.RolePlan:
+		s.Plan, s.Do, s.Check, s.Act = out.Plan, nil, nil, nil
+	case loop.RoleDo:
+		s.Do, s.Check = out.Do, nil
+	case loop.RoleCheck:
+		s.Check = out.Check
+		if out.Check != nil && out.Check.Verdict.Status != loop.VerdictPass {
+			f := loop.NewFailure(rec.Iteration, out.Check)
+			s.LastFailure = &f
+		}
+	case loop.RoleAct:
+		s.Act = out.Act
+	}
+}
+
+// finishRun applies the three-strike rule and hands the task back (status open) in one write.
+// verdict is the run's last Check verdict ("" when it never reached Check).
+func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) error {
+	var add, remove []string
+	switch {
+	case verdict == loop.VerdictPass:
+		m.state.FailedRuns, m.state.Blocked, m.state.LastFailure = 0, "", nil
+		remove = []string{LabelBlocked}
+	case verdict != "":
+		m.state.FailedRuns++
+		if m.state.FailedRuns >= blockAfter {
+			m.state.Blocked = fmt.Sprintf("checks failed in %d consecutive runs (last: run %s, %s); a human should look before it is selected again",
+				m.state.FailedRuns, m.state.RunID, lastFailureText(m.state.LastFailure))
+			add = []string{LabelBlocked}
+		}
+	}
+	return m.write(ctx, add, remove, status)
+}
+
+func lastFailureText(f *loop.Failure) string {
+	if f == nil {
+		return "no failure recorded"
+	}
+	return f.Summary
+}
+
+func (m *taskMirror) write(ctx context.Context, add, remove []string, status string) error {
+	text, err := m.state.Encode()
+	if err != nil {
+		return err
+	}
+	add = slices.DeleteFunc(add, func(l string) bool { return slices.Contains(m.labels, l) })
+	remove = slices.DeleteFunc(remove, func(l string) bool { return !slices.Contains(m.labels, l) })
+	if err := m.tr.Update(ctx, m.taskID, tracker.Update{Notes: &text, AddLabels: add, RemoveLabels: remove, Status: status}); err != nil {
+		return err
+	}
+	m.labels = slices.DeleteFunc(append(m.labels, add...), func(l string) bool { return slices.Contains(remove, l) })
+	return nil
+}

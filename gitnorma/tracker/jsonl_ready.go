@@ -1,0 +1,97 @@
+package tracker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Ready returns the open tasks nothing holds back, with bd's semantics: no open `blocks`
+// (or conditional-blocks, waits-for) dependency and no blocked or deferred ancestor. Like bd,
+// open epics and features are included; callers pick leaves.
+func (j *JSONL) Ready(ctx context.Context) ([]Task, error) {
+	tasks, err := j.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]Task, len(tasks))
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	var ready []Task
+	for _, t := range tasks {
+		if t.Status == StatusOpen && !blockedByDeps(t, byID) && !heldByAncestor(t, byID) {
+			ready = append(ready, t)
+		}
+	}
+	slices.SortStableFunc(ready, func(a, b Task) int { return a.Priority - b.Priority })
+	return ready, nil
+}
+
+// blockingTypes are the dependency types that keep a task out of `ready` in bd.
+var blockingTypes = map[string]bool{"blocks": true, "conditional-blocks": true, "waits-for": true}
+
+func blockedByDeps(t Task, byID map[string]Task) bool {
+	for _, d := range t.Dependencies {
+		if dep, ok := byID[d.DependsOnID]; ok && blockingTypes[d.Type] && dep.Status != StatusClosed {
+			return true
+		}
+	}
+	return false
+}
+
+func heldByAncestor(t Task, byID map[string]Task) bool {
+	seen := map[string]bool{t.ID: true}
+	for p := t.Parent; p != "" && !seen[p]; p = byID[p].Parent {
+		seen[p] = true
+		if s := byID[p].Status; s == StatusBlocked || s == StatusDeferred {
+			return true
+		}
+	}
+	return false
+}
+
+// Claim moves an open task to in_progress under the file lock, so two claims never both win.
+func (j *JSONL) Claim(ctx context.Context, id, actor string) (Task, error) {
+	var out Task
+	err := j.update(ctx, func(f *issueFile) error {
+		rec := f.find(id)
+		if rec == nil {
+			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		}
+		if rec.wire.Status != StatusOpen {
+			return fmt.Errorf("task %s is %s: %w", id, rec.wire.Status, ErrClaimed)
+		}
+		rec.setStatus(StatusInProgress, "", bump(j.now(), rec.wire.UpdatedAt))
+		if actor != "" {
+			rec.wire.Assignee = actor
+		}
+		out = rec.task()
+		return nil
+	})
+	return out, err
+}
+
+// Update applies notes, labels and status in one locked write.
+func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
+	if u.Status != "" && !ValidStatus(u.Status) {
+		return fmt.Errorf("invalid status %q", u.Status)
+	}
+	return j.update(ctx, func(f *issueFile) error {
+		rec := f.find(id)
+		if rec == nil {
+			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		}
+		now := bump(j.now(), rec.wire.UpdatedAt)
+		if u.Notes != nil {
+			rec.wire.Notes = *u.Notes
+		}
+		labels := slices.DeleteFunc(slices.Clone(rec.wire.Labels), func(l string) bool { return slices.Contains(u.RemoveLabels, l) })
+		rec.wire.Labels = normalizeLabels(append(labels, u.AddLabels...))
+		if u.Status != "" {
+			rec.setStatus(u.Status, "", now)
+		}
+		rec.wire.UpdatedAt, rec.dirty = now, true
+		return nil
+	})
+}

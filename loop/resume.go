@@ -1,0 +1,50 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+)
+
+// resumed returns the restored output of role when this is the first iteration of a resumed
+// run and the earlier run completed that role.
+func (e *engine) resumed(role Role) (Output, bool) {
+	if e.iteration != 1 {
+		return Output{}, false
+	}
+	return e.o.Resume.output(role)
+}
+
+// skip records a step the earlier run already completed: its directory, input and restored
+// output exist like any step's, the row says skipped, and the engine carries on from it.
+func (e *engine) skip(ctx context.Context, role Role, out Output) error {
+	e.index++
+	s := &stepRun{role: role, index: e.index, started: e.o.Now(), out: out, skipped: true}
+	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))
+	if err := s.open(); err != nil {
+		return err
+	}
+	s.stdout.Close()
+	s.stderr.Close()
+	var err error
+	if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+		return fmt.Errorf("snapshot workspace: %w", err)
+	}
+	s.input = e.input(s)
+	if err := writeJSON(filepath.Join(s.dir, "input.json"), s.input); err != nil {
+		return err
+	}
+	switch role {
+	case RolePlan:
+		e.plan = out.Plan
+	case RoleDo:
+		e.do = out.Do
+	case RoleCheck:
+		e.check = out.Check
+		if e.check.Verdict.Status != VerdictPass {
+			e.failedChecks++
+			e.facts[FactLastFailure] = NewFailure(e.iteration, e.check)
+		}
+	}
+	return e.record(ctx, s)
+}
