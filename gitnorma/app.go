@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -18,6 +20,8 @@ type App struct {
 	Config Config
 	// Now is the clock (replaced in tests).
 	Now func() time.Time
+
+	backlog tracker.Tracker
 }
 
 // Open resolves the repository containing dir and reads its config. It fails when the
@@ -51,15 +55,34 @@ func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
 	return st, nil
 }
 
-// Tracker returns the task backend the config selects.
+// Tracker returns the task backend the config selects: the bd CLI for "beads" (and for "auto"
+// when bd is installed and the repository has a bd workspace), else the embedded jsonl file.
 func (a *App) Tracker() (tracker.Tracker, error) {
-	switch a.Config.Tracker {
-	case "beads":
-		return nil, fatalf(`set "tracker": "jsonl" in .norma/config.json`,
-			"the bd (beads) tracker backend is not available in this version of git-norma yet")
-	default:
-		return tracker.NewJSONL(a.Repo.Root+"/.beads/issues.jsonl", a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix), nil
+	if a.backlog != nil {
+		return a.backlog, nil
 	}
+	switch a.TrackerKind() {
+	case "beads":
+		if _, err := exec.LookPath("bd"); err != nil {
+			return nil, fatalf(`install bd (Beads), or set "tracker": "jsonl" in .norma/config.json`,
+				"the tracker is beads but bd is not installed or not on PATH")
+		}
+		a.backlog = tracker.NewBD(a.Repo.Root)
+	default:
+		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix)
+	}
+	return a.backlog, nil
+}
+
+// TrackerKind resolves "auto" to the backend in use: beads or jsonl.
+func (a *App) TrackerKind() string {
+	if a.Config.Tracker == "auto" {
+		if tracker.BDAvailable(a.Repo.Root) {
+			return "beads"
+		}
+		return "jsonl"
+	}
+	return a.Config.Tracker
 }
 
 // ValidateTaskID refuses anything that is not a task id before it becomes a path or a ref.

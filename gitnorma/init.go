@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/notes"
 )
 
@@ -24,12 +27,19 @@ type InitResult struct {
 	Root    string   `json:"root"`
 	Created []string `json:"created"`
 	Kept    []string `json:"kept"`
+	// Tracker is the backlog in use (beads or jsonl); Hint suggests Beads when bd is installed.
+	Tracker string `json:"tracker"`
+	Hint    string `json:"hint,omitempty"`
 }
 
 // InitOptions are the choices of `git norma init`.
 type InitOptions struct {
 	// DisplayNotes makes plain `git log` show the journal notes (notes.displayRef).
 	DisplayNotes bool
+	// Beads runs `bd init` (with --skip-agents --skip-hooks unless BeadsAgents/BeadsHooks).
+	Beads       bool
+	BeadsHooks  bool
+	BeadsAgents bool
 }
 
 // Init creates .norma/ (config with the defaults, database, locks/, runs/, .gitignore) and
@@ -52,11 +62,12 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if err := res.writeOnce(repo, repo.Path(".gitignore"), []byte(gitignoreContent)); err != nil {
 		return res, err
 	}
-	cfg, _ := json.MarshalIndent(DefaultConfig(), "", "  ")
-	if err := res.writeOnce(repo, repo.Path("config.json"), append(cfg, '\n')); err != nil {
+	defaults, _ := json.MarshalIndent(DefaultConfig(), "", "  ")
+	if err := res.writeOnce(repo, repo.Path("config.json"), append(defaults, '\n')); err != nil {
 		return res, err
 	}
-	if _, err := LoadConfig(repo.Path("config.json")); err != nil {
+	cfg, err := LoadConfig(repo.Path("config.json"))
+	if err != nil {
 		return res, err
 	}
 	if err := notes.Configure(ctx, repo.Git); err != nil {
@@ -67,7 +78,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 			return res, withCode(ExitFatal, fmt.Errorf("configure notes.displayRef: %w", err))
 		}
 	}
-	app := &App{Repo: repo, Config: DefaultConfig()}
+	app := &App{Repo: repo, Config: cfg}
 	_, statErr := os.Stat(repo.Path("norma.db"))
 	st, err := app.OpenStore(ctx)
 	if err != nil {
@@ -75,7 +86,41 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	}
 	st.Close()
 	res.note(repo, repo.Path("norma.db"), errors.Is(statErr, os.ErrNotExist))
+	if o.Beads {
+		if err := res.initBeads(ctx, app, o); err != nil {
+			return res, err
+		}
+	}
+	res.Tracker = app.TrackerKind()
+	if _, err := exec.LookPath("bd"); err == nil && res.Tracker == "jsonl" {
+		res.Hint = "bd is installed: `git norma init --beads` keeps the backlog in Beads"
+	}
 	return res, nil
+}
+
+// initBeads creates the Beads workspace. bd init commits the whole git index, so it only runs
+// when nothing is staged — it must never commit the user's half-prepared changes.
+func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) error {
+	if tracker.BDAvailable(app.Repo.Root) {
+		r.note(app.Repo, filepath.Join(app.Repo.Root, ".beads"), false)
+		return nil
+	}
+	if _, err := exec.LookPath("bd"); err != nil {
+		return fatalf("install bd (Beads) first, or leave out --beads to use the embedded backlog", "bd is not installed or not on PATH")
+	}
+	if err := app.Repo.Git.Run(ctx, "diff", "--cached", "--quiet"); err != nil {
+		if git.ExitCodeOf(err) == 1 {
+			return failf("commit or unstage them first (git restore --staged :/), then run git norma init --beads again",
+				"bd init commits the whole git index, and you have staged changes")
+		}
+		return withCode(ExitFail, err)
+	}
+	out, err := tracker.NewBD(app.Repo.Root).Init(ctx, tracker.InitOptions{Prefix: app.Config.IDPrefix, Hooks: o.BeadsHooks, Agents: o.BeadsAgents})
+	if err != nil {
+		return failf("", "bd init: %v\n%s", err, out)
+	}
+	r.note(app.Repo, filepath.Join(app.Repo.Root, ".beads"), true)
+	return nil
 }
 
 func (r *InitResult) mkdir(repo *Repo, dir string) error {

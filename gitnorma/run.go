@@ -197,9 +197,10 @@ func taskInput(t tracker.Task) loop.TaskInput {
 	}
 }
 
-// newRunID is sortable by time and unique enough across machines: r-20261122-070102-a1b2c3.
+// newRunID sorts by time to the millisecond and is unique enough across machines:
+// r-20261122-070102-123-a1b2c3.
 func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("r-%s-%s", now.UTC().Format("20060102-150405"), hex.EncodeToString(b))
+	return fmt.Sprintf("r-%s-%s", strings.Replace(now.UTC().Format("20060102-150405.000"), ".", "-", 1), hex.EncodeToString(b))
 }

@@ -162,6 +162,9 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 	for e.iteration = 1; ; e.iteration++ {
 		e.do, e.check = nil, nil
 		for _, role := range Roles {
+			if end := e.pauseRequested(role); end != nil {
+				return e.finish(end), nil
+			}
 			if out, ok := e.resumed(role); ok {
 				if err := e.skip(ctx, role, out); err != nil {
 					return e.finish(failed(err)), err
@@ -182,6 +185,17 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 			}
 		}
 	}
+}
+
+// pauseRequested stops the run before role when a pause was requested.
+func (e *engine) pauseRequested(role Role) *Result {
+	if e.o.Paused == nil {
+		return nil
+	}
+	if reason := e.o.Paused(); reason != "" {
+		return stopped(StopPaused, "paused before %s: %s", role, reason)
+	}
+	return nil
 }
 
 // finish fills the fields every result carries.

@@ -31,11 +31,6 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if _, ok := e.remaining(); !ok {
 		return Output{}, stopped(StopBudgetExceeded, "max_wall_time_minutes (%d) used up before %s", e.o.Budgets.MaxWallTimeMinutes, role), nil
 	}
-	if e.o.Paused != nil {
-		if reason := e.o.Paused(); reason != "" {
-			return Output{}, stopped(StopPaused, "paused before %s: %s", role, reason), nil
-		}
-	}
 	e.index++
 	s := &stepRun{role: role, index: e.index, started: e.o.Now()}
 	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))

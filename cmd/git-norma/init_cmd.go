@@ -8,11 +8,15 @@ import (
 
 type initCmd struct {
 	DisplayNotes bool `help:"Show the journal notes in plain git log (adds refs/notes/norma to notes.displayRef)."`
+	Beads        bool `help:"Also create a Beads workspace with bd init (refused while changes are staged: bd init commits the whole index)."`
+	BeadsHooks   bool `help:"With --beads: let bd install its git hooks (core.hooksPath)."`
+	BeadsAgents  bool `help:"With --beads: let bd write AGENTS.md, CLAUDE.md and .claude/."`
 	JSON         bool `help:"Print what was created and kept as JSON."`
 }
 
 func (c *initCmd) Run(env *Env) error {
-	res, err := gitnorma.Init(env.Ctx, env.Dir, gitnorma.InitOptions{DisplayNotes: c.DisplayNotes})
+	res, err := gitnorma.Init(env.Ctx, env.Dir, gitnorma.InitOptions{DisplayNotes: c.DisplayNotes,
+		Beads: c.Beads, BeadsHooks: c.BeadsHooks, BeadsAgents: c.BeadsAgents})
 	if err != nil {
 		return err
 	}
@@ -29,7 +33,10 @@ func (c *initCmd) Run(env *Env) error {
 	if len(res.Created) == 0 {
 		verb = "Reinitialized"
 	}
-	fmt.Fprintf(env.IO.Out, "%s git-norma in %s/.norma\n", verb, res.Root)
+	fmt.Fprintf(env.IO.Out, "%s git-norma in %s/.norma (tasks: %s)\n", verb, res.Root, res.Tracker)
+	if res.Hint != "" {
+		fmt.Fprintln(env.IO.Err, "hint: "+res.Hint)
+	}
 	fmt.Fprintln(env.IO.Err, `next: set agents.do in .norma/config.json, add a task (git norma task add "Title" --verify "make test"), then: git norma run <task>`)
 	return nil
 }

@@ -18,6 +18,9 @@ import (
 // agentDir holds the example agent, built once for all scripts.
 var agentDir string
 
+// fakeBDDir holds the fake bd that replays bd 1.0.5's recorded outputs (tracker's testdata).
+var fakeBDDir, _ = filepath.Abs("../../gitnorma/tracker/testdata/bd")
+
 // TestMain lets the test binary act as git-norma: testscript puts it on PATH under that name,
 // so `exec git norma ...` in a script goes through the real git binary to our real Main.
 func TestMain(m *testing.M) {
@@ -52,6 +55,7 @@ func setupScript(t *testing.T) func(env *testscript.Env) error {
 		env.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 		env.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 		env.Setenv("AGENT_DIR", dir)
+		env.Setenv("FAKE_BD_DIR", fakeBDDir)
 		env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
 		gitconfig := "[user]\n\tname = Test User\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n"
 		return os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(gitconfig), 0o644)

@@ -40,11 +40,14 @@ func blockedByDeps(t Task, byID map[string]Task) bool {
 	return false
 }
 
+// heldByAncestor reports an ancestor that is blocked, deferred, or itself waiting on an open
+// blocker: bd keeps a whole subtree out of `ready` then.
 func heldByAncestor(t Task, byID map[string]Task) bool {
 	seen := map[string]bool{t.ID: true}
 	for p := t.Parent; p != "" && !seen[p]; p = byID[p].Parent {
 		seen[p] = true
-		if s := byID[p].Status; s == StatusBlocked || s == StatusDeferred {
+		parent := byID[p]
+		if s := parent.Status; s == StatusBlocked || s == StatusDeferred || blockedByDeps(parent, byID) {
 			return true
 		}
 	}
@@ -61,6 +64,9 @@ func (j *JSONL) Claim(ctx context.Context, id, actor string) (Task, error) {
 		}
 		if rec.wire.Status != StatusOpen {
 			return fmt.Errorf("task %s is %s: %w", id, rec.wire.Status, ErrClaimed)
+		}
+		if a := rec.wire.Assignee; a != "" && a != actor {
+			return fmt.Errorf("task %s is assigned to %s: %w", id, a, ErrClaimed)
 		}
 		rec.setStatus(StatusInProgress, "", bump(j.now(), rec.wire.UpdatedAt))
 		if actor != "" {

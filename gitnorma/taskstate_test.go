@@ -1,0 +1,81 @@
+package gitnorma
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
+)
+
+func TestDecodeTaskState(t *testing.T) {
+	for _, tc := range []struct {
+		name, notes, foreign, wantErr string
+		run                           string
+	}{
+		{name: "empty", notes: ""},
+		{name: "whitespace", notes: "  \n"},
+		{name: "ours", notes: `{"norma_state":1,"run_id":"r-1","journal":[]}`, run: "r-1"},
+		{name: "a human's text", notes: "call Ann first", foreign: "call Ann first"},
+		{name: "someone else's JSON", notes: `{"version":1,"phase":"plan"}`, foreign: `{"version":1,"phase":"plan"}`},
+		{name: "newer state", notes: `{"norma_state":9}`, wantErr: "version 9"},
+		{name: "huge foreign notes", notes: strings.Repeat("x", maxForeignNotes+1), wantErr: "too large to keep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := DecodeTaskState(tc.notes)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.foreign, st.ForeignNotes)
+			assert.Equal(t, tc.run, st.RunID)
+		})
+	}
+}
+
+// A state far over the cap is folded to fit: evidence tails go first, then old journal lines
+// become a summary; the foreign notes and the latest plan survive, and it decodes back.
+func TestEncodeCapsTheState(t *testing.T) {
+	st := TaskState{ForeignNotes: "remember: ask Ann", Plan: &loop.Plan{TaskID: "norma-a1", Goal: "g"}}
+	st.Check = &loop.Check{Evidence: []loop.Evidence{{CheckID: "C1", OutputTail: strings.Repeat("o", 2048)}}}
+	for i := range 2000 {
+		st.Journal = append(st.Journal, JournalLine{TS: fmt.Sprintf("2026-11-22T07:00:%02d.000Z", i%60), Run: fmt.Sprintf("r-%d", i/8),
+			Step: i, Role: "do", Status: "ok", Summary: strings.Repeat("s", 40)})
+	}
+	text, err := st.Encode()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(text), TaskStateCap)
+	back, err := DecodeTaskState(text)
+	require.NoError(t, err)
+	assert.Equal(t, "remember: ask Ann", back.ForeignNotes)
+	assert.Equal(t, "g", back.Plan.Goal)
+	assert.Contains(t, back.Folded, "earlier steps")
+	assert.Equal(t, 1999, back.Journal[len(back.Journal)-1].Step, "the newest lines are kept")
+	assert.Empty(t, back.Check.Evidence[0].OutputTail)
+}
+
+// A ~30 KiB state (under the cap) round-trips unchanged.
+func TestEncodeRoundTrip30KiB(t *testing.T) {
+	st := TaskState{RunID: "r-1", FailedRuns: 2, Blocked: "why"}
+	for i := 0; len(mustJSON(t, st)) < 30<<10; i++ {
+		st.Journal = append(st.Journal, JournalLine{TS: "2026-11-22T07:00:00.000Z", Run: "r-1", Step: i, Role: "plan", Status: "ok", Summary: "naïve – 日本 \"quoted\""})
+	}
+	text, err := st.Encode()
+	require.NoError(t, err)
+	assert.Greater(t, len(text), 29<<10)
+	back, err := DecodeTaskState(text)
+	require.NoError(t, err)
+	st.Version = taskStateVersion
+	assert.Equal(t, st, back)
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return data
+}

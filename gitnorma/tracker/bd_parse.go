@@ -1,0 +1,186 @@
+package tracker
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// bdIssue is one issue as bd prints it: the Issue fields (shared with the JSONL record) plus
+// the computed `parent` of list, ready and show. Unknown keys (counts, metadata, comments,
+// schema_version) are ignored.
+type bdIssue struct {
+	issueWire
+	Parent string `json:"parent"`
+}
+
+// bdDep reads either dependency form bd prints: the Dependency record of list, ready, update
+// and close ({issue_id, depends_on_id, type, ...}), or the full issue plus dependency_type that
+// show prints.
+type bdDep struct {
+	depWire
+	ID             string `json:"id"`
+	DependencyType string `json:"dependency_type"`
+}
+
+// task converts an issue bd printed into a Task. The parent is bd's own `parent` field when
+// present, else the parent-child dependency.
+func (bi *bdIssue) task() (Task, error) {
+	if bi.ID == "" {
+		return Task{}, fmt.Errorf("issue without an id")
+	}
+	deps, err := bdDeps(bi.ID, bi.Dependencies)
+	if err != nil {
+		return Task{}, fmt.Errorf("issue %s: dependencies: %w", bi.ID, err)
+	}
+	rec := &record{wire: bi.issueWire, deps: deps}
+	t := rec.task()
+	if bi.Parent != "" {
+		t.Parent = bi.Parent
+	}
+	return t, nil
+}
+
+func bdDeps(id string, raw json.RawMessage) ([]Dependency, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var wires []bdDep
+	if err := json.Unmarshal(raw, &wires); err != nil {
+		return nil, err
+	}
+	deps := make([]Dependency, 0, len(wires))
+	for _, w := range wires {
+		switch {
+		case w.DependsOnID != "": // Dependency record
+			deps = append(deps, Dependency{
+				IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
+				CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
+			})
+		case w.ID != "" && w.DependencyType != "": // show: the depended-on issue itself
+			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType})
+		default:
+			return nil, fmt.Errorf("dependency without depends_on_id or id and dependency_type")
+		}
+	}
+	return deps, nil
+}
+
+// array parses stdout as a JSON array of issues (list, ready, show, update, close). bd prints
+// `null` for an empty result in some versions; that is an empty list.
+func (r *bdResult) array() ([]Task, error) {
+	trimmed := bytes.TrimSpace(r.stdout)
+	if string(trimmed) == "null" {
+		return nil, nil
+	}
+	var items []bdIssue
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return nil, r.shapeError("want a JSON array of issues", nil)
+	}
+	if err := json.Unmarshal(trimmed, &items); err != nil {
+		return nil, r.shapeError("want a JSON array of issues", err)
+	}
+	tasks := make([]Task, 0, len(items))
+	for i := range items {
+		t, err := items[i].task()
+		if err != nil {
+			return nil, r.shapeError(fmt.Sprintf("item %d", i), err)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// first is array for commands about one id: bd reporting success with nothing printed, or
+// with `[]`, means the id was not acted on (bd prints per-id failures only on stderr).
+func (r *bdResult) first(id string) (Task, error) {
+	tasks, err := r.array()
+	if err != nil {
+		return Task{}, err
+	}
+	if len(tasks) == 0 {
+		return Task{}, r.errorf(fmt.Sprintf("bd printed no issue for %s", id))
+	}
+	return tasks[0], nil
+}
+
+// object parses stdout as one issue object (create, which adds schema_version).
+func (r *bdResult) object() (Task, error) {
+	trimmed := bytes.TrimSpace(r.stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return Task{}, r.shapeError("want a JSON object", nil)
+	}
+	var it bdIssue
+	if err := json.Unmarshal(trimmed, &it); err != nil {
+		return Task{}, r.shapeError("want a JSON object", err)
+	}
+	if msg := jsonErrorMessage(trimmed); msg != "" && it.ID == "" {
+		return Task{}, r.errorf(msg)
+	}
+	t, err := it.task()
+	if err != nil {
+		return Task{}, r.shapeError("want an issue", err)
+	}
+	return t, nil
+}
+
+func (r *bdResult) errorf(msg string) *CallError {
+	return &CallError{Args: slices.Clone(r.args), Stderr: r.stderr, Message: msg}
+}
+
+// shapeError reports output bd printed with exit 0 that is not what the command promises,
+// quoting its start so a format change in a new bd release is easy to recognize.
+func (r *bdResult) shapeError(want string, err error) *CallError {
+	msg := "unexpected output (" + want + ")"
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	if e := jsonErrorMessage(r.stdout); e != "" {
+		msg += ": " + e
+	}
+	start := string(bytes.TrimSpace(r.stdout))
+	if start == "" {
+		msg += "; stdout is empty"
+	} else {
+		msg += fmt.Sprintf("; stdout starts with %q", truncate(start, 200))
+	}
+	return r.errorf(msg)
+}
+
+// jsonErrorMessage returns the "error" text of bd's JSON error object ({"error": ...,
+// "schema_version": 1}), or "" when stdout is not one.
+func jsonErrorMessage(stdout []byte) string {
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return ""
+	}
+	var e struct {
+		Error string `json:"error"`
+		Hint  string `json:"hint"`
+	}
+	if json.Unmarshal(trimmed, &e) != nil || e.Error == "" {
+		return ""
+	}
+	if e.Hint != "" {
+		return e.Error + " (" + e.Hint + ")"
+	}
+	return e.Error
+}
+
+// bd's messages for an id that resolves to nothing: show's JSON error, close's, and the
+// "Error resolving X: no issue found matching" update and label print on stderr.
+var bdNotFoundRE = regexp.MustCompile(`no issues? found matching|(?i:\bissue \S+ not found)`)
+
+func (e *CallError) notFound() bool {
+	return bdNotFoundRE.MatchString(e.Message) || bdNotFoundRE.MatchString(e.Stderr)
+}
+
+// claimRefused recognizes `update --claim` losing: "Error claiming X: issue already claimed by
+// Y", or (newer bd) "issue not claimable: status S".
+func (e *CallError) claimRefused() bool {
+	s := e.Stderr + "\n" + e.Message
+	return strings.Contains(s, "already claimed") || strings.Contains(s, "not claimable")
+}
