@@ -107,6 +107,10 @@ func (w workspace) Discard(ctx context.Context, snap loop.Snapshot) error {
 	return w.ws.Discard(ctx, worktree.State(snap))
 }
 
+func (w workspace) Rollback(ctx context.Context, to string) (string, error) {
+	return w.ws.Rollback(ctx, to)
+}
+
 func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.CommitRequest) (loop.CommitResult, error) {
 	res, err := w.ws.Commit(ctx, worktree.State(snap), worktree.StepCommit{
 		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: req.Summary,

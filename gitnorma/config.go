@@ -8,9 +8,11 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // Config is .norma/config.json (spec section 6.2). Every key is documented in the README's
@@ -28,6 +30,8 @@ type Config struct {
 	Budgets      Budgets   `json:"budgets"`
 	Retention    Retention `json:"retention"`
 	Commit       Commit    `json:"commit"`
+	// Gates are project-wide checks every task must pass, added to each plan's criteria.
+	Gates []loop.Gate `json:"gates"`
 	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
 	// active_epic_id); the command-line flags override it.
 	Selection Focus `json:"selection"`
@@ -96,6 +100,8 @@ const (
 	AgentOpencode = "opencode"
 )
 
+var gateNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
 var coAuthorRE = regexp.MustCompile(`^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$`)
 
 var agentTypes = []string{AgentBuiltin, AgentExec, AgentClaude, AgentCodex, AgentGemini, AgentOpencode}
@@ -116,6 +122,7 @@ func DefaultConfig() Config {
 		},
 		Budgets:   Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
 		Retention: Retention{KeepLast: 50, KeepDays: 30},
+		Gates:     []loop.Gate{},
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
 			DefaultType: "feat",
@@ -198,6 +205,16 @@ func (c *Config) validate() error {
 		if !slices.Contains(conventionalTypes, typ) {
 			return fmt.Errorf("commit.type_map.%s: %q is not one of %v", issueType, typ, conventionalTypes)
 		}
+	}
+	seen := map[string]bool{}
+	for i, g := range c.Gates {
+		if !gateNameRE.MatchString(g.Name) || seen[g.Name] {
+			return fmt.Errorf("gates[%d].name: %q must be unique and made of letters, digits, '-' and '_'", i, g.Name)
+		}
+		if strings.TrimSpace(g.Cmd) == "" {
+			return fmt.Errorf("gates[%d].cmd: the gate %q has no command", i, g.Name)
+		}
+		seen[g.Name] = true
 	}
 	b := c.Budgets
 	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,

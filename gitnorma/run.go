@@ -25,6 +25,8 @@ type RunOptions struct {
 	NoLand bool
 	// Live receives one line per step.
 	Live io.Writer
+	// hops counts how many tasks this run went on to after Plan outcomes.
+	hops int
 }
 
 // RunReport is how a run ended, for the summary line, --json and the exit code.
@@ -47,6 +49,13 @@ type RunReport struct {
 	RunDir     string   `json:"run_dir"`
 	DurationMS int64    `json:"duration_ms"`
 	ExitCode   int      `json:"exit_code"`
+	// Created lists issues made from Plan's outcome; Discovered those filed from Do.
+	Created    []string `json:"created,omitempty"`
+	Discovered []string `json:"discovered,omitempty"`
+	// Next is the run of the task Plan's outcome named, when the run went on with it.
+	Next *RunReport `json:"next,omitempty"`
+
+	continueWith string
 }
 
 // run is one run in progress: what it holds and must release.
@@ -69,6 +78,26 @@ type run struct {
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	rep, err := a.runOnce(ctx, o)
+	if err != nil || rep.continueWith == "" {
+		return rep, err
+	}
+	if o.hops >= maxHops {
+		rep.Message += fmt.Sprintf("; not continuing with %s: %d decompositions in a row (run it yourself)", rep.continueWith, maxHops)
+		return rep, nil
+	}
+	fmt.Fprintf(o.Live, "continuing with %s (%s)\n", rep.continueWith, rep.StopReason)
+	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, hops: o.hops + 1})
+	rep.Next, rep.ExitCode = &next, next.ExitCode
+	return rep, err
+}
+
+// maxHops bounds how many times a run goes on with a task its Plan created, so a Plan that
+// keeps decomposing cannot run forever.
+const maxHops = 3
+
+// runOnce runs one task; a Plan outcome that names another task is left to Run.
+func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	pre, tr, err := a.prepare(ctx, o.TaskID)
 	if err != nil {
 		return RunReport{}, err
@@ -176,6 +205,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 		Live: live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.app.PauseReason,
+		Gates:  r.app.Config.Gates,
 	}
 	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {

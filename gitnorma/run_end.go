@@ -24,7 +24,14 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 	if res.Verdict != "" {
 		verdict = runVerdict(res.Verdict)
 	}
+	if len(res.Discovered) > 0 {
+		r.fileDiscoveries(fctx, res.Discovered, &rep)
+	}
 	switch {
+	case planOutcome(res) != "":
+		r.applyOutcome(fctx, res, &rep)
+		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, rep.Message)
+		r.release(fctx, true)
 	case res.Status == loop.RunPassed:
 		head, _ := r.app.Repo.Git.Output(fctx, "rev-parse", "refs/heads/"+rep.Branch)
 		_ = r.st.SetKV(fctx, r.id, "pass_head", head)
@@ -50,6 +57,57 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.release(fctx, true)
 	}
 	return rep, nil
+}
+
+// planOutcome is the outcome of a run that Plan ended by decomposing or blocking the task.
+func planOutcome(res loop.Result) string {
+	if res.Plan == nil || res.Status != loop.RunStopped {
+		return ""
+	}
+	if (res.StopReason == loop.StopDecomposed && res.Plan.Outcome == loop.OutcomeDecompose) ||
+		(res.StopReason == loop.StopDependencyBlocked && res.Plan.Outcome == loop.OutcomeBlocked) {
+		return res.Plan.Outcome
+	}
+	return ""
+}
+
+// applyOutcome creates what Plan asked for and says which task to go on with. A failure
+// midway leaves the events saying what was created; the next attempt reuses it.
+func (r *run) applyOutcome(ctx context.Context, res loop.Result, rep *RunReport) {
+	rep.ExitCode = ExitStopped
+	ap, err := r.app.newApplier(ctx, r.st, r.id)
+	var out outcome
+	if err == nil {
+		if res.Plan.Outcome == loop.OutcomeDecompose {
+			out, err = ap.decompose(ctx, r.pre.task, res.Plan)
+		} else {
+			out, err = ap.blocked(ctx, r.pre.task, res.Plan)
+		}
+	}
+	rep.Created = out.created
+	switch {
+	case err != nil:
+		rep.ExitCode = ExitFail
+		rep.Message = fmt.Sprintf("%s; applying it failed after creating %v: %v", res.Message, out.created, err)
+	case out.next == "":
+		rep.Message = fmt.Sprintf("%s; created %v; %s", res.Message, out.created, out.why)
+	default:
+		rep.continueWith = out.next
+		rep.Message = fmt.Sprintf("%s; created %v; going on with %s", res.Message, out.created, out.next)
+	}
+}
+
+// fileDiscoveries files the work Do found; failures are recorded, never fatal.
+func (r *run) fileDiscoveries(ctx context.Context, found []loop.Discovery, rep *RunReport) {
+	ap, err := r.app.newApplier(ctx, r.st, r.id)
+	var out outcome
+	if err == nil {
+		out, err = ap.discoveries(ctx, r.pre.task, found)
+	}
+	rep.Discovered = out.created
+	if err != nil {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "discovery_failed", Message: err.Error()})
+	}
 }
 
 // landAndClose lands the PASSed branch and closes the task; a refusal is exit 3 with the

@@ -16,7 +16,7 @@ type BuiltinPlan struct{}
 func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 	in := req.Input
 	out := Output{Status: StatusOK, StopReason: StopNone}
-	effective := effectiveCriteria(in.Task)
+	effective := EffectiveCriteria(in.Task)
 	if len(effective) == 0 {
 		out.Status, out.StopReason = StatusStop, StopVerifyMissing
 		msg := fmt.Sprintf("task %s has no Verify commands, so nothing can prove it done; add a `Verify:` line with a command to its description (git norma task add --verify CMD)", in.Task.ID)
@@ -66,9 +66,9 @@ func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 	return out, nil
 }
 
-// effectiveCriteria attaches the task's Verify commands to every baseline AC, or makes one AC
+// EffectiveCriteria attaches the task's Verify commands to every baseline AC, or makes one AC
 // per Verify command when the task lists no acceptance criteria.
-func effectiveCriteria(t TaskInput) []EffectiveCriterion {
+func EffectiveCriteria(t TaskInput) []EffectiveCriterion {
 	if len(t.VerifyCommands) == 0 {
 		return nil
 	}

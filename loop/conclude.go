@@ -56,8 +56,16 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 	switch s.role {
 	case RolePlan:
 		e.concludePlan(s)
+		if s.out.Status == StatusOK {
+			if end := planOutcome(s.out.Plan); end != nil {
+				return end
+			}
+		}
 	case RoleDo:
 		e.do = s.out.Do
+		if s.out.Status == StatusOK && s.out.Do != nil {
+			e.discovered = append(e.discovered, s.out.Do.Discovered...)
+		}
 	case RoleCheck:
 		e.concludeCheck(s)
 	case RoleAct:
@@ -65,6 +73,10 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 			s.events = append(s.events, Event{Type: "close_refused",
 				Message: fmt.Sprintf("act decided close but the verdict is %s; continuing", e.check.Verdict.Status)})
 			s.out.Summary.Warnings = append(s.out.Summary.Warnings, "close refused: the verdict is not PASS")
+		}
+		if err := e.applyDecision(ctx, s); err != nil {
+			s.out = errorOutput(err)
+			return failed(err)
 		}
 	}
 	switch s.out.Status {
@@ -93,6 +105,11 @@ func (e *engine) concludePlan(s *stepRun) {
 	if s.out.Status != StatusOK {
 		return
 	}
+	if s.out.Plan.Outcome != OutcomeReady {
+		e.plan = s.out.Plan
+		return
+	}
+	s.out.Plan = withGates(s.out.Plan, e.o.Gates)
 	if missing := MissingChecks(s.out.Plan); len(missing) > 0 {
 		s.out.Status, s.out.StopReason = StatusStop, StopVerifyMissing
 		s.out.Summary.Errors = append(s.out.Summary.Errors,
@@ -163,6 +180,9 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 		return fmt.Errorf("record step %03d-%s: %w", s.index, s.role, err)
 	}
 	if err := appendProgress(e.o.RunDir, e.o.Task.ID, e.o.RunID, rec); err != nil {
+		return err
+	}
+	if err := writeRunSummary(e.o, e.plan, nil); err != nil {
 		return err
 	}
 	live := s.out.Status

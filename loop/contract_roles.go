@@ -8,6 +8,33 @@ type Plan struct {
 	AcceptanceCriteria PlanCriteria    `json:"acceptance_criteria"`
 	WorkPlan           WorkPlan        `json:"work_plan"`
 	Commit             *CommitProposal `json:"commit,omitempty"`
+	// Outcome is READY (the default: work on this task), DECOMPOSE (create Children and go on
+	// with one of them) or BLOCKED (create the Prerequisite and go on with it).
+	Outcome string `json:"outcome,omitempty"`
+	// NextTaskID names the task to go on with: a child's or the prerequisite's key.
+	NextTaskID   string     `json:"next_task_id,omitempty"`
+	Children     []NewIssue `json:"children,omitempty"`
+	Prerequisite *NewIssue  `json:"prerequisite,omitempty"`
+}
+
+// Plan outcomes (spec "1) PLAN").
+const (
+	OutcomeReady     = "READY"
+	OutcomeDecompose = "DECOMPOSE"
+	OutcomeBlocked   = "BLOCKED"
+)
+
+// NewIssue is an issue Plan asks the orchestrator to create (agents never touch the tracker).
+type NewIssue struct {
+	// Key names the issue inside this output (next_task_id, blocks); the tracker assigns ids.
+	Key         string `json:"key"`
+	Title       string `json:"title"`
+	Type        string `json:"type,omitempty"`
+	Description string `json:"description,omitempty"`
+	Acceptance  string `json:"acceptance,omitempty"`
+	Priority    *int   `json:"priority,omitempty"`
+	// Blocks lists keys of sibling new issues that must wait for this one.
+	Blocks []string `json:"blocks,omitempty"`
 }
 
 // CommitProposal is Plan's optional proposal for the landing commit's Conventional Commit
@@ -76,6 +103,17 @@ type CheckStep struct {
 type Do struct {
 	Execution Execution `json:"execution"`
 	Blockers  []Blocker `json:"blockers"`
+	// Discovered is work found along the way; the orchestrator files it (under the same parent,
+	// linked discovered-from this task). It never widens the current iteration.
+	Discovered []Discovery `json:"discovered,omitempty"`
+}
+
+// Discovery is one piece of work Do found but must not do now.
+type Discovery struct {
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	// Kind is the issue type to file it as (task, bug, chore, ...; default task).
+	Kind string `json:"kind,omitempty"`
 }
 
 // Execution records what Do actually did.

@@ -43,6 +43,8 @@ type Options struct {
 	Resume *Resume
 	// Paused is asked before every step; a non-empty answer stops the run with StopPaused.
 	Paused func() string
+	// Gates are added to every plan's effective criteria.
+	Gates []Gate
 }
 
 // Resume is the completed prefix (plan, then do, then check) of an interrupted iteration.
@@ -112,6 +114,9 @@ type Result struct {
 	Message string
 	Plan    *Plan
 	Check   *Check
+	// Discovered collects what every Do step reported as found work, for the orchestrator
+	// to file.
+	Discovered []Discovery
 	// Err is the step error that failed the run, or the interruption.
 	Err error
 }
@@ -156,14 +161,25 @@ type engine struct {
 	plan         *Plan
 	do           *Do
 	check        *Check
+	// reusePlan: Act decided continue, so the next iteration keeps the plan.
+	reusePlan bool
+	// preDo is the workspace head before this iteration's Do, for a rollback.
+	preDo      string
+	discovered []Discovery
 }
 
 func (e *engine) run(ctx context.Context) (Result, error) {
 	for e.iteration = 1; ; e.iteration++ {
-		e.do, e.check = nil, nil
+		e.do, e.check, e.preDo = nil, nil, ""
 		for _, role := range Roles {
 			if end := e.pauseRequested(role); end != nil {
 				return e.finish(end), nil
+			}
+			if role == RolePlan && e.reusePlan {
+				if err := e.skip(ctx, role, e.reusedPlan()); err != nil {
+					return e.finish(failed(err)), err
+				}
+				continue
 			}
 			if out, ok := e.resumed(role); ok {
 				if err := e.skip(ctx, role, out); err != nil {
@@ -201,6 +217,7 @@ func (e *engine) pauseRequested(role Role) *Result {
 // finish fills the fields every result carries.
 func (e *engine) finish(r *Result) Result {
 	r.Iterations, r.LastStep, r.Plan, r.Check = e.iteration, e.index, e.plan, e.check
+	r.Discovered = e.discovered
 	if e.check != nil {
 		r.Verdict = e.check.Verdict.Status
 	}

@@ -701,7 +701,13 @@ func TestRunLastFailureReachesNextIteration(t *testing.T) {
 		}
 		return doneSteps("DO-1"), nil
 	})
-	te := newTestEngine(t, BuiltinPlan{}, do, BuiltinCheck{}, BuiltinAct{})
+	act := script(func(_ context.Context, _ int, req Request) (Output, error) {
+		if req.Input.Check.Verdict.Status == VerdictPass {
+			return actDecide(DecisionClose), nil
+		}
+		return actDecide(DecisionReplan), nil
+	})
+	te := newTestEngine(t, BuiltinPlan{}, do, BuiltinCheck{}, act)
 	te.opts.Task = TaskInput{ID: testTaskID, Title: "Create done.txt", Description: "Objective: create done.txt\nVerify: `test -f done.txt`",
 		AcceptanceCriteria: ParseAcceptance("- done.txt exists"), VerifyCommands: []string{"test -f done.txt"}}
 	te.opts.Budgets = Budgets{MaxIterations: 3, MaxFailedChecks: 3}

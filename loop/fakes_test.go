@@ -28,6 +28,7 @@ type fakeWorkspace struct {
 	patchBytes int64
 	commitErr  error
 	snapErr    error
+	rollbacks  []string
 }
 
 func newFakeWorkspace(t *testing.T) *fakeWorkspace {
@@ -101,6 +102,13 @@ func (w *fakeWorkspace) Commit(_ context.Context, _ Snapshot, req CommitRequest)
 		res.Commit = fmt.Sprintf("c0ffee%04d%s", req.StepIndex, "0123456789abcdef")
 	}
 	return res, nil
+}
+
+func (w *fakeWorkspace) Rollback(_ context.Context, to string) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rollbacks = append(w.rollbacks, to)
+	return "refs/norma/attempts/test/1", nil
 }
 
 func (w *fakeWorkspace) discardCount() int {

@@ -36,6 +36,8 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 	}
 	switch role {
 	case RolePlan:
+		out.Plan = withGates(out.Plan, e.o.Gates)
+		s.out.Plan = out.Plan
 		e.plan = out.Plan
 	case RoleDo:
 		e.do = out.Do

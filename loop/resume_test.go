@@ -16,7 +16,7 @@ func TestRunResumesCompletedSteps(t *testing.T) {
 	plan := always(planWith("false"))
 	do := always(doneAll())
 	check := always(checkClaim(VerdictFail))
-	act := always(actDecide(DecisionContinue))
+	act := always(actDecide(DecisionReplan))
 	te := newTestEngine(t, plan, do, check, act)
 	te.opts.Budgets.MaxIterations = 2
 	te.opts.Resume = &Resume{From: "r-old", Plan: planned.Plan, Do: doneAll().Do}

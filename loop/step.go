@@ -124,6 +124,9 @@ func runErr(ctx context.Context, err error) (error, error) {
 // commit, read-only roles must have left the workspace as they found it.
 func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	ws := e.o.Workspace
+	if s.role == RoleDo {
+		e.preDo = s.snap.Head
+	}
 	if s.role == RoleDo || s.role == RoleAct {
 		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
 		if err != nil {

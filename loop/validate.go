@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ValidateOutput checks an agent's output against its role's contract and fills the defaults
@@ -63,6 +64,16 @@ func validatePlan(taskID string, p *Plan) error {
 	if p.TaskID != taskID {
 		return contractf("plan.task_id is %q but the task is %q", p.TaskID, taskID)
 	}
+	switch p.Outcome {
+	case "", OutcomeReady:
+		p.Outcome = OutcomeReady
+	case OutcomeDecompose:
+		return validateDecompose(p)
+	case OutcomeBlocked:
+		return validateBlocked(p)
+	default:
+		return contractf("plan.outcome must be READY, DECOMPOSE or BLOCKED, got %q", p.Outcome)
+	}
 	if len(p.AcceptanceCriteria.Effective) == 0 {
 		return contractf("plan.acceptance_criteria.effective is empty: every task needs criteria with checks")
 	}
@@ -94,6 +105,61 @@ func validatePlan(taskID string, p *Plan) error {
 		steps[s.ID] = true
 	}
 	return nil
+}
+
+// validateDecompose checks a DECOMPOSE: new children with unique keys, blocks edges only
+// between them, and next_task_id naming one. Anything that points outside the new subtree is a
+// mutation Plan is not allowed to make (spec "Plan agent forbidden").
+func validateDecompose(p *Plan) error {
+	if len(p.Children) == 0 {
+		return contractf("outcome DECOMPOSE needs at least one entry in plan.children")
+	}
+	keys, err := newIssueKeys(p.Children)
+	if err != nil {
+		return err
+	}
+	if !keys[p.NextTaskID] {
+		return contractf("plan.next_task_id %q must be the key of one of plan.children", p.NextTaskID)
+	}
+	return nil
+}
+
+func validateBlocked(p *Plan) error {
+	if p.Prerequisite == nil {
+		return contractf("outcome BLOCKED needs plan.prerequisite")
+	}
+	if _, err := newIssueKeys([]NewIssue{*p.Prerequisite}); err != nil {
+		return err
+	}
+	if p.NextTaskID != "" && p.NextTaskID != p.Prerequisite.Key {
+		return contractf("plan.next_task_id %q must be the prerequisite's key %q (or empty)", p.NextTaskID, p.Prerequisite.Key)
+	}
+	return nil
+}
+
+// newIssueKeys checks keys, titles and blocks of issues to create.
+func newIssueKeys(issues []NewIssue) (map[string]bool, error) {
+	keys := map[string]bool{}
+	for i, n := range issues {
+		if n.Key == "" || keys[n.Key] {
+			return nil, contractf("new issue %d has an empty or duplicate key %q", i+1, n.Key)
+		}
+		if strings.TrimSpace(n.Title) == "" {
+			return nil, contractf("new issue %q has no title", n.Key)
+		}
+		if n.Priority != nil && (*n.Priority < 0 || *n.Priority > 4) {
+			return nil, contractf("new issue %q has priority %d (0-4)", n.Key, *n.Priority)
+		}
+		keys[n.Key] = true
+	}
+	for _, n := range issues {
+		for _, b := range n.Blocks {
+			if !keys[b] || b == n.Key {
+				return nil, contractf("new issue %q blocks %q, which is not another new issue of this plan: Plan may only link issues it creates", n.Key, b)
+			}
+		}
+	}
+	return keys, nil
 }
 
 // MissingChecks lists the effective criteria that have no executable check.

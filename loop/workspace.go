@@ -19,6 +19,9 @@ type Workspace interface {
 	// Commit records, as the orchestrator, what a writing role changed since the snapshot.
 	// Agent faults (history rewritten, branch switched) are returned as *ProtocolError.
 	Commit(ctx context.Context, snap Snapshot, req CommitRequest) (CommitResult, error)
+	// Rollback moves the task branch back to commit to, keeping what it drops reachable under
+	// a ref it returns ("" when there was nothing to drop).
+	Rollback(ctx context.Context, to string) (string, error)
 }
 
 // Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.

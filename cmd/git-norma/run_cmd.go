@@ -53,5 +53,14 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 			fmt.Fprintf(env.IO.Err, "hint: %s\n", rep.LandHint)
 		}
 	}
+	if len(rep.Created) > 0 {
+		fmt.Fprintf(out, "created: %s\n", strings.Join(rep.Created, ", "))
+	}
+	if len(rep.Discovered) > 0 {
+		fmt.Fprintf(out, "filed discovered work: %s\n", strings.Join(rep.Discovered, ", "))
+	}
 	fmt.Fprintf(out, "journal: %s/artifacts/progress.md · steps: git norma status %s · commits: git log %s\n", rep.RunDir, rep.RunID, rep.Branch)
+	if rep.Next != nil {
+		printRunReport(env, *rep.Next)
+	}
 }

@@ -78,6 +78,61 @@ func (j *JSONL) Claim(ctx context.Context, id, actor string) (Task, error) {
 	return out, err
 }
 
+// AddDependency records that issue depends on dependsOn; an edge that exists already is kept
+// as it is, and one that would close a blocking cycle is refused (as bd does).
+func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType string) error {
+	if !ValidDependencyType(depType) {
+		return fmt.Errorf("invalid dependency type %q", depType)
+	}
+	return j.update(ctx, func(f *issueFile) error {
+		rec, target := f.find(issue), f.find(dependsOn)
+		if rec == nil || target == nil {
+			return fmt.Errorf("dependency %s → %s: %w", issue, dependsOn, ErrNotFound)
+		}
+		for _, d := range rec.deps {
+			if d.DependsOnID == dependsOn && d.Type == depType {
+				return nil
+			}
+		}
+		if blockingTypes[depType] && dependsOnTransitively(f, dependsOn, issue) {
+			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
+		}
+		now := bump(j.now(), rec.wire.UpdatedAt)
+		rec.deps = append(rec.deps, Dependency{IssueID: issue, DependsOnID: dependsOn, Type: depType, CreatedAt: now, Metadata: "{}"})
+		raw, err := encodeJSON(rec.deps)
+		if err != nil {
+			return err
+		}
+		rec.wire.Dependencies, rec.wire.UpdatedAt, rec.dirty = raw, now, true
+		return nil
+	})
+}
+
+// dependsOnTransitively reports whether from reaches to over blocking dependencies.
+func dependsOnTransitively(f *issueFile, from, to string) bool {
+	seen := map[string]bool{}
+	stack := []string{from}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if id == to {
+			return true
+		}
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if rec := f.find(id); rec != nil {
+			for _, d := range rec.deps {
+				if blockingTypes[d.Type] {
+					stack = append(stack, d.DependsOnID)
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Update applies notes, labels and status in one locked write.
 func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 	if u.Status != "" && !ValidStatus(u.Status) {

@@ -116,7 +116,17 @@ type Tracker interface {
 	// Update writes notes and label changes (and a status, if set) as one change, so a step's
 	// state costs one backend call.
 	Update(ctx context.Context, id string, u Update) error
+	// AddDependency records that issue depends on dependsOn (blocks, discovered-from, ...).
+	AddDependency(ctx context.Context, issue, dependsOn, depType string) error
 }
+
+var dependencyTypes = map[string]bool{
+	"blocks": true, "parent-child": true, "related": true, "discovered-from": true,
+	"conditional-blocks": true, "waits-for": true,
+}
+
+// ValidDependencyType reports whether git-norma may create a dependency of this bd type.
+func ValidDependencyType(t string) bool { return dependencyTypes[t] }
 
 // Update is a batch of changes to one task.
 type Update struct {

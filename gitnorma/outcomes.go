@@ -1,0 +1,181 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+)
+
+// outcome is what applying a Plan outcome or Do's discoveries changed in the backlog.
+type outcome struct {
+	// created lists the new issue ids, in creation order.
+	created []string
+	// next is the task to go on with ("" to stop).
+	next string
+	// why says why the run does not go on, when next is "".
+	why string
+}
+
+// applier applies the orchestrator side of Plan's outcomes and Do's discoveries. Agents never
+// touch the tracker: everything is created here, each creation journaled as it happens, and
+// an issue that already exists (same title under the same parent, from an earlier attempt
+// that crashed midway) is reused instead of duplicated.
+type applier struct {
+	app   *App
+	tr    tracker.Tracker
+	st    *store.Store
+	runID string
+	all   []tracker.Task
+}
+
+func (a *App) newApplier(ctx context.Context, st *store.Store, runID string) (*applier, error) {
+	tr, err := a.Tracker()
+	if err != nil {
+		return nil, err
+	}
+	all, err := tr.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &applier{app: a, tr: tr, st: st, runID: runID, all: all}, nil
+}
+
+// decompose creates the children under the task, their blocks edges, and names the child to
+// go on with — if it is Ready (a Verify field, nothing blocking it).
+func (ap *applier) decompose(ctx context.Context, task tracker.Task, p *loop.Plan) (outcome, error) {
+	var out outcome
+	ids := map[string]string{}
+	for _, c := range p.Children {
+		id, err := ap.ensure(ctx, task.ID, c, &out)
+		if err != nil {
+			return out, err
+		}
+		ids[c.Key] = id
+	}
+	for _, c := range p.Children {
+		for _, k := range c.Blocks {
+			if err := ap.link(ctx, ids[k], ids[c.Key], "blocks"); err != nil {
+				return out, err
+			}
+		}
+	}
+	next := p.Children[slices.IndexFunc(p.Children, func(c loop.NewIssue) bool { return c.Key == p.NextTaskID })]
+	out.next = ids[next.Key]
+	if why := notReady(next, p.Children); why != "" {
+		out.next, out.why = "", fmt.Sprintf("the child Plan named (%s) is not Ready: %s", ids[next.Key], why)
+	}
+	return out, nil
+}
+
+// blocked creates the missing prerequisite next to the task (same parent), makes the task wait
+// for it, and goes on with it when it is Ready.
+func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan) (outcome, error) {
+	var out outcome
+	pre := *p.Prerequisite
+	pre.Blocks = nil
+	id, err := ap.ensure(ctx, task.Parent, pre, &out)
+	if err != nil {
+		return out, err
+	}
+	if err := ap.link(ctx, task.ID, id, "blocks"); err != nil {
+		return out, err
+	}
+	if err := ap.link(ctx, id, task.ID, "discovered-from"); err != nil {
+		return out, err
+	}
+	out.next = id
+	if why := notReady(pre, nil); why != "" {
+		out.next, out.why = "", fmt.Sprintf("the prerequisite %s is not Ready: %s", id, why)
+	}
+	return out, nil
+}
+
+// discoveries files Do's found work under the task's parent, linked discovered-from the task.
+func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []loop.Discovery) (outcome, error) {
+	var out outcome
+	for i, d := range found {
+		kind := d.Kind
+		if !tracker.ValidType(kind) {
+			kind = "task"
+		}
+		id, err := ap.ensure(ctx, task.Parent, loop.NewIssue{Key: fmt.Sprint(i), Title: d.Title, Type: kind, Description: d.Description}, &out)
+		if err != nil {
+			return out, err
+		}
+		if err := ap.link(ctx, id, task.ID, "discovered-from"); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// ensure returns the id of the issue titled n.Title under parent, creating it if needed.
+func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, out *outcome) (string, error) {
+	title := strings.TrimSpace(n.Title)
+	for _, t := range ap.all {
+		if t.Parent == parent && t.Title == title && t.Status != tracker.StatusClosed {
+			return t.ID, nil
+		}
+	}
+	prio := tracker.PriorityUnset
+	if n.Priority != nil {
+		prio = *n.Priority
+	}
+	typ := n.Type
+	if !tracker.ValidType(typ) {
+		typ = "task"
+	}
+	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: n.Description,
+		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.app.actor(ctx)})
+	if err != nil {
+		return "", fmt.Errorf("create %q: %w", title, err)
+	}
+	ap.all = append(ap.all, t)
+	out.created = append(out.created, t.ID)
+	under := parent
+	if under == "" {
+		under = "the top level"
+	}
+	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, under),
+		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
+	return t.ID, nil
+}
+
+// link adds issue → dependsOn unless the backlog already has it.
+func (ap *applier) link(ctx context.Context, issue, dependsOn, depType string) error {
+	for _, t := range ap.all {
+		if t.ID == issue && slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool {
+			return d.DependsOnID == dependsOn && d.Type == depType
+		}) {
+			return nil
+		}
+	}
+	if err := ap.tr.AddDependency(ctx, issue, dependsOn, depType); err != nil {
+		return err
+	}
+	ap.journal(ctx, "dependency_added", fmt.Sprintf("%s %s %s", issue, depType, dependsOn), nil)
+	return nil
+}
+
+func (ap *applier) journal(ctx context.Context, typ, msg string, data any) {
+	_ = ap.st.AppendEvent(ctx, ap.runID, store.Event{TS: ap.app.Now(), Type: typ, Message: msg, Data: data})
+}
+
+// notReady says why a new issue cannot be worked on yet ("" when it can): it needs a Verify
+// field (Ready Contract) and no sibling of this plan may block it.
+func notReady(n loop.NewIssue, siblings []loop.NewIssue) string {
+	if len(loop.ParseReadyContract(n.Description).Verify) == 0 {
+		return "its description has no Verify field"
+	}
+	for _, s := range siblings {
+		if slices.Contains(s.Blocks, n.Key) {
+			return "it waits for " + s.Key
+		}
+	}
+	return ""
+}

@@ -1,0 +1,36 @@
+package tracker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// AddDependency runs `bd dep add <issue> <depends-on> -t <type> --json` and checks bd's
+// object answer ({"status":"added",...}); a cycle or an unknown id is an error.
+func (b *BD) AddDependency(ctx context.Context, issue, dependsOn, depType string) error {
+	for _, id := range []string{issue, dependsOn} {
+		if err := checkID(id); err != nil {
+			return err
+		}
+	}
+	if !ValidDependencyType(depType) {
+		return fmt.Errorf("invalid dependency type %q", depType)
+	}
+	res, err := b.call(ctx, []string{"dep", "add", issue, dependsOn, "-t", depType, "--json"})
+	if err != nil {
+		return taskError("dependency "+issue+" → "+dependsOn, err)
+	}
+	var out struct {
+		Status string `json:"status"`
+	}
+	trimmed := bytes.TrimSpace(res.stdout)
+	if json.Unmarshal(trimmed, &out) != nil || out.Status != "added" {
+		if msg := jsonErrorMessage(trimmed); msg != "" {
+			return res.errorf(msg)
+		}
+		return res.shapeError(`want {"status":"added"}`, nil)
+	}
+	return nil
+}
