@@ -66,6 +66,8 @@ type Budgets struct {
 	MaxWallTimeMinutes int `json:"max_wall_time_minutes"`
 	MaxFailedChecks    int `json:"max_failed_checks"`
 	MaxPatchKB         int `json:"max_patch_kb"`
+	// MaxCostUSD stops a run once its agents' reported cost reaches it (0: no limit).
+	MaxCostUSD float64 `json:"max_cost_usd"`
 }
 
 // Focus is the configured scope of task selection.
@@ -217,6 +219,9 @@ func (c *Config) validate() error {
 		seen[g.Name] = true
 	}
 	b := c.Budgets
+	if b.MaxCostUSD < 0 {
+		return fmt.Errorf("budgets.max_cost_usd: must be 0 (no limit) or more, got %g", b.MaxCostUSD)
+	}
 	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,
 		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB} {
 		if v < 0 {

@@ -63,6 +63,11 @@ func checkShape(raw any, t reflect.Type, path string) error {
 		if _, err := n.Int64(); !ok || err != nil {
 			return shapeErr(path, "an integer", raw)
 		}
+	case reflect.Float64:
+		n, ok := raw.(json.Number)
+		if _, err := n.Float64(); !ok || err != nil {
+			return shapeErr(path, "a number", raw)
+		}
 	case reflect.Bool:
 		if _, ok := raw.(bool); !ok {
 			return shapeErr(path, "true or false", raw)

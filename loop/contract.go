@@ -123,6 +123,8 @@ type Budgets struct {
 	MaxWallTimeMinutes int `json:"max_wall_time_minutes"`
 	MaxFailedChecks    int `json:"max_failed_checks"`
 	MaxPatchKB         int `json:"max_patch_kb"`
+	// MaxCostUSD stops the run once the agents' reported cost reaches it (0: no limit).
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
 
 // Context carries facts from earlier iterations, notably the last failure.
@@ -144,6 +146,19 @@ type Output struct {
 	Do         *Do      `json:"do,omitempty"`
 	Check      *Check   `json:"check,omitempty"`
 	Act        *Act     `json:"act,omitempty"`
+	// Usage is what the step cost, filled by the orchestrator from a CLI agent's envelope.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is the model, tokens and cost of one step, as far as the agent CLI reports them.
+type Usage struct {
+	Agent        string  `json:"agent"`
+	Model        string  `json:"model,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// Attempts is 2 when the first answer was invalid and a repair was asked for.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Summary is the short human summary of a step.

@@ -166,6 +166,20 @@ type engine struct {
 	// preDo is the workspace head before this iteration's Do, for a rollback.
 	preDo      string
 	discovered []Discovery
+	// cost is what the agents reported spending so far.
+	cost float64
+}
+
+// chargeCost adds a step's reported cost and stops the run once max_cost_usd is reached.
+func (e *engine) chargeCost(u *Usage) *Result {
+	if u == nil {
+		return nil
+	}
+	e.cost += u.CostUSD
+	if limit := e.o.Budgets.MaxCostUSD; limit > 0 && e.cost >= limit {
+		return stopped(StopBudgetExceeded, "max_cost_usd (%.2f) reached: the agents reported $%.4f so far", limit, e.cost)
+	}
+	return nil
 }
 
 func (e *engine) run(ctx context.Context) (Result, error) {

@@ -132,3 +132,18 @@ func TestGatesFailATask(t *testing.T) {
 	}
 	assert.Equal(t, []string{"GATE-lint"}, failing)
 }
+
+// The cost the agents report is summed; reaching max_cost_usd stops the run.
+func TestCostBudget(t *testing.T) {
+	do := script(func(context.Context, int, Request) (Output, error) {
+		out := doneAll()
+		out.Usage = &Usage{Agent: "claude", Model: "m", CostUSD: 0.6}
+		return out, nil
+	})
+	te := newTestEngine(t, always(planWith("false")), do, BuiltinCheck{}, BuiltinAct{})
+	te.opts.Budgets.MaxCostUSD = 1.0
+	res := te.run(t, context.Background())
+	assert.Equal(t, StopBudgetExceeded, res.StopReason)
+	assert.Contains(t, res.Message, "max_cost_usd (1.00) reached")
+	assert.Len(t, do.requests(), 2)
+}

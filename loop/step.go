@@ -47,6 +47,9 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if err := e.record(ctx, s); err != nil {
 		return Output{}, nil, err
 	}
+	if end == nil {
+		end = e.chargeCost(s.out.Usage)
+	}
 	return s.out, end, nil
 }
 
