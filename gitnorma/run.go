@@ -126,7 +126,28 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err != nil {
 		return r.report(res), r.abort(err)
 	}
-	return r.end(ctx, res, o.NoLand)
+	rep, err := r.end(ctx, res, o.NoLand)
+	if err == nil && ctx.Err() == nil {
+		r.autoPrune(context.WithoutCancel(ctx))
+	}
+	return rep, err
+}
+
+// autoPrune applies the retention config after a run (under the run lock it still holds);
+// a failure is recorded, never fatal.
+func (r *run) autoPrune(ctx context.Context) {
+	if r.app.Config.Retention.KeepLast <= 0 && r.app.Config.Retention.KeepDays <= 0 {
+		return
+	}
+	rep, err := r.app.prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true})
+	msg := fmt.Sprintf("retention removed %d run(s) and %d branch(es)", len(rep.Runs), len(rep.Branches))
+	if err != nil {
+		msg = "retention failed: " + err.Error()
+	}
+	if err != nil || len(rep.Runs)+len(rep.Branches) > 0 {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "pruned", Message: msg,
+			Data: map[string]any{"runs": rep.Runs, "branches": rep.Branches}})
+	}
 }
 
 // begin creates the run: id, directory, row, worktree, and the task claim.

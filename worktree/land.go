@@ -130,6 +130,20 @@ func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, er
 	return t, nil
 }
 
+// Landed reports whether branch adds nothing to target any more: merging it would leave
+// target's tree as it is (its work landed, squashed or not).
+func (m *Manager) Landed(ctx context.Context, target, branch string) (bool, error) {
+	tip, err := m.branchTip(ctx, target)
+	if err != nil {
+		return false, err
+	}
+	tree, err := m.mergeTree(ctx, tip.commit, "refs/heads/"+branch)
+	if err != nil {
+		return false, err
+	}
+	return tree == tip.tree, nil
+}
+
 // mergeTree merges target and task branch without touching any index or checkout and
 // returns the resulting tree, or a *LandError listing the conflicting paths.
 func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string, error) {

@@ -42,7 +42,9 @@ type CLI struct {
 	Check   checkCmd   `cmd:"" help:"Run a task's checks (its Verify commands and the project gates) in this worktree."`
 	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
 	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`
+	Prune   pruneCmd   `cmd:"" help:"Remove old runs (dirs, rows, worktrees) and landed task branches, by the retention config."`
 	Notes   notesCmd   `cmd:"" help:"Share the journal notes with a remote."`
+	Doctor  doctorCmd  `cmd:"" help:"Check git, the backlog, the agents, the database, locks and worktrees; each problem with its fix."`
 	Version versionCmd `cmd:"" help:"Print the git-norma version."`
 }
 

@@ -1,0 +1,175 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
+)
+
+// Finding is one doctor check: what was looked at, how it stands, and the fix when it is not ok.
+type Finding struct {
+	Check  string `json:"check"`
+	Status string `json:"status"` // ok | warn | fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// DoctorReport is everything `git norma doctor` found.
+type DoctorReport struct {
+	Findings []Finding `json:"findings"`
+	OK       bool      `json:"ok"`
+}
+
+func (r *DoctorReport) add(check, status, detail, fix string) {
+	r.Findings = append(r.Findings, Finding{Check: check, Status: status, Detail: detail, Fix: fix})
+	if status == "fail" {
+		r.OK = false
+	}
+}
+
+// Doctor checks the installation and the repository's state, each finding with its fix. It
+// changes nothing.
+func (a *App) Doctor(ctx context.Context) DoctorReport {
+	rep := DoctorReport{OK: true}
+	a.doctorGit(ctx, &rep)
+	a.doctorTracker(ctx, &rep)
+	a.doctorAgents(ctx, &rep)
+	a.doctorStore(ctx, &rep)
+	a.doctorRuntime(ctx, &rep)
+	return rep
+}
+
+func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
+	out, _ := a.Repo.Git.Output(ctx, "version")
+	if err := a.Repo.Git.CheckVersion(ctx); err != nil {
+		rep.add("git", "fail", err.Error(), "upgrade git to 2.38 or newer")
+	} else {
+		rep.add("git", "ok", out, "")
+	}
+	if ident, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+		rep.add("git identity", "fail", "git has no user.name/user.email", `git config --global user.name "Your Name" && git config --global user.email you@example.com`)
+	} else {
+		rep.add("git identity", "ok", strings.Join(strings.Fields(ident)[:max(0, len(strings.Fields(ident))-2)], " "), "")
+	}
+	if target, err := a.targetBranch(ctx); err != nil {
+		rep.add("target branch", "fail", err.Error(), hintOf(err))
+	} else {
+		rep.add("target branch", "ok", target, "")
+	}
+	strategy, _ := a.Repo.Git.Output(ctx, "config", "notes.norma.mergeStrategy")
+	rewrite, _ := a.Repo.Git.Output(ctx, "config", "--get-all", "notes.rewriteRef")
+	if strategy != "cat_sort_uniq" || !strings.Contains(rewrite, notes.Ref) {
+		rep.add("notes config", "warn", fmt.Sprintf("notes.norma.mergeStrategy=%q, notes.rewriteRef=%q", strategy, rewrite), "git norma init")
+	} else {
+		rep.add("notes config", "ok", "cat_sort_uniq, rewriteRef set", "")
+	}
+}
+
+func (a *App) doctorTracker(ctx context.Context, rep *DoctorReport) {
+	kind := a.TrackerKind()
+	tr, err := a.Tracker()
+	if err != nil {
+		rep.add("tracker", "fail", err.Error(), hintOf(err))
+		return
+	}
+	detail := kind
+	if kind == "beads" {
+		detail += ": " + commandVersion(ctx, "bd", "version")
+	}
+	if _, err := tr.List(ctx); err != nil {
+		rep.add("tracker", "fail", detail+": "+err.Error(), "check the backlog (bd doctor, or .beads/issues.jsonl)")
+		return
+	}
+	rep.add("tracker", "ok", detail, "")
+}
+
+func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
+	for _, ra := range a.Config.roleAgents() {
+		check := "agent " + ra.role
+		_, name, err := a.agentFor(loop.Role(ra.role), ra.cfg)
+		switch {
+		case err != nil:
+			rep.add(check, "fail", err.Error(), hintOf(err))
+		case ra.cfg.Type == AgentBuiltin || ra.cfg.Type == AgentExec:
+			rep.add(check, "ok", name, "")
+		default:
+			rep.add(check, "ok", name+": "+commandVersion(ctx, ra.cfg.Type, "--version"), "")
+		}
+	}
+	for _, kind := range []string{AgentClaude, AgentCodex, AgentGemini, AgentOpencode} {
+		if path, err := exec.LookPath(kind); err == nil {
+			rep.add("cli "+kind, "ok", path+": "+commandVersion(ctx, kind, "--version"), "")
+		}
+	}
+}
+
+func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		rep.add("database", "fail", err.Error(), hintOf(err))
+		return
+	}
+	defer st.Close()
+	v, _ := st.SchemaVersion(ctx)
+	if res, err := st.IntegrityCheck(ctx); err != nil || res != "ok" {
+		rep.add("database", "fail", fmt.Sprintf("integrity_check: %v %s", err, res), "move .norma/norma.db aside and run git norma init")
+	} else {
+		rep.add("database", "ok", fmt.Sprintf("schema %d/%d, journal %s, integrity ok", v, store.SchemaVersion, st.JournalMode()), "")
+	}
+	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
+	live, liveOK := LiveLockHolder(a.Repo.Path("locks", "run.lock"))
+	for _, r := range running {
+		if !liveOK || live.RunID != r.ID {
+			rep.add("run "+r.ID, "warn", "marked running, but no live process holds the run lock (it crashed)",
+				"the next git norma run reconciles it (or run git norma run "+r.TaskID+")")
+		}
+	}
+}
+
+func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
+	if h, ok := LiveLockHolder(a.Repo.Path("locks", "run.lock")); ok {
+		rep.add("run lock", "ok", fmt.Sprintf("held by run %s (pid %d, since %s)", h.RunID, h.PID, h.Started.Format(time.RFC3339)), "")
+	} else {
+		rep.add("run lock", "ok", "free", "")
+	}
+	if reason := a.PauseReason(); reason != "" {
+		rep.add("pause", "warn", reason, "git norma resume")
+	}
+	list, err := a.Repo.Worktrees().List(ctx)
+	if err != nil {
+		rep.add("worktrees", "fail", err.Error(), "")
+		return
+	}
+	for _, wt := range list {
+		if wt.Prunable {
+			rep.add("worktree "+wt.Path, "warn", "its directory is gone", "git worktree prune")
+		}
+	}
+}
+
+// commandVersion runs `cmd args` briefly and returns its first output line.
+func commandVersion(ctx context.Context, name string, args ...string) string {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, name, args...).Output()
+	if err != nil {
+		return "version unknown (" + err.Error() + ")"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+func hintOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return ""
+}

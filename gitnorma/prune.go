@@ -1,0 +1,164 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// PruneOptions are the choices of `git norma prune`; a negative keep value means "use the
+// retention config".
+type PruneOptions struct {
+	KeepLast int
+	KeepDays int
+	DryRun   bool
+	// Force also deletes task branches whose work never landed.
+	Force bool
+	// auto is the pass after every run: branches are only looked at when runs went, since
+	// only then can a branch lose its last retained run (and it saves a tracker call).
+	auto bool
+}
+
+// PruneReport lists what was (or, with DryRun, would be) removed and what was kept and why.
+type PruneReport struct {
+	Runs     []string `json:"runs"`
+	Branches []string `json:"branches"`
+	Kept     []string `json:"kept"`
+	DryRun   bool     `json:"dry_run"`
+}
+
+// Prune applies retention: old finished runs (their dirs, rows and worktrees — uncommitted
+// work in a worktree is committed to its branch first) and task branches whose task is
+// closed and whose changes are all on the target. A running run is never touched, and a
+// branch holding work that never landed is kept unless Force.
+func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
+	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	if err != nil {
+		return PruneReport{}, err
+	}
+	defer lock.Release()
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return PruneReport{}, err
+	}
+	defer st.Close()
+	return a.prune(ctx, st, o)
+}
+
+// prune does the work; the caller holds the run lock.
+func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (PruneReport, error) {
+	if o.KeepLast < 0 {
+		o.KeepLast = a.Config.Retention.KeepLast
+	}
+	if o.KeepDays < 0 {
+		o.KeepDays = a.Config.Retention.KeepDays
+	}
+	rep := PruneReport{Runs: []string{}, Branches: []string{}, Kept: []string{}, DryRun: o.DryRun}
+	runs, err := st.RecentRuns(ctx, 0)
+	if err != nil {
+		return rep, withCode(ExitFail, err)
+	}
+	cutoff := a.Now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
+	retained := map[string]string{} // task → a run of it that is kept
+	for i, r := range runs {
+		if r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff)) {
+			if retained[r.TaskID] == "" {
+				retained[r.TaskID] = r.ID
+			}
+			continue
+		}
+		if err := a.pruneRun(ctx, st, r, o.DryRun); err != nil {
+			return rep, withCode(ExitFail, err)
+		}
+		rep.Runs = append(rep.Runs, r.ID)
+	}
+	if o.auto && len(rep.Runs) == 0 {
+		return rep, nil
+	}
+	return rep, a.pruneBranches(ctx, o, retained, &rep)
+}
+
+func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) error {
+	dir := filepath.Join(a.Repo.Root, filepath.FromSlash(r.RunDir))
+	if !strings.HasPrefix(dir, a.Repo.Path("runs")+string(filepath.Separator)) {
+		return fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
+	}
+	if dryRun {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace")); err == nil {
+		if err := a.Repo.Worktrees().Remove(ctx, filepath.Join(dir, "workspace"), r.ID); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return st.DeleteRun(ctx, r.ID)
+}
+
+// pruneBranches deletes landed task branches (task closed, nothing left to land) once no
+// retained run refers to them, so a landed branch stays for review as long as its run does.
+func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[string]string, rep *PruneReport) error {
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return nil // without a target there is no telling what landed; keep every branch
+	}
+	branches, err := a.taskBranches(ctx)
+	if err != nil || len(branches) == 0 {
+		return err
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return err
+	}
+	tasks, err := tr.List(ctx)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	status := map[string]string{}
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	for _, b := range branches {
+		why := a.keepBranch(ctx, b, status[b.Task], target)
+		if why == "" && retained[b.Task] != "" {
+			why = "run " + retained[b.Task] + " of its task is retained"
+		}
+		if why != "" && !(o.Force && b.Worktree == "") {
+			rep.Kept = append(rep.Kept, b.Branch+": "+why)
+			continue
+		}
+		if !o.DryRun {
+			if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", b.Branch); err != nil {
+				return withCode(ExitFail, err)
+			}
+		}
+		rep.Branches = append(rep.Branches, b.Branch)
+	}
+	return nil
+}
+
+// keepBranch says why a task branch must stay ("" when it may go).
+func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target string) string {
+	switch {
+	case b.Worktree != "":
+		return "checked out in " + b.Worktree
+	case taskStatus == "":
+		return "its task is not in the backlog (use --force to delete anyway)"
+	case taskStatus != tracker.StatusClosed:
+		return "its task is " + taskStatus + " (use --force to delete anyway)"
+	}
+	landed, err := a.Repo.Worktrees().Landed(ctx, target, worktree.TaskBranch(b.Task))
+	if err != nil || !landed {
+		return "it has changes that are not on " + target + " (use --force to delete anyway)"
+	}
+	return ""
+}
