@@ -40,12 +40,14 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		RunID: rec.RunID, Index: rec.Index, Role: string(rec.Role), Iteration: rec.Iteration,
 		Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
 	}
+	crashPoint("step-files")
 	err := r.st.CommitStep(ctx, store.StepCommit{
 		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
 	})
 	if err != nil || rec.Head == "" {
 		return err
 	}
+	crashPoint("step-committed")
 	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step)); err != nil {
 		r.mirrorFailed(ctx, rec, "git notes", err)
 	}

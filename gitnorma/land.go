@@ -52,6 +52,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		}
 		return "", withCode(ExitFail, err)
 	}
+	crashPoint("landed")
 	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", res.Commit, req.target, req.runID)
 	if res.Empty {
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
@@ -73,6 +74,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		return res.Commit, failf(fmt.Sprintf("close it by hand with the reason %q", reason),
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
+	crashPoint("closed")
 	if req.task.Parent != "" {
 		at := res.Commit
 		if at == "" {

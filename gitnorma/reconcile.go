@@ -61,18 +61,46 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 	return nil
 }
 
+// recoverClaim reopens a task left in progress by one of our own runs that died before giving
+// its claim back (after its run row was finished, e.g. while landing). Holding the run lock
+// means no run of ours is alive, so such a claim is stale. Claims of others are never touched.
+func (r *run) recoverClaim(ctx context.Context) bool {
+	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
+	if err != nil {
+		return false
+	}
+	for _, dead := range runs {
+		if r.claimHeld(ctx, dead.ID) {
+			if r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "") != nil {
+				return false
+			}
+			_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
+			_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
+				Message: "the task was still claimed by this run after its process died; reopened"})
+			return true
+		}
+	}
+	return false
+}
+
+// claimHeld reports whether a run claimed its task and never gave the claim back.
+func (r *run) claimHeld(ctx context.Context, runID string) bool {
+	kv, err := r.st.KV(ctx, runID)
+	if err != nil {
+		return false
+	}
+	var claimed bool
+	return json.Unmarshal(kv["claimed"], &claimed) == nil && claimed
+}
+
 // reopenIfClaimed puts a task back to open only if the dead run claimed it and it is still
 // in progress: a task someone else moved since is left alone.
 func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
-	kv, err := r.st.KV(ctx, dead.ID)
-	if err != nil {
-		return
-	}
-	var claimed bool
-	if raw, ok := kv["claimed"]; !ok || json.Unmarshal(raw, &claimed) != nil || !claimed {
+	if !r.claimHeld(ctx, dead.ID) {
 		return
 	}
 	if t, err := r.tr.Get(ctx, dead.TaskID); err == nil && t.Status == tracker.StatusInProgress {
 		_ = r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "")
 	}
+	_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
 }

@@ -192,6 +192,9 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
+	if t.Status == tracker.StatusInProgress && r.recoverClaim(ctx) {
+		t.Status = tracker.StatusOpen
+	}
 	if t.Status != tracker.StatusOpen {
 		return failf("if nobody is working on it, set its status back to open in the tracker",
 			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
