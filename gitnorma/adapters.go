@@ -20,6 +20,7 @@ type recorder struct {
 	taskID  string
 	journal notes.Journal
 	mirror  *taskMirror
+	redact  redactor
 }
 
 // CommitStep implements loop.Recorder.
@@ -48,7 +49,7 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		return err
 	}
 	crashPoint("step-committed")
-	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step)); err != nil {
+	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step, r.redact)); err != nil {
 		r.mirrorFailed(ctx, rec, "git notes", err)
 	}
 	if r.mirror != nil {
@@ -67,9 +68,9 @@ func (r *recorder) mirrorFailed(ctx context.Context, rec loop.StepRecord, mirror
 
 // stepEntry is a step's journal line, derived from its store row only, so the line written
 // after the step and the one replayed at landing (or by a repair) are identical.
-func stepEntry(taskID string, s store.Step) notes.Entry {
+func stepEntry(taskID string, s store.Step, redact redactor) notes.Entry {
 	return notes.Entry{TS: notes.Stamp(s.EndedAt), Kind: notes.KindStep, Task: taskID, Run: s.RunID,
-		Step: s.Index, Role: s.Role, Status: s.Status, Summary: s.Summary}
+		Step: s.Index, Role: s.Role, Status: s.Status, Summary: redact.apply(s.Summary)}
 }
 
 // rel stores paths relative to the repository root, so the db survives moving the repo.
@@ -91,7 +92,8 @@ func runVerdict(v string) string {
 // workspace adapts a worktree to the loop's Workspace, turning agent faults into protocol
 // errors the loop records against the step.
 type workspace struct {
-	ws *worktree.Workspace
+	ws     *worktree.Workspace
+	redact redactor
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }
@@ -115,7 +117,7 @@ func (w workspace) Rollback(ctx context.Context, to string) (string, error) {
 
 func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.CommitRequest) (loop.CommitResult, error) {
 	res, err := w.ws.Commit(ctx, worktree.State(snap), worktree.StepCommit{
-		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: req.Summary,
+		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.apply(req.Summary),
 	})
 	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) {
 		return loop.CommitResult{}, &loop.ProtocolError{Kind: loop.ErrKindWorkspace, Msg: err.Error()}

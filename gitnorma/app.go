@@ -22,6 +22,8 @@ type App struct {
 	Now func() time.Time
 
 	backlog tracker.Tracker
+	// redact scrubs credentials from what leaves the private run directory.
+	redact redactor
 }
 
 // Open resolves the repository containing dir and reads its config. It fails when the
@@ -38,7 +40,7 @@ func Open(ctx context.Context, dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{Repo: repo, Config: cfg, Now: time.Now}, nil
+	return &App{Repo: repo, Config: cfg, Now: time.Now, redact: newRedactor(os.Environ())}, nil
 }
 
 // OpenStore opens .norma/norma.db, creating or migrating it.

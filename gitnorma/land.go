@@ -148,7 +148,7 @@ func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest)
 		}
 		last = s.Index
 	}
-	return CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last), nil
+	return a.redact.apply(CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last)), nil
 }
 
 func readStepOutput(dir string) (loop.Output, error) {
@@ -169,7 +169,7 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 	}
 	entries := make([]notes.Entry, 0, len(steps)+1)
 	for _, s := range steps {
-		entries = append(entries, stepEntry(req.task.ID, s))
+		entries = append(entries, stepEntry(req.task.ID, s, a.redact))
 	}
 	entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
 		Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})

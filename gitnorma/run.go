@@ -200,7 +200,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
 	}
 	r.pre.task = t
-	r.mirror, err = newTaskMirror(r.tr, t)
+	r.mirror, err = newTaskMirror(r.tr, t, r.app.redact)
 	return err
 }
 
@@ -223,9 +223,9 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws},
+		Workspace: workspace{ws: r.ws, redact: r.app.redact},
 		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
-			journal: notes.Journal{Git: r.app.Repo.Git}, mirror: r.mirror},
+			journal: notes.Journal{Git: r.app.Repo.Git}, mirror: r.mirror, redact: r.app.redact},
 		Live: live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.app.PauseReason,

@@ -33,14 +33,15 @@ type taskMirror struct {
 	taskID string
 	state  TaskState
 	labels []string
+	redact redactor
 }
 
-func newTaskMirror(tr tracker.Tracker, t tracker.Task) (*taskMirror, error) {
+func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
 	st, err := DecodeTaskState(t.Notes)
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
 	}
-	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels)}, nil
+	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels), redact: redact}, nil
 }
 
 // resume returns what the last run completed of its unfinished iteration, when the labels
@@ -160,6 +161,7 @@ func (m *taskMirror) write(ctx context.Context, add, remove []string, status str
 	if err != nil {
 		return err
 	}
+	text = m.redact.apply(text)
 	add = slices.DeleteFunc(add, func(l string) bool { return slices.Contains(m.labels, l) })
 	remove = slices.DeleteFunc(remove, func(l string) bool { return !slices.Contains(m.labels, l) })
 	if err := m.tr.Update(ctx, m.taskID, tracker.Update{Notes: &text, AddLabels: add, RemoveLabels: remove, Status: status}); err != nil {

@@ -1,0 +1,49 @@
+package gitnorma
+
+import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// secretNameRE matches environment variable names that hold credentials (ANTHROPIC_API_KEY,
+// GITHUB_TOKEN, DB_PASSWORD, ...).
+var secretNameRE = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)`)
+
+// minSecretLen keeps short values (flags like "1", "true") from being taken for secrets.
+const minSecretLen = 8
+
+// redactor removes the values of credential-looking environment variables from everything
+// that leaves the machine's private run directory: task notes (the tracker, possibly shared),
+// git notes and commit messages (pushed with the repository). Agents see the environment, so
+// their summaries and the check output they cause may quote a key.
+type redactor struct {
+	values []string
+}
+
+func newRedactor(env []string) redactor {
+	var r redactor
+	for _, kv := range env {
+		name, val, ok := strings.Cut(kv, "=")
+		if ok && len(val) >= minSecretLen && secretNameRE.MatchString(name) {
+			r.values = append(r.values, val)
+			if b, err := json.Marshal(val); err == nil && string(b[1:len(b)-1]) != val {
+				r.values = append(r.values, string(b[1:len(b)-1])) // as it appears inside JSON
+			}
+		}
+	}
+	// Longest first, so a secret containing another is replaced whole.
+	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	return r
+}
+
+// apply returns s with every secret value replaced by [redacted].
+func (r redactor) apply(s string) string {
+	for _, v := range r.values {
+		if strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
