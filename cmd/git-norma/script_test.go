@@ -40,6 +40,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitCode,
 			"sql":      cmdSQL,
+			"sqlexec":  cmdSQLExec,
 			"jsonq":    cmdJSONQ,
 			"newrepo":  cmdNewRepo,
 			"capture":  cmdCapture,
@@ -176,4 +177,17 @@ func cmdCapture(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: capture VAR")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+// cmdSQLExec runs a statement against a database file (to build broken or future databases):
+// `sqlexec .norma/norma.db 'insert into schema_migrations ...'`.
+func cmdSQLExec(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: sqlexec DB STATEMENT")
+	}
+	db, err := sql.Open("sqlite", "file:"+ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer db.Close()
+	_, err = db.Exec(args[1])
+	ts.Check(err)
 }
