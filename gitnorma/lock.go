@@ -14,6 +14,9 @@ import (
 // The file's content says who holds it, for messages and `status`.
 type RunLock struct {
 	f *os.File
+	// Previous is the record a holder that died left in the file (zero after a clean release,
+	// which empties it): the lock was taken over from it.
+	Previous LockHolder
 }
 
 // LockHolder is what the lock file records about its holder.
@@ -41,6 +44,7 @@ func AcquireRunLock(path string) (*RunLock, error) {
 		return nil, err
 	}
 	l := &RunLock{f: f}
+	l.Previous, _ = ReadLockHolder(path)
 	// Say who holds it at once, so a second process never reads an empty or stale record.
 	if err := l.Record("", time.Now()); err != nil {
 		l.Release()

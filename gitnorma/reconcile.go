@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/notes"
 )
 
 // StopCrashed is the stop reason of a run whose process died without finishing it.
@@ -30,6 +32,7 @@ func (r *run) reconcile(ctx context.Context) error {
 		if err := r.reconcileSteps(ctx, dead); err != nil {
 			return err
 		}
+		r.catchUpNotes(ctx, dead)
 		r.reopenIfClaimed(ctx, dead)
 		now := r.app.Now()
 		err := r.st.FinishRun(ctx, dead.ID, store.StatusStopped, "", StopCrashed, now, store.Event{
@@ -53,12 +56,53 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 			continue
 		}
 		index, _ := strconv.Atoi(m[1])
+		r.removeHalfWritten(ctx, dead.ID, filepath.Join(stepsDir, e.Name()))
 		rel := filepath.ToSlash(filepath.Join(dead.RunDir, "steps", e.Name()))
 		if err := r.st.ReconcileStep(ctx, dead.ID, index, m[2], rel, r.app.Now()); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// removeHalfWritten deletes the temp files of an atomic write the crash interrupted (the
+// real file was never replaced, so nothing of value is in them) and records it.
+func (r *run) removeHalfWritten(ctx context.Context, runID, dir string) {
+	tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+	for _, t := range tmps {
+		if os.Remove(t) == nil {
+			_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "half_written_removed",
+				Message: "removed " + filepath.Base(t) + ", a write the crash interrupted, in " + filepath.Base(dir)})
+		}
+	}
+}
+
+// catchUpNotes rewrites the git notes of a dead run's committed steps: the store committed
+// them, the process may have died before the notes mirror followed. Adding is idempotent.
+func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
+	steps, err := r.st.Steps(ctx, dead.ID)
+	if err != nil {
+		return
+	}
+	events, err := r.st.Events(ctx, dead.ID)
+	if err != nil {
+		return
+	}
+	heads := map[string]string{}
+	for _, e := range events {
+		var d struct {
+			Head string `json:"head"`
+		}
+		if e.Type == "step_committed" && json.Unmarshal([]byte(e.DataJSON), &d) == nil && d.Head != "" {
+			heads[strings.SplitN(e.Message, " ", 2)[0]] = d.Head
+		}
+	}
+	journal := notes.Journal{Git: r.app.Repo.Git}
+	for _, s := range steps {
+		if head := heads[filepath.Base(s.Dir)]; head != "" {
+			_ = journal.Add(ctx, head, stepEntry(dead.TaskID, s, r.app.redact))
+		}
+	}
 }
 
 // recoverClaim reopens a task left in progress by one of our own runs that died before giving

@@ -157,6 +157,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	if err := lock.Record(r.id, r.started); err != nil {
 		return err
 	}
+	takenOver := lock.Previous
 	if err := r.freeBranch(ctx); err != nil {
 		return err
 	}
@@ -170,6 +171,10 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
 	if err != nil {
 		return err
+	}
+	if takenOver.PID != 0 {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
+			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, orDash(takenOver.RunID), takenOver.Host)})
 	}
 	r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
 		TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target,
@@ -249,6 +254,13 @@ func taskInput(t tracker.Task) loop.TaskInput {
 		ID: t.ID, Title: t.Title, Description: t.Description, Type: t.IssueType,
 		AcceptanceCriteria: loop.ParseAcceptance(t.AcceptanceCriteria), VerifyCommands: rc.Verify,
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // newRunID sorts by time to the millisecond and is unique enough across machines:
