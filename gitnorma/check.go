@@ -8,13 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
 // CheckReport is `git norma check`: a task's effective criteria (its Verify commands and the
 // project gates) evaluated in one worktree, with the evidence.
 type CheckReport struct {
+	RunID    string                  `json:"run_id"`
 	TaskID   string                  `json:"task_id"`
 	Dir      string                  `json:"dir"`
 	Head     string                  `json:"head"`
@@ -22,6 +25,9 @@ type CheckReport struct {
 	Results  []loop.AcceptanceResult `json:"acceptance_results"`
 	Evidence []loop.Evidence         `json:"evidence"`
 	Log      string                  `json:"log"`
+	// Recorded says whether the verdict counts for Head: only a check of a clean worktree
+	// speaks for the commit (hooks and land look for a recorded PASS).
+	Recorded bool `json:"recorded"`
 }
 
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
@@ -50,13 +56,15 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return CheckReport{}, &Error{Code: ExitStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
 	}
-	rep := CheckReport{TaskID: taskID, Dir: top}
+	rep := CheckReport{TaskID: taskID, Dir: top, RunID: newRunID(a.Now())}
 	rep.Head, _ = a.Repo.Git.In(top).Output(ctx, "rev-parse", "HEAD")
-	logDir := a.Repo.Path("checks")
+	dirty, _ := a.Repo.Git.In(top).Output(ctx, "status", "--porcelain", "--untracked-files=no")
+	rep.Recorded = dirty == ""
+	logDir := a.Repo.Path("runs", rep.RunID)
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return rep, withCode(ExitFail, err)
 	}
-	rep.Log = filepath.Join(logDir, fmt.Sprintf("%s-%s.log", taskID, a.Now().UTC().Format("20060102-150405.000")))
+	rep.Log = filepath.Join(logDir, "checks.txt")
 	log, err := os.OpenFile(rep.Log, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return rep, withCode(ExitFail, err)
@@ -68,5 +76,48 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	rep.Results = loop.ResultsFromEvidence(effective, rep.Evidence)
 	rep.Verdict = loop.ComputeVerdict(effective, rep.Results, loop.PlanMatch{}).Status
-	return rep, nil
+	return rep, a.recordCheck(ctx, rep)
+}
+
+// recordCheck stores a check as a run of its task (kind "check"), with pass_head set when it
+// passed on a clean worktree, and notes the result on the checked commit.
+func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := a.Now()
+	kv := map[string]any{"kind": "check", "head": rep.Head}
+	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, CreatedAt: now, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
+		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID}, kv)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	status, verdict := store.StatusFailed, "FAIL"
+	if rep.Verdict == loop.VerdictPass {
+		status, verdict = store.StatusPassed, "PASS"
+		if rep.Recorded {
+			_ = st.SetKV(ctx, rep.RunID, "pass_head", rep.Head)
+		}
+	}
+	summary := fmt.Sprintf("check %s at %s in %s", rep.Verdict, short10(rep.Head), rep.Dir)
+	if !rep.Recorded {
+		summary += " (uncommitted changes: not a verdict on the commit)"
+	}
+	if err := st.FinishRun(ctx, rep.RunID, status, verdict, "", now, store.Event{TS: now, Type: "check", Message: summary}); err != nil {
+		return withCode(ExitFail, err)
+	}
+	if rep.Recorded {
+		_ = (notes.Journal{Git: a.Repo.Git}).Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
+			Task: rep.TaskID, Run: rep.RunID, Verdict: rep.Verdict, Summary: a.redact.apply(summary), Commit: rep.Head})
+	}
+	return nil
+}
+
+func short10(id string) string {
+	if len(id) > 10 {
+		return id[:10]
+	}
+	return id
 }

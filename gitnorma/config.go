@@ -35,6 +35,9 @@ type Config struct {
 	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
 	// active_epic_id); the command-line flags override it.
 	Selection Focus `json:"selection"`
+	// Notes configures sharing the journal: with push, the pre-push hook pushes
+	// refs/notes/norma along with the branches.
+	Notes NotesConfig `json:"notes"`
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
@@ -68,6 +71,11 @@ type Budgets struct {
 	MaxPatchKB         int `json:"max_patch_kb"`
 	// MaxCostUSD stops a run once its agents' reported cost reaches it (0: no limit).
 	MaxCostUSD float64 `json:"max_cost_usd"`
+}
+
+// NotesConfig is the "notes" section.
+type NotesConfig struct {
+	Push bool `json:"push"`
 }
 
 // Focus is the configured scope of task selection.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -138,6 +139,17 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 		rep.add("run lock", "ok", fmt.Sprintf("held by run %s (pid %d, since %s)", h.RunID, h.PID, h.Started.Format(time.RFC3339)), "")
 	} else {
 		rep.add("run lock", "ok", "free", "")
+	}
+	if dir, err := a.HooksDir(ctx); err == nil {
+		states := hooks.Status(dir)
+		for _, name := range hooks.Names {
+			state := states[name]
+			status, fix := "ok", ""
+			if state != "installed" {
+				status, fix = "warn", "git norma hooks install"
+			}
+			rep.add("hook "+name, status, state+" ("+dir+")", fix)
+		}
 	}
 	if reason := a.PauseReason(); reason != "" {
 		rep.add("pause", "warn", reason, "git norma resume")

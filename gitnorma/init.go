@@ -36,6 +36,8 @@ type InitResult struct {
 type InitOptions struct {
 	// DisplayNotes makes plain `git log` show the journal notes (notes.displayRef).
 	DisplayNotes bool
+	// Hooks installs git-norma's git hooks.
+	Hooks bool
 	// Beads runs `bd init` (with --skip-agents --skip-hooks unless BeadsAgents/BeadsHooks).
 	Beads       bool
 	BeadsHooks  bool
@@ -89,6 +91,17 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if o.Beads {
 		if err := res.initBeads(ctx, app, o); err != nil {
 			return res, err
+		}
+	}
+	if o.Hooks {
+		actions, err := app.InstallHooks(ctx, false)
+		if err != nil {
+			return res, err
+		}
+		for _, a := range actions {
+			if a.Result == "created" || a.Result == "chained" || a.Result == "upgraded" {
+				res.note(repo, a.Path, true)
+			}
 		}
 	}
 	res.Tracker = app.TrackerKind()

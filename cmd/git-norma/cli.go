@@ -44,6 +44,8 @@ type CLI struct {
 	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`
 	Prune   pruneCmd   `cmd:"" help:"Remove old runs (dirs, rows, worktrees) and landed task branches, by the retention config."`
 	Notes   notesCmd   `cmd:"" help:"Share the journal notes with a remote."`
+	Hooks   hooksCmd   `cmd:"" help:"Install or remove the git hooks that trigger checks and guard merges and pushes."`
+	Hook    hookCmd    `cmd:"" hidden:"" help:"Run a hook handler (called by the installed hooks)."`
 	Doctor  doctorCmd  `cmd:"" help:"Check git, the backlog, the agents, the database, locks and worktrees; each problem with its fix."`
 	Version versionCmd `cmd:"" help:"Print the git-norma version."`
 }

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+
+	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/hooks"
+)
+
+// hookCmd is what the installed hook blocks call; git passes the hook's arguments through.
+type hookCmd struct {
+	Name string   `arg:"" enum:"pre-commit,post-commit,pre-merge-commit,pre-push" help:"The hook git is running."`
+	Args []string `arg:"" optional:"" passthrough:"" help:"The hook's own arguments."`
+}
+
+func (c *hookCmd) Run(env *Env) error {
+	if hooks.Internal(os.Environ()) {
+		return nil // git-norma's own commits and merges do not re-trigger it
+	}
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	switch c.Name {
+	case "post-commit":
+		return app.HookPostCommit(env.Ctx, env.Dir, os.Getenv(gitnorma.HookWaitEnv) != "", env.IO.Err)
+	case "pre-merge-commit", "pre-commit":
+		return app.HookPreMergeCommit(env.Ctx, env.Dir, os.Environ())
+	default:
+		remote := ""
+		if len(c.Args) > 0 {
+			remote = c.Args[0]
+		}
+		return app.HookPrePush(env.Ctx, env.Dir, remote, env.IO.In, env.IO.Err)
+	}
+}

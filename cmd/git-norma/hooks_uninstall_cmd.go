@@ -1,0 +1,19 @@
+package main
+
+import "github.com/git-norma/git-norma/gitnorma"
+
+type hooksUninstallCmd struct {
+	JSON bool `help:"Print what was done as JSON."`
+}
+
+func (c *hooksUninstallCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	actions, err := app.UninstallHooks(env.Ctx)
+	if err != nil {
+		return err
+	}
+	return printActions(env, actions, c.JSON)
+}

@@ -1,0 +1,251 @@
+package hooks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Names are the hooks git-norma installs.
+var Names = []string{"pre-commit", "post-commit", "pre-merge-commit", "pre-push"}
+
+// gating hooks stop git from doing something unsafe (merging or pushing unverified work), so
+// their shim fails when git-norma itself is missing; the others only report.
+var gating = map[string]bool{"pre-commit": true, "pre-merge-commit": true, "pre-push": true}
+
+// stdinHooks receive data on stdin that a chained hook must still be able to read.
+var stdinHooks = map[string]bool{"pre-push": true}
+
+const (
+	beginMarker = "# >>> git-norma >>>"
+	endMarker   = "# <<< git-norma <<<"
+	// version is bumped when the block changes; an older block is replaced in place.
+	version = "v1"
+	// chainedSuffix is where --force moves a hook it cannot chain in place.
+	chainedSuffix = ".norma-chained"
+)
+
+// Block is the marked block git-norma puts into hook name.
+func Block(name string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s (managed by `git norma hooks install`; remove with `git norma hooks uninstall`)\n", beginMarker, version)
+	b.WriteString("if [ -z \"$" + GuardVar + "\" ]; then\n")
+	if stdinHooks[name] {
+		// Keep stdin for whatever runs after this block: save it, give git-norma a copy, and
+		// point the script's stdin at the saved copy (unlinked: the open fd keeps it readable).
+		b.WriteString("  norma_in=$(mktemp) && cat > \"$norma_in\"\n")
+	}
+	b.WriteString("  if command -v git-norma >/dev/null 2>&1; then\n")
+	if stdinHooks[name] {
+		fmt.Fprintf(&b, "    git-norma hook %s \"$@\" < \"$norma_in\" || { rm -f \"$norma_in\"; exit 1; }\n", name)
+	} else if gating[name] {
+		fmt.Fprintf(&b, "    git-norma hook %s \"$@\" || exit 1\n", name)
+	} else {
+		fmt.Fprintf(&b, "    git-norma hook %s \"$@\"\n", name)
+	}
+	b.WriteString("  else\n")
+	fmt.Fprintf(&b, "    echo \"git-norma: the %s hook needs git-norma, which is not on PATH: install it, or remove the hook with: git norma hooks uninstall\" >&2\n", name)
+	if gating[name] {
+		b.WriteString("    exit 1\n")
+	}
+	b.WriteString("  fi\n")
+	if stdinHooks[name] {
+		b.WriteString("  exec 0< \"$norma_in\"; rm -f \"$norma_in\"\n")
+	}
+	b.WriteString("fi\n")
+	b.WriteString(endMarker + "\n")
+	return b.String()
+}
+
+// shellShebang matches the interpreters a POSIX block can be chained into.
+var shellShebang = regexp.MustCompile(`^#!\s*(/usr/bin/env\s+)?(/bin/|/usr/bin/|/usr/local/bin/)?(sh|bash|dash|zsh|ksh|ash)(\s|$)`)
+
+// blockRE finds our block, any version.
+var blockRE = regexp.MustCompile(`(?s)` + regexp.QuoteMeta(beginMarker) + `[^\n]*\n.*?` + regexp.QuoteMeta(endMarker) + `\n?`)
+
+// Action is what Install or Uninstall did to one hook file.
+type Action struct {
+	Hook   string `json:"hook"`
+	Path   string `json:"path"`
+	Result string `json:"result"` // created | chained | upgraded | unchanged | skipped | removed | restored
+	Detail string `json:"detail,omitempty"`
+}
+
+// ErrCannotChain is a hook that is not a shell script: git-norma will not edit it.
+var ErrCannotChain = errors.New("not a shell script git-norma can add its block to")
+
+// Install writes git-norma's block into each hook in dir (git rev-parse --git-path hooks): a new
+// file when there is none, the block right after the shebang of an existing shell hook (so
+// both run: git-norma first, then the existing commands), an in-place upgrade of an older
+// block, or nothing when it is current. A hook that is not a shell script is skipped, unless
+// force moves it aside to <hook>.norma-chained and our shim runs it after its block.
+func Install(dir string, force bool) ([]Action, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var actions []Action
+	for _, name := range Names {
+		a, err := installOne(filepath.Join(dir, name), name, force)
+		if err != nil {
+			return actions, err
+		}
+		actions = append(actions, a)
+	}
+	return actions, nil
+}
+
+func installOne(path, name string, force bool) (Action, error) {
+	a := Action{Hook: name, Path: path}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		a.Result = "created"
+		return a, writeKeepingMode(path, []byte("#!/bin/sh\n"+Block(name)), 0o755)
+	}
+	if err != nil {
+		return a, err
+	}
+	block := Block(name)
+	if loc := blockRE.FindIndex(data); loc != nil {
+		if string(data[loc[0]:loc[1]]) == block {
+			a.Result = "unchanged"
+			return a, nil
+		}
+		a.Result = "upgraded"
+		return a, writeKeepingMode(path, splice(data, loc[0], loc[1], block), 0)
+	}
+	if !shellShebang.Match(firstLine(data)) {
+		if !force {
+			a.Result, a.Detail = "skipped", fmt.Sprintf("%v; add the lines of `git norma hooks install --manual` to it yourself, or use --force to move it to %s%s and chain it", ErrCannotChain, name, chainedSuffix)
+			return a, nil
+		}
+		return chainAside(path, name)
+	}
+	a.Result = "chained"
+	at := len(firstLine(data))
+	if at < len(data) && data[at] == '\n' {
+		at++
+	}
+	return a, writeKeepingMode(path, splice(data, at, at, block), 0)
+}
+
+// chainAside moves a hook that cannot be edited out of the way and installs a shim that runs
+// it after git-norma's block, with the same arguments and stdin.
+func chainAside(path, name string) (Action, error) {
+	aside := path + chainedSuffix
+	if _, err := os.Stat(aside); err == nil {
+		return Action{Hook: name, Path: path}, fmt.Errorf("%s exists already: remove it or restore it by hand", aside)
+	}
+	if err := os.Rename(path, aside); err != nil {
+		return Action{}, err
+	}
+	shim := "#!/bin/sh\n" + Block(name) + fmt.Sprintf("exec \"$(dirname \"$0\")/%s%s\" \"$@\"\n", name, chainedSuffix)
+	return Action{Hook: name, Path: path, Result: "chained", Detail: "moved the existing hook to " + aside}, writeKeepingMode(path, []byte(shim), 0o755)
+}
+
+// Uninstall removes git-norma's block from each hook, leaving every other byte and the mode as
+// they were; a file left with nothing but its shebang is removed, and a hook --force moved
+// aside is put back.
+func Uninstall(dir string) ([]Action, error) {
+	var actions []Action
+	for _, name := range Names {
+		path := filepath.Join(dir, name)
+		a := Action{Hook: name, Path: path, Result: "unchanged"}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			actions = append(actions, a)
+			continue
+		}
+		if err != nil {
+			return actions, err
+		}
+		if _, err := os.Stat(path + chainedSuffix); err == nil && blockRE.Match(data) {
+			a.Result = "restored"
+			if err := os.Rename(path+chainedSuffix, path); err != nil {
+				return actions, err
+			}
+			actions = append(actions, a)
+			continue
+		}
+		if loc := blockRE.FindIndex(data); loc != nil {
+			rest := splice(data, loc[0], loc[1], "")
+			if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
+				a.Result = "removed"
+				err = os.Remove(path)
+			} else {
+				a.Result = "removed block"
+				err = writeKeepingMode(path, rest, 0)
+			}
+			if err != nil {
+				return actions, err
+			}
+		}
+		actions = append(actions, a)
+	}
+	return actions, nil
+}
+
+// Manual is what to add by hand to a hook git-norma will not edit.
+func Manual() string {
+	var b strings.Builder
+	for _, name := range Names {
+		fmt.Fprintf(&b, "# in %s, near the top:\n%s\n", name, Block(name))
+	}
+	return b.String()
+}
+
+// Status reports, per hook, whether our current block is there.
+func Status(dir string) map[string]string {
+	out := map[string]string{}
+	for _, name := range Names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		switch {
+		case err != nil:
+			out[name] = "not installed"
+		case strings.Contains(string(data), Block(name)):
+			out[name] = "installed"
+		case blockRE.Match(data):
+			out[name] = "outdated"
+		default:
+			out[name] = "not installed (another hook is there)"
+		}
+	}
+	return out
+}
+
+func firstLine(data []byte) []byte {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i]
+	}
+	return data
+}
+
+func splice(data []byte, from, to int, insert string) []byte {
+	out := make([]byte, 0, len(data)+len(insert))
+	out = append(out, data[:from]...)
+	out = append(out, insert...)
+	return append(out, data[to:]...)
+}
+
+// writeKeepingMode replaces path's content atomically; mode 0 keeps the file's current mode.
+func writeKeepingMode(path string, data []byte, mode os.FileMode) error {
+	if mode == 0 {
+		st, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		mode = st.Mode().Perm()
+	}
+	tmp := path + ".norma-tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,209 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+)
+
+func TestInstallIntoEmptyDirAndTwice(t *testing.T) {
+	dir := t.TempDir()
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	require.Len(t, actions, len(Names))
+	for _, a := range actions {
+		assert.Equal(t, "created", a.Result, a.Hook)
+		st, err := os.Stat(a.Path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o755), st.Mode().Perm())
+		data, _ := os.ReadFile(a.Path)
+		assert.True(t, strings.HasPrefix(string(data), "#!/bin/sh\n"+beginMarker))
+		out, err := exec.Command("sh", "-n", a.Path).CombinedOutput()
+		assert.NoError(t, err, "%s is valid sh: %s", a.Hook, out)
+	}
+	before := snapshot(t, dir)
+	again, err := Install(dir, false)
+	require.NoError(t, err)
+	for _, a := range again {
+		assert.Equal(t, "unchanged", a.Result)
+	}
+	assert.Equal(t, before, snapshot(t, dir), "a second install changes nothing")
+	assert.Equal(t, map[string]string{"pre-commit": "installed", "post-commit": "installed", "pre-merge-commit": "installed", "pre-push": "installed"}, Status(dir))
+}
+
+// An existing shell hook keeps every byte; our block goes right after its shebang, so both run,
+// git-norma's first. Uninstall gives back the exact bytes and mode.
+func TestChainExistingShellHookAndUninstall(t *testing.T) {
+	dir := t.TempDir()
+	orig := []byte("#!/usr/bin/env bash\n# the team's hook\necho \"team hook: $1\" >> \"$LOG\"\n")
+	path := filepath.Join(dir, "post-commit")
+	require.NoError(t, os.WriteFile(path, orig, 0o750))
+	require.NoError(t, os.Chmod(path, 0o750))
+
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "chained", actions[1].Result)
+	data, _ := os.ReadFile(path)
+	assert.True(t, strings.HasPrefix(string(data), "#!/usr/bin/env bash\n"+beginMarker))
+	assert.True(t, strings.HasSuffix(string(data), string(orig[len("#!/usr/bin/env bash\n"):])))
+
+	// both run: a git-norma stub on PATH logs its call, then the team's line runs
+	bin := t.TempDir()
+	log := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\necho \"norma: $*\" >> \"$LOG\"\n"), 0o755))
+	cmd := exec.Command(path, "arg1")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log, GuardVar+"=")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	got, _ := os.ReadFile(log)
+	assert.Equal(t, "norma: hook post-commit arg1\nteam hook: arg1\n", string(got))
+
+	// the guard skips git-norma, the team's hook still runs
+	require.NoError(t, os.Remove(log))
+	cmd = exec.Command(path, "arg1")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log, GuardEnv)
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	got, _ = os.ReadFile(log)
+	assert.Equal(t, "team hook: arg1\n", string(got))
+
+	_, err = Uninstall(dir)
+	require.NoError(t, err)
+	after, _ := os.ReadFile(path)
+	assert.Equal(t, orig, after)
+	st, _ := os.Stat(path)
+	assert.Equal(t, os.FileMode(0o750), st.Mode().Perm())
+	for _, n := range []string{"pre-commit", "pre-merge-commit", "pre-push"} {
+		assert.NoFileExists(t, filepath.Join(dir, n), "a file that only held our block is removed")
+	}
+}
+
+// pre-push data on stdin reaches both git-norma and the chained hook.
+func TestPrePushStdinReachesBoth(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pre-push")
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\nwhile read a b c d; do echo \"team saw $c\" >> \"$LOG\"; done\n"), 0o755))
+	_, err := Install(dir, false)
+	require.NoError(t, err)
+	bin := t.TempDir()
+	log := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\nwhile read a b c d; do echo \"norma saw $c\" >> \"$LOG\"; done\n"), 0o755))
+	cmd := exec.Command(path, "origin", "url")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log, GuardVar+"=")
+	cmd.Stdin = strings.NewReader("refs/heads/main 1111 refs/heads/main 0000\n")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	got, _ := os.ReadFile(log)
+	assert.Equal(t, "norma saw refs/heads/main\nteam saw refs/heads/main\n", string(got))
+
+	// a failing git-norma stops the push (a gating hook), and so does a missing one
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	cmd = exec.Command(path, "origin", "url")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log, GuardVar+"=")
+	cmd.Stdin = strings.NewReader("")
+	assert.Error(t, cmd.Run())
+	cmd = exec.Command(path, "origin", "url")
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir()+":/usr/bin:/bin", "LOG="+log, GuardVar+"=")
+	cmd.Stdin = strings.NewReader("")
+	out, err = cmd.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(out), "git-norma: the pre-push hook needs git-norma, which is not on PATH")
+}
+
+// A hook that is not a shell script is left alone unless --force, which moves it aside and
+// chains it; uninstall puts it back.
+func TestNonShellHookSkippedOrForced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "post-commit")
+	orig := []byte("#!/usr/bin/env python3\nprint('hi')\n")
+	require.NoError(t, os.WriteFile(path, orig, 0o755))
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "skipped", actions[1].Result)
+	assert.Contains(t, actions[1].Detail, "--manual")
+	data, _ := os.ReadFile(path)
+	assert.Equal(t, orig, data)
+
+	actions, err = Install(dir, true)
+	require.NoError(t, err)
+	assert.Equal(t, "chained", actions[1].Result)
+	aside, _ := os.ReadFile(path + chainedSuffix)
+	assert.Equal(t, orig, aside)
+	shim, _ := os.ReadFile(path)
+	assert.Contains(t, string(shim), `exec "$(dirname "$0")/post-commit.norma-chained" "$@"`)
+
+	_, err = Uninstall(dir)
+	require.NoError(t, err)
+	data, _ = os.ReadFile(path)
+	assert.Equal(t, orig, data)
+	assert.NoFileExists(t, path+chainedSuffix)
+}
+
+// An older version of our block is replaced in place; the rest of the file is untouched.
+func TestUpgradeOlderBlock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "post-commit")
+	old := "#!/bin/sh\n" + beginMarker + " v0 (old)\ngit-norma hook post-commit\n" + endMarker + "\necho mine\n"
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o700))
+	assert.Equal(t, "outdated", Status(dir)["post-commit"])
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "upgraded", actions[1].Result)
+	data, _ := os.ReadFile(path)
+	assert.Equal(t, "#!/bin/sh\n"+Block("post-commit")+"echo mine\n", string(data))
+	st, _ := os.Stat(path)
+	assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
+}
+
+// Real git runs the installed hooks from `git rev-parse --git-path hooks`, also with
+// core.hooksPath pointing elsewhere.
+func TestRealGitRunsTheBlock(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	custom := filepath.Join(repo.Dir, ".githooks")
+	repo.Must("config", "core.hooksPath", custom)
+	dir, err := repo.Git.Output(context.Background(), "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	require.NoError(t, err)
+	require.Equal(t, custom, dir)
+	_, err = Install(dir, false)
+	require.NoError(t, err)
+	bin := t.TempDir()
+	log := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\necho \"$*\" >> "+log+"\n"), 0o755))
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	repo.WriteFile("a.txt", "a")
+	repo.Commit("a commit")
+	got, _ := os.ReadFile(log)
+	assert.Equal(t, "hook pre-commit\nhook post-commit\n", string(got))
+}
+
+func TestParsePrePush(t *testing.T) {
+	got, err := ParsePrePush(strings.NewReader("refs/heads/a 1234 refs/heads/a 0000000000\n\n(delete) 0000 refs/heads/b 5678\n"))
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.False(t, got[0].Deletes())
+	assert.True(t, got[1].Deletes())
+	_, err = ParsePrePush(strings.NewReader("too few fields\n"))
+	assert.Error(t, err)
+}
+
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		st, _ := os.Stat(filepath.Join(dir, e.Name()))
+		out[e.Name()] = st.Mode().String() + "\n" + string(bytes.TrimSpace(data))
+	}
+	return out
+}
