@@ -35,6 +35,9 @@ type Config struct {
 	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
 	// active_epic_id); the command-line flags override it.
 	Selection Focus `json:"selection"`
+	// Notify is a command (argv) run with a JSON event on stdin when a run ends or needs a
+	// human (stopped, blocked, landing refused).
+	Notify []string `json:"notify"`
 	// Notes configures sharing the journal: with push, the pre-push hook pushes
 	// refs/notes/norma along with the branches.
 	Notes NotesConfig `json:"notes"`
@@ -61,6 +64,12 @@ type AgentConfig struct {
 	Timeout Duration `json:"timeout,omitempty"`
 	// Model selects the model of a CLI agent.
 	Model string `json:"model,omitempty"`
+	// Path is the CLI agent's binary (a name on PATH or a path); empty means the type's name.
+	Path string `json:"path,omitempty"`
+	// ExtraArgs are added to the CLI agent's argv (checked against the role's permissions).
+	ExtraArgs []string `json:"extra_args,omitempty"`
+	// AllowUnsandboxed permits flags that switch off the CLI's own permission checks.
+	AllowUnsandboxed bool `json:"allow_unsandboxed,omitempty"`
 }
 
 // Budgets bound a run; 0 means no limit.
