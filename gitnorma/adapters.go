@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -104,7 +105,22 @@ func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
 }
 
 func (w workspace) Changes(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	if err := w.intact(); err != nil {
+		return nil, err
+	}
 	return w.ws.Changes(ctx, worktree.State(snap))
+}
+
+// intact turns a workspace an agent deleted (or whose .git file it removed) into a protocol
+// error recorded against the step, instead of a git failure of the orchestrator.
+func (w workspace) intact() error {
+	for _, p := range []string{w.ws.Dir(), filepath.Join(w.ws.Dir(), ".git")} {
+		if _, err := os.Stat(p); err != nil {
+			return &loop.ProtocolError{Kind: loop.ErrKindWorkspace,
+				Msg: fmt.Sprintf("the agent deleted %s; the task branch keeps everything committed before this step", p)}
+		}
+	}
+	return nil
 }
 
 func (w workspace) Discard(ctx context.Context, snap loop.Snapshot) error {
@@ -116,6 +132,9 @@ func (w workspace) Rollback(ctx context.Context, to string) (string, error) {
 }
 
 func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.CommitRequest) (loop.CommitResult, error) {
+	if err := w.intact(); err != nil {
+		return loop.CommitResult{}, err
+	}
 	res, err := w.ws.Commit(ctx, worktree.State(snap), worktree.StepCommit{
 		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.apply(req.Summary),
 	})

@@ -47,7 +47,9 @@ func (e *engine) input(s *stepRun) Input {
 // ends here. It never trusts an agent's verdict: Check's is recomputed from the evidence.
 func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Result {
 	if agentErr != nil {
+		usage := s.out.Usage // what a failed CLI run still cost
 		s.out = errorOutput(agentErr)
+		s.out.Usage = usage
 		if errors.Is(agentErr, context.Canceled) || ctx.Err() != nil {
 			return &Result{Status: RunStopped, StopReason: StopInterrupted, Message: "interrupted during " + string(s.role), Err: ctx.Err()}
 		}

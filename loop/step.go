@@ -145,6 +145,9 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		return nil, nil
 	}
 	changed, err := ws.Changes(ctx, s.snap)
+	if IsProtocolError(err) {
+		return err, nil
+	}
 	if err != nil || len(changed) == 0 {
 		return nil, err
 	}

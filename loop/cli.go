@@ -1,0 +1,247 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// CLIOptions configure one role's agent CLI.
+type CLIOptions struct {
+	Kind      string // "claude" | "codex" | "gemini" | "opencode"
+	Path      string // binary (name on PATH or path); "" = Kind
+	Model     string
+	ExtraArgs []string
+	// AllowUnsandboxed permits flags that drop the CLI's own permission checks (claude
+	// bypassPermissions / --dangerously-skip-permissions, codex
+	// --dangerously-bypass-approvals-and-sandbox / -s danger-full-access, gemini yolo for
+	// read-only roles, opencode --auto ...), and write-enabling flags for plan and check.
+	AllowUnsandboxed bool
+	// Env is added to the environment the CLI inherits (after git's repository variables are
+	// removed from it).
+	Env []string
+}
+
+// CLIKinds lists the supported kinds.
+var CLIKinds = []string{"claude", "codex", "gemini", "opencode"}
+
+// cliBackend is what differs between the four CLIs: argv, permission vetting, environment
+// and the output envelope (agents/CONTRACT.md).
+type cliBackend interface {
+	// flags is the CLI's option table, from its captured --help.
+	flags() flagTable
+	// vet judges one extra option for role.
+	vet(role Role, a cliArg) argRule
+	// vetEnv judges one extra environment entry for role.
+	vetEnv(role Role, name, value string) argRule
+	// argv is everything after the binary: git-norma's flags around the extra ones.
+	argv(role Role, inv cliInvocation) []string
+	// env is what the backend adds to the inherited environment.
+	env(role Role) []string
+	// parse reads one run's envelope into the answer, or the CLI's failure.
+	parse(e cliEnvelope) (cliAnswer, error)
+}
+
+// cliInvocation is one run of a CLI.
+type cliInvocation struct {
+	model   string
+	workDir string
+	// schema is the output schema, compact; schemaFile and lastMessage are files in the
+	// step directory (codex).
+	schema      string
+	schemaFile  string
+	lastMessage string
+	extra       []string
+	// replaced lists the slots of git-norma's defaults that extra options took over.
+	replaced map[string]bool
+}
+
+// cliAnswer is what a run produced: the answer text, or (claude) the object the CLI
+// validated, plus the usage the envelope reported.
+type cliAnswer struct {
+	text       string
+	structured []byte
+	usage      Usage
+	warnings   []string
+}
+
+var backends = map[string]func() cliBackend{
+	"claude":   func() cliBackend { return claudeBackend{} },
+	"codex":    func() cliBackend { return codexBackend{} },
+	"gemini":   func() cliBackend { return geminiBackend{} },
+	"opencode": func() cliBackend { return opencodeBackend{} },
+}
+
+// cliAgent runs one role through an agent CLI.
+type cliAgent struct {
+	role     Role
+	o        CLIOptions
+	b        cliBackend
+	extra    []string
+	dirs     []string
+	replaced map[string]bool
+	schema   []byte
+}
+
+// NewCLIAgent validates the options for the role and returns the Agent. It refuses a
+// CLI/flag combination that grants the role more than the spec allows: plan and check are
+// read-only, do and act may write only in the workspace.
+func NewCLIAgent(role Role, o CLIOptions) (Agent, error) {
+	if !slices.Contains(Roles, role) {
+		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, Roles)
+	}
+	mk, ok := backends[o.Kind]
+	if !ok {
+		return nil, fmt.Errorf("unknown agent CLI %q for the %s role: use one of %s, or type exec with a cmd", o.Kind, role, strings.Join(CLIKinds, ", "))
+	}
+	a := &cliAgent{role: role, o: o, b: mk(), replaced: map[string]bool{}}
+	if a.o.Path == "" {
+		a.o.Path = o.Kind
+	}
+	if err := a.vetArgs(); err != nil {
+		return nil, err
+	}
+	if err := a.vetEnv(); err != nil {
+		return nil, err
+	}
+	if err := a.vetRoot(); err != nil {
+		return nil, err
+	}
+	schema, err := Schema(role, "output")
+	if err != nil {
+		return nil, err
+	}
+	a.schema = schema
+	return a, nil
+}
+
+func (a *cliAgent) vetArgs() error {
+	args, err := parseExtraArgs(a.o.Kind, a.b.flags(), a.o.ExtraArgs)
+	if err != nil {
+		return err
+	}
+	for _, arg := range args {
+		r := a.b.vet(a.role, arg)
+		if err := vetRule(a.o.Kind, a.role, arg, r, a.o.AllowUnsandboxed); err != nil {
+			return err
+		}
+		if r.slot != "" {
+			a.replaced[r.slot] = true
+		}
+		a.dirs = append(a.dirs, r.dirs...)
+		a.extra = append(a.extra, arg.raw...)
+	}
+	return nil
+}
+
+func (a *cliAgent) vetEnv() error {
+	for _, kv := range a.o.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("%s: env entry %q is not NAME=value", a.o.Kind, kv)
+		}
+		if len(git.StripRepoVars([]string{kv})) == 0 {
+			return fmt.Errorf("%s: env %s would point the agent's git at another repository; git-norma runs every agent in the run's workspace, remove it", a.o.Kind, name)
+		}
+		r := a.b.vetEnv(a.role, name, value)
+		arg := cliArg{flag: &flagSpec{name: name}, raw: []string{"env " + name}}
+		if err := vetRule(a.o.Kind, a.role, arg, r, a.o.AllowUnsandboxed); err != nil {
+			return err
+		}
+		if r.slot != "" {
+			a.replaced[r.slot] = true
+		}
+	}
+	return nil
+}
+
+// geteuid is os.Geteuid, replaceable in tests.
+var geteuid = os.Geteuid
+
+// vetRoot refuses, before any run, what claude would refuse at every run: a permission
+// bypass as root without IS_SANDBOX=1.
+func (a *cliAgent) vetRoot() error {
+	if a.o.Kind != "claude" || !a.replaced[slotBypass] || geteuid() != 0 {
+		return nil
+	}
+	if envValue(append(os.Environ(), a.o.Env...), "IS_SANDBOX") == "1" {
+		return nil
+	}
+	return fmt.Errorf("claude: --dangerously-skip-permissions / --permission-mode bypassPermissions cannot run as root: claude exits 1 with \"cannot be used with root/sudo privileges\" unless IS_SANDBOX=1 is in its environment; if this host is a sandbox, add \"IS_SANDBOX=1\" to the %s agent's env, otherwise run git-norma as a normal user", a.role)
+}
+
+// envValue is the last value of name in env ("" when unset).
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
+			v = val
+		}
+	}
+	return v
+}
+
+// environ is the CLI's environment: ours without git's repository variables, the
+// backend's settings, then the configured entries (the last value of a name wins).
+func (a *cliAgent) environ() []string {
+	env := append(git.StripRepoVars(os.Environ()), a.b.env(a.role)...)
+	return append(env, a.o.Env...)
+}
+
+// String describes the agent for logs.
+func (a *cliAgent) String() string {
+	s := a.o.Kind
+	if a.o.Model != "" {
+		s += " " + a.o.Model
+	}
+	return s
+}
+
+// Run implements Agent: one run of the CLI and, if its answer is not a valid output, one
+// repair run that quotes the validation error.
+func (a *cliAgent) Run(ctx context.Context, req Request) (Output, error) {
+	if err := dirsInside(a.o.Kind, req.WorkDir, a.dirs); err != nil {
+		return Output{}, err
+	}
+	data, err := a.promptData(req)
+	if err != nil {
+		return Output{}, err
+	}
+	prompt, err := renderPrompt(data)
+	if err != nil {
+		return Output{}, err
+	}
+	var deadline time.Time
+	if req.Timeout > 0 {
+		deadline = time.Now().Add(req.Timeout)
+	}
+	usage := &Usage{Agent: a.o.Kind, Model: a.o.Model, Attempts: 1}
+	out, rejected, err := a.attempt(ctx, req, "prompt.txt", prompt, deadline, usage)
+	if err == nil || !repairable(err) || ctx.Err() != nil {
+		return withUsage(out, usage), err
+	}
+	if !deadline.IsZero() && time.Until(deadline) <= 0 {
+		return withUsage(out, usage), err
+	}
+	fmt.Fprintf(req.Stderr, "git-norma: the %s answer was rejected (%v); asking once more for the JSON answer only\n", a.o.Kind, err)
+	usage.Attempts = 2
+	prompt, perr := renderRepair(data, err, rejected)
+	if perr != nil {
+		return Output{}, perr
+	}
+	out, _, err = a.attempt(ctx, req, "prompt-repair.txt", prompt, deadline, usage)
+	if err != nil && ctx.Err() == nil {
+		err = afterRepair(err)
+	}
+	return withUsage(out, usage), err
+}
+
+func withUsage(out Output, u *Usage) Output {
+	out.Usage = u
+	return out
+}

@@ -1,0 +1,217 @@
+package loop
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// codexBackend runs `codex exec --json ... --output-schema <file> -o <file> -`, the prompt
+// on stdin, the answer in the last agent message (CONTRACT.md §2).
+type codexBackend struct{}
+
+// Slots of git-norma's codex defaults that extra options can take over.
+const (
+	slotSandbox = "sandbox"
+	slotCd      = "cd"
+)
+
+var codexFlags = parseFlagTable(`
+-c|--config= --enable= --disable= --strict-config -i|--image* -m|--model= --oss --local-provider=
+-p|--profile= -s|--sandbox= --approve-for-me --dangerously-bypass-approvals-and-sandbox
+--dangerously-bypass-hook-trust -C|--cd= --worktree --add-dir= --thread-source=
+--cyber-access-program= --skip-git-repo-check --trust --ephemeral --ignore-user-config
+--ignore-rules --output-schema= --color= --json -o|--output-last-message= -h|--help -V|--version
+`)
+
+func (codexBackend) flags() flagTable { return codexFlags }
+
+var codexReserved = map[string]string{
+	"--model": "set the agent's model option instead", "--json": "git-norma passes --json itself",
+	"--output-last-message": "git-norma passes -o itself", "--output-schema": "the role's output schema",
+	"--ephemeral": "git-norma passes --ephemeral itself", "--worktree": "the run's workspace is the worktree",
+	"--help": "it prints help and exits", "--version": "it prints the version and exits",
+}
+
+func (codexBackend) vet(role Role, a cliArg) argRule {
+	name := a.flag.name
+	if why, ok := codexReserved[name]; ok {
+		return argRule{class: argReserved, why: why}
+	}
+	switch name {
+	case "--sandbox":
+		return codexSandbox(a.values[0])
+	case "--dangerously-bypass-approvals-and-sandbox":
+		return argRule{class: argUnsandboxed, why: "commands run without the sandbox", slot: slotSandbox}
+	case "--dangerously-bypass-hook-trust":
+		return argRule{class: argUnsandboxed, why: "hooks run without trust checks"}
+	case "--trust":
+		return argRule{class: argUnsandboxed, why: "it trusts MCP commands outside the sandbox, persistently"}
+	case "--approve-for-me":
+		return argRule{class: argWrite, why: "it approves through the workspace-write sandbox"}
+	case "--cd":
+		return argRule{slot: slotCd, dirs: a.values}
+	case "--add-dir":
+		return argRule{class: argWrite, why: "it adds a writable directory", dirs: a.values}
+	case "--config":
+		return codexConfig(a.values[0])
+	}
+	return argRule{}
+}
+
+// codexSandbox judges a sandbox mode: read-only is what plan and check get, workspace-write
+// what do and act get, danger-full-access drops the sandbox.
+func codexSandbox(mode string) argRule {
+	switch strings.Trim(mode, `"'`) {
+	case "read-only":
+		return argRule{slot: slotSandbox}
+	case "workspace-write":
+		return argRule{class: argWrite, why: "the workspace-write sandbox", slot: slotSandbox}
+	case "danger-full-access":
+		return argRule{class: argUnsandboxed, why: "commands run without the sandbox", slot: slotSandbox}
+	}
+	return argRule{class: argUnsandboxed, why: "unknown sandbox mode " + mode, slot: slotSandbox}
+}
+
+// codexConfig judges a -c key=value override by its key.
+func codexConfig(kv string) argRule {
+	key, value, _ := strings.Cut(kv, "=")
+	switch key = strings.TrimSpace(key); {
+	case key == "sandbox_mode":
+		return codexSandbox(strings.TrimSpace(value))
+	case key == "model":
+		return argRule{class: argReserved, why: "set the agent's model option instead"}
+	case key == "sandbox_workspace_write.writable_roots":
+		return argRule{class: argReserved, why: "writable roots point outside the workspace; the workspace is already writable for do and act"}
+	case strings.HasPrefix(key, "mcp_servers"):
+		return argRule{class: argWrite, why: "it adds MCP tools git-norma cannot vet"}
+	}
+	return argRule{}
+}
+
+func (codexBackend) vetEnv(Role, string, string) argRule { return argRule{} }
+
+func (codexBackend) argv(role Role, inv cliInvocation) []string {
+	args := append([]string{"exec"}, inv.extra...)
+	args = append(args, "--json")
+	if !inv.replaced[slotCd] {
+		args = append(args, "-C", inv.workDir)
+	}
+	if !inv.replaced[slotSandbox] {
+		mode := "workspace-write"
+		if readOnlyRole(role) {
+			mode = "read-only"
+		}
+		args = append(args, "-s", mode)
+	}
+	if inv.model != "" {
+		args = append(args, "-m", inv.model)
+	}
+	return append(args, "--output-schema", inv.schemaFile, "-o", inv.lastMessage, "--ephemeral", "-")
+}
+
+func (codexBackend) env(Role) []string { return nil }
+
+// codexEvent is one line of `codex exec --json`.
+type codexEvent struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Error   struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Item struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"item"`
+	Usage struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+func (codexBackend) parse(e cliEnvelope) (cliAnswer, error) {
+	var ans cliAnswer
+	var failed, lastErr string
+	completed, events := false, 0
+	skipped, err := e.jsonLines(func(line []byte) {
+		var ev codexEvent
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		events++
+		switch ev.Type {
+		case "item.completed":
+			if ev.Item.Type == "agent_message" {
+				ans.text = ev.Item.Text
+			}
+		case "turn.completed":
+			completed = true
+			ans.usage.InputTokens += ev.Usage.InputTokens
+			ans.usage.OutputTokens += ev.Usage.OutputTokens
+		case "turn.failed":
+			failed = ev.Error.Message
+		case "error":
+			lastErr = ev.Message
+		}
+	})
+	switch {
+	case err != nil:
+		return ans, err
+	case failed != "":
+		return ans, codexFailure(failed)
+	case !completed && events == 0 && strings.Contains(string(e.stderr), "--skip-git-repo-check"):
+		return ans, cliErrorf(ErrKindRefused, "codex", "%s: git-norma runs codex in the run's git worktree; if the workspace is no git repository, add --skip-git-repo-check to extra_args", lastLine(e.stderr))
+	case e.exitCode != 0 && lastErr != "":
+		return ans, codexFailure(lastErr)
+	case e.exitCode != 0:
+		return ans, e.exitError()
+	case !completed:
+		return ans, cliErrorf(ErrKindNoAnswer, "codex", "the turn never completed (no turn.completed event)")
+	}
+	return codexLastMessage(e, ans, skipped)
+}
+
+// codexLastMessage prefers the -o file (the final message as codex wrote it) over the last
+// agent_message event.
+func codexLastMessage(e cliEnvelope, ans cliAnswer, skipped bool) (cliAnswer, error) {
+	st, err := os.Stat(e.lastMessage)
+	switch {
+	case err == nil && st.Size() > MaxOutputBytes:
+		return ans, e.tooLong()
+	case err == nil:
+		data, err := os.ReadFile(e.lastMessage)
+		if err != nil {
+			return ans, err
+		}
+		if len(strings.TrimSpace(string(data))) > 0 {
+			ans.text = string(data)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return ans, err
+	}
+	if strings.TrimSpace(ans.text) == "" {
+		if skipped {
+			return ans, e.tooLong()
+		}
+		return ans, cliErrorf(ErrKindNoAnswer, "codex", "the turn completed without a final agent message")
+	}
+	return ans, nil
+}
+
+var codexMissingEnvRE = regexp.MustCompile("Missing environment variable: `([^`]+)`")
+
+// codexFailure maps the message of turn.failed (or the last error event).
+func codexFailure(msg string) error {
+	if m := codexMissingEnvRE.FindStringSubmatch(msg); m != nil {
+		return cliErrorf(ErrKindAuth, "codex", "%s: set %s in the agent's environment (the model provider's env_key)", msg, m[1])
+	}
+	switch status := httpStatusOf(msg); status {
+	case 401, 403:
+		return cliErrorf(ErrKindAuth, "codex", "%s (HTTP %d): set CODEX_API_KEY in the agent's environment (codex exec does not read OPENAI_API_KEY) or log in with `printenv OPENAI_API_KEY | codex login --with-api-key`", msg, status)
+	case 429:
+		return cliErrorf(ErrKindAgent, "codex", "rate limited (HTTP 429): %s; retry later", msg)
+	}
+	return cliErrorf(ErrKindAgent, "codex", "turn failed: %s", msg)
+}

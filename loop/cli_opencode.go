@@ -1,0 +1,188 @@
+package loop
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// opencodeBackend runs `opencode run --format json --dir <workspace>`, the prompt on stdin,
+// the answer in the text of the last assistant message (CONTRACT.md §4). Permissions come
+// from OPENCODE_PERMISSION: `--agent plan` is not read-only (its bash still runs).
+type opencodeBackend struct{}
+
+// OPENCODE_PERMISSION per role. A denied tool is removed from the tool list; external
+// directories are denied rather than left to "ask", which opencode run auto-rejects by
+// ending the run without an answer.
+const (
+	opencodeReadOnly = `{"edit":"deny","bash":"deny","webfetch":"deny","external_directory":"deny"}`
+	opencodeWrite    = `{"external_directory":"deny"}`
+)
+
+// slotDir is git-norma's --dir, which an extra --dir inside the workspace takes over.
+const slotDir = "dir"
+
+var opencodeFlags = parseFlagTable(`
+-h|--help -v|--version --print-logs --log-level= --pure --command= -c|--continue -s|--session=
+--fork --share -m|--model= --agent= --format= -f|--file* --title= --attach= -p|--password=
+-u|--username= --dir= --port= --variant= --thinking -i|--interactive --auto
+`)
+
+func (opencodeBackend) flags() flagTable { return opencodeFlags }
+
+var opencodeReserved = map[string]string{
+	"--help": "it prints help and exits", "--version": "it prints the version and exits",
+	"--command": "git-norma passes the prompt itself", "--continue": "every step is a fresh session",
+	"--session": "every step is a fresh session", "--fork": "every step is a fresh session",
+	"--model": "set the agent's model option instead", "--format": "the envelope must be json",
+	"--interactive": "the run is headless",
+}
+
+func (opencodeBackend) vet(role Role, a cliArg) argRule {
+	name := a.flag.name
+	if why, ok := opencodeReserved[name]; ok {
+		return argRule{class: argReserved, why: why}
+	}
+	switch name {
+	case "--auto":
+		return argRule{class: argUnsandboxed, why: "it approves every permission request that is not explicitly denied"}
+	case "--attach":
+		return argRule{class: argUnsandboxed, why: "the server runs with its own permissions, not git-norma's OPENCODE_PERMISSION"}
+	case "--agent":
+		if a.values[0] != "build" {
+			return argRule{class: argUnsandboxed, why: "an agent's own permission rules override git-norma's OPENCODE_PERMISSION (the plan agent still runs bash)"}
+		}
+	case "--dir":
+		return argRule{slot: slotDir, dirs: a.values}
+	}
+	return argRule{}
+}
+
+// vetEnv refuses environment that would replace git-norma's permission rules.
+func (opencodeBackend) vetEnv(_ Role, name, value string) argRule {
+	switch name {
+	case "OPENCODE_PERMISSION":
+		return argRule{class: argUnsandboxed, why: "it replaces git-norma's permission rules for the role"}
+	case "OPENCODE_CONFIG_CONTENT":
+		var cfg map[string]json.RawMessage
+		if json.Unmarshal([]byte(value), &cfg) != nil {
+			return argRule{class: argReserved, why: "it is not a JSON object"}
+		}
+		for _, key := range []string{"permission", "agent", "mode"} {
+			if _, ok := cfg[key]; ok {
+				return argRule{class: argUnsandboxed, why: "its \"" + key + "\" settings can override git-norma's permission rules"}
+			}
+		}
+	}
+	return argRule{}
+}
+
+func (opencodeBackend) argv(_ Role, inv cliInvocation) []string {
+	args := append([]string{"run"}, inv.extra...)
+	args = append(args, "--format", "json")
+	if !inv.replaced[slotDir] {
+		args = append(args, "--dir", inv.workDir)
+	}
+	if inv.model != "" {
+		args = append(args, "-m", inv.model)
+	}
+	return args
+}
+
+func (opencodeBackend) env(role Role) []string {
+	if readOnlyRole(role) {
+		return []string{"OPENCODE_PERMISSION=" + opencodeReadOnly}
+	}
+	return []string{"OPENCODE_PERMISSION=" + opencodeWrite}
+}
+
+// opencodeEvent is one line of `opencode run --format json`.
+type opencodeEvent struct {
+	Type string `json:"type"`
+	Part struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		MessageID string `json:"messageID"`
+		Reason    string `json:"reason"`
+		Tokens    struct {
+			Input  int64 `json:"input"`
+			Output int64 `json:"output"`
+		} `json:"tokens"`
+		Cost float64 `json:"cost"`
+	} `json:"part"`
+	Error *struct {
+		Name string `json:"name"`
+		Data struct {
+			Message    string `json:"message"`
+			StatusCode int    `json:"statusCode"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+func (opencodeBackend) parse(e cliEnvelope) (cliAnswer, error) {
+	var ans cliAnswer
+	var text strings.Builder
+	var lastID, reason string
+	var failure *opencodeEvent
+	tooLong := false
+	skipped, err := e.jsonLines(func(line []byte) {
+		var ev opencodeEvent
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		switch ev.Type {
+		case "text":
+			if ev.Part.MessageID != lastID {
+				text.Reset()
+				lastID = ev.Part.MessageID
+			}
+			if text.Len()+len(ev.Part.Text) > MaxOutputBytes {
+				tooLong = true
+				return
+			}
+			text.WriteString(ev.Part.Text)
+		case "step_finish":
+			reason = ev.Part.Reason
+			ans.usage.InputTokens += ev.Part.Tokens.Input
+			ans.usage.OutputTokens += ev.Part.Tokens.Output
+			ans.usage.CostUSD += ev.Part.Cost
+		case "error":
+			failure = &ev
+		}
+	})
+	switch {
+	case err != nil:
+		return ans, err
+	case failure != nil && failure.Error != nil:
+		return ans, opencodeFailure(failure)
+	case e.exitCode != 0:
+		return ans, e.exitError()
+	case tooLong || (skipped && text.Len() == 0):
+		return ans, e.tooLong()
+	case reason != "stop" || text.Len() == 0:
+		return ans, opencodeNoAnswer(e, reason)
+	}
+	ans.text = text.String()
+	return ans, nil
+}
+
+// opencodeNoAnswer explains a run that ended without final text: usually a permission
+// request opencode run auto-rejected.
+func opencodeNoAnswer(e cliEnvelope, reason string) error {
+	for _, line := range strings.Split(ansiRE.ReplaceAllString(string(e.stderr), ""), "\n") {
+		if i := strings.Index(line, "permission requested"); i >= 0 {
+			return cliErrorf(ErrKindNoAnswer, "opencode", "the run ended without a final answer: %s (opencode run rejects what its permission rules leave to \"ask\"; the agent tried something outside them)", strings.TrimSpace(line[i:]))
+		}
+	}
+	return cliErrorf(ErrKindNoAnswer, "opencode", "the run ended without a final answer (last step finished with reason %q)", reason)
+}
+
+func opencodeFailure(ev *opencodeEvent) error {
+	name, msg, status := ev.Error.Name, ev.Error.Data.Message, ev.Error.Data.StatusCode
+	switch {
+	case status == 401 || status == 403:
+		return cliErrorf(ErrKindAuth, "opencode", "%s (HTTP %d): set the API key of the model's provider (e.g. ANTHROPIC_API_KEY for anthropic/..., OPENAI_API_KEY for openai/...) in the agent's environment", msg, status)
+	case status == 429:
+		return cliErrorf(ErrKindAgent, "opencode", "rate limited (HTTP 429): %s; retry later", msg)
+	}
+	return cliErrorf(ErrKindAgent, "opencode", "%s: %s", name, msg)
+}

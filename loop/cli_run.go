@@ -1,0 +1,328 @@
+package loop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Files a CLI run leaves in the step directory, next to input.json and output.json.
+const (
+	cliPromptSchemaFile = "output-schema.json"
+	cliLastMessageFile  = "last-message.txt"
+	// stderrTailBytes is how much of a run's stderr is kept to explain a failure.
+	stderrTailBytes = 64 << 10
+)
+
+// attempt is one run of the CLI: prompt file as stdin, envelope, answer, validation. It
+// returns the rejected answer text too, for the repair prompt.
+func (a *cliAgent) attempt(ctx context.Context, req Request, name, prompt string, deadline time.Time, usage *Usage) (Output, string, error) {
+	promptPath := filepath.Join(req.StepDir, name)
+	if err := os.WriteFile(promptPath, []byte(prompt), 0o600); err != nil {
+		return Output{}, "", err
+	}
+	inv, err := a.invocation(req)
+	if err != nil {
+		return Output{}, "", err
+	}
+	var timeout time.Duration
+	if !deadline.IsZero() {
+		timeout = max(time.Until(deadline), time.Millisecond)
+	}
+	env, err := a.exec(ctx, req, inv, promptPath, timeout)
+	if err != nil {
+		return Output{}, "", err
+	}
+	ans, err := a.b.parse(env)
+	addUsage(usage, ans.usage)
+	if err != nil {
+		return Output{}, ans.text, err
+	}
+	out, err := a.decode(ans, req.Input.Task.ID)
+	return out, ans.text, err
+}
+
+// invocation writes the schema file and removes a stale last-message file (codex leaves the
+// old one in place when a run fails).
+func (a *cliAgent) invocation(req Request) (cliInvocation, error) {
+	inv := cliInvocation{
+		model: a.o.Model, workDir: req.WorkDir, extra: a.extra, replaced: a.replaced,
+		schemaFile:  filepath.Join(req.StepDir, cliPromptSchemaFile),
+		lastMessage: filepath.Join(req.StepDir, cliLastMessageFile),
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, a.schema); err != nil {
+		return inv, err
+	}
+	inv.schema = compact.String()
+	if err := os.WriteFile(inv.schemaFile, a.schema, 0o600); err != nil {
+		return inv, err
+	}
+	if err := os.Remove(inv.lastMessage); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return inv, err
+	}
+	return inv, nil
+}
+
+// exec runs the CLI once in its own process group, streaming to the step's logs.
+func (a *cliAgent) exec(ctx context.Context, req Request, inv cliInvocation, promptPath string, timeout time.Duration) (cliEnvelope, error) {
+	stdin, err := os.Open(promptPath)
+	if err != nil {
+		return cliEnvelope{}, err
+	}
+	defer stdin.Close()
+	cmd := exec.Command(a.o.Path, a.b.argv(a.role, inv)...)
+	cmd.Dir = req.WorkDir
+	// A file, not a pipe: the CLI reads the prompt, then EOF (codex and opencode wait
+	// forever on an open, silent stdin).
+	cmd.Stdin = stdin
+	cmd.Stdout = req.Stdout
+	cmd.Env = a.environ()
+	stderr := captureStderr(cmd, req.Stderr)
+	offset, err := logSize(req.StdoutPath)
+	if err != nil {
+		return cliEnvelope{}, err
+	}
+	res, err := runProcess(ctx, cmd, timeout)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return cliEnvelope{}, err
+	case err != nil:
+		return cliEnvelope{}, cliErrorf(ErrKindStart, a.o.Kind, "cannot start %q: %s", a.o.Path, a.startHint(err))
+	case res.TimedOut:
+		return cliEnvelope{}, cliErrorf(ErrKindTimeout, a.o.Kind, "did not finish within %s; its process group was killed", timeout.Round(time.Millisecond))
+	}
+	return cliEnvelope{cli: a.o.Kind, stdoutPath: req.StdoutPath, offset: offset, stderr: stderr.bytes(),
+		exitCode: res.ExitCode, lastMessage: inv.lastMessage}, nil
+}
+
+var installHints = map[string]string{
+	"claude":   "npm install -g @anthropic-ai/claude-code",
+	"codex":    "npm install -g @openai/codex",
+	"gemini":   "npm install -g @google/gemini-cli",
+	"opencode": "npm install -g opencode-ai",
+}
+
+func (a *cliAgent) startHint(err error) string {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return "command not found; install it (" + installHints[a.o.Kind] + ") or set the agent's path"
+	}
+	return startHint(err)
+}
+
+// decode turns the answer into a validated output.
+func (a *cliAgent) decode(ans cliAnswer, taskID string) (Output, error) {
+	data := ans.structured
+	if data == nil {
+		var err error
+		if data, err = extractJSON(a.o.Kind, ans.text); err != nil {
+			return Output{}, err
+		}
+	}
+	var out Output
+	if err := json.Unmarshal(data, &out); err != nil {
+		return Output{}, cliErrorf(ErrKindInvalidJSON, a.o.Kind, "the answer does not fit the output format: %v (starts with %q)", err, snippet(data))
+	}
+	out.Usage = nil
+	var pe *ProtocolError
+	if err := ValidateOutput(a.role, taskID, &out); errors.As(err, &pe) {
+		return Output{}, cliErrorf(pe.Kind, a.o.Kind, "the answer breaks the %s contract: %s", a.role, pe.Msg)
+	}
+	out.Summary.Warnings = append(out.Summary.Warnings, ans.warnings...)
+	return out, nil
+}
+
+func addUsage(u *Usage, v Usage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CostUSD += v.CostUSD
+	if u.Model == "" {
+		u.Model = v.Model
+	}
+}
+
+// extractJSON finds the one JSON object of a final message: the whole text, a fenced block,
+// or the span from the first "{" to the last "}".
+func extractJSON(cli, text string) ([]byte, error) {
+	t := strings.TrimSpace(text)
+	if t == "" {
+		return nil, cliErrorf(ErrKindNoAnswer, cli, "the final message is empty; expected one JSON object")
+	}
+	candidates := append([]string{t}, fencedBlocks(t)...)
+	if i, j := strings.Index(t, "{"), strings.LastIndex(t, "}"); i >= 0 && j > i {
+		candidates = append(candidates, t[i:j+1])
+	}
+	for _, c := range candidates {
+		if c = strings.TrimSpace(c); strings.HasPrefix(c, "{") && json.Valid([]byte(c)) {
+			return []byte(c), nil
+		}
+	}
+	return nil, cliErrorf(ErrKindInvalidJSON, cli, "the final message is not one JSON object (starts with %q)", snippet([]byte(t)))
+}
+
+// fencedBlocks returns the contents of the Markdown code fences in text.
+func fencedBlocks(text string) []string {
+	var out []string
+	parts := strings.Split(text, "```")
+	for i := 1; i < len(parts); i += 2 {
+		body := parts[i]
+		if nl := strings.IndexByte(body, '\n'); nl >= 0 && !strings.HasPrefix(strings.TrimSpace(body), "{") {
+			body = body[nl+1:] // drop the info string ("json")
+		}
+		out = append(out, body)
+	}
+	return out
+}
+
+// cliEnvelope is where one run's output is: stdout in the step log from offset, the tail of
+// stderr, the exit code and (codex) the last-message file.
+type cliEnvelope struct {
+	cli         string
+	stdoutPath  string
+	offset      int64
+	stderr      []byte
+	exitCode    int
+	lastMessage string
+}
+
+// jsonLines calls fn with every stdout line of this run that looks like a JSON object.
+// Lines longer than MaxOutputBytes are skipped (and reported), never held in memory.
+func (e cliEnvelope) jsonLines(fn func(line []byte)) (skipped bool, err error) {
+	f, err := os.Open(e.stdoutPath)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(e.offset, io.SeekStart); err != nil {
+		return false, err
+	}
+	r := bufio.NewReaderSize(f, 64<<10)
+	var line []byte
+	over := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxOutputBytes {
+			over, line = true, line[:0]
+		} else if !over {
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if t := bytes.TrimSpace(line); over {
+			skipped = true
+		} else if len(t) > 0 && t[0] == '{' {
+			fn(t)
+		}
+		line, over = line[:0], false
+		if err == io.EOF {
+			return skipped, nil
+		}
+		if err != nil {
+			return skipped, err
+		}
+	}
+}
+
+// tooLong is the error of a run whose answer may have been on a skipped, too long line.
+func (e cliEnvelope) tooLong() error {
+	return cliErrorf(ErrKindTooLarge, e.cli, "a stdout line is longer than %d MiB; the answer must be one JSON object", MaxOutputBytes>>20)
+}
+
+// exitError is the failure of a run that exited non-zero without an envelope explaining it.
+func (e cliEnvelope) exitError() error {
+	if line := lastLine(e.stderr); line != "" {
+		return cliErrorf(ErrKindExit, e.cli, "exited with status %d: %s (see logs/stderr.txt)", e.exitCode, line)
+	}
+	return cliErrorf(ErrKindExit, e.cli, "exited with status %d (see logs/stderr.txt)", e.exitCode)
+}
+
+var ansiRE = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+
+// lastLine is the last meaningful line of out (not a stack frame), without terminal
+// colours, shortened.
+func lastLine(out []byte) string {
+	lines := strings.Split(ansiRE.ReplaceAllString(string(out), ""), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "at ") {
+			return oneLine(l, 200)
+		}
+	}
+	return ""
+}
+
+// stderrCapture keeps the tail of a run's stderr: re-read from the log file when it is one,
+// else teed through a bounded buffer.
+type stderrCapture struct {
+	path   string
+	offset int64
+	tail   *tailBuffer
+}
+
+func captureStderr(cmd *exec.Cmd, w io.Writer) *stderrCapture {
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			cmd.Stderr = f
+			return &stderrCapture{path: f.Name(), offset: st.Size()}
+		}
+	}
+	t := &tailBuffer{}
+	cmd.Stderr = io.MultiWriter(w, t)
+	// A pipe: do not wait on a stray child that still holds it once the CLI exited.
+	cmd.WaitDelay = time.Second
+	return &stderrCapture{tail: t}
+}
+
+func (c *stderrCapture) bytes() []byte {
+	if c.tail != nil {
+		return c.tail.buf
+	}
+	f, err := os.Open(c.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	from := max(c.offset, st.Size()-stderrTailBytes)
+	buf := make([]byte, st.Size()-from)
+	n, _ := f.ReadAt(buf, from)
+	return buf[:n]
+}
+
+// tailBuffer keeps the last stderrTailBytes written to it.
+type tailBuffer struct{ buf []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if extra := len(t.buf) - stderrTailBytes; extra > 0 {
+		t.buf = append(t.buf[:0], t.buf[extra:]...)
+	}
+	return len(p), nil
+}
+
+// httpStatusRE finds an HTTP status in an error message: "unexpected status 401",
+// "\"code\":401", "HTTP 503".
+var httpStatusRE = regexp.MustCompile(`(?i)(?:status|code|http)\W{0,3}([1-5][0-9][0-9])\b`)
+
+// httpStatusOf is the HTTP status msg mentions, or 0.
+func httpStatusOf(msg string) int {
+	m := httpStatusRE.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
