@@ -29,7 +29,8 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	events := []store.Event{{
 		TS: rec.EndedAt, Type: "step_committed",
 		Message: fmt.Sprintf("%s %s: %s", loop.StepDirName(rec.Index, rec.Role), rec.Output.Status, rec.Summary),
-		Data:    map[string]any{"status": rec.Output.Status, "stop_reason": rec.Output.StopReason, "commit": rec.Commit, "head": rec.Head},
+		Data: map[string]any{"status": rec.Output.Status, "stop_reason": rec.Output.StopReason, "commit": rec.Commit,
+			"head": rec.Head, "usage": rec.Output.Usage},
 	}}
 	for _, e := range rec.Events {
 		events = append(events, store.Event{TS: rec.EndedAt, Type: e.Type, Message: e.Message, Data: e.Data})

@@ -30,6 +30,18 @@ type InitResult struct {
 	// Tracker is the backlog in use (beads or jsonl); Hint suggests Beads when bd is installed.
 	Tracker string `json:"tracker"`
 	Hint    string `json:"hint,omitempty"`
+	// Chose says which agent a new config got from what is installed.
+	Chose string `json:"chose,omitempty"`
+}
+
+// firstInstalledCLI is the first agent CLI on PATH, in the order of preference.
+func firstInstalledCLI() (kind, path string) {
+	for _, k := range []string{AgentClaude, AgentCodex, AgentGemini, AgentOpencode} {
+		if p, err := exec.LookPath(k); err == nil {
+			return k, p
+		}
+	}
+	return "", ""
 }
 
 // InitOptions are the choices of `git norma init`.
@@ -64,9 +76,17 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if err := res.writeOnce(repo, repo.Path(".gitignore"), []byte(gitignoreContent)); err != nil {
 		return res, err
 	}
-	defaults, _ := json.MarshalIndent(DefaultConfig(), "", "  ")
+	initial := DefaultConfig()
+	if kind, path := firstInstalledCLI(); kind != "" {
+		initial.Agents.Do = AgentConfig{Type: kind, Timeout: initial.Agents.Do.Timeout}
+		res.Chose = fmt.Sprintf("the Do agent is %s (found %s); plan, check and act are built in", kind, path)
+	}
+	defaults, _ := json.MarshalIndent(initial, "", "  ")
 	if err := res.writeOnce(repo, repo.Path("config.json"), append(defaults, '\n')); err != nil {
 		return res, err
+	}
+	if len(res.Kept) > 0 && res.Kept[len(res.Kept)-1] == filepath.Join(".norma", "config.json") {
+		res.Chose = "" // the user's config stands
 	}
 	cfg, err := LoadConfig(repo.Path("config.json"))
 	if err != nil {

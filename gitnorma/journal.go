@@ -33,6 +33,8 @@ type JournalEntry struct {
 	Stderr     string    `json:"stderr,omitempty"`
 	Commit     string    `json:"commit,omitempty"`
 	Source     string    `json:"source"`
+	// Usage is the model, tokens and cost the step's agent CLI reported.
+	Usage *loop.Usage `json:"usage,omitempty"`
 }
 
 // Journal returns the journal of a run (r-...) or of every run of a task, oldest first. Runs
@@ -96,7 +98,7 @@ func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]J
 			Iteration: s.Iteration, Status: s.Status, Summary: s.Summary, Source: "store"}
 		if out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir))); err == nil {
 			e.Status, e.StopReason, e.Title, e.Details = out.Status, out.StopReason, out.Progress.Title, out.Progress.Details
-			e.Stdout, e.Stderr = out.Logs.StdoutPath, out.Logs.StderrPath
+			e.Stdout, e.Stderr, e.Usage = out.Logs.StdoutPath, out.Logs.StderrPath, out.Usage
 		}
 		entries = append(entries, e)
 	}
@@ -152,10 +154,15 @@ func RenderJournal(entries []JournalEntry) string {
 		if stop == "" {
 			stop = loop.StopNone
 		}
+		details := e.Details
+		if e.Usage != nil {
+			details = append(append([]string(nil), details...), fmt.Sprintf("agent: %s %s, %d input / %d output tokens, $%.4f",
+				e.Usage.Agent, e.Usage.Model, e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD))
+		}
 		b.WriteString(loop.ProgressEntry(e.Task, e.Run, loop.StepRecord{
 			Index: e.Step, Role: loop.Role(e.Role), Iteration: e.Iteration, EndedAt: e.TS,
 			Output: loop.Output{Status: status, StopReason: stop, Summary: loop.Summary{Text: e.Summary},
-				Progress: loop.Progress{Title: e.Title, Details: e.Details},
+				Progress: loop.Progress{Title: e.Title, Details: details},
 				Logs:     loop.Logs{StdoutPath: orNone(e.Stdout), StderrPath: orNone(e.Stderr)}},
 		}))
 	}

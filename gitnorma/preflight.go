@@ -110,9 +110,39 @@ func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error
 			return nil, "", err
 		}
 		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
+	case AgentClaude, AgentCodex, AgentGemini, AgentOpencode:
+		return a.cliAgent(role, c)
 	}
-	return nil, "", fatalf(`use "type": "exec" with a "cmd" for now`,
-		"agents.%s.type %q is not supported by this version of git-norma yet", role, c.Type)
+	return nil, "", fatalf("fix agents."+string(role)+".type in .norma/config.json",
+		"agents.%s.type %q cannot play the %s role", role, c.Type, role)
+}
+
+// npmPackages is where each agent CLI comes from, for install hints.
+var npmPackages = map[string]string{
+	AgentClaude: "@anthropic-ai/claude-code", AgentCodex: "@openai/codex",
+	AgentGemini: "@google/gemini-cli", AgentOpencode: "opencode-ai",
+}
+
+// cliAgent builds a CLI agent, refusing a missing binary or a flag combination that would give
+// the role more than it may have.
+func (a *App) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
+	bin := c.Path
+	if bin == "" {
+		bin = c.Type
+	}
+	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
+		bin = filepath.Join(a.Repo.Root, bin)
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, "", fatalf(fmt.Sprintf("install it (npm install -g %s), or set agents.%s.path to where it is", npmPackages[c.Type], role),
+			"the %s agent %s is not installed or not on PATH", role, c.Type)
+	}
+	agent, err := loop.NewCLIAgent(role, loop.CLIOptions{Kind: c.Type, Path: bin, Model: c.Model,
+		ExtraArgs: c.ExtraArgs, AllowUnsandboxed: c.AllowUnsandboxed})
+	if err != nil {
+		return nil, "", fatalf("fix agents."+string(role)+" in .norma/config.json", "agents.%s: %v", role, err)
+	}
+	return agent, fmt.Sprint(agent), nil
 }
 
 // resolveArgv finds an exec agent's program: a path with a slash is relative to the repository

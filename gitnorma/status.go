@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -124,6 +126,8 @@ type StepRow struct {
 	Started    time.Time `json:"started_at"`
 	DurationMS int64     `json:"duration_ms"`
 	Summary    string    `json:"summary"`
+	// Usage is the model, tokens and cost an agent CLI reported for the step.
+	Usage *loop.Usage `json:"usage,omitempty"`
 }
 
 // EventRow is one timeline entry.
@@ -165,6 +169,10 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if err != nil {
 		return d, withCode(ExitFail, err)
 	}
+	usage := stepUsage(events)
+	for i := range d.Steps {
+		d.Steps[i].Usage = usage[d.Steps[i].Index]
+	}
 	for _, e := range events {
 		row := EventRow{Seq: e.Seq, TS: e.TS, Type: e.Type, Message: e.Message}
 		if e.DataJSON != "" {
@@ -178,6 +186,24 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 		}
 	}
 	return d, nil
+}
+
+// stepUsage reads each step's reported usage from its step_committed event.
+func stepUsage(events []store.Event) map[int]*loop.Usage {
+	out := map[int]*loop.Usage{}
+	for _, e := range events {
+		var d struct {
+			Usage *loop.Usage `json:"usage"`
+		}
+		if e.Type != "step_committed" || json.Unmarshal([]byte(e.DataJSON), &d) != nil || d.Usage == nil {
+			continue
+		}
+		var index int
+		if _, err := fmt.Sscanf(e.Message, "%03d-", &index); err == nil {
+			out[index] = d.Usage
+		}
+	}
+	return out
 }
 
 // TaskRuns lists the runs of one task, newest first.

@@ -46,6 +46,7 @@ type CLI struct {
 	Notes   notesCmd   `cmd:"" help:"Share the journal notes with a remote."`
 	Hooks   hooksCmd   `cmd:"" help:"Install or remove the git hooks that trigger checks and guard merges and pushes."`
 	Hook    hookCmd    `cmd:"" hidden:"" help:"Run a hook handler (called by the installed hooks)."`
+	Schema  schemaCmd  `cmd:"" help:"Print the JSON Schema of a role's input or output, for agent authors."`
 	Doctor  doctorCmd  `cmd:"" help:"Check git, the backlog, the agents, the database, locks and worktrees; each problem with its fix."`
 	Version versionCmd `cmd:"" help:"Print the git-norma version."`
 }

@@ -35,6 +35,9 @@ func (c *initCmd) Run(env *Env) error {
 		verb = "Reinitialized"
 	}
 	fmt.Fprintf(env.IO.Out, "%s git-norma in %s/.norma (tasks: %s)\n", verb, res.Root, res.Tracker)
+	if res.Chose != "" {
+		fmt.Fprintln(env.IO.Err, res.Chose)
+	}
 	if res.Hint != "" {
 		fmt.Fprintln(env.IO.Err, "hint: "+res.Hint)
 	}

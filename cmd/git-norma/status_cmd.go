@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type statusCmd struct {
@@ -83,6 +84,24 @@ func printRuns(out io.Writer, runs []gitnorma.RunRow) {
 	w.Flush()
 }
 
+// usageText is "claude sonnet 1.2k/300 tok $0.0123", or "-".
+func usageText(u *loop.Usage) string {
+	if u == nil {
+		return "-"
+	}
+	s := u.Agent
+	if u.Model != "" {
+		s += " " + u.Model
+	}
+	if u.InputTokens+u.OutputTokens > 0 {
+		s += fmt.Sprintf(" %d/%d tok", u.InputTokens, u.OutputTokens)
+	}
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(" $%.4f", u.CostUSD)
+	}
+	return s
+}
+
 func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 	r := d.Run
 	fmt.Fprintf(out, "run %s  task %s  %s  verdict %s  iteration %d  %s\n", r.ID, r.Task, r.Status, orDash(r.Verdict), r.Iteration, durationText(r.DurationMS))
@@ -92,9 +111,9 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 	}
 	fmt.Fprintln(out)
 	w := table(out)
-	fmt.Fprintln(w, "STEP\tROLE\tITER\tSTATUS\tDURATION\tSUMMARY")
+	fmt.Fprintln(w, "STEP\tROLE\tITER\tSTATUS\tDURATION\tAGENT\tSUMMARY")
 	for _, s := range d.Steps {
-		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), s.Summary)
+		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), usageText(s.Usage), s.Summary)
 	}
 	w.Flush()
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
