@@ -3,7 +3,9 @@ package loop
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -29,6 +31,12 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 		return processResult{ExitCode: -1}, err
 	}
 	pgid := cmd.Process.Pid
+	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
+		// Leave a trace of the group while it runs: if git-norma itself is killed, the next
+		// run finds it and stops the orphans.
+		_ = os.WriteFile(path, []byte(strconv.Itoa(pgid)+"\n"), 0o600)
+		defer os.Remove(path)
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -55,6 +63,17 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+type pgidFileKey struct{}
+
+// PGIDFile is the name, in a step directory, of the file holding the process group of the
+// agent or check command running for that step.
+const PGIDFile = ".running.pgid"
+
+// withPGIDFile makes runProcess record each process group it starts in path while it runs.
+func withPGIDFile(ctx context.Context, path string) context.Context {
+	return context.WithValue(ctx, pgidFileKey{}, path)
 }
 
 // stopGroup asks the group to stop, then forces it, and returns the leader's Wait error.

@@ -37,7 +37,7 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if err := s.open(); err != nil {
 		return Output{}, nil, err
 	}
-	agentErr, err := e.execute(ctx, s)
+	agentErr, err := e.execute(withPGIDFile(ctx, filepath.Join(s.dir, PGIDFile)), s)
 	s.stdout.Close()
 	s.stderr.Close()
 	if err != nil {
