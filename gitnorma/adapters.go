@@ -96,20 +96,22 @@ func runVerdict(v string) string {
 type workspace struct {
 	ws     *worktree.Workspace
 	redact redactor
+	// root and runDir locate the places no agent may write (see guarded).
+	root, runDir string
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }
 
 func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
 	s, err := w.ws.State(ctx)
-	return loop.Snapshot(s), err
+	return loop.Snapshot{Head: s.Head, Status: s.Status, Outside: w.fingerprint()}, err
 }
 
 func (w workspace) Changes(ctx context.Context, snap loop.Snapshot) ([]string, error) {
 	if err := w.intact(); err != nil {
 		return nil, err
 	}
-	return w.ws.Changes(ctx, worktree.State(snap))
+	return w.ws.Changes(ctx, worktree.State{Head: snap.Head, Status: snap.Status})
 }
 
 // intact turns a workspace an agent deleted (or whose .git file it removed) into a protocol
@@ -125,7 +127,7 @@ func (w workspace) intact() error {
 }
 
 func (w workspace) Discard(ctx context.Context, snap loop.Snapshot) error {
-	return w.ws.Discard(ctx, worktree.State(snap))
+	return w.ws.Discard(ctx, worktree.State{Head: snap.Head, Status: snap.Status})
 }
 
 func (w workspace) Rollback(ctx context.Context, to string) (string, error) {
@@ -136,7 +138,7 @@ func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.Comm
 	if err := w.intact(); err != nil {
 		return loop.CommitResult{}, err
 	}
-	res, err := w.ws.Commit(ctx, worktree.State(snap), worktree.StepCommit{
+	res, err := w.ws.Commit(ctx, worktree.State{Head: snap.Head, Status: snap.Status}, worktree.StepCommit{
 		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.apply(req.Summary),
 	})
 	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) {

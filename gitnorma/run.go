@@ -79,6 +79,7 @@ type run struct {
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	rep, err := a.runOnce(ctx, o)
+	a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
 	if err != nil || rep.continueWith == "" {
 		return rep, err
 	}
@@ -228,7 +229,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws, redact: r.app.redact},
+		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir},
 		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
 			journal: notes.Journal{Git: r.app.Repo.Git}, mirror: r.mirror, redact: r.app.redact},
 		Live: live, Now: r.app.Now, StartedAt: r.started,

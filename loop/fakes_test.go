@@ -29,6 +29,7 @@ type fakeWorkspace struct {
 	commitErr  error
 	snapErr    error
 	rollbacks  []string
+	outside   []string
 }
 
 func newFakeWorkspace(t *testing.T) *fakeWorkspace {
@@ -109,6 +110,12 @@ func (w *fakeWorkspace) Rollback(_ context.Context, to string) (string, error) {
 	defer w.mu.Unlock()
 	w.rollbacks = append(w.rollbacks, to)
 	return "refs/norma/attempts/test/1", nil
+}
+
+func (w *fakeWorkspace) OutsideChanges(context.Context, Snapshot) ([]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.outside, nil
 }
 
 func (w *fakeWorkspace) discardCount() int {

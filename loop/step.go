@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -127,6 +128,11 @@ func runErr(ctx context.Context, err error) (error, error) {
 // commit, read-only roles must have left the workspace as they found it.
 func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	ws := e.o.Workspace
+	if outside, err := ws.OutsideChanges(ctx, s.snap); err != nil {
+		return nil, err
+	} else if len(outside) > 0 {
+		return protocolErrorf(ErrKindWorkspace, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
+	}
 	if s.role == RoleDo {
 		e.preDo = s.snap.Head
 	}

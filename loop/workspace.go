@@ -22,12 +22,17 @@ type Workspace interface {
 	// Rollback moves the task branch back to commit to, keeping what it drops reachable under
 	// a ref it returns ("" when there was nothing to drop).
 	Rollback(ctx context.Context, to string) (string, error)
+	// OutsideChanges lists what changed since the snapshot in the places no agent may write.
+	OutsideChanges(ctx context.Context, snap Snapshot) ([]string, error)
 }
 
 // Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.
 type Snapshot struct {
 	Head   string
 	Status string
+	// Outside fingerprints the places no agent may write (the backlog, the config, the run
+	// dir outside the workspace, artifacts and steps).
+	Outside string
 }
 
 // CommitRequest describes the step whose changes are being committed.
