@@ -1,0 +1,135 @@
+package gitnorma
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-norma/git-norma/loop"
+)
+
+// Notify events (the "event" field).
+const (
+	EventRunEnded   = "run_ended"
+	EventNeedsHuman = "needs_human"
+)
+
+// notifyTimeout bounds the notify command; it is killed (with its process group) after it.
+var notifyTimeout = 10 * time.Second
+
+// NotifyEvent is what the configured notify command reads on stdin, one JSON object per run.
+type NotifyEvent struct {
+	// Event is needs_human when the run ended waiting for a person (a budget or stop rule
+	// stopped it, the three-strike rule blocked the task, or landing was refused), else
+	// run_ended.
+	Event        string `json:"event"`
+	RunID        string `json:"run_id"`
+	TaskID       string `json:"task_id"`
+	Title        string `json:"title"`
+	Status       string `json:"status"`
+	Verdict      string `json:"verdict"`
+	StopReason   string `json:"stop_reason"`
+	ExitCode     int    `json:"exit_code"`
+	Message      string `json:"message"`
+	LandedCommit string `json:"landed_commit"`
+}
+
+// notifyRunEnd runs the configured notify command (if any) for a run that ended. A failure
+// is only warned about on warn: notification never changes how a run ended.
+func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, warn io.Writer) {
+	if len(a.Config.Notify) == 0 || rep.RunID == "" {
+		return
+	}
+	ev := a.notifyEvent(context.WithoutCancel(ctx), rep, runErr)
+	if err := a.runNotify(context.WithoutCancel(ctx), ev); err != nil && warn != nil {
+		fmt.Fprintf(warn, "warning: notify command failed for run %s: %v\n", rep.RunID, err)
+	}
+}
+
+// notifyEvent builds the event of a run report (and the error that ended it, if any).
+func (a *App) notifyEvent(ctx context.Context, rep RunReport, runErr error) NotifyEvent {
+	ev := NotifyEvent{Event: EventRunEnded, RunID: rep.RunID, TaskID: rep.TaskID, Title: rep.Title,
+		Status: rep.Status, Verdict: rep.Verdict, StopReason: rep.StopReason, ExitCode: rep.ExitCode,
+		Message: rep.Message, LandedCommit: rep.Landed}
+	if runErr != nil {
+		ev.Status, ev.ExitCode, ev.Message = "error", codeOf(runErr), runErr.Error()
+	}
+	switch {
+	case ev.ExitCode == ExitLandRefused:
+		ev.Event = EventNeedsHuman
+	case ev.ExitCode == ExitStopped && rep.continueWith == "" &&
+		!slices.Contains([]string{loop.StopPaused, loop.StopDecomposed}, rep.StopReason):
+		ev.Event = EventNeedsHuman
+	}
+	if ev.Verdict != loop.VerdictPass && a.taskBlocked(ctx, rep.TaskID) {
+		ev.Event = EventNeedsHuman
+		ev.Message = "task blocked (" + LabelBlocked + "): checks failed in 3 consecutive runs; " + ev.Message
+	}
+	return ev
+}
+
+// taskBlocked says whether the three-strike rule has blocked the task.
+func (a *App) taskBlocked(ctx context.Context, id string) bool {
+	tr, err := a.Tracker()
+	if err != nil || id == "" {
+		return false
+	}
+	t, err := tr.Get(ctx, id)
+	return err == nil && slices.Contains(t.Labels, LabelBlocked)
+}
+
+// runNotify runs the notify argv (never a shell string) in the repository root with the event
+// on stdin and NORMA_EVENT, NORMA_RUN_ID, NORMA_TASK_ID and NORMA_STATUS in its environment.
+func (a *App) runNotify(ctx context.Context, ev NotifyEvent) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	argv := a.Config.Notify
+	prog := argv[0]
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		prog = filepath.Join(a.Repo.Root, prog)
+	}
+	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd.Dir = a.Repo.Root
+	cmd.Stdin = bytes.NewReader(append(data, '\n'))
+	cmd.Env = append(os.Environ(), "NORMA_EVENT="+ev.Event, "NORMA_RUN_ID="+ev.RunID,
+		"NORMA_TASK_ID="+ev.TaskID, "NORMA_STATUS="+ev.Status)
+	var out tailBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("%s: killed after %s", argv[0], notifyTimeout)
+	case err != nil && out.Len() > 0:
+		return fmt.Errorf("%s: %v: %s", argv[0], err, strings.TrimSpace(out.String()))
+	case err != nil:
+		return fmt.Errorf("%s: %v", argv[0], err)
+	}
+	return nil
+}
+
+// tailBuffer keeps the last 512 bytes written to it, for the warning.
+type tailBuffer struct{ bytes.Buffer }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n, _ := t.Buffer.Write(p)
+	if over := t.Len() - 512; over > 0 {
+		t.Next(over)
+	}
+	return n, nil
+}

@@ -1,0 +1,115 @@
+package gitnorma
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// notifyApp is an App whose notify command is argv, over an embedded backlog in a temp dir.
+func notifyApp(t *testing.T, argv ...string) (*App, tracker.Tracker) {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, ".beads"), 0o755))
+	tr := tracker.NewJSONL(filepath.Join(root, ".beads", "issues.jsonl"), filepath.Join(root, "tasks.lock"), "norma")
+	cfg := DefaultConfig()
+	cfg.Notify = argv
+	return &App{Repo: &Repo{Root: root}, Config: cfg, Now: time.Now, backlog: tr}, tr
+}
+
+func TestNotifySendsTheEventOnStdin(t *testing.T) {
+	a, _ := notifyApp(t, "sh", "-c", `cat > event.json; printf '%s %s' "$NORMA_EVENT" "$NORMA_TASK_ID" > env.txt`)
+	rep := RunReport{RunID: "r-1", TaskID: "norma-a", Title: "A", Status: "passed", Verdict: "PASS",
+		StopReason: "none", Message: "PASS; landed", Landed: "abc123"}
+	var warn bytes.Buffer
+	a.notifyRunEnd(context.Background(), rep, nil, &warn)
+	assert.Empty(t, warn.String())
+
+	data, err := os.ReadFile(filepath.Join(a.Repo.Root, "event.json"))
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(data, &got))
+	assert.Equal(t, map[string]any{"event": "run_ended", "run_id": "r-1", "task_id": "norma-a", "title": "A",
+		"status": "passed", "verdict": "PASS", "stop_reason": "none", "exit_code": 0.0,
+		"message": "PASS; landed", "landed_commit": "abc123"}, got)
+	env, err := os.ReadFile(filepath.Join(a.Repo.Root, "env.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "run_ended norma-a", string(env))
+}
+
+func TestNotifyEventNeedsHuman(t *testing.T) {
+	a, tr := notifyApp(t, "true")
+	blocked, err := tr.Create(context.Background(), tracker.NewTask{Title: "B", Labels: []string{LabelBlocked}})
+	require.NoError(t, err)
+	cases := []struct {
+		name string
+		rep  RunReport
+		err  error
+		want string
+	}{
+		{"passed", RunReport{Status: "passed", Verdict: "PASS"}, nil, EventRunEnded},
+		{"budget", RunReport{Status: "stopped", StopReason: "budget_exceeded", ExitCode: ExitStopped}, nil, EventNeedsHuman},
+		{"verify missing", RunReport{Status: "stopped", StopReason: "verify_missing", ExitCode: ExitStopped}, nil, EventNeedsHuman},
+		{"paused", RunReport{Status: "stopped", StopReason: "paused", ExitCode: ExitStopped}, nil, EventRunEnded},
+		{"decomposed", RunReport{Status: "stopped", StopReason: "decomposed", ExitCode: ExitStopped}, nil, EventRunEnded},
+		{"continuing", RunReport{Status: "stopped", StopReason: "dependency_blocked", ExitCode: ExitStopped, continueWith: "norma-x"}, nil, EventRunEnded},
+		{"land refused", RunReport{Status: "passed", Verdict: "PASS", ExitCode: ExitLandRefused}, nil, EventNeedsHuman},
+		{"interrupted", RunReport{Status: "stopped", StopReason: "interrupted", ExitCode: ExitInterrupted}, nil, EventRunEnded},
+		{"three strikes", RunReport{TaskID: blocked.ID, Status: "failed", Verdict: "FAIL", ExitCode: ExitFail}, nil, EventNeedsHuman},
+		{"orchestrator error", RunReport{Status: "running"}, errors.New("disk full"), EventRunEnded},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.rep.RunID = "r-1"
+			ev := a.notifyEvent(context.Background(), c.rep, c.err)
+			assert.Equal(t, c.want, ev.Event)
+			if c.err != nil {
+				assert.Equal(t, "error", ev.Status)
+				assert.Equal(t, ExitFail, ev.ExitCode)
+				assert.Equal(t, "disk full", ev.Message)
+			}
+		})
+	}
+}
+
+func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
+	old := notifyTimeout
+	notifyTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { notifyTimeout = old })
+	cases := []struct {
+		name string
+		argv []string
+		want string
+	}{
+		{"exit status", []string{"sh", "-c", "echo no webhook >&2; exit 3"}, "warning: notify command failed for run r-1: sh: exit status 3: no webhook\n"},
+		{"missing program", []string{"./no-such-notifier"}, "warning: notify command failed for run r-1: ./no-such-notifier: "},
+		{"timeout", []string{"sh", "-c", "sleep 30 & sleep 30"}, "warning: notify command failed for run r-1: sh: killed after 200ms\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, _ := notifyApp(t, c.argv...)
+			var warn bytes.Buffer
+			start := time.Now()
+			a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1", Status: "passed"}, nil, &warn)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			assert.Contains(t, warn.String(), c.want)
+		})
+	}
+}
+
+func TestNotifyNotConfiguredRunsNothing(t *testing.T) {
+	a, _ := notifyApp(t)
+	var warn bytes.Buffer
+	a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1"}, nil, &warn)
+	assert.Empty(t, warn.String())
+}
