@@ -41,7 +41,12 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fatalf("cd into an existing directory of a git repository", "%s is not a directory", dir)
 	}
 	g := git.Runner{Dir: dir}
-	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree")
+	// One git process in the usual case: --show-toplevel fails outside a work tree, and only
+	// then is the question asked again without it, to say what is wrong.
+	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree", "--show-toplevel")
+	if err != nil {
+		out, err = g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree")
+	}
 	if err != nil {
 		return nil, repoError(dir, err)
 	}
@@ -50,6 +55,10 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fatalf("", "unexpected output from git rev-parse: %q", out)
 	}
 	common, gitDir, bare, inside := lines[0], lines[1], lines[2] == "true", lines[3] == "true"
+	toplevel := ""
+	if len(lines) > 4 {
+		toplevel = lines[4]
+	}
 	if bare {
 		return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
 			"%s is a bare repository: git norma needs a work tree", dir)
@@ -57,7 +66,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	if !inside {
 		return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
 	}
-	root, err := mainWorktree(ctx, g, common, gitDir)
+	root, err := mainWorktree(common, gitDir, toplevel)
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +77,9 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 // common dir) that is simply --show-toplevel, wherever the git dir lives (--separate-git-dir).
 // From a linked worktree it is the parent of a common dir named .git; anything else is a
 // layout where git itself cannot name the main work tree from here.
-func mainWorktree(ctx context.Context, g git.Runner, common, gitDir string) (string, error) {
+func mainWorktree(common, gitDir, toplevel string) (string, error) {
 	if gitDir == common {
-		return g.Output(ctx, "rev-parse", "--path-format=absolute", "--show-toplevel")
+		return toplevel, nil
 	}
 	if filepath.Base(common) == ".git" {
 		if st, err := os.Stat(filepath.Dir(common)); err == nil && st.IsDir() {

@@ -85,25 +85,24 @@ func (a *App) runRow(r store.Run) RunRow {
 	}
 }
 
-// taskBranches lists norma/task/* branches with the worktrees that hold them.
+// taskBranches lists norma/task/* branches with the worktrees that hold them, in one git call
+// (%(worktreepath) names the worktree a branch is checked out in).
 func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
-	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads/"+worktree.BranchPrefix)
+	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname:short) %(objectname) %(worktreepath)", "refs/heads/"+worktree.BranchPrefix)
 	if err != nil {
 		return nil, withCode(ExitFail, err)
 	}
-	holders := map[string]string{}
-	if list, err := a.Repo.Worktrees().List(ctx); err == nil {
-		for _, wt := range list {
-			holders[wt.Branch] = wt.Path
-		}
-	}
 	rows := []BranchRow{}
 	for _, line := range strings.Split(out, "\n") {
-		name, head, ok := strings.Cut(line, " ")
-		if !ok {
+		fields := strings.SplitN(line, " ", 3)
+		if len(fields) < 2 {
 			continue
 		}
-		rows = append(rows, BranchRow{Branch: name, Task: strings.TrimPrefix(name, worktree.BranchPrefix), Head: head, Worktree: holders[name]})
+		row := BranchRow{Branch: fields[0], Task: strings.TrimPrefix(fields[0], worktree.BranchPrefix), Head: fields[1]}
+		if len(fields) == 3 {
+			row.Worktree = fields[2]
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
