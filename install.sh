@@ -3,19 +3,23 @@
 #
 #   ./install.sh                  installs into $GOBIN, else $HOME/.local/bin
 #   ./install.sh --bin-dir DIR    installs into DIR (or set GIT_NORMA_BIN_DIR)
+#   ./install.sh --man-dir DIR    man pages into DIR (default: DIR/../share/man of the binary)
 #
-# Safe to re-run: it rebuilds and replaces the binary. Needs Go (the version in go.mod) and
-# git 2.38 or newer.
+# Also installs the man pages (so `git norma --help` works) and the bash completion. Safe to
+# re-run: it rebuilds and replaces everything. Needs Go (the version in go.mod) and git 2.38+.
 set -eu
 
 die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
 
 bin_dir=${GIT_NORMA_BIN_DIR:-}
+man_dir=${GIT_NORMA_MAN_DIR:-}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin-dir) [ $# -ge 2 ] || die "--bin-dir needs a directory"; bin_dir=$2; shift 2 ;;
 	--bin-dir=*) bin_dir=${1#--bin-dir=}; shift ;;
-	-h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--man-dir) [ $# -ge 2 ] || die "--man-dir needs a directory"; man_dir=$2; shift 2 ;;
+	--man-dir=*) man_dir=${1#--man-dir=}; shift ;;
+	-h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $1 (see ./install.sh --help)" ;;
 	esac
 done
@@ -52,6 +56,20 @@ printf 'building git-norma %s with Go %s ...\n' "$version" "$have_go"
 mv -f "$bin_dir/git-norma.tmp" "$bin_dir/git-norma"
 printf 'installed %s\n' "$bin_dir/git-norma"
 
+# The man pages, where man finds them: <prefix>/share/man next to <prefix>/bin is on man-db's
+# default search path for every PATH directory, so `git norma --help` (git runs
+# `man git-norma`) works without setting MANPATH. The test suite runs this same command.
+prefix=$(cd "$bin_dir/.." && pwd)
+[ -n "$man_dir" ] || man_dir=$prefix/share/man
+"$bin_dir/git-norma" man --install "$man_dir" || die "cannot install the man pages into $man_dir"
+
+# The bash completion, where bash-completion loads it on demand (for ~/.local/bin that is
+# ~/.local/share/bash-completion/completions).
+completion_dir=$prefix/share/bash-completion/completions
+mkdir -p "$completion_dir" && "$bin_dir/git-norma" completion bash > "$completion_dir/git-norma" ||
+	die "cannot install the bash completion into $completion_dir"
+printf 'installed the bash completion in %s\n' "$completion_dir/git-norma"
+
 case ":$PATH:" in
 *":$bin_dir:"*)
 	git norma version ;;
@@ -61,3 +79,13 @@ case ":$PATH:" in
 	printf '  export PATH="%s:$PATH"\n' "$bin_dir"
 	printf 'and put that line in your shell profile (~/.profile, ~/.bashrc or ~/.zshrc).\n' ;;
 esac
+
+cat <<EOF
+
+Shell completion for "git norma <TAB>" (git's own completion calls it):
+  bash  loaded on demand from $completion_dir with bash-completion;
+        without it, add to ~/.bashrc:  source <(git norma completion bash)
+  zsh   git norma completion zsh > ~/.zfunc/_git-norma   (with fpath+=(~/.zfunc) before compinit in ~/.zshrc)
+  fish  git norma completion fish > ~/.config/fish/completions/git-norma.fish
+Manual: git norma --help (man pages in $man_dir), or git norma help <command> without man.
+EOF

@@ -29,7 +29,7 @@ type fakeWorkspace struct {
 	commitErr  error
 	snapErr    error
 	rollbacks  []string
-	outside   []string
+	outside    []string
 }
 
 func newFakeWorkspace(t *testing.T) *fakeWorkspace {

@@ -27,10 +27,18 @@ type Env struct {
 	IO  IO
 	// Dir is the directory the command was started in.
 	Dir string
+	// Progress receives progress lines (stderr; only warnings with -q). See output_env.go.
+	Progress *progressWriter
+	// Verbose is -v: more detail on stderr.
+	Verbose bool
+	// Color says whether stdout and stderr may be coloured (a TTY, no NO_COLOR, no --no-color).
+	Color colors
 }
 
 // CLI is the command tree.
 type CLI struct {
+	globalFlags `embed:""`
+
 	Init    initCmd    `cmd:"" help:"Set up git-norma in this repository (.norma/ with config, database, locks, runs)."`
 	Task    taskCmd    `cmd:"" help:"Add, list and show tasks of the embedded backlog (.beads/issues.jsonl)."`
 	Run     runCmd     `cmd:"" help:"Run Plan → Do → Check → Act on one task until it passes or a budget stops it; land a PASS."`
@@ -49,7 +57,17 @@ type CLI struct {
 	Schema  schemaCmd  `cmd:"" help:"Print the JSON Schema of a role's input or output, for agent authors."`
 	Doctor  doctorCmd  `cmd:"" help:"Check git, the backlog, the agents, the database, locks and worktrees; each problem with its fix."`
 	Version versionCmd `cmd:"" help:"Print the git-norma version."`
+
+	Help       helpCmd       `cmd:"" help:"Show the manual of git-norma or of one command (works without man)."`
+	Man        manCmd        `cmd:"" help:"Print or install the man pages (git-norma(1), git-norma-<command>(1), gitnorma-config(5))."`
+	Completion completionCmd `cmd:"" help:"Print the shell completion script for bash, zsh or fish."`
 }
+
+// appName and appDescription head the help and the manual.
+const (
+	appName        = "git norma"
+	appDescription = "Drive AI coding agents through Plan → Do → Check → Act over your backlog, in git worktrees."
+)
 
 // exitRequest is how kong's exit (after --help) unwinds without ending the process.
 type exitRequest int
@@ -69,12 +87,13 @@ func Main(args []string, stdio IO) (code int) {
 	}()
 	var cli CLI
 	parser, err := kong.New(&cli,
-		kong.Name("git norma"),
-		kong.Description("Drive AI coding agents through Plan → Do → Check → Act over your backlog, in git worktrees."),
+		kong.Name(appName),
+		kong.Description(appDescription),
 		kong.Writers(stdio.Out, stdio.Err),
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),
 		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(helpPrinter),
 	)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
@@ -95,6 +114,7 @@ func Main(args []string, stdio IO) (code int) {
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
+		fmt.Fprintf(stdio.Err, "hint: see %s -h\n", usageOf(err))
 		return gitnorma.ExitUsage
 	}
 	dir, err := os.Getwd()
@@ -102,7 +122,10 @@ func Main(args []string, stdio IO) (code int) {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
 		return gitnorma.ExitFatal
 	}
-	return report(stdio.Err, kctx.Run(&Env{Ctx: ctx, IO: stdio, Dir: dir}))
+	env := newEnv(ctx, stdio, dir, cli.globalFlags)
+	defer env.Progress.Flush()
+	kctx.Bind(parser.Model)
+	return report(stdio.Err, kctx.Run(env))
 }
 
 // report prints an error with its hint and maps it to the exit code (DESIGN.md section 2).

@@ -22,7 +22,7 @@ func (c *loopCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, NoLand: c.NoLand, Live: env.IO.Err,
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, NoLand: c.NoLand, Live: env.stepProgress(app),
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
 	if err != nil {
 		return err

@@ -29,6 +29,6 @@ func (c *nextCmd) Run(env *Env) error {
 		return silentExit(gitnorma.ExitFail)
 	}
 	fmt.Fprintf(env.IO.Out, "%s\t%s\n", sel.TaskID, sel.Title)
-	fmt.Fprintf(env.IO.Err, "why: %s\n", sel.Reason)
+	env.Progress.Printf("why: %s", sel.Reason)
 	return nil
 }

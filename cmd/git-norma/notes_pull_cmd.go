@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/git-norma/git-norma/gitnorma"
 )
 
@@ -20,9 +18,9 @@ func (c *notesPullCmd) Run(env *Env) error {
 		return err
 	}
 	if !pulled {
-		fmt.Fprintf(env.IO.Err, "%s has no journal yet\n", c.Remote)
+		env.Progress.Printf("%s has no journal yet", c.Remote)
 		return nil
 	}
-	fmt.Fprintf(env.IO.Err, "merged %s's journal into refs/notes/norma\n", c.Remote)
+	env.Progress.Printf("merged %s's journal into refs/notes/norma", c.Remote)
 	return nil
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/git-norma/git-norma/gitnorma"
 )
 
@@ -18,6 +16,6 @@ func (c *notesPushCmd) Run(env *Env) error {
 	if err := app.PushNotes(env.Ctx, c.Remote); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.IO.Err, "pushed refs/notes/norma to %s\n", c.Remote)
+	env.Progress.Printf("pushed refs/notes/norma to %s", c.Remote)
 	return nil
 }

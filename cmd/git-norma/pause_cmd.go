@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
@@ -19,6 +18,6 @@ func (c *pauseCmd) Run(env *Env) error {
 	if err := app.Pause(strings.Join(c.Reason, " ")); err != nil {
 		return err
 	}
-	fmt.Fprintln(env.IO.Err, "paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")
+	env.Progress.Printf("paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")
 	return nil
 }

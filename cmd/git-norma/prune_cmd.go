@@ -37,7 +37,7 @@ func (c *pruneCmd) Run(env *Env) error {
 		fmt.Fprintf(env.IO.Out, "%s branch %s\n", verb, b)
 	}
 	for _, k := range rep.Kept {
-		fmt.Fprintf(env.IO.Err, "kept %s\n", k)
+		env.Progress.Printf("kept %s", k)
 	}
 	return nil
 }

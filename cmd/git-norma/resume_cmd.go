@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/git-norma/git-norma/gitnorma"
 )
 
@@ -18,9 +16,9 @@ func (c *resumeCmd) Run(env *Env) error {
 		return err
 	}
 	if !was {
-		fmt.Fprintln(env.IO.Err, "not paused")
+		env.Progress.Printf("not paused")
 		return nil
 	}
-	fmt.Fprintln(env.IO.Err, "resumed: runs and loops may go on")
+	env.Progress.Printf("resumed: runs and loops may go on")
 	return nil
 }

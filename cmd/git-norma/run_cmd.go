@@ -18,7 +18,7 @@ func (c *runCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Live: env.IO.Err})
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Live: env.stepProgress(app)})
 	if err != nil {
 		return err
 	}
@@ -33,13 +33,13 @@ func (c *runCmd) Run(env *Env) error {
 }
 
 func printRunReport(env *Env, rep gitnorma.RunReport) {
-	out := env.IO.Out
+	out, pal := env.IO.Out, palette(env.Color.Out)
 	verdict := ""
 	if rep.Verdict != "" {
-		verdict = " (" + rep.Verdict + ")"
+		verdict = " (" + pal.status(rep.Verdict) + ")"
 	}
 	fmt.Fprintf(out, "run %s: task %s %s%s after %d iteration(s), %d steps, %s\n",
-		rep.RunID, rep.TaskID, rep.Status, verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
+		rep.RunID, rep.TaskID, pal.status(rep.Status), verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
 	fmt.Fprintf(out, "%s\n", rep.Message)
 	if rep.Landed != "" {
 		fmt.Fprintf(out, "landed %s on %s; review with: git show %s\n", short(rep.Landed), rep.Target, short(rep.Landed))

@@ -37,15 +37,30 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup:               setupScript(t),
+		Condition:           scriptCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exitcode": cmdExitCode,
-			"sql":      cmdSQL,
-			"sqlexec":  cmdSQLExec,
-			"jsonq":    cmdJSONQ,
-			"newrepo":  cmdNewRepo,
-			"capture":  cmdCapture,
+			"exitcode":  cmdExitCode,
+			"sql":       cmdSQL,
+			"sqlexec":   cmdSQLExec,
+			"jsonq":     cmdJSONQ,
+			"newrepo":   cmdNewRepo,
+			"capture":   cmdCapture,
+			"jsonshape": cmdJSONShape,
+			"noesc":     cmdNoEscapes,
 		},
 	})
+}
+
+// gitBashCompletion is where Debian and most distributions install git's bash completion.
+const gitBashCompletion = "/usr/share/bash-completion/completions/git"
+
+// scriptCondition adds [gitbashcompletion]: git's own bash completion script is installed.
+func scriptCondition(cond string) (bool, error) {
+	if cond == "gitbashcompletion" {
+		_, err := os.Stat(gitBashCompletion)
+		return err == nil, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 func setupScript(t *testing.T) func(env *testscript.Env) error {

@@ -12,10 +12,13 @@ var (
 	commit  = ""
 )
 
-type versionCmd struct{}
+type versionCmd struct {
+	JSON bool `help:"Print version, commit and Go version as JSON."`
+}
 
-func (c *versionCmd) Run(env *Env) error {
-	v, rev := version, commit
+// versionInfo is the version and commit from -ldflags, else from the build info.
+func versionInfo() (v, rev string) {
+	v, rev = version, commit
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
 			v = info.Main.Version
@@ -31,6 +34,14 @@ func (c *versionCmd) Run(env *Env) error {
 	}
 	if rev == "" {
 		rev = "unknown"
+	}
+	return v, rev
+}
+
+func (c *versionCmd) Run(env *Env) error {
+	v, rev := versionInfo()
+	if c.JSON {
+		return printJSON(env.IO.Out, map[string]string{"version": v, "commit": rev, "go": runtime.Version()})
 	}
 	fmt.Fprintf(env.IO.Out, "git-norma version %s (commit %.12s, %s)\n", v, rev, runtime.Version())
 	return nil

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma"
+)
+
+// configManPage is gitnorma-config(5): the prose of doc/gitnorma-config.txt, whose KEYS section
+// describes every key, with each key's default taken from gitnorma.DefaultConfig.
+func configManPage() (*page, error) {
+	secs, err := prose(configPage)
+	if err != nil {
+		return nil, err
+	}
+	defaults := configDefaults()
+	for i := range secs {
+		if secs[i].title != "KEYS" {
+			continue
+		}
+		for j, b := range secs[i].blocks {
+			if d, ok := defaults[b.term]; ok && b.kind == blockItem {
+				secs[i].blocks[j].text += " Default: " + d + "."
+			}
+		}
+	}
+	p := &page{name: configPage, section: 5, summary: "the git-norma configuration file, .norma/config.json",
+		synopsis: []string{".norma/config.json"}}
+	p.sections = append(p.sections, orSection(take(&secs, "DESCRIPTION"), "DESCRIPTION", "The configuration of git-norma."))
+	see := take(&secs, "SEE ALSO")
+	p.sections = append(p.sections, secs...)
+	p.sections = append(p.sections, seeAlso(see, "git-norma(1)", "git-norma-init(1)", "git-norma-run(1)", "git-norma-doctor(1)"))
+	return p, nil
+}
+
+// configKeys lists every key of .norma/config.json as a dotted path, agents' roles folded
+// into agents.<role>: the keys the manual (and the README) must describe.
+func configKeys() []string {
+	var keys []string
+	walkConfig(reflect.TypeOf(gitnorma.Config{}), "", func(path string, _ reflect.Type) { keys = append(keys, path) })
+	return keys
+}
+
+// configDefaults renders each key's default as JSON in backticks; an agents.<role> key whose
+// default differs between roles lists them.
+func configDefaults() map[string]string {
+	var raw map[string]any
+	data, _ := json.Marshal(gitnorma.DefaultConfig())
+	_ = json.Unmarshal(data, &raw)
+	out := map[string]string{}
+	for _, key := range configKeys() {
+		if !strings.HasPrefix(key, "agents.<role>.") {
+			out[key] = defaultText(lookup(raw, strings.Split(key, ".")))
+			continue
+		}
+		var per []string
+		same := true
+		var first string
+		for i, role := range []string{"plan", "do", "check", "act"} {
+			v := defaultText(lookup(raw, strings.Split(strings.Replace(key, "<role>", role, 1), ".")))
+			if i == 0 {
+				first = v
+			}
+			same = same && v == first
+			per = append(per, role+" "+v)
+		}
+		if same {
+			out[key] = first
+		} else {
+			out[key] = strings.Join(per, ", ")
+		}
+	}
+	return out
+}
+
+func lookup(v any, path []string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func defaultText(v any) string {
+	if v == nil {
+		return "none"
+	}
+	data, _ := json.Marshal(v)
+	text := strings.NewReplacer(`,"`, `, "`, `":`, `": `).Replace(string(data)) // breakable lines
+	return "`" + text + "`"
+}
+
+// walkConfig calls leaf for every key below t: structs are descended, everything else (values,
+// arrays, maps, durations) is a key; the four identical agent sections are one, agents.<role>.
+func walkConfig(t reflect.Type, prefix string, leaf func(path string, t reflect.Type)) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		path := prefix + name
+		ft := f.Type
+		switch {
+		case path == "agents":
+			walkConfig(ft.Field(0).Type, "agents.<role>.", leaf)
+		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.PkgPath() == reflect.TypeOf(gitnorma.Config{}).PkgPath():
+			walkConfig(ft, path+".", leaf)
+		default:
+			leaf(path, ft)
+		}
+	}
+}
+
+// configKeyDocs are the terms of the KEYS section of the config page.
+func configKeyDocs() ([]string, error) {
+	secs, err := prose(configPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range secs {
+		if s.title == "KEYS" {
+			var terms []string
+			for _, b := range s.blocks {
+				if b.kind == blockItem {
+					terms = append(terms, b.term)
+				}
+			}
+			return terms, nil
+		}
+	}
+	return nil, fmt.Errorf("doc/%s.txt has no KEYS section", configPage)
+}

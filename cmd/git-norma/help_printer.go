@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/alecthomas/kong"
+)
+
+// helpPrinter is git's split: -h prints concise usage with examples, --help the manual page.
+// (`git norma --help` itself never gets here: git turns it into `git help norma`, i.e. man.)
+func helpPrinter(opts kong.HelpOptions, ctx *kong.Context) error {
+	top := topCommand(ctx.Selected())
+	if manualWanted(ctx.Args) {
+		topic := ""
+		if top != nil {
+			topic = top.Name
+		}
+		stdio := IO{Out: ctx.Stdout, Err: ctx.Stderr}
+		return showManual(&Env{IO: stdio}, ctx.Model, topic)
+	}
+	if err := kong.DefaultHelpPrinter(opts, ctx); err != nil {
+		return err
+	}
+	return printExamples(ctx.Stdout, ctx.Model, ctx.Selected(), top)
+}
+
+// manualWanted says whether --help (rather than -h) was asked for.
+func manualWanted(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// topCommand is the top-level command a node belongs to (nil for the application).
+func topCommand(n *kong.Node) *kong.Node {
+	for n != nil && n.Parent != nil && n.Parent.Type != kong.ApplicationNode {
+		n = n.Parent
+	}
+	if n != nil && n.Type == kong.ApplicationNode {
+		return nil
+	}
+	return n
+}
+
+// printExamples adds the examples of the command's manual page that use the command.
+func printExamples(w io.Writer, app *kong.Application, sel, top *kong.Node) error {
+	pages, err := manPages(app)
+	if err != nil {
+		return err
+	}
+	topic, prefix := "", "git norma"
+	if top != nil {
+		topic, prefix = top.Name, "git norma "+sel.Path()
+	}
+	p := findPage(pages, topic)
+	var lines []string
+	for _, s := range p.sections {
+		if s.title != "EXAMPLES" {
+			continue
+		}
+		for _, b := range s.blocks {
+			if b.kind != blockLiteral {
+				continue
+			}
+			for _, l := range strings.Split(b.text, "\n") {
+				if strings.HasPrefix(strings.TrimPrefix(l, "$ "), prefix) {
+					lines = append(lines, l)
+				}
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "\nExamples:")
+		for _, l := range lines[:min(len(lines), 8)] {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	man := "git norma help"
+	if top != nil {
+		man += " " + top.Name
+	}
+	fmt.Fprintf(w, "\nThe manual: %s (or: man %s)\n", man, p.name)
+	return nil
+}
+
+// pager shows text the way git shows long output: through git's pager (core.pager, GIT_PAGER,
+// PAGER; less -FRX by default) on a terminal, straight to w otherwise.
+func pager(w io.Writer, text string) error {
+	if !isTerminal(w) {
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	out, err := exec.Command("git", "var", "GIT_PAGER").Output()
+	prog := strings.TrimSpace(string(out))
+	if err != nil || prog == "" || prog == "cat" {
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	cmd := exec.Command("sh", "-c", prog)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
+	cmd.Env = os.Environ()
+	if os.Getenv("LESS") == "" {
+		cmd.Env = append(cmd.Env, "LESS=FRX")
+	}
+	if err := cmd.Run(); err != nil {
+		_, err := io.WriteString(w, text)
+		return err
+	}
+	return nil
+}
+
+// usageOf names the command a parse error is about, for the hint to its -h.
+func usageOf(err error) string {
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		if sel := pe.Context.Selected(); sel != nil {
+			return appName + " " + sel.Path()
+		}
+	}
+	return appName
+}
