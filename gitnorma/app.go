@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/notes"
 )
 
 // App is one command's view of a repository: where it is, its configuration, and the state
@@ -85,6 +86,30 @@ func (a *App) TrackerKind() string {
 		return "jsonl"
 	}
 	return a.Config.Tracker
+}
+
+// NotesJournal is the git-notes journal of the repository, its writers serialised across processes
+// by .norma/locks/notes.lock.
+func (a *App) NotesJournal() notes.Journal {
+	return notes.Journal{Git: a.Repo.Git, Lock: func(ctx context.Context) (func(), error) {
+		return waitLock(ctx, a.Repo.Path("locks", "notes.lock"))
+	}}
+}
+
+// worktreeLock serialises adding, removing and pruning worktrees: parallel runs each create
+// their own, and git's worktree bookkeeping is not meant for concurrent changes.
+func (a *App) worktreeLock(ctx context.Context) (func(), error) {
+	return waitLock(ctx, a.Repo.Path("locks", "worktrees.lock"))
+}
+
+// withWorktreeLock runs fn holding the worktree lock.
+func (a *App) withWorktreeLock(ctx context.Context, fn func() error) error {
+	unlock, err := a.worktreeLock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
 }
 
 // ValidateTaskID refuses anything that is not a task id before it becomes a path or a ref.

@@ -109,7 +109,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
 		return withCode(ExitFail, err)
 	}
 	if rep.Recorded {
-		_ = (notes.Journal{Git: a.Repo.Git}).Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
+		_ = a.NotesJournal().Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
 			Task: rep.TaskID, Run: rep.RunID, Verdict: rep.Verdict, Summary: a.redact.apply(summary), Commit: rep.Head})
 	}
 	return nil

@@ -125,20 +125,25 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 		rep.add("database", "ok", fmt.Sprintf("schema %d/%d, journal %s, integrity ok", v, store.SchemaVersion, st.JournalMode()), "")
 	}
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
-	live, liveOK := LiveLockHolder(a.Repo.Path("locks", "run.lock"))
+	live := map[string]bool{}
+	for _, h := range a.LiveRuns() {
+		live[h.RunID] = true
+	}
 	for _, r := range running {
-		if !liveOK || live.RunID != r.ID {
-			rep.add("run "+r.ID, "warn", "marked running, but no live process holds the run lock (it crashed)",
-				"the next git norma run reconciles it (or run git norma run "+r.TaskID+")")
+		if !live[r.ID] {
+			rep.add("run "+r.ID, "warn", "marked running, but no live process holds its task's lock (it crashed)",
+				"the next git norma run of "+r.TaskID+" reconciles it")
 		}
 	}
 }
 
 func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
-	if h, ok := LiveLockHolder(a.Repo.Path("locks", "run.lock")); ok {
-		rep.add("run lock", "ok", fmt.Sprintf("held by run %s (pid %d, since %s)", h.RunID, h.PID, h.Started.Format(time.RFC3339)), "")
+	if runs := a.LiveRuns(); len(runs) > 0 {
+		for _, h := range runs {
+			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
+		}
 	} else {
-		rep.add("run lock", "ok", "free", "")
+		rep.add("live runs", "ok", "none", "")
 	}
 	if dir, err := a.HooksDir(ctx); err == nil {
 		states := hooks.Status(dir)

@@ -140,7 +140,7 @@ func (a *App) HookPrePush(ctx context.Context, dir, remote string, stdin io.Read
 		return err
 	}
 	if a.Config.Notes.Push && remote != "" {
-		if err := (notes.Journal{Git: a.Repo.Git}).Push(ctx, remote); err != nil {
+		if err := a.NotesJournal().Push(ctx, remote); err != nil {
 			fmt.Fprintf(out, "git-norma: could not push the journal notes: %v\n", err)
 		} else {
 			fmt.Fprintf(out, "git-norma: pushed %s to %s\n", notes.Ref, remote)

@@ -34,8 +34,15 @@ type landRefusal struct {
 func (e *landRefusal) Error() string { return e.reason.Error() }
 
 // land squashes the task branch onto the target, closes the task, and records both. It
-// returns the squash commit ("" when the branch added nothing).
+// returns the squash commit ("" when the branch added nothing). Landings are serialised by
+// .norma/locks/land.lock: parallel runs land one after the other, each merging against the
+// target as the previous one left it.
 func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+	unlock, err := waitLock(ctx, a.Repo.Path("locks", "land.lock"))
+	if err != nil {
+		return "", withCode(ExitFail, err)
+	}
+	defer unlock()
 	branch := worktree.TaskBranch(req.task.ID)
 	if err := a.checkStillOpen(ctx, req); err != nil {
 		return "", a.refuse(ctx, st, req, err)
@@ -173,7 +180,7 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 	}
 	entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
 		Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
-	if err := (notes.Journal{Git: a.Repo.Git}).Add(ctx, commit, entries...); err != nil {
+	if err := a.NotesJournal().Add(ctx, commit, entries...); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
 }

@@ -29,7 +29,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	if err != nil {
 		return LandReport{}, err
 	}
-	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	lock, err := a.acquireTaskLock(taskID)
 	if err != nil {
 		return LandReport{}, err
 	}

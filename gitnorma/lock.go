@@ -1,17 +1,21 @@
 package gitnorma
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 )
 
-// RunLock is the repository's exclusive `run` lock (.norma/locks/run.lock). It is an flock, so
-// the kernel releases it when the holder dies however it dies: a lock can never be left stale.
-// The file's content says who holds it, for messages and `status`.
+// RunLock is an exclusive lock held while working: one per task (.norma/locks/task-<id>.lock)
+// for a run or a landing of that task, so runs of different tasks go on in parallel. It is an
+// flock, so the kernel releases it when the holder dies however it dies: a lock can never be
+// left stale. The file's content says who holds it, for messages and `status`.
 type RunLock struct {
 	f *os.File
 	// Previous is the record a holder that died left in the file (zero after a clean release,
@@ -32,6 +36,20 @@ var ErrLocked = errors.New("another git norma run is in progress in this reposit
 
 // AcquireRunLock takes the lock without waiting.
 func AcquireRunLock(path string) (*RunLock, error) {
+	return acquireLock(path, ErrLocked.Error())
+}
+
+// TaskLockPath is the lock of one task's runs.
+func (a *App) TaskLockPath(taskID string) string {
+	return a.Repo.Path("locks", "task-"+taskID+".lock")
+}
+
+// acquireTaskLock takes a task's lock without waiting: two runs never work on one task.
+func (a *App) acquireTaskLock(taskID string) (*RunLock, error) {
+	return acquireLock(a.TaskLockPath(taskID), "another git norma run is working on task "+taskID)
+}
+
+func acquireLock(path, busy string) (*RunLock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
@@ -39,7 +57,7 @@ func AcquireRunLock(path string) (*RunLock, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, lockedError(path)
+			return nil, lockedError(path, busy)
 		}
 		return nil, err
 	}
@@ -54,19 +72,64 @@ func AcquireRunLock(path string) (*RunLock, error) {
 }
 
 // lockedError names the holder when its record is readable, and only then suggests a kill.
-func lockedError(path string) error {
+func lockedError(path, busy string) error {
 	h, err := ReadLockHolder(path)
 	if err != nil || h.PID <= 0 {
-		return &Error{Code: ExitFail, Err: fmt.Errorf("%w (held by another git norma process)", ErrLocked),
-			Hint: "wait for it to finish; git norma status shows the live run"}
+		return &Error{Code: ExitFail, Err: lockError(busy + " (held by another git norma process)"),
+			Hint: "wait for it to finish; git norma status shows the live runs"}
 	}
 	what := "a git norma process"
 	if h.RunID != "" {
 		what = "run " + h.RunID
 	}
-	return &Error{Code: ExitFail, Err: fmt.Errorf("%w (%s, pid %d on %s, since %s)", ErrLocked,
-		what, h.PID, h.Host, h.Started.Format(time.RFC3339)),
+	return &Error{Code: ExitFail,
+		Err:  lockError(fmt.Sprintf("%s (%s, pid %d on %s, since %s)", busy, what, h.PID, h.Host, h.Started.Format(time.RFC3339))),
 		Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
+}
+
+// lockError is a refusal to take a held lock; errors.Is(err, ErrLocked) holds.
+type lockError string
+
+func (e lockError) Error() string { return string(e) }
+
+func (e lockError) Unwrap() error { return ErrLocked }
+
+// waitLock takes an exclusive flock on path, waiting for it (polling, so ctx can cancel), and
+// returns the function that releases it. For short critical sections: landing, worktrees, notes.
+func waitLock(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// LiveRuns lists the runs live processes hold task locks for, newest first.
+func (a *App) LiveRuns() []LockHolder {
+	paths, _ := filepath.Glob(a.Repo.Path("locks", "task-*.lock"))
+	var live []LockHolder
+	for _, p := range paths {
+		if h, ok := LiveLockHolder(p); ok {
+			live = append(live, h)
+		}
+	}
+	sort.Slice(live, func(i, j int) bool { return live[i].Started.After(live[j].Started) })
+	return live
 }
 
 // Record writes the holder's identity into the lock file.

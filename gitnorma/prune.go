@@ -39,7 +39,7 @@ type PruneReport struct {
 // closed and whose changes are all on the target. A running run is never touched, and a
 // branch holding work that never landed is kept unless Force.
 func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
-	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	lock, err := acquireLock(a.Repo.Path("locks", "prune.lock"), "another git norma prune is running")
 	if err != nil {
 		return PruneReport{}, err
 	}
@@ -52,7 +52,8 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 	return a.prune(ctx, st, o)
 }
 
-// prune does the work; the caller holds the run lock.
+// prune does the work. Runs of other live processes may go on meanwhile: a running run is
+// never touched, nor a branch checked out in a worktree.
 func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (PruneReport, error) {
 	if o.KeepLast < 0 {
 		o.KeepLast = a.Config.Retention.KeepLast
@@ -94,7 +95,8 @@ func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "workspace")); err == nil {
-		if err := a.Repo.Worktrees().Remove(ctx, filepath.Join(dir, "workspace"), r.ID); err != nil {
+		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().Remove(ctx, filepath.Join(dir, "workspace"), r.ID) })
+		if err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
-	"github.com/git-norma/git-norma/notes"
 )
 
 // StopCrashed is the stop reason of a run whose process died without finishing it.
@@ -22,29 +21,52 @@ const StopCrashed = "crashed"
 
 var stepDirRE = regexp.MustCompile(`^(\d{3})-(plan|do|check|act)$`)
 
-// reconcile repairs what dead runs left behind (spec 4.2). It runs while holding the run lock,
-// so every run still marked running belongs to a process that died: its step directories
-// without rows get a fail row, it becomes stopped, and a task it claimed is reopened. Only runs
-// marked running are visited, so start-up cost does not grow with history.
+// reconcile repairs what dead runs left behind (spec 4.2). A run still marked running whose
+// task lock nobody holds belongs to a process that died (runs of this very task are dead too:
+// this process holds that lock): its step directories without rows get a fail row, it becomes
+// stopped, and a task it claimed is reopened. Only runs marked running are visited, so
+// start-up cost does not grow with history; runs of other live processes are left alone.
 func (r *run) reconcile(ctx context.Context) error {
 	runs, err := r.st.RunsWithStatus(ctx, store.StatusRunning)
 	if err != nil {
 		return err
 	}
 	for _, dead := range runs {
-		if err := r.reconcileSteps(ctx, dead); err != nil {
-			return err
+		release, alive := r.holdIfDead(dead)
+		if alive {
+			continue
 		}
-		r.catchUpNotes(ctx, dead)
-		r.reopenIfClaimed(ctx, dead)
-		now := r.app.Now()
-		err := r.st.FinishRun(ctx, dead.ID, store.StatusStopped, "", StopCrashed, now, store.Event{
-			TS: now, Type: "run_reconciled", Message: "the run's process died; marked stopped during recovery"})
+		err := r.reconcileOne(ctx, dead)
+		release()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// holdIfDead takes the task lock of another task's run to tell whether its process lives; a
+// run of our own task is dead by construction. The returned function releases what it took.
+func (r *run) holdIfDead(run store.Run) (func(), bool) {
+	if run.TaskID == r.pre.task.ID {
+		return func() {}, false
+	}
+	l, err := r.app.acquireTaskLock(run.TaskID)
+	if err != nil {
+		return nil, true
+	}
+	return l.Release, false
+}
+
+func (r *run) reconcileOne(ctx context.Context, dead store.Run) error {
+	if err := r.reconcileSteps(ctx, dead); err != nil {
+		return err
+	}
+	r.catchUpNotes(ctx, dead)
+	r.reopenIfClaimed(ctx, dead)
+	now := r.app.Now()
+	return r.st.FinishRun(ctx, dead.ID, store.StatusStopped, "", StopCrashed, now, store.Event{
+		TS: now, Type: "run_reconciled", Message: "the run's process died; marked stopped during recovery"})
 }
 
 func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
@@ -125,7 +147,7 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 			heads[strings.SplitN(e.Message, " ", 2)[0]] = d.Head
 		}
 	}
-	journal := notes.Journal{Git: r.app.Repo.Git}
+	journal := r.app.NotesJournal()
 	for _, s := range steps {
 		if head := heads[filepath.Base(s.Dir)]; head != "" {
 			_ = journal.Add(ctx, head, stepEntry(dead.TaskID, s, r.app.redact))
@@ -134,8 +156,8 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 }
 
 // recoverClaim reopens a task left in progress by one of our own runs that died before giving
-// its claim back (after its run row was finished, e.g. while landing). Holding the run lock
-// means no run of ours is alive, so such a claim is stale. Claims of others are never touched.
+// its claim back (after its run row was finished, e.g. while landing). Holding the task lock
+// means no run of ours is alive on it, so such a claim is stale. Claims of others are never touched.
 func (r *run) recoverClaim(ctx context.Context) bool {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {

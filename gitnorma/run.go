@@ -14,7 +14,6 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
-	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -103,7 +102,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err != nil {
 		return RunReport{}, err
 	}
-	lock, err := AcquireRunLock(a.Repo.Path("locks", "run.lock"))
+	lock, err := a.acquireTaskLock(o.TaskID)
 	if err != nil {
 		return RunReport{}, err
 	}
@@ -134,8 +133,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	return rep, err
 }
 
-// autoPrune applies the retention config after a run (under the run lock it still holds);
-// a failure is recorded, never fatal.
+// autoPrune applies the retention config after a run; a failure is recorded, never fatal.
 func (r *run) autoPrune(ctx context.Context) {
 	if r.app.Config.Retention.KeepLast <= 0 && r.app.Config.Retention.KeepDays <= 0 {
 		return
@@ -177,8 +175,12 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
 			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, orDash(takenOver.RunID), takenOver.Host)})
 	}
-	r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
-		TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target,
+	err = r.app.withWorktreeLock(ctx, func() error {
+		var err error
+		r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
+			TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target,
+		})
+		return err
 	})
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
@@ -210,7 +212,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	return err
 }
 
-// freeBranch makes sure no other worktree holds the task branch. Holding the run lock means
+// freeBranch makes sure no other worktree holds the task branch. Holding the task lock means
 // any run worktree still holding it belongs to a dead run; one outside .norma/ is the user's.
 func (r *run) freeBranch(ctx context.Context) error {
 	branch := worktree.TaskBranch(r.pre.task.ID)
@@ -222,7 +224,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 		return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
 			"branch %s is checked out in %s", branch, holder)
 	}
-	return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder)))
+	return r.app.withWorktreeLock(ctx, func() error { return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder))) })
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
@@ -231,7 +233,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir},
 		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
-			journal: notes.Journal{Git: r.app.Repo.Git}, mirror: r.mirror, redact: r.app.redact},
+			journal: r.app.NotesJournal(), mirror: r.mirror, redact: r.app.redact},
 		Live: live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.app.PauseReason,

@@ -159,7 +159,8 @@ func (r *run) removeWorktree(ctx context.Context) {
 	if r.ws == nil {
 		return
 	}
-	if err := r.wm.Remove(ctx, r.ws.Dir(), r.id); err != nil {
+	err := r.app.withWorktreeLock(ctx, func() error { return r.wm.Remove(ctx, r.ws.Dir(), r.id) })
+	if err != nil {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
 	}
 	r.ws = nil

@@ -15,7 +15,9 @@ import (
 
 // StatusReport is `git norma status`: the live run, recent runs and the task branches.
 type StatusReport struct {
+	// Live is the newest live run (null when none); LiveRuns lists every one.
 	Live     *LiveRun    `json:"live"`
+	LiveRuns []LiveRun   `json:"live_runs"`
 	Runs     []RunRow    `json:"runs"`
 	Branches []BranchRow `json:"task_branches"`
 }
@@ -53,9 +55,13 @@ type BranchRow struct {
 
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
-	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}}
-	if h, ok := LiveLockHolder(a.Repo.Path("locks", "run.lock")); ok {
-		rep.Live = &LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
+	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}}
+	for _, h := range a.LiveRuns() {
+		live := LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
+		rep.LiveRuns = append(rep.LiveRuns, live)
+		if rep.Live == nil {
+			rep.Live = &live
+		}
 	}
 	st, err := a.OpenStore(ctx)
 	if err != nil {

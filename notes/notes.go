@@ -48,12 +48,33 @@ func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z
 // Journal reads and writes the notes of one repository.
 type Journal struct {
 	Git git.Runner
+	// Lock, when set, serialises writers of refs/notes/norma across processes: a note is read,
+	// merged and rewritten, and two writers must not interleave (one would drop the other's
+	// lines). It returns the function that releases the lock.
+	Lock func(ctx context.Context) (func(), error)
+}
+
+// locked runs fn under Lock (if any).
+func (j Journal) locked(ctx context.Context, fn func() error) error {
+	if j.Lock == nil {
+		return fn()
+	}
+	unlock, err := j.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
 }
 
 // Add merges entries into the note on commit: existing lines are kept, new ones added, the
 // result sorted and de-duplicated. Adding the same entry twice changes nothing, so mirrors
 // can be repaired by replaying.
 func (j Journal) Add(ctx context.Context, commit string, entries ...Entry) error {
+	return j.locked(ctx, func() error { return j.add(ctx, commit, entries) })
+}
+
+func (j Journal) add(ctx context.Context, commit string, entries []Entry) error {
 	add, err := encode(entries)
 	if err != nil {
 		return err

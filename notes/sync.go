@@ -15,6 +15,16 @@ func TrackingRef(remote string) string { return "refs/notes/remotes/" + remote +
 // Pull fetches the remote's journal into its tracking ref and merges it into the local one
 // with cat_sort_uniq (no conflicts, no entry lost). A remote without a journal is not an error.
 func (j Journal) Pull(ctx context.Context, remote string) (bool, error) {
+	var pulled bool
+	err := j.locked(ctx, func() error {
+		var err error
+		pulled, err = j.pull(ctx, remote)
+		return err
+	})
+	return pulled, err
+}
+
+func (j Journal) pull(ctx context.Context, remote string) (bool, error) {
 	if err := j.checkRemote(ctx, remote); err != nil {
 		return false, err
 	}

@@ -33,7 +33,7 @@ func newEnv(ctx context.Context, stdio IO, dir string, g globalFlags) *Env {
 }
 
 // stepProgress is the progress writer of a run or loop: with -v it also names each step's
-// log files, found through the run lock (which records the run being made).
+// log files, found through the task lock this process holds (which records the run).
 func (e *Env) stepProgress(app *gitnorma.App) io.Writer {
 	if e.Verbose {
 		e.Progress.logs = func(index, role string) string { return stepLogs(app, e.Dir, index, role) }
@@ -43,8 +43,14 @@ func (e *Env) stepProgress(app *gitnorma.App) io.Writer {
 
 // stepLogs lists the log files of step NNN-role of the run in progress.
 func stepLogs(app *gitnorma.App, cwd, index, role string) string {
-	h, err := gitnorma.ReadLockHolder(app.Repo.Path("locks", "run.lock"))
-	if err != nil || h.RunID == "" {
+	var h gitnorma.LockHolder
+	for _, l := range app.LiveRuns() {
+		if l.PID == os.Getpid() && l.RunID != "" {
+			h = l
+			break
+		}
+	}
+	if h.RunID == "" {
 		return ""
 	}
 	dir := app.Repo.Path("runs", h.RunID, "steps", index+"-"+role, "logs")
