@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 )
 
@@ -64,7 +65,8 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 	if a.backlog != nil {
 		return a.backlog, nil
 	}
-	switch a.TrackerKind() {
+	kind := a.TrackerKind()
+	switch kind {
 	case "beads":
 		if _, err := exec.LookPath("bd"); err != nil {
 			return nil, fatalf(`install bd (Beads), or set "tracker": "jsonl" in .norma/config.json`,
@@ -73,6 +75,11 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 		a.backlog = tracker.NewBD(a.Repo.Root)
 	default:
 		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix)
+	}
+	// An agent calling git norma from inside a step writes the backlog as itself: unstamped,
+	// so the guard catches it.
+	if os.Getenv(loop.StepDirEnv) == "" {
+		a.backlog = stampedTracker{inner: a.backlog, root: a.Repo.Root, stampReads: kind == "beads"}
 	}
 	return a.backlog, nil
 }

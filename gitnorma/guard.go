@@ -5,30 +5,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/git-norma/git-norma/loop"
 )
 
-// guarded lists the places no agent may write while it runs: the backlog, git-norma's config
-// and the run dir outside the workspace, the steps and the artifacts (written by the
+// guarded lists the places no agent may write while it runs, besides the backlog: git-norma's
+// config and the run dir outside the workspace, the steps and the artifacts (written by the
 // orchestrator between steps). Checking them costs a few stat calls, never a walk of the
 // repository. (The store is not among them: a hook's check may write it meanwhile.)
 func (w workspace) guarded() []string {
 	return []string{
-		filepath.Join(w.root, ".beads"),
-		filepath.Join(w.root, ".beads", "issues.jsonl"),
 		filepath.Join(w.root, ".norma", "config.json"),
 		w.runDir,
 		filepath.Join(w.runDir, "norma.md"),
 	}
 }
 
-// fingerprint is one line per guarded path (and per entry of a guarded directory): name,
-// size, mode and modification time.
+// fingerprint is one line per guarded path (and per entry of a guarded directory), and the
+// backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
-	var lines []string
+	lines := backlogFingerprint(w.root)
 	for _, p := range w.guarded() {
 		lines = append(lines, statLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
@@ -57,7 +56,13 @@ func statLine(p string) string {
 }
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot.
-func (w workspace) OutsideChanges(_ context.Context, snap loop.Snapshot) ([]string, error) {
+func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	// Under the backlog lock no git-norma write is half done and the stamp is current.
+	unlock, err := waitLock(ctx, backlogLockPath(w.root))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	now := w.fingerprint()
 	if now == snap.Outside {
 		return nil, nil
@@ -76,6 +81,11 @@ func (w workspace) OutsideChanges(_ context.Context, snap loop.Snapshot) ([]stri
 				changed = append(changed, rel)
 			}
 		}
+	}
+	if backlogAsLeft(w.root) { // git-norma changed it (another run, a task added), not the agent
+		changed = slices.DeleteFunc(changed, func(p string) bool {
+			return p == ".beads" || strings.HasPrefix(p, ".beads"+string(filepath.Separator))
+		})
 	}
 	sort.Strings(changed)
 	return changed, nil

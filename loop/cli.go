@@ -187,9 +187,11 @@ func envValue(env []string, name string) string {
 }
 
 // environ is the CLI's environment: ours without git's repository variables, the
-// backend's settings, then the configured entries (the last value of a name wins).
-func (a *cliAgent) environ() []string {
+// backend's settings, the step's NORMA_* variables, then the configured entries (the last
+// value of a name wins).
+func (a *cliAgent) environ(req Request) []string {
 	env := append(git.StripRepoVars(os.Environ()), a.b.env(a.role)...)
+	env = append(env, stepEnv(req)...)
 	return append(env, a.o.Env...)
 }
 

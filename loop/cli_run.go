@@ -87,7 +87,7 @@ func (a *cliAgent) exec(ctx context.Context, req Request, inv cliInvocation, pro
 	// forever on an open, silent stdin).
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
-	cmd.Env = a.environ()
+	cmd.Env = a.environ(req)
 	stderr := captureStderr(cmd, req.Stderr)
 	offset, err := logSize(req.StdoutPath)
 	if err != nil {

@@ -75,14 +75,23 @@ func logSize(path string) (int64, error) {
 }
 
 func (a ExecAgent) agentEnv(req Request) []string {
-	return append([]string{
+	return append(stepEnv(req), a.Env...)
+}
+
+// StepDirEnv names the step directory in every agent's environment. A git-norma command that
+// finds it set knows an agent is calling it, from inside a step.
+const StepDirEnv = "NORMA_STEP_DIR"
+
+// stepEnv tells an agent process, whatever its kind, which run, task, role and step it is.
+func stepEnv(req Request) []string {
+	return []string{
 		"NORMA_RUN_ID=" + req.Input.Run.ID,
 		"NORMA_TASK_ID=" + req.Input.Task.ID,
 		"NORMA_ROLE=" + string(req.Input.Step.Name),
-		"NORMA_STEP_DIR=" + req.StepDir,
+		StepDirEnv + "=" + req.StepDir,
 		"NORMA_INPUT=" + req.InputPath,
 		"NORMA_WORKSPACE=" + req.WorkDir,
-	}, a.Env...)
+	}
 }
 
 func startHint(err error) string {

@@ -1,0 +1,117 @@
+package gitnorma
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// stampedTracker is the tracker as git-norma uses it: every change (and, with bd, which may
+// touch .beads/ even to read, every call) runs under .norma/locks/backlog.lock and leaves the
+// backlog's fingerprint in .norma/locks/backlog.stamp. The workspace guard compares against
+// it, so a parallel run claiming its task, or `git norma task add` while an agent works, is
+// not taken for the agent writing the backlog. (A change by an agent that git-norma's next
+// write rewrites unchanged is missed: the guard is a tripwire, not a sandbox.)
+type stampedTracker struct {
+	inner tracker.Tracker
+	root  string
+	// stampReads: reads are stamped too (bd).
+	stampReads bool
+}
+
+var _ tracker.Tracker = stampedTracker{}
+
+func (s stampedTracker) locked(ctx context.Context, stamp bool, call func() error) error {
+	if !stamp {
+		return call()
+	}
+	unlock, err := waitLock(ctx, backlogLockPath(s.root))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	err = call()
+	writeBacklogStamp(s.root)
+	return err
+}
+
+func (s stampedTracker) Create(ctx context.Context, t tracker.NewTask) (out tracker.Task, err error) {
+	err = s.locked(ctx, true, func() (e error) { out, e = s.inner.Create(ctx, t); return e })
+	return out, err
+}
+
+func (s stampedTracker) Get(ctx context.Context, id string) (out tracker.Task, err error) {
+	err = s.locked(ctx, s.stampReads, func() (e error) { out, e = s.inner.Get(ctx, id); return e })
+	return out, err
+}
+
+func (s stampedTracker) List(ctx context.Context) (out []tracker.Task, err error) {
+	err = s.locked(ctx, s.stampReads, func() (e error) { out, e = s.inner.List(ctx); return e })
+	return out, err
+}
+
+func (s stampedTracker) Ready(ctx context.Context) (out []tracker.Task, err error) {
+	err = s.locked(ctx, s.stampReads, func() (e error) { out, e = s.inner.Ready(ctx); return e })
+	return out, err
+}
+
+func (s stampedTracker) SetStatus(ctx context.Context, id, status, reason string) error {
+	return s.locked(ctx, true, func() error { return s.inner.SetStatus(ctx, id, status, reason) })
+}
+
+func (s stampedTracker) Claim(ctx context.Context, id, actor string) (out tracker.Task, err error) {
+	err = s.locked(ctx, true, func() (e error) { out, e = s.inner.Claim(ctx, id, actor); return e })
+	return out, err
+}
+
+func (s stampedTracker) Update(ctx context.Context, id string, u tracker.Update) error {
+	return s.locked(ctx, true, func() error { return s.inner.Update(ctx, id, u) })
+}
+
+func (s stampedTracker) AddDependency(ctx context.Context, issue, dependsOn, depType string) error {
+	return s.locked(ctx, true, func() error { return s.inner.AddDependency(ctx, issue, dependsOn, depType) })
+}
+
+// backlogFingerprint is one line for .beads/, each of its entries and issues.jsonl: name,
+// size, mode and modification time (a few stat calls, never a walk).
+func backlogFingerprint(root string) []string {
+	dir := filepath.Join(root, ".beads")
+	lines := []string{statLine(dir), statLine(filepath.Join(dir, "issues.jsonl"))}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		lines = append(lines, statLine(filepath.Join(dir, e.Name())))
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func backlogLockPath(root string) string {
+	return filepath.Join(root, ".norma", "locks", "backlog.lock")
+}
+
+func backlogStampPath(root string) string {
+	return filepath.Join(root, ".norma", "locks", "backlog.stamp")
+}
+
+// writeBacklogStamp records the backlog as git-norma left it. Best effort: without a stamp
+// the guard is only stricter.
+func writeBacklogStamp(root string) {
+	now := strings.Join(backlogFingerprint(root), "\n")
+	if old, err := os.ReadFile(backlogStampPath(root)); err == nil && string(old) == now {
+		return
+	}
+	tmp := backlogStampPath(root) + ".tmp"
+	if os.WriteFile(tmp, []byte(now), 0o600) == nil {
+		_ = os.Rename(tmp, backlogStampPath(root))
+	}
+}
+
+// backlogAsLeft reports whether the backlog is exactly as git-norma's last call left it.
+func backlogAsLeft(root string) bool {
+	stamp, err := os.ReadFile(backlogStampPath(root))
+	return err == nil && string(stamp) == strings.Join(backlogFingerprint(root), "\n")
+}
