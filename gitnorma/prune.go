@@ -83,7 +83,48 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	if o.auto && len(rep.Runs) == 0 {
 		return rep, nil
 	}
-	return rep, a.pruneBranches(ctx, o, retained, &rep)
+	if err := a.pruneBranches(ctx, o, retained, &rep); err != nil {
+		return rep, err
+	}
+	return rep, a.pruneKept(ctx, o, runs, rep.Runs, &rep)
+}
+
+// pruneKept deletes the branches runs set aside when they conflicted with the target
+// (refs/norma/kept/<task>/<run>) once that run is pruned and its task is closed (or --force).
+func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
+	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname)", worktree.KeptPrefix)
+	if err != nil || out == "" {
+		return err
+	}
+	gone := map[string]bool{}
+	for _, id := range pruned {
+		gone[id] = true
+	}
+	known := map[string]bool{}
+	for _, r := range runs {
+		known[r.ID] = true
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return err
+	}
+	for _, ref := range strings.Split(out, "\n") {
+		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
+		if !ok || (known[runID] && !gone[runID]) {
+			continue // its run is retained
+		}
+		if t, err := tr.Get(ctx, task); !o.Force && (err != nil || t.Status != tracker.StatusClosed) {
+			rep.Kept = append(rep.Kept, ref+": its task is not closed (use --force to delete anyway)")
+			continue
+		}
+		if !o.DryRun {
+			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref); err != nil {
+				return withCode(ExitFail, err)
+			}
+		}
+		rep.Branches = append(rep.Branches, ref)
+	}
+	return nil
 }
 
 func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) error {

@@ -119,7 +119,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.checkClaimable(ctx); err != nil {
 		return RunReport{}, err
 	}
-	if err := r.begin(ctx, lock); err != nil {
+	if err := r.begin(ctx, lock, o.Live); err != nil {
 		return RunReport{}, err
 	}
 	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
@@ -150,7 +150,7 @@ func (r *run) autoPrune(ctx context.Context) {
 }
 
 // begin creates the run: id, directory, row, worktree, and the task claim.
-func (r *run) begin(ctx context.Context, lock *RunLock) error {
+func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 	r.id = newRunID(r.started)
 	r.dir = r.app.Repo.Path("runs", r.id)
 	if err := lock.Record(r.id, r.started); err != nil {
@@ -178,7 +178,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	err = r.app.withWorktreeLock(ctx, func() error {
 		var err error
 		r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
-			TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target,
+			TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target, CatchUp: true,
 		})
 		return err
 	})
@@ -186,11 +186,30 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return withCode(ExitFail, err)
 	}
+	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
 	r.claimed = true
 	return r.st.SetKV(ctx, r.id, "claimed", true)
+}
+
+// reportCatchUp records (and says) how the existing task branch was brought up to date with
+// the target: merged, or saved and restarted because it conflicted.
+func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live io.Writer) {
+	branch, target := worktree.TaskBranch(r.pre.task.ID), r.pre.target
+	ev := store.Event{TS: r.app.Now(), Data: map[string]any{"catch_up": c}}
+	switch {
+	case c.Merged != "":
+		ev.Type, ev.Message = "branch_merged", fmt.Sprintf("merged %s into %s (%s): the run starts from what landed meanwhile", target, branch, short10(c.Merged))
+	case c.Kept != "":
+		ev.Type, ev.Message = "branch_restarted", fmt.Sprintf("%s conflicts with %s (%s); it is kept as %s and the run starts over from %s",
+			branch, target, strings.Join(c.Conflicts, ", "), c.Kept, target)
+	default:
+		return
+	}
+	fmt.Fprintln(live, ev.Message)
+	_ = r.st.AppendEvent(ctx, r.id, ev)
 }
 
 // checkClaimable re-reads the task after reconciliation (which reopens tasks our dead runs

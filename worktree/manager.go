@@ -43,6 +43,9 @@ type CreateOptions struct {
 	Path string
 	// Target is the branch the task forks from and lands on.
 	Target string
+	// CatchUp brings an existing task branch up to date with the target first (a new run;
+	// never a resumed one, whose recorded verdicts are for the branch as it is).
+	CatchUp bool
 }
 
 // ErrInvalidOptions is returned by CreateOptions.Validate.
@@ -79,6 +82,12 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	if err != nil {
 		return nil, err
 	}
+	var caught CatchUp
+	if exists && o.CatchUp {
+		if caught, err = m.catchUp(ctx, o, branch); err != nil {
+			return nil, fmt.Errorf("bring %s up to date with %s: %w", branch, o.Target, err)
+		}
+	}
 	args := []string{"worktree", "add", "-q", o.Path, branch}
 	if !exists {
 		args = []string{"worktree", "add", "-q", "-b", branch, o.Path, "refs/heads/" + o.Target}
@@ -91,7 +100,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
 	return &Workspace{dir: o.Path, branch: branch, taskID: o.TaskID, runID: o.RunID, base: base,
-		git: m.Git.In(o.Path)}, nil
+		git: m.Git.In(o.Path), CaughtUp: caught}, nil
 }
 
 // BranchExists reports whether refs/heads/<branch> exists.

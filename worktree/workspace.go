@@ -20,6 +20,8 @@ type Workspace struct {
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
+	// CaughtUp is what bringing the existing branch up to date with the target did.
+	CaughtUp CatchUp
 }
 
 // Dir is the worktree's absolute path.

@@ -1,0 +1,63 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// KeptPrefix holds task branches a run had to start over from: refs/norma/kept/<task>/<run>.
+// They are never deleted by git-norma except by `git norma prune`'s retention.
+const KeptPrefix = "refs/norma/kept/"
+
+// CatchUp is what bringing an existing task branch up to date with its target did.
+type CatchUp struct {
+	// Merged is the merge commit that brought the target's new commits into the branch.
+	Merged string `json:"merged,omitempty"`
+	// Kept is the ref the old branch was saved under when it conflicted with the target and
+	// the branch started over from the target; Conflicts are the paths.
+	Kept      string   `json:"kept,omitempty"`
+	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+// catchUp makes an existing task branch contain its target before a new run works on it, so
+// work that landed meanwhile (another task's, in a parallel loop) is the base of this run and
+// its landing cannot conflict with it. A clean merge is committed in object space; a branch
+// that conflicts is saved under KeptPrefix and restarted from the target: the new run redoes
+// the task on what landed, and nothing of the old branch is lost.
+func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (CatchUp, error) {
+	ref, target := "refs/heads/"+branch, "refs/heads/"+o.Target
+	err := m.Git.Run(ctx, "merge-base", "--is-ancestor", target, ref)
+	if err == nil {
+		return CatchUp{}, nil // nothing landed on the target since the branch forked
+	}
+	old, err := m.Git.Output(ctx, "rev-parse", "--verify", ref)
+	if err != nil {
+		return CatchUp{}, err
+	}
+	tip, err := m.branchTip(ctx, o.Target)
+	if err != nil {
+		return CatchUp{}, err
+	}
+	tree, err := m.mergeTree(ctx, tip.commit, old)
+	var le *LandError
+	switch {
+	case err == nil:
+		msg := fmt.Sprintf("norma: merge %s into %s\n\nNorma-Run: %s\n", o.Target, branch, o.RunID)
+		merged, err := m.Git.Input(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", old, "-p", tip.commit, "-F", "-")
+		if err != nil {
+			return CatchUp{}, fmt.Errorf("merge %s into %s: %w", o.Target, branch, err)
+		}
+		return CatchUp{Merged: merged}, m.Git.Run(ctx, "update-ref", "-m", "norma: catch up with "+o.Target, ref, merged, old)
+	case errors.As(err, &le):
+		kept := KeptPrefix + o.TaskID + "/" + o.RunID
+		if err := m.Git.Run(ctx, "update-ref", "-m", "norma: keep conflicting branch", kept, old, ""); err != nil {
+			return CatchUp{}, err
+		}
+		err := m.Git.Run(ctx, "update-ref", "-m", "norma: restart from "+o.Target, ref, tip.commit, old)
+		return CatchUp{Kept: kept, Conflicts: le.Paths}, err
+	default:
+		return CatchUp{}, err
+	}
+}
