@@ -35,6 +35,8 @@ type Config struct {
 	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
 	// active_epic_id); the command-line flags override it.
 	Selection Focus `json:"selection"`
+	// MaxParallel bounds `git norma loop --parallel N`.
+	MaxParallel int `json:"max_parallel"`
 	// Notify is a command (argv) run with a JSON event on stdin when a run ends or needs a
 	// human (stopped, blocked, landing refused).
 	Notify []string `json:"notify"`
@@ -139,9 +141,10 @@ func DefaultConfig() Config {
 			Check: builtin(10 * time.Minute),
 			Act:   builtin(time.Minute),
 		},
-		Budgets:   Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
-		Retention: Retention{KeepLast: 50, KeepDays: 30},
-		Gates:     []loop.Gate{},
+		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
+		Retention:   Retention{KeepLast: 50, KeepDays: 30},
+		Gates:       []loop.Gate{},
+		MaxParallel: 1,
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
 			DefaultType: "feat",
@@ -234,6 +237,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("gates[%d].cmd: the gate %q has no command", i, g.Name)
 		}
 		seen[g.Name] = true
+	}
+	if c.MaxParallel < 1 {
+		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)
 	}
 	b := c.Budgets
 	if b.MaxCostUSD < 0 {

@@ -11,6 +11,8 @@ import (
 type LoopOptions struct {
 	// MaxTasks stops the loop after that many runs (0: until nothing is ready).
 	MaxTasks int
+	// Parallel is how many independent tasks run at once (1 when 0).
+	Parallel int
 	Scope    Scope
 	NoLand   bool
 	Live     io.Writer
@@ -26,42 +28,125 @@ type LoopReport struct {
 }
 
 // Loop selects the next ready task, runs it (landing a PASS) and repeats until nothing is
-// ready, a pause is requested, MaxTasks runs were made or it is interrupted. A task is tried
-// at most once per loop, so a failing task cannot monopolise it.
+// ready, a pause is requested, MaxTasks runs were made or it is interrupted. With Parallel > 1
+// it keeps up to that many runs of independent tasks going at once (no blocks dependency and
+// no parent-child line between them); their landings are serialised. A task is tried at most
+// once per loop, so a failing task cannot monopolise it.
 func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
-	rep := LoopReport{Runs: []RunReport{}}
-	var tried []string
+	if o.Parallel < 1 {
+		o.Parallel = 1
+	}
+	if max := a.Config.MaxParallel; o.Parallel > max {
+		return LoopReport{}, usagef(fmt.Sprintf(`raise "max_parallel" in .norma/config.json (it is %d)`, max),
+			"--parallel %d is over the configured max_parallel", o.Parallel)
+	}
+	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
+		return LoopReport{}, err
+	}
+	l := &looper{app: a, o: o, results: make(chan RunReport), running: map[string]bool{}}
+	return l.loop(ctx)
+}
+
+// looper is one loop in progress.
+type looper struct {
+	app     *App
+	o       LoopOptions
+	rep     LoopReport
+	tried   []string
+	running map[string]bool
+	results chan RunReport
+	started int
+	// stopped is why no new run is started (empty while selecting goes on).
+	stopped, message string
+	code             int
+}
+
+func (l *looper) loop(ctx context.Context) (LoopReport, error) {
+	l.rep.Runs = []RunReport{}
 	for {
-		switch {
-		case ctx.Err() != nil:
-			return rep.stop("interrupted", "interrupted", ExitInterrupted), nil
-		case o.MaxTasks > 0 && len(rep.Runs) >= o.MaxTasks:
-			return rep.stop("max_tasks", fmt.Sprintf("ran %d task(s), the --max-tasks limit", len(rep.Runs)), 0), nil
-		case a.PauseReason() != "":
-			return rep.stop("paused", "paused: "+a.PauseReason(), 0), nil
+		if err := l.fill(ctx); err != nil {
+			l.drain()
+			return l.rep, err
 		}
-		sel, err := a.Next(ctx, o.Scope, tried)
-		if err != nil {
-			return rep, err
+		if len(l.running) == 0 {
+			return l.rep.stop(l.stopped, l.message, l.code), nil
 		}
-		if sel.TaskID == "" {
-			return rep.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope), 0), nil
-		}
-		fmt.Fprintf(o.Live, "loop: task %s %q (%s)\n", sel.TaskID, sel.Title, sel.Reason)
-		tried = append(tried, sel.TaskID)
-		run, err := a.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: o.NoLand, Live: o.Live})
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Code == ExitFatal {
-				return rep, err
-			}
-			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
-		}
-		rep.Runs = append(rep.Runs, run)
-		if run.ExitCode == ExitInterrupted {
-			return rep.stop("interrupted", "interrupted during "+sel.TaskID, ExitInterrupted), nil
+		run := <-l.results
+		delete(l.running, run.TaskID)
+		l.rep.Runs = append(l.rep.Runs, run)
+		if run.ExitCode == ExitInterrupted && l.stopped == "" {
+			l.stop("interrupted", "interrupted during "+run.TaskID, ExitInterrupted)
 		}
 	}
+}
+
+// fill starts runs until every slot is taken or there is nothing (more) to start.
+func (l *looper) fill(ctx context.Context) error {
+	for l.stopped == "" && len(l.running) < l.o.Parallel {
+		switch {
+		case ctx.Err() != nil:
+			l.stop("interrupted", "interrupted", ExitInterrupted)
+			return nil
+		case l.o.MaxTasks > 0 && l.started >= l.o.MaxTasks:
+			l.stop("max_tasks", fmt.Sprintf("ran %d task(s), the --max-tasks limit", l.started), 0)
+			return nil
+		case l.app.PauseReason() != "":
+			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
+			return nil
+		}
+		sel, err := l.app.next(ctx, l.o.Scope, l.tried, keys(l.running))
+		if err != nil {
+			return err
+		}
+		if sel.TaskID == "" {
+			if len(l.running) == 0 {
+				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope), 0)
+			}
+			return nil // the runs going on may unblock more
+		}
+		l.start(ctx, sel)
+	}
+	return nil
+}
+
+func (l *looper) start(ctx context.Context, sel Selection) {
+	l.tried = append(l.tried, sel.TaskID)
+	l.running[sel.TaskID] = true
+	l.started++
+	live := l.o.Live
+	if l.o.Parallel > 1 {
+		live = newPrefixWriter(l.o.Live, "["+sel.TaskID+"] ")
+	}
+	fmt.Fprintf(live, "loop: task %s %q (%s)\n", sel.TaskID, sel.Title, sel.Reason)
+	go func() {
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live})
+		if err != nil {
+			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
+		}
+		run.TaskID = sel.TaskID
+		l.results <- run
+	}()
+}
+
+func (l *looper) stop(reason, msg string, code int) {
+	l.stopped, l.message, l.code = reason, msg, code
+}
+
+// drain waits for the runs still going after an error stopped the loop.
+func (l *looper) drain() {
+	for len(l.running) > 0 {
+		run := <-l.results
+		delete(l.running, run.TaskID)
+		l.rep.Runs = append(l.rep.Runs, run)
+	}
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // stop finishes the report; the exit code is the worst of the runs' (or code, if worse).

@@ -39,6 +39,12 @@ type candidate struct {
 // returns epics and features), not blocked by git-norma's three-strike rule, inside the scope,
 // then by priority, a Verify field first, oldest first. It costs one `ready` and one `list`.
 func (a *App) Next(ctx context.Context, scope Scope, exclude []string) (Selection, error) {
+	return a.next(ctx, scope, exclude, nil)
+}
+
+// next is Next, also skipping tasks related to busy ones (being run in parallel): no blocks
+// dependency and no parent-child line between them, so parallel runs never step on each other.
+func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Selection, error) {
 	sel := Selection{Scope: a.scope(scope)}
 	for _, id := range []string{sel.Scope.Feature, sel.Scope.Epic} {
 		if id != "" {
@@ -60,6 +66,9 @@ func (a *App) Next(ctx context.Context, scope Scope, exclude []string) (Selectio
 		return sel, withCode(ExitFail, err)
 	}
 	cands := eligible(ready, all, sel.Scope, exclude)
+	if len(busy) > 0 {
+		cands = slices.DeleteFunc(cands, func(c candidate) bool { return relatedToAny(c.task.ID, busy, all) })
+	}
 	sel.Eligible = len(cands)
 	if len(cands) == 0 {
 		return sel, nil
@@ -103,6 +112,29 @@ func eligible(ready, all []tracker.Task, scope Scope, exclude []string) []candid
 		cands = append(cands, candidate{task: t, hasVerify: len(loop.ParseReadyContract(t.Description).Verify) > 0})
 	}
 	return cands
+}
+
+// relatedToAny reports whether id depends on, blocks, descends from or contains a busy task.
+func relatedToAny(id string, busy []string, all []tracker.Task) bool {
+	parents := map[string]string{}
+	deps := map[string][]tracker.Dependency{}
+	for _, t := range all {
+		parents[t.ID] = t.Parent
+		deps[t.ID] = t.Dependencies
+	}
+	for _, b := range busy {
+		if descends(id, b, parents) || descends(b, id, parents) {
+			return true
+		}
+		for _, pair := range [][2]string{{id, b}, {b, id}} {
+			for _, d := range deps[pair[0]] {
+				if d.DependsOnID == pair[1] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // descends reports whether id is below root in the parent-child tree.

@@ -8,6 +8,7 @@ import (
 
 type loopCmd struct {
 	MaxTasks      int    `help:"Stop after this many runs (0: until nothing is ready)." default:"0"`
+	Parallel      int    `help:"Run up to N independent tasks at once (at most max_parallel)." default:"1" placeholder:"N"`
 	ActiveFeature string `help:"Only run tasks under this feature." placeholder:"ID"`
 	ActiveEpic    string `help:"Only run tasks under this epic." placeholder:"ID"`
 	NoLand        bool   `help:"Leave PASSed tasks on their branches for review."`
@@ -15,6 +16,9 @@ type loopCmd struct {
 }
 
 func (c *loopCmd) Run(env *Env) error {
+	if c.Parallel < 1 {
+		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--parallel must be 1 or more")}
+	}
 	if c.MaxTasks < 0 {
 		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--max-tasks must be 0 or more")}
 	}
@@ -22,7 +26,7 @@ func (c *loopCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, NoLand: c.NoLand, Live: env.stepProgress(app),
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Live: env.stepProgress(app),
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
 	if err != nil {
 		return err

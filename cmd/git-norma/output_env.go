@@ -36,18 +36,23 @@ func newEnv(ctx context.Context, stdio IO, dir string, g globalFlags) *Env {
 // log files, found through the task lock this process holds (which records the run).
 func (e *Env) stepProgress(app *gitnorma.App) io.Writer {
 	if e.Verbose {
-		e.Progress.logs = func(index, role string) string { return stepLogs(app, e.Dir, index, role) }
+		e.Progress.logs = func(task, index, role string) string { return stepLogs(app, e.Dir, task, index, role) }
 	}
 	return e.Progress
 }
 
-// stepLogs lists the log files of step NNN-role of the run in progress.
-func stepLogs(app *gitnorma.App, cwd, index, role string) string {
+// stepLogs lists the log files of step NNN-role of this process's run in progress (of task,
+// when parallel runs prefix their lines with it).
+func stepLogs(app *gitnorma.App, cwd, task, index, role string) string {
 	var h gitnorma.LockHolder
-	for _, l := range app.LiveRuns() {
-		if l.PID == os.Getpid() && l.RunID != "" {
-			h = l
-			break
+	if task != "" {
+		h, _ = gitnorma.ReadLockHolder(app.TaskLockPath(task))
+	} else {
+		for _, l := range app.LiveRuns() {
+			if l.PID == os.Getpid() && l.RunID != "" {
+				h = l
+				break
+			}
 		}
 	}
 	if h.RunID == "" {
@@ -76,12 +81,13 @@ type progressWriter struct {
 	out   io.Writer
 	quiet bool
 	color bool
-	logs  func(index, role string) string
+	logs  func(task, index, role string) string
 	buf   []byte
 }
 
-// stepLineRE matches the engine's step lines: "003 check ok    PASS: 1/1 AC passed (17ms)".
-var stepLineRE = regexp.MustCompile(`^(\d{3}) (plan|do|check|act)(\s+)(\S+)(\s+)(PASS|FAIL|PARTIAL)?`)
+// stepLineRE matches the engine's step lines: "003 check ok    PASS: 1/1 AC passed (17ms)",
+// prefixed with "[<task>] " in a parallel loop.
+var stepLineRE = regexp.MustCompile(`^(\[(\S+)\] )?(\d{3}) (plan|do|check|act)(\s+)(\S+)(\s+)(PASS|FAIL|PARTIAL)?`)
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
@@ -117,15 +123,15 @@ func (p *progressWriter) line(l string) {
 	m := stepLineRE.FindStringSubmatch(l)
 	if m != nil && p.color {
 		pal := palette(true)
-		l = m[1] + " " + m[2] + m[3] + pal.status(m[4]) + m[5] + pal.status(m[6]) + l[len(m[0]):]
+		l = m[1] + m[3] + " " + m[4] + m[5] + pal.status(m[6]) + m[7] + pal.status(m[8]) + l[len(m[0]):]
 	}
 	if strings.HasPrefix(l, "warning:") && p.color {
 		l = palette(true).paint(ansiYellow, "warning:") + l[len("warning:"):]
 	}
 	fmt.Fprintln(p.out, l)
 	if m != nil && p.logs != nil {
-		if s := p.logs(m[1], m[2]); s != "" {
-			fmt.Fprintln(p.out, s)
+		if s := p.logs(m[2], m[3], m[4]); s != "" {
+			fmt.Fprintln(p.out, m[1]+s)
 		}
 	}
 }

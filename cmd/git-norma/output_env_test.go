@@ -84,9 +84,16 @@ func TestProgressWriter(t *testing.T) {
 	})
 	t.Run("verbose names the logs", func(t *testing.T) {
 		var out bytes.Buffer
-		p := &progressWriter{out: &out, logs: func(index, role string) string { return "    logs: " + index + "-" + role }}
+		p := &progressWriter{out: &out, logs: func(task, index, role string) string { return "    logs: " + task + "/" + index + "-" + role }}
 		_, _ = p.Write([]byte(step + "continuing with x\n"))
-		assert.Equal(t, step+"    logs: 003-check\ncontinuing with x\n", out.String())
+		assert.Equal(t, step+"    logs: /003-check\ncontinuing with x\n", out.String())
+	})
+	t.Run("parallel lines keep colour and logs", func(t *testing.T) {
+		var out bytes.Buffer
+		p := &progressWriter{out: &out, color: true, logs: func(task, index, role string) string { return "    logs: " + task + "/" + index + "-" + role }}
+		_, _ = p.Write([]byte("[norma-a1] " + step))
+		assert.Equal(t, "[norma-a1] 003 check \x1b[32mok\x1b[0m    \x1b[32mPASS\x1b[0m: 1/1 AC passed (17ms)\n"+
+			"[norma-a1]     logs: norma-a1/003-check\n", out.String())
 	})
 	t.Run("flush", func(t *testing.T) {
 		var out bytes.Buffer
