@@ -20,6 +20,11 @@ type Workspace struct {
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
+	// patch is the last patch size measured, and for which head.
+	patch struct {
+		head  string
+		bytes int64
+	}
 	// CaughtUp is what bringing the existing branch up to date with the target did.
 	CaughtUp CatchUp
 }
@@ -47,16 +52,72 @@ var (
 
 // State reads HEAD and the status fingerprint.
 func (w *Workspace) State(ctx context.Context) (State, error) {
-	head, err := w.git.Output(ctx, "rev-parse", "HEAD")
+	v, err := w.read(ctx)
+	return v.state, err
+}
+
+// view is the worktree as one `git status` sees it.
+type view struct {
+	state State
+	// branch is the checked-out branch's full ref ("" when HEAD is detached).
+	branch string
+	// paths are the changed paths (a rename's both sides).
+	paths []string
+}
+
+// read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
+// changed path at once (a step is settled several times per iteration, so this adds up).
+func (w *Workspace) read(ctx context.Context) (view, error) {
+	out, err := w.git.Output(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")
 	if err != nil {
-		return State{}, err
+		return view{}, err
 	}
-	status, err := w.status(ctx)
-	if err != nil {
-		return State{}, err
+	var v view
+	var entries []string
+	fields := strings.Split(out, "\x00")
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		switch {
+		case f == "":
+		case strings.HasPrefix(f, "# branch.oid "):
+			v.state.Head = strings.TrimPrefix(f, "# branch.oid ")
+		case strings.HasPrefix(f, "# branch.head "):
+			if b := strings.TrimPrefix(f, "# branch.head "); b != "(detached)" {
+				v.branch = "refs/heads/" + b
+			}
+		case strings.HasPrefix(f, "#"):
+		default:
+			entries = append(entries, f)
+			path, renamed := statusPath(f)
+			v.paths = append(v.paths, path)
+			// A rename or copy is followed by its source path as a field of its own.
+			if renamed && i+1 < len(fields) {
+				i++
+				entries = append(entries, fields[i])
+				if fields[i] != "" {
+					v.paths = append(v.paths, fields[i])
+				}
+			}
+		}
 	}
-	sum := sha256.Sum256([]byte(status))
-	return State{Head: head, Status: hex.EncodeToString(sum[:])}, nil
+	if v.state.Head == "" || v.state.Head == "(initial)" {
+		return view{}, fmt.Errorf("read HEAD of %s: no commit checked out", w.dir)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(entries, "\x00")))
+	v.state.Status = hex.EncodeToString(sum[:])
+	return v, nil
+}
+
+// statusPath is the path of one porcelain v2 entry: "1 XY sub mH mI mW hH hI path",
+// "2 XY sub mH mI mW hH hI Xscore path" (a rename), "u XY sub m1 m2 m3 mW h1 h2 h3 path",
+// "? path" or "! path".
+func statusPath(entry string) (path string, renamed bool) {
+	n := map[byte]int{'1': 9, '2': 10, 'u': 11, '?': 2, '!': 2}[entry[0]]
+	if n == 0 {
+		return entry, false
+	}
+	parts := strings.SplitN(entry, " ", n)
+	return parts[len(parts)-1], entry[0] == '2'
 }
 
 func (w *Workspace) status(ctx context.Context) (string, error) {
@@ -65,35 +126,15 @@ func (w *Workspace) status(ctx context.Context) (string, error) {
 
 // Changes lists what differs from an earlier state: a moved HEAD and every changed path.
 func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) {
-	now, err := w.State(ctx)
-	if err != nil || now == since {
+	now, err := w.read(ctx)
+	if err != nil || now.state == since {
 		return nil, err
 	}
 	var changes []string
-	if now.Head != since.Head {
-		changes = append(changes, fmt.Sprintf("HEAD moved from %.10s to %.10s", since.Head, now.Head))
+	if now.state.Head != since.Head {
+		changes = append(changes, fmt.Sprintf("HEAD moved from %.10s to %.10s", since.Head, now.state.Head))
 	}
-	status, err := w.status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	entries := strings.Split(status, "\x00")
-	for i := 0; i < len(entries); i++ {
-		entry := entries[i]
-		if len(entry) <= 3 {
-			continue
-		}
-		changes = append(changes, entry[3:])
-		// With -z a rename or copy is followed by its source path as a field of its own,
-		// without the "XY " status prefix.
-		if (entry[0] == 'R' || entry[0] == 'C' || entry[1] == 'R' || entry[1] == 'C') && i+1 < len(entries) {
-			i++
-			if entries[i] != "" {
-				changes = append(changes, entries[i])
-			}
-		}
-	}
-	return changes, nil
+	return append(changes, now.paths...), nil
 }
 
 // Discard returns the worktree to the state's commit, dropping uncommitted files. It is only
@@ -133,37 +174,44 @@ type StepCommit struct {
 // rewritten history is refused (ErrBranchSwitched, ErrHistoryRewritten).
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
-	if ref, err := w.git.Output(ctx, "symbolic-ref", "-q", "HEAD"); err != nil || ref != "refs/heads/"+w.branch {
-		return res, fmt.Errorf("%w (HEAD is %q, want %s)", ErrBranchSwitched, ref, w.branch)
-	}
-	head, err := w.git.Output(ctx, "rev-parse", "HEAD")
+	now, err := w.read(ctx)
 	if err != nil {
 		return res, err
 	}
-	if head != since.Head {
-		if res.AgentCommits, err = w.foldAgentCommits(ctx, since.Head, head); err != nil {
+	if now.branch != "refs/heads/"+w.branch {
+		return res, fmt.Errorf("%w (HEAD is %q, want %s)", ErrBranchSwitched, now.branch, w.branch)
+	}
+	if now.state.Head != since.Head {
+		if res.AgentCommits, err = w.foldAgentCommits(ctx, since.Head, now.state.Head); err != nil {
 			return res, err
 		}
 	}
-	if err := w.git.Run(ctx, "add", "-A"); err != nil {
-		return res, err
-	}
-	if err := w.git.Run(ctx, "diff", "--cached", "--quiet"); err == nil {
-		res.Commit = since.Head
-	} else if git.ExitCodeOf(err) != 1 {
-		return res, err
-	} else {
+	res.Commit = since.Head
+	if len(now.paths) > 0 || res.AgentCommits > 0 {
+		if err := w.git.Run(ctx, "add", "-A"); err != nil {
+			return res, err
+		}
 		msg := stepMessage(w.taskID, w.runID, sc)
-		if _, err := w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-"); err != nil {
+		_, err := w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-")
+		if err != nil && !w.nothingStaged(ctx, err) {
 			return res, err
 		}
-		if res.Commit, err = w.git.Output(ctx, "rev-parse", "HEAD"); err != nil {
-			return res, err
+		if err == nil {
+			if res.Commit, err = w.git.Output(ctx, "rev-parse", "HEAD"); err != nil {
+				return res, err
+			}
+			res.Changed = true
 		}
-		res.Changed = true
 	}
-	res.PatchBytes, err = w.patchBytes(ctx)
+	res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
 	return res, err
+}
+
+// nothingStaged tells a commit that failed for having nothing to commit (changes that stage to
+// nothing, an agent's commits that undo each other) from a real failure. Only that rare path
+// pays for the extra git call.
+func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
+	return git.ExitCodeOf(commitErr) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil
 }
 
 // foldAgentCommits soft-resets agent-made commits so their content lands in the orchestrator
@@ -202,11 +250,18 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	return err
 }
 
-// patchBytes is the size of the task's whole diff against its base, counted as it streams.
-func (w *Workspace) patchBytes(ctx context.Context) (int64, error) {
+// patchBytes is the size of the task's whole diff from its base to head, counted as it
+// streams; remembered for the last head, which most steps leave as it was.
+func (w *Workspace) patchBytes(ctx context.Context, head string) (int64, error) {
+	if head == w.patch.head && head != "" {
+		return w.patch.bytes, nil
+	}
 	var c countingWriter
-	err := w.git.Stream(ctx, &c, "diff", "--binary", "--no-color", "--no-ext-diff", w.base, "HEAD")
-	return int64(c), err
+	if err := w.git.Stream(ctx, &c, "diff", "--binary", "--no-color", "--no-ext-diff", w.base, head); err != nil {
+		return 0, err
+	}
+	w.patch.head, w.patch.bytes = head, int64(c)
+	return int64(c), nil
 }
 
 type countingWriter int64
