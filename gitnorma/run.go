@@ -14,6 +14,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -194,6 +195,14 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 	return r.st.SetKV(ctx, r.id, "claimed", true)
 }
 
+// stepJournal is the run's journal: while the run holds its task lock nobody else writes
+// notes on its own step commits, so each note it created is merged in memory afterwards.
+func (r *run) stepJournal() notes.Journal {
+	j := r.app.NotesJournal()
+	j.Written = &notes.Written{}
+	return j
+}
+
 // reportCatchUp records (and says) how the existing task branch was brought up to date with
 // the target: merged, or saved and restarted because it conflicted.
 func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live io.Writer) {
@@ -252,7 +261,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir},
 		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
-			journal: r.app.NotesJournal(), mirror: r.mirror, redact: r.app.redact},
+			journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact},
 		Live: live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.app.PauseReason,

@@ -157,3 +157,32 @@ func TestSyncRefusesBadRemotes(t *testing.T) {
 		assert.Error(t, j.Push(context.Background(), remote), remote)
 	}
 }
+
+func TestWrittenMergesInMemoryOnlyNotesItCreated(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	base := repo.Must("rev-parse", "HEAD")
+	repo.Must("notes", "--ref=norma", "add", "-m", "landed earlier", base)
+	repo.Must("commit", "-q", "--allow-empty", "-m", "step")
+	step := repo.Must("rev-parse", "HEAD")
+	j := Journal{Git: repo.Git, Written: &Written{}}
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+
+	// A note it created is merged from memory: sorted and de-duplicated like any other.
+	require.NoError(t, j.Add(ctx, step, entry(t0.Add(2*time.Second), 3, "check")))
+	require.NoError(t, j.Add(ctx, step, entry(t0, 2, "do"), entry(t0.Add(2*time.Second), 3, "check")))
+	require.NoError(t, j.Add(ctx, step, entry(t0.Add(3*time.Second), 4, "act")))
+	got, err := j.Read(ctx, step)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, []string{"do", "check", "act"}, []string{got[0].Summary, got[1].Summary, got[2].Summary})
+
+	// A note that existed before is read every time: a line someone adds meanwhile is kept.
+	require.NoError(t, j.Add(ctx, base, entry(t0, 1, "plan")))
+	repo.Must("notes", "--ref=norma", "append", "-m", "a check meanwhile", base)
+	require.NoError(t, j.Add(ctx, base, entry(t0.Add(time.Second), 1, "plan again")))
+	out := repo.Must("notes", "--ref=norma", "show", base)
+	for _, want := range []string{"landed earlier", "a check meanwhile", `"summary":"plan"`, `"summary":"plan again"`} {
+		assert.Contains(t, out, want)
+	}
+}
