@@ -20,6 +20,8 @@ type Workspace struct {
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
+	// settled is the state the last settling read, for the next State (see there).
+	settled *State
 	// patch is the last patch size measured, and for which head.
 	patch struct {
 		head  string
@@ -50,8 +52,14 @@ var (
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
 )
 
-// State reads HEAD and the status fingerprint.
+// State reads HEAD and the status fingerprint. Right after a step was settled (Changes, or a
+// Commit that committed nothing) it is the state that settling read: only git-norma itself
+// runs in between, and it touches nothing there.
 func (w *Workspace) State(ctx context.Context) (State, error) {
+	if s := w.settled; s != nil {
+		w.settled = nil
+		return *s, nil
+	}
 	v, err := w.read(ctx)
 	return v.state, err
 }
@@ -127,8 +135,12 @@ func (w *Workspace) status(ctx context.Context) (string, error) {
 // Changes lists what differs from an earlier state: a moved HEAD and every changed path.
 func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) {
 	now, err := w.read(ctx)
-	if err != nil || now.state == since {
+	if err != nil {
 		return nil, err
+	}
+	w.settled = &now.state
+	if now.state == since {
+		return nil, nil
 	}
 	var changes []string
 	if now.state.Head != since.Head {
@@ -140,6 +152,7 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 // Discard returns the worktree to the state's commit, dropping uncommitted files. It is only
 // ever used on a run's own worktree, after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
+	w.settled = nil
 	if w.branch != "" {
 		// Re-attach HEAD to the task branch first: if the step switched branches, the reset
 		// below must move the task branch, never whatever branch the agent left checked out.
@@ -174,6 +187,7 @@ type StepCommit struct {
 // rewritten history is refused (ErrBranchSwitched, ErrHistoryRewritten).
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
+	w.settled = nil
 	now, err := w.read(ctx)
 	if err != nil {
 		return res, err
@@ -187,7 +201,9 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 		}
 	}
 	res.Commit = since.Head
-	if len(now.paths) > 0 || res.AgentCommits > 0 {
+	if len(now.paths) == 0 && res.AgentCommits == 0 {
+		w.settled = &now.state
+	} else {
 		if err := w.git.Run(ctx, "add", "-A"); err != nil {
 			return res, err
 		}
@@ -238,6 +254,7 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 // rescue commits whatever is uncommitted (an interrupted step's work) so removing the
 // worktree loses nothing.
 func (w *Workspace) rescue(ctx context.Context) error {
+	w.settled = nil
 	status, err := w.status(ctx)
 	if err != nil || status == "" {
 		return err

@@ -437,3 +437,28 @@ func TestWrap(t *testing.T) {
 		})
 	}
 }
+
+// The state a settle read stands in for the next State exactly once; anything that changes
+// the worktree on the orchestrator's side (Discard, Commit) forgets it.
+func TestSettledStateIsUsedOnce(t *testing.T) {
+	f, ws := wsFixture(t)
+	since := f.state(ws)
+	changes, err := ws.Changes(f.ctx, since)
+	require.NoError(t, err)
+	require.Empty(t, changes)
+
+	writeFile(t, ws.Dir(), "late.txt", "written after the settle\n")
+	assert.Equal(t, since, f.state(ws), "the settled state, without reading again")
+	assert.NotEqual(t, since, f.state(ws), "then read afresh")
+
+	_, err = ws.Changes(f.ctx, since)
+	require.NoError(t, err)
+	require.NoError(t, ws.Discard(f.ctx, since))
+	assert.Equal(t, since, f.state(ws), "after a discard the state is read again, and is clean")
+	writeFile(t, ws.Dir(), "late.txt", "again\n")
+	_, err = ws.Changes(f.ctx, since)
+	require.NoError(t, err)
+	_, err = ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1})
+	require.NoError(t, err)
+	assert.NotEqual(t, since.Head, f.state(ws).Head, "after a commit the new HEAD is read")
+}
