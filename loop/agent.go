@@ -13,6 +13,11 @@ type Agent interface {
 	Run(ctx context.Context, req Request) (Output, error)
 }
 
+// pure marks the agents that run in-process and touch no file — the built-in Plan and Act —
+// so their steps skip the workspace snapshot and settling: git calls every iteration would
+// otherwise pay for nothing.
+type pure interface{ pure() }
+
 // Request is everything an agent gets for one step. The engine has already written
 // input.json and opened the step's log files.
 type Request struct {

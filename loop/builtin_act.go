@@ -11,6 +11,8 @@ import (
 type BuiltinAct struct{}
 
 // Run implements Agent.
+func (BuiltinAct) pure() {}
+
 func (BuiltinAct) Run(_ context.Context, req Request) (Output, error) {
 	in := req.Input
 	out := Output{Status: StatusOK, StopReason: StopNone}

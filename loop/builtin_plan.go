@@ -13,6 +13,8 @@ import (
 type BuiltinPlan struct{}
 
 // Run implements Agent.
+func (BuiltinPlan) pure() {}
+
 func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 	in := req.Input
 	out := Output{Status: StatusOK, StopReason: StopNone}

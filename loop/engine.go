@@ -164,7 +164,10 @@ type engine struct {
 	// reusePlan: Act decided continue, so the next iteration keeps the plan.
 	reusePlan bool
 	// preDo is the workspace head before this iteration's Do, for a rollback.
-	preDo      string
+	preDo string
+	// head is the workspace HEAD as the engine last saw or left it ("" before the first
+	// snapshot): where a pure agent's step is recorded.
+	head       string
 	discovered []Discovery
 	// cost is what the agents reported spending so far.
 	cost float64

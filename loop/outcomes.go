@@ -77,6 +77,7 @@ func (e *engine) applyDecision(ctx context.Context, s *stepRun) error {
 		if err != nil {
 			return fmt.Errorf("roll back to %.10s: %w", e.preDo, err)
 		}
+		e.head = e.preDo
 		msg := fmt.Sprintf("task branch moved back to %.10s", e.preDo)
 		if saved != "" {
 			msg += "; the abandoned commits are kept at " + saved

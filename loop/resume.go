@@ -27,11 +27,15 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 	s.stdout.Close()
 	s.stderr.Close()
 	var err error
-	if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+	if e.head != "" { // nothing runs in a skipped step: the workspace is as last seen
+		s.snap = Snapshot{Head: e.head}
+	} else if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
 		return fmt.Errorf("snapshot workspace: %w", err)
+	} else {
+		e.head = s.snap.Head
 	}
 	s.input = e.input(s)
-	if err := writeJSON(filepath.Join(s.dir, "input.json"), s.input); err != nil {
+	if err := writeInput(filepath.Join(s.dir, "input.json"), s.input); err != nil {
 		return err
 	}
 	switch role {

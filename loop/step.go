@@ -79,11 +79,16 @@ func (s *stepRun) open() error {
 // the agent's failure (a step error); the second is an orchestrator failure.
 func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	var err error
-	if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+	ra := e.o.Agents[s.role]
+	_, isPure := ra.Agent.(pure)
+	if isPure && e.head != "" {
+		s.snap = Snapshot{Head: e.head}
+	} else if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
 		return nil, fmt.Errorf("snapshot workspace: %w", err)
+	} else {
+		e.head = s.snap.Head
 	}
 	s.input = e.input(s)
-	ra := e.o.Agents[s.role]
 	timeout := e.stepTimeout(ra)
 	if s.role == RoleCheck && e.plan != nil {
 		ref := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role), "logs", "stdout.txt"))
@@ -93,7 +98,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		}
 	}
 	inputPath := filepath.Join(s.dir, "input.json")
-	if err := writeJSON(inputPath, s.input); err != nil {
+	if err := writeInput(inputPath, s.input); err != nil {
 		return nil, err
 	}
 	out, agentErr := ra.Agent.Run(ctx, Request{
@@ -110,7 +115,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	if ctx.Err() != nil {
 		return interrupted(ctx), nil
 	}
-	if agentErr != nil {
+	if agentErr != nil || isPure {
 		return agentErr, nil
 	}
 	return e.settle(ctx, s)
@@ -171,6 +176,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 
 func (e *engine) noteCommit(s *stepRun, res CommitResult) {
 	s.commit = res.Commit
+	e.head = res.Commit
 	if res.AgentCommits > 0 {
 		s.events = append(s.events, Event{Type: "agent_commits_folded",
 			Message: fmt.Sprintf("the agent made %d commit(s); folded into the orchestrator commit", res.AgentCommits)})
