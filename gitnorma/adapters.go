@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
@@ -22,6 +23,13 @@ type recorder struct {
 	journal notes.Journal
 	mirror  *taskMirror
 	redact  redactor
+	// pending are journal entries for the commit pendingHead, written to git notes when a step
+	// lands on another commit or the run ends (flushNotes): one note write per commit an
+	// iteration touches, not one per step. Entries of a run that dies unwritten are not lost:
+	// reconcile replays every step of a dead run into the notes.
+	pending     []notes.Entry
+	pendingHead string
+	pendingRun  string
 }
 
 // CommitStep implements loop.Recorder.
@@ -51,15 +59,28 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		return err
 	}
 	crashPoint("step-committed")
-	if err := r.journal.Add(ctx, rec.Head, stepEntry(r.taskID, step, r.redact)); err != nil {
-		r.mirrorFailed(ctx, rec, "git notes", err)
+	if rec.Head != r.pendingHead {
+		r.flushNotes(ctx)
 	}
+	r.pendingHead, r.pendingRun = rec.Head, rec.RunID
+	r.pending = append(r.pending, stepEntry(r.taskID, step, r.redact))
 	if r.mirror != nil {
 		if err := r.mirror.afterStep(ctx, rec); err != nil {
 			r.mirrorFailed(ctx, rec, "task notes", err)
 		}
 	}
 	return nil
+}
+
+// flushNotes writes the pending journal entries to their commit's note.
+func (r *recorder) flushNotes(ctx context.Context) {
+	if len(r.pending) == 0 {
+		return
+	}
+	if err := r.journal.Add(ctx, r.pendingHead, r.pending...); err != nil {
+		_ = r.st.AppendEvent(ctx, r.pendingRun, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "git notes: " + err.Error()})
+	}
+	r.pending = nil
 }
 
 // mirrorFailed records a mirror that could not be written; the store, the commit point, has

@@ -71,6 +71,7 @@ type run struct {
 	claimed bool
 	started time.Time
 	mirror  *taskMirror
+	rec     *recorder
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
 }
@@ -124,6 +125,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
+	r.rec.flushNotes(context.WithoutCancel(ctx))
 	if err != nil {
 		return r.report(res), r.abort(err)
 	}
@@ -256,13 +258,14 @@ func (r *run) freeBranch(ctx context.Context) error {
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
+	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
+		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir},
-		Recorder: &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
-			journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact},
-		Live: live, Now: r.app.Now, StartedAt: r.started,
+		Recorder:  r.rec,
+		Live:      live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.app.PauseReason,
 		Gates:  r.app.Config.Gates,
