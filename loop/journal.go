@@ -56,10 +56,23 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	return writeFileAtomic(path, append(data, '\n'), true)
 }
 
-func writeFileAtomic(path string, data []byte) error {
+// writeInput writes a step's input.json: replaced whole, but not synced — it is rebuilt from
+// the store whenever the step runs again.
+func writeInput(path string, in Input) error {
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'), false)
+}
+
+// writeFileAtomic replaces path whole, so no reader ever sees half a file; durable also syncs
+// it first, for files a store commit relies on (output.json) rather than ones rebuilt from it
+// (input.json, norma.md), whose fsyncs would only slow every step down.
+func writeFileAtomic(path string, data []byte, durable bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
@@ -69,9 +82,11 @@ func writeFileAtomic(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

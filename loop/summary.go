@@ -38,7 +38,7 @@ func writeRunSummary(o Options, plan *Plan, res *Result) error {
 		fmt.Fprintf(&b, "\n## Outcome\n\n- status: %s\n- verdict: %s\n- stop reason: %s\n- iterations: %d, steps: %d\n- %s\n",
 			res.Status, orDash(res.Verdict), orDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
 	}
-	return writeFileAtomic(filepath.Join(o.RunDir, "norma.md"), []byte(b.String()))
+	return writeFileAtomic(filepath.Join(o.RunDir, "norma.md"), []byte(b.String()), false)
 }
 
 func orDash(s string) string {

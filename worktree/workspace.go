@@ -208,7 +208,9 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 			return res, err
 		}
 		msg := stepMessage(w.taskID, w.runID, sc)
-		_, err := w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-")
+		// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
+		// (one more process per iteration); the user's own git commands still do.
+		_, err := w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
 		if err != nil && !w.nothingStaged(ctx, err) {
 			return res, err
 		}
