@@ -56,6 +56,17 @@ type BranchRow struct {
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}}
+	// The task branches come from git; reading them while the database is opened and queried
+	// hides most of that process's cost (status is the command people run all the time).
+	type branchesResult struct {
+		rows []BranchRow
+		err  error
+	}
+	branches := make(chan branchesResult, 1)
+	go func() {
+		rows, err := a.taskBranches(ctx)
+		branches <- branchesResult{rows, err}
+	}()
 	for _, h := range a.LiveRuns() {
 		live := LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
 		rep.LiveRuns = append(rep.LiveRuns, live)
@@ -65,18 +76,21 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 	}
 	st, err := a.OpenStore(ctx)
 	if err != nil {
+		<-branches
 		return rep, err
 	}
 	defer st.Close()
 	runs, err := st.RecentRuns(ctx, limit)
 	if err != nil {
+		<-branches
 		return rep, withCode(ExitFail, err)
 	}
 	for _, r := range runs {
 		rep.Runs = append(rep.Runs, a.runRow(r))
 	}
-	rep.Branches, err = a.taskBranches(ctx)
-	return rep, err
+	b := <-branches
+	rep.Branches = b.rows
+	return rep, b.err
 }
 
 func (a *App) runRow(r store.Run) RunRow {
