@@ -24,6 +24,8 @@ type App struct {
 	Now func() time.Time
 
 	backlog tracker.Tracker
+	// shared is the store a parallel loop's runs share (see OpenStore).
+	shared *store.Store
 	// redact scrubs credentials from what leaves the private run directory.
 	redact redactor
 }
@@ -45,8 +47,12 @@ func Open(ctx context.Context, dir string) (*App, error) {
 	return &App{Repo: repo, Config: cfg, Now: time.Now, redact: newRedactor(os.Environ())}, nil
 }
 
-// OpenStore opens .norma/norma.db, creating or migrating it.
+// OpenStore opens .norma/norma.db, creating or migrating it. While a parallel loop runs it is
+// the loop's one store, borrowed: one writer connection per process.
 func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
+	if a.shared != nil {
+		return a.shared.Borrowed(), nil
+	}
 	st, err := store.Open(ctx, a.Repo.Path("norma.db"))
 	switch {
 	case errors.Is(err, store.ErrSchemaTooNew):

@@ -43,6 +43,14 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
 		return LoopReport{}, err
 	}
+	if o.Parallel > 1 {
+		st, err := a.OpenStore(ctx)
+		if err != nil {
+			return LoopReport{}, err
+		}
+		a.shared = st
+		defer func() { a.shared = nil; st.Close() }()
+	}
 	l := &looper{app: a, o: o, results: make(chan RunReport), running: map[string]bool{}}
 	return l.loop(ctx)
 }

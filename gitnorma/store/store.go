@@ -43,6 +43,16 @@ type Store struct {
 	db          *sql.DB
 	path        string
 	journalMode string
+	// borrowed handles leave closing to the owner.
+	borrowed bool
+}
+
+// Borrowed returns a handle on the same connection whose Close does nothing, for code that
+// closes what it opens while the owner keeps the store open (the runs of a parallel loop).
+func (s *Store) Borrowed() *Store {
+	b := *s
+	b.borrowed = true
+	return &b
 }
 
 // Open opens (creating if missing) the database at path, refuses files that
@@ -128,7 +138,12 @@ func (s *Store) classify(err error) error {
 }
 
 // Close releases the database; WAL content is checkpointed by SQLite.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	if s.borrowed {
+		return nil
+	}
+	return s.db.Close()
+}
 
 // JournalMode reports the journal mode actually in effect ("wal" normally).
 // It exists because WAL may be unavailable (e.g. some network filesystems)
