@@ -51,8 +51,11 @@ func jsonOr(env *Env, v any, err error) error {
 }
 
 func printStatus(out io.Writer, rep gitnorma.StatusReport) {
-	if rep.Live != nil {
-		fmt.Fprintf(out, "live: run %s (pid %d on %s, since %s)\n\n", rep.Live.RunID, rep.Live.PID, rep.Live.Host, rep.Live.Started.Local().Format("2006-01-02 15:04:05"))
+	for _, l := range rep.LiveRuns { // every run going on, parallel ones included
+		fmt.Fprintf(out, "live: run %s (pid %d on %s, since %s)\n", l.RunID, l.PID, l.Host, l.Started.Local().Format("2006-01-02 15:04:05"))
+	}
+	if len(rep.LiveRuns) > 0 {
+		fmt.Fprintln(out)
 	}
 	if len(rep.Runs) == 0 {
 		fmt.Fprintln(out, "no runs yet; start one with: git norma run <task>")
