@@ -47,6 +47,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if err := a.checkStillOpen(ctx, req); err != nil {
 		return "", a.refuse(ctx, st, req, err)
 	}
+	if err := a.recheckOnTarget(ctx, st, req); err != nil {
+		return "", a.refuse(ctx, st, req, err)
+	}
 	msg, err := a.landMessage(ctx, st, req)
 	if err != nil {
 		return "", err
@@ -135,13 +138,19 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 
 // landMessage builds the squash commit's message from the run's last plan and check outputs.
 func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	steps, err := st.Steps(ctx, req.runID)
+	plan, check, last, err := a.runOutputs(ctx, st, req.runID)
 	if err != nil {
 		return "", err
 	}
-	var plan *loop.Plan
-	var check *loop.Check
-	last := 0
+	return a.redact.apply(CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last)), nil
+}
+
+// runOutputs reads a run's last plan and last check outputs, and its last step's index.
+func (a *App) runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.Plan, check *loop.Check, last int, err error) {
+	steps, err := st.Steps(ctx, runID)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	for _, s := range steps {
 		out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir)))
 		if err != nil {
@@ -155,7 +164,7 @@ func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest)
 		}
 		last = s.Index
 	}
-	return a.redact.apply(CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last)), nil
+	return plan, check, last, nil
 }
 
 func readStepOutput(dir string) (loop.Output, error) {

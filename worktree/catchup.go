@@ -21,6 +21,21 @@ type CatchUp struct {
 	Conflicts []string `json:"conflicts,omitempty"`
 }
 
+// MergeCommit merges target into branch (both commits) in object space and returns the merge
+// commit (first parent branch, second target), or a *LandError listing the conflicting paths.
+// No ref, index or checkout is touched.
+func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (string, error) {
+	tree, err := m.mergeTree(ctx, target, branch)
+	if err != nil {
+		return "", err
+	}
+	commit, err := m.Git.Input(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", branch, "-p", target, "-F", "-")
+	if err != nil {
+		return "", fmt.Errorf("merge %.10s into %.10s: %w", target, branch, err)
+	}
+	return commit, nil
+}
+
 // catchUp makes an existing task branch contain its target before a new run works on it, so
 // work that landed meanwhile (another task's, in a parallel loop) is the base of this run and
 // its landing cannot conflict with it. A clean merge is committed in object space; a branch
@@ -40,15 +55,10 @@ func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (
 	if err != nil {
 		return CatchUp{}, err
 	}
-	tree, err := m.mergeTree(ctx, tip.commit, old)
+	merged, err := m.MergeCommit(ctx, tip.commit, old, fmt.Sprintf("norma: merge %s into %s\n\nNorma-Run: %s\n", o.Target, branch, o.RunID))
 	var le *LandError
 	switch {
 	case err == nil:
-		msg := fmt.Sprintf("norma: merge %s into %s\n\nNorma-Run: %s\n", o.Target, branch, o.RunID)
-		merged, err := m.Git.Input(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", old, "-p", tip.commit, "-F", "-")
-		if err != nil {
-			return CatchUp{}, fmt.Errorf("merge %s into %s: %w", o.Target, branch, err)
-		}
 		return CatchUp{Merged: merged}, m.Git.Run(ctx, "update-ref", "-m", "norma: catch up with "+o.Target, ref, merged, old)
 	case errors.As(err, &le):
 		kept := KeptPrefix + o.TaskID + "/" + o.RunID

@@ -1,0 +1,116 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// recheckOnTarget makes sure what lands is what was verified. The branch must still be at the
+// head its PASS was recorded for. And when the target moved on since the branch forked (another
+// task landed — routine in a parallel loop — or someone committed), a clean merge is no proof:
+// a renamed function and a new call to its old name merge without a conflict. So the task's
+// checks run again on the merged tree, in a scratch worktree; on PASS the merge becomes the
+// branch's head and lands, on FAIL the landing is refused and the target stays as it is (the
+// task's next run starts from the merge and fixes it). It runs under the landing lock, so the
+// target cannot move in between.
+func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) error {
+	branch := worktree.TaskBranch(req.task.ID)
+	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+branch)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	kv, err := st.KV(ctx, req.runID)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	var passHead string
+	if json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" && passHead != head {
+		return &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
+			hint: "verify it again: git norma run " + req.task.ID}
+	}
+	tip, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+req.target)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	if a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", tip, head) == nil {
+		return nil // the target is where the branch was verified: nothing new to check against
+	}
+	wm := a.Repo.Worktrees()
+	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
+	if err != nil {
+		return nil // a conflict: landing refuses it, naming the paths
+	}
+	effective, err := a.landCriteria(ctx, st, req)
+	if err != nil || len(effective) == 0 {
+		return err
+	}
+	evidence, logPath, err := a.runChecksAt(ctx, req.runID, merge, effective)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	verdict := loop.ComputeVerdict(effective, loop.ResultsFromEvidence(effective, evidence), loop.PlanMatch{}).Status
+	var failed []string
+	for _, e := range evidence {
+		if !e.Passed {
+			failed = append(failed, fmt.Sprintf("`%s` exited %d", e.Cmd, e.ExitCode))
+		}
+	}
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_rechecked",
+		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
+		Data:    map[string]any{"target_tip": tip, "merge": merge, "verdict": verdict, "evidence": evidence, "log": logPath}})
+	if verdict != loop.VerdictPass {
+		return &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
+			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
+	}
+	if err := a.Repo.Git.Run(ctx, "update-ref", "-m", "norma: merge "+req.target+" checked before landing", "refs/heads/"+branch, merge, head); err != nil {
+		return withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
+	}
+	return st.SetKV(ctx, req.runID, "pass_head", merge)
+}
+
+// landCriteria are the criteria the run's last plan checked, or for a run without one (a
+// `git norma check`) the task's Verify commands and the project gates.
+func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
+	if plan, _, _, err := a.runOutputs(ctx, st, req.runID); err != nil {
+		return nil, err
+	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
+		return plan.AcceptanceCriteria.Effective, nil
+	}
+	effective := loop.EffectiveCriteria(taskInput(req.task))
+	for _, g := range a.Config.Gates {
+		effective = append(effective, loop.GateCriterion(g))
+	}
+	return effective, nil
+}
+
+// runChecksAt runs the criteria's checks on commit in a scratch worktree under the run's dir,
+// logging to recheck.txt there.
+func (a *App) runChecksAt(ctx context.Context, runID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
+	dir := a.Repo.Path("runs", runID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	logPath := filepath.Join(dir, "recheck.txt")
+	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, "", err
+	}
+	defer log.Close()
+	scratch := filepath.Join(dir, "recheck")
+	wm := a.Repo.Worktrees()
+	if err := a.withWorktreeLock(ctx, func() error { return wm.AddScratch(ctx, scratch, commit) }); err != nil {
+		return nil, "", err
+	}
+	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	evidence, err := loop.RunChecks(ctx, scratch, effective, log, logPath, time.Duration(a.Config.Agents.Check.Timeout))
+	return evidence, logPath, err
+}
