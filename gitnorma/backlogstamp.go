@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
@@ -14,8 +15,9 @@ import (
 // touch .beads/ even to read, every call) runs under .norma/locks/backlog.lock and leaves the
 // backlog's fingerprint in .norma/locks/backlog.stamp. The workspace guard compares against
 // it, so a parallel run claiming its task, or `git norma task add` while an agent works, is
-// not taken for the agent writing the backlog. (A change by an agent that git-norma's next
-// write rewrites unchanged is missed: the guard is a tripwire, not a sandbox.)
+// not taken for the agent writing the backlog. A change by anyone else that git-norma finds
+// before one of its calls (which would rewrite and re-stamp it) rewrites backlog.outside,
+// which the guard watches too: a step during which that happens fails all the same.
 type stampedTracker struct {
 	inner tracker.Tracker
 	root  string
@@ -34,6 +36,9 @@ func (s stampedTracker) locked(ctx context.Context, stamp bool, call func() erro
 		return err
 	}
 	defer unlock()
+	if stampedBefore(s.root) && !backlogAsLeft(s.root) {
+		markOutsideChange(s.root) // before this call rewrites (and so hides) it
+	}
 	err = call()
 	writeBacklogStamp(s.root)
 	return err
@@ -93,6 +98,21 @@ func backlogLockPath(root string) string {
 	return filepath.Join(root, ".norma", "locks", "backlog.lock")
 }
 
+// backlogOutsidePath is rewritten whenever git-norma finds the backlog changed by someone
+// else; the workspace guard watches it.
+func backlogOutsidePath(root string) string {
+	return filepath.Join(root, ".norma", "locks", "backlog.outside")
+}
+
+func stampedBefore(root string) bool {
+	_, err := os.Stat(backlogStampPath(root))
+	return err == nil
+}
+
+func markOutsideChange(root string) {
+	replaceFile(backlogOutsidePath(root), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+}
+
 func backlogStampPath(root string) string {
 	return filepath.Join(root, ".norma", "locks", "backlog.stamp")
 }
@@ -104,9 +124,14 @@ func writeBacklogStamp(root string) {
 	if old, err := os.ReadFile(backlogStampPath(root)); err == nil && string(old) == now {
 		return
 	}
-	tmp := backlogStampPath(root) + ".tmp"
-	if os.WriteFile(tmp, []byte(now), 0o600) == nil {
-		_ = os.Rename(tmp, backlogStampPath(root))
+	replaceFile(backlogStampPath(root), []byte(now))
+}
+
+// replaceFile writes path whole through a temporary file and a rename. Best effort.
+func replaceFile(path string, data []byte) {
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, data, 0o600) == nil {
+		_ = os.Rename(tmp, path)
 	}
 }
 

@@ -27,7 +27,7 @@ func (w workspace) guarded() []string {
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
-	lines := backlogFingerprint(w.root)
+	lines := append(backlogFingerprint(w.root), statLine(backlogOutsidePath(w.root)))
 	for _, p := range w.guarded() {
 		lines = append(lines, statLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
@@ -44,15 +44,22 @@ func (w workspace) fingerprint() string {
 	return strings.Join(lines, "\n")
 }
 
+// statLine is "<what stat says>\t<path>": the path last, after a tab, so any path (spaces
+// included) reads back whole.
 func statLine(p string) string {
 	st, err := os.Lstat(p)
 	if err != nil {
-		return p + " absent"
+		return "absent\t" + p
 	}
 	if st.IsDir() {
-		return fmt.Sprintf("%s dir %v", p, st.Mode())
+		return fmt.Sprintf("dir %v\t%s", st.Mode(), p)
 	}
-	return fmt.Sprintf("%s %d %v %d", p, st.Size(), st.Mode(), st.ModTime().UnixNano())
+	return fmt.Sprintf("%d %v %d\t%s", st.Size(), st.Mode(), st.ModTime().UnixNano(), p)
+}
+
+func statPath(line string) string {
+	_, p, _ := strings.Cut(line, "\t")
+	return p
 }
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot.
@@ -75,17 +82,25 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 			if before[l] && after[l] {
 				continue
 			}
-			rel, err := filepath.Rel(w.root, strings.Fields(l)[0])
+			rel, err := filepath.Rel(w.root, statPath(l))
 			if err == nil && !seen[rel] {
 				seen[rel] = true
 				changed = append(changed, rel)
 			}
 		}
 	}
-	if backlogAsLeft(w.root) { // git-norma changed it (another run, a task added), not the agent
-		changed = slices.DeleteFunc(changed, func(p string) bool {
-			return p == ".beads" || strings.HasPrefix(p, ".beads"+string(filepath.Separator))
-		})
+	outsideRel, _ := filepath.Rel(w.root, backlogOutsidePath(w.root))
+	// git-norma found the backlog changed by someone else while this step ran, before one of
+	// its own writes (which would otherwise hide it: it rewrites the backlog and re-stamps it).
+	changedOutside := seen[outsideRel]
+	isBacklog := func(p string) bool {
+		return p == outsideRel || p == ".beads" || strings.HasPrefix(p, ".beads"+string(filepath.Separator))
+	}
+	if backlogAsLeft(w.root) || changedOutside { // only git-norma's writes since, or reported below
+		changed = slices.DeleteFunc(changed, isBacklog)
+	}
+	if changedOutside {
+		changed = append(changed, ".beads")
 	}
 	sort.Strings(changed)
 	return changed, nil

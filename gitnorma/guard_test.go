@@ -1,0 +1,89 @@
+package gitnorma
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+)
+
+// guardFixture is an initialised repository whose path has a space in it, the tracker as
+// git-norma uses it, and a run's workspace guard.
+func guardFixture(t *testing.T) (tracker.Tracker, workspace) {
+	t.Helper()
+	gittest.Isolate(t)
+	dir := filepath.Join(t.TempDir(), "My Drive", "repo")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	ctx := context.Background()
+	_, err := Init(ctx, dir, InitOptions{})
+	require.NoError(t, err)
+	app, err := Open(ctx, dir)
+	require.NoError(t, err)
+	tr, err := app.Tracker()
+	require.NoError(t, err)
+	runDir := app.Repo.Path("runs", "r-1")
+	require.NoError(t, os.MkdirAll(filepath.Join(runDir, "workspace"), 0o700))
+	_, err = tr.Create(ctx, tracker.NewTask{Title: "first"})
+	require.NoError(t, err)
+	return tr, workspace{root: app.Repo.Root, runDir: runDir}
+}
+
+func TestGuardIgnoresGitNormasOwnBacklogWrites(t *testing.T) {
+	ctx := context.Background()
+	tr, ws := guardFixture(t)
+	snap := loopSnapshot(ws.fingerprint())
+	_, err := tr.Create(ctx, tracker.NewTask{Title: "added by another run, or a person, meanwhile"})
+	require.NoError(t, err)
+	changed, err := ws.OutsideChanges(ctx, snap)
+	require.NoError(t, err)
+	assert.Empty(t, changed)
+}
+
+func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
+	ctx := context.Background()
+	tr, ws := guardFixture(t)
+	jsonl := filepath.Join(ws.root, ".beads", "issues.jsonl")
+	sneak := func() {
+		f, err := os.OpenFile(jsonl, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(`{"_type":"issue","id":"norma-zz","title":"sneaked in","status":"open","priority":2,"issue_type":"task","created_at":"2026-11-01T10:00:00Z","updated_at":"2026-11-01T10:00:00Z"}` + "\n")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	}
+
+	t.Run("left as it is", func(t *testing.T) {
+		snap := ws.fingerprint()
+		sneak()
+		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
+		require.NoError(t, err)
+		assert.Equal(t, []string{filepath.Join(".beads", "issues.jsonl")}, changed)
+	})
+	t.Run("then rewritten by git-norma's next write", func(t *testing.T) {
+		_, err := tr.Create(ctx, tracker.NewTask{Title: "a clean start"})
+		require.NoError(t, err)
+		snap := ws.fingerprint()
+		sneak()
+		_, err = tr.Create(ctx, tracker.NewTask{Title: "another run's write, which keeps the sneaked line"})
+		require.NoError(t, err)
+		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
+		require.NoError(t, err)
+		assert.Equal(t, []string{".beads"}, changed)
+	})
+}
+
+// loopSnapshot is a step's snapshot of the places outside the workspace.
+func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: outside} }
