@@ -30,6 +30,8 @@ type recorder struct {
 	pending     []notes.Entry
 	pendingHead string
 	pendingRun  string
+	// lastHead is the head the previous step ended on.
+	lastHead string
 }
 
 // CommitStep implements loop.Recorder.
@@ -59,6 +61,10 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		return err
 	}
 	crashPoint("step-committed")
+	if rec.Commit != "" && rec.Commit != r.lastHead {
+		r.journal.Written.Own(rec.Commit) // a new commit of this run's: nobody else notes it
+	}
+	r.lastHead = rec.Head
 	if rec.Head != r.pendingHead {
 		r.flushNotes(ctx)
 	}

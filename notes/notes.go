@@ -53,17 +53,31 @@ type Journal struct {
 	// merged and rewritten, and two writers must not interleave (one would drop the other's
 	// lines). It returns the function that releases the lock.
 	Lock func(ctx context.Context) (func(), error)
-	// Written, when set, remembers the notes this journal created (on commits that had none),
-	// so the next entry for the same commit is merged in memory: one git call instead of
-	// three. For a journal whose new notes nobody else writes to meanwhile — a run's, on its
-	// own step commits, while it holds its task lock.
+	// Written, when set, remembers the notes this journal created on commits marked Own, so
+	// the next entry for the same commit is merged in memory: one git call instead of three.
 	Written *Written
 }
 
-// Written is the content of the notes a journal created, by commit.
+// Written is the content of the notes a journal created on its own commits.
 type Written struct {
 	mu    sync.Mutex
+	own   map[string]bool
 	notes map[string][]string
+}
+
+// Own marks a commit nobody else writes notes on while this journal is in use — a run's own
+// step commit, while the run holds its task lock. Notes on any other commit (the fork point,
+// which other runs and checks annotate too) are read every time.
+func (w *Written) Own(commit string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.own == nil {
+		w.own = map[string]bool{}
+	}
+	w.own[commit] = true
 }
 
 func (w *Written) get(commit string) ([]string, bool) {
@@ -82,6 +96,9 @@ func (w *Written) set(commit string, lines []string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.own[commit] {
+		return
+	}
 	if w.notes == nil {
 		w.notes = map[string][]string{}
 	}

@@ -158,7 +158,7 @@ func TestSyncRefusesBadRemotes(t *testing.T) {
 	}
 }
 
-func TestWrittenMergesInMemoryOnlyNotesItCreated(t *testing.T) {
+func TestWrittenMergesInMemoryOnlyNotesItCreatedOnItsOwnCommits(t *testing.T) {
 	ctx := context.Background()
 	repo := gittest.NewRepo(t)
 	base := repo.Must("rev-parse", "HEAD")
@@ -166,6 +166,7 @@ func TestWrittenMergesInMemoryOnlyNotesItCreated(t *testing.T) {
 	repo.Must("commit", "-q", "--allow-empty", "-m", "step")
 	step := repo.Must("rev-parse", "HEAD")
 	j := Journal{Git: repo.Git, Written: &Written{}}
+	j.Written.Own(step)
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 
 	// A note it created is merged from memory: sorted and de-duplicated like any other.
@@ -185,4 +186,21 @@ func TestWrittenMergesInMemoryOnlyNotesItCreated(t *testing.T) {
 	for _, want := range []string{"landed earlier", "a check meanwhile", `"summary":"plan"`, `"summary":"plan again"`} {
 		assert.Contains(t, out, want)
 	}
+}
+
+// Two runs forked from the same commit both note it: neither may drop the other's lines.
+func TestWrittenNeverCachesACommitItDoesNotOwn(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	fork := repo.Must("rev-parse", "HEAD")
+	a := Journal{Git: repo.Git, Written: &Written{}}
+	b := Journal{Git: repo.Git, Written: &Written{}}
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	require.NoError(t, a.Add(ctx, fork, entry(t0, 1, "a plans")))
+	require.NoError(t, b.Add(ctx, fork, entry(t0.Add(time.Second), 1, "b plans")))
+	require.NoError(t, a.Add(ctx, fork, entry(t0.Add(2*time.Second), 5, "a plans again")))
+	got, err := a.Read(ctx, fork)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, "b plans", got[1].Summary)
 }
