@@ -90,7 +90,9 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 }
 
 // pruneKept deletes the branches runs set aside when they conflicted with the target
-// (refs/norma/kept/<task>/<run>) once that run is pruned and its task is closed (or --force).
+// (refs/norma/kept/<task>/<run>) once that run is pruned, its task closed and everything in
+// them on the target — like a task branch. A kept branch is work that did not land (that is
+// why it was kept), so it usually stays until --force.
 func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
 	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname)", worktree.KeptPrefix)
 	if err != nil || out == "" {
@@ -113,8 +115,8 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		if !ok || (known[runID] && !gone[runID]) {
 			continue // its run is retained
 		}
-		if t, err := tr.Get(ctx, task); !o.Force && (err != nil || t.Status != tracker.StatusClosed) {
-			rep.Kept = append(rep.Kept, ref+": its task is not closed (use --force to delete anyway)")
+		if why := a.keepKept(ctx, tr, task, ref); why != "" && !o.Force {
+			rep.Kept = append(rep.Kept, ref+": "+why+" (use --force to delete anyway)")
 			continue
 		}
 		if !o.DryRun {
@@ -187,6 +189,21 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 		rep.Branches = append(rep.Branches, b.Branch)
 	}
 	return nil
+}
+
+// keepKept says why a kept branch must stay ("" when it may go).
+func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, task, ref string) string {
+	if t, err := tr.Get(ctx, task); err != nil || t.Status != tracker.StatusClosed {
+		return "its task is not closed"
+	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return "there is no target to compare it with"
+	}
+	if landed, err := a.Repo.Worktrees().LandedRef(ctx, target, ref); err != nil || !landed {
+		return "it has changes that are not on " + target
+	}
+	return ""
 }
 
 // keepBranch says why a task branch must stay ("" when it may go).

@@ -133,11 +133,16 @@ func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, er
 // Landed reports whether branch adds nothing to target any more: merging it would leave
 // target's tree as it is (its work landed, squashed or not).
 func (m *Manager) Landed(ctx context.Context, target, branch string) (bool, error) {
+	return m.LandedRef(ctx, target, "refs/heads/"+branch)
+}
+
+// LandedRef is Landed for any ref (a kept branch under refs/norma/kept/, say).
+func (m *Manager) LandedRef(ctx context.Context, target, ref string) (bool, error) {
 	tip, err := m.branchTip(ctx, target)
 	if err != nil {
 		return false, err
 	}
-	tree, err := m.mergeTree(ctx, tip.commit, "refs/heads/"+branch)
+	tree, err := m.mergeTree(ctx, tip.commit, ref)
 	if err != nil {
 		return false, err
 	}

@@ -43,8 +43,9 @@ type CreateOptions struct {
 	Path string
 	// Target is the branch the task forks from and lands on.
 	Target string
-	// CatchUp brings an existing task branch up to date with the target first (a new run;
-	// never a resumed one, whose recorded verdicts are for the branch as it is).
+	// CatchUp brings an existing task branch up to date with the target first. (A run that
+	// would resume from the task's recorded state then finds the head changed when the target
+	// moved, and starts its iteration over: what it resumed was checked on another base.)
 	CatchUp bool
 }
 
@@ -93,6 +94,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 		args = []string{"worktree", "add", "-q", "-b", branch, o.Path, "refs/heads/" + o.Target}
 	}
 	if err := m.Git.Run(ctx, args...); err != nil {
+		if caught.Kept != "" {
+			return nil, fmt.Errorf("create worktree for run %s: %w (the branch had been restarted from %s; its earlier work is kept as %s)", o.RunID, err, o.Target, caught.Kept)
+		}
 		return nil, fmt.Errorf("create worktree for run %s: %w", o.RunID, err)
 	}
 	base, err := m.Git.Output(ctx, "merge-base", "refs/heads/"+o.Target, "refs/heads/"+branch)
