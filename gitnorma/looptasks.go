@@ -51,7 +51,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		a.shared = st
 		defer func() { a.shared = nil; st.Close() }()
 	}
-	l := &looper{app: a, o: o, results: make(chan RunReport), running: map[string]bool{}}
+	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}}
 	return l.loop(ctx)
 }
 
@@ -62,11 +62,20 @@ type looper struct {
 	rep     LoopReport
 	tried   []string
 	running map[string]bool
-	results chan RunReport
+	results chan runResult
 	started int
 	// stopped is why no new run is started (empty while selecting goes on).
 	stopped, message string
 	code             int
+	// fatal is an error no other task can get past (git, the repository, the store, the
+	// config): the loop starts nothing more and returns it once the runs going on end.
+	fatal error
+}
+
+// runResult is one run's report, and its error when it could not run.
+type runResult struct {
+	run RunReport
+	err error
 }
 
 func (l *looper) loop(ctx context.Context) (LoopReport, error) {
@@ -77,14 +86,28 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 			return l.rep, err
 		}
 		if len(l.running) == 0 {
+			if l.fatal != nil {
+				return l.rep, l.fatal
+			}
 			return l.rep.stop(l.stopped, l.message, l.code), nil
 		}
-		run := <-l.results
-		delete(l.running, run.TaskID)
-		l.rep.Runs = append(l.rep.Runs, run)
-		if run.ExitCode == ExitInterrupted && l.stopped == "" {
-			l.stop("interrupted", "interrupted during "+run.TaskID, ExitInterrupted)
+		l.collect(<-l.results)
+	}
+}
+
+// collect records a finished run; an interruption or a fatal error stops new runs.
+func (l *looper) collect(r runResult) {
+	delete(l.running, r.run.TaskID)
+	if r.err != nil && codeOf(r.err) == ExitFatal {
+		if l.fatal == nil {
+			l.fatal = r.err
 		}
+		l.stop("fatal", r.err.Error(), ExitFatal)
+		return
+	}
+	l.rep.Runs = append(l.rep.Runs, r.run)
+	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
+		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
 	}
 }
 
@@ -132,7 +155,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
 		}
 		run.TaskID = sel.TaskID
-		l.results <- run
+		l.results <- runResult{run, err}
 	}()
 }
 
@@ -143,9 +166,7 @@ func (l *looper) stop(reason, msg string, code int) {
 // drain waits for the runs still going after an error stopped the loop.
 func (l *looper) drain() {
 	for len(l.running) > 0 {
-		run := <-l.results
-		delete(l.running, run.TaskID)
-		l.rep.Runs = append(l.rep.Runs, run)
+		l.collect(<-l.results)
 	}
 }
 

@@ -117,7 +117,8 @@ func (p *progressWriter) Flush() {
 }
 
 func (p *progressWriter) line(l string) {
-	if p.quiet && !strings.HasPrefix(l, "warning:") {
+	task, body := taskPrefix(l) // "[<task>] " in a parallel loop
+	if p.quiet && !strings.HasPrefix(body, "warning:") {
 		return
 	}
 	m := stepLineRE.FindStringSubmatch(l)
@@ -125,8 +126,8 @@ func (p *progressWriter) line(l string) {
 		pal := palette(true)
 		l = m[1] + m[3] + " " + m[4] + m[5] + pal.status(m[6]) + m[7] + pal.status(m[8]) + l[len(m[0]):]
 	}
-	if strings.HasPrefix(l, "warning:") && p.color {
-		l = palette(true).paint(ansiYellow, "warning:") + l[len("warning:"):]
+	if strings.HasPrefix(body, "warning:") && p.color {
+		l = task + palette(true).paint(ansiYellow, "warning:") + body[len("warning:"):]
 	}
 	fmt.Fprintln(p.out, l)
 	if m != nil && p.logs != nil {
@@ -134,6 +135,16 @@ func (p *progressWriter) line(l string) {
 			fmt.Fprintln(p.out, m[1]+s)
 		}
 	}
+}
+
+// taskPrefix splits a line into its "[<task>] " prefix (empty when there is none) and the rest.
+func taskPrefix(l string) (prefix, body string) {
+	if strings.HasPrefix(l, "[") {
+		if i := strings.Index(l, "] "); i > 1 && !strings.ContainsAny(l[1:i], " []") {
+			return l[:i+2], l[i+2:]
+		}
+	}
+	return "", l
 }
 
 // colors says which of the two streams may carry ANSI colour.

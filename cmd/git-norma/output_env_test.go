@@ -75,6 +75,12 @@ func TestProgressWriter(t *testing.T) {
 		_, _ = p.Write([]byte(step + "warning: notify command failed\n"))
 		assert.Equal(t, "warning: notify command failed\n", out.String())
 	})
+	t.Run("quiet keeps a parallel run's warnings", func(t *testing.T) {
+		var out bytes.Buffer
+		p := &progressWriter{out: &out, quiet: true, color: true}
+		_, _ = p.Write([]byte("[norma-a1] " + step + "[norma-a1] warning: notify command failed\n"))
+		assert.Equal(t, "[norma-a1] \x1b[33mwarning:\x1b[0m notify command failed\n", out.String())
+	})
 	t.Run("colour", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out, color: true}
