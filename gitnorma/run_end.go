@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -180,7 +182,17 @@ func (r *run) abort(err error) error {
 	ctx := context.Background()
 	r.finish(ctx, store.StatusFailed, "", "", "orchestrator error: "+err.Error())
 	r.release(ctx, false)
+	if diskFull(err) {
+		return &Error{Code: ExitFail, Err: err, Hint: fmt.Sprintf("free space on the disk holding %s, then run it again: git norma run %s (the task branch keeps what was committed)",
+			r.app.Repo.Root, r.pre.task.ID)}
+	}
 	return withCode(ExitFail, err)
+}
+
+// diskFull recognises a full disk however it surfaced: from the OS, or from SQLite.
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		strings.Contains(err.Error(), "database or disk is full")
 }
 
 func (r *run) report(res loop.Result) RunReport {

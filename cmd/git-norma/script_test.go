@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -47,6 +48,7 @@ func TestScripts(t *testing.T) {
 			"capture":   cmdCapture,
 			"jsonshape": cmdJSONShape,
 			"noesc":     cmdNoEscapes,
+			"tmpfs":     cmdTmpfs,
 		},
 	})
 }
@@ -54,13 +56,44 @@ func TestScripts(t *testing.T) {
 // gitBashCompletion is where Debian and most distributions install git's bash completion.
 const gitBashCompletion = "/usr/share/bash-completion/completions/git"
 
-// scriptCondition adds [gitbashcompletion]: git's own bash completion script is installed.
+// scriptCondition adds [gitbashcompletion]: git's own bash completion script is installed, and
+// [tmpfs]: this process may mount a tmpfs (a small disk to fill up; root on Linux).
 func scriptCondition(cond string) (bool, error) {
-	if cond == "gitbashcompletion" {
+	switch cond {
+	case "gitbashcompletion":
 		_, err := os.Stat(gitBashCompletion)
 		return err == nil, nil
+	case "tmpfs":
+		return canMountTmpfs(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
+}
+
+var canMountTmpfs = sync.OnceValue(func() bool {
+	dir, err := os.MkdirTemp("", "norma-tmpfs-*")
+	if err != nil {
+		return false
+	}
+	defer os.Remove(dir)
+	if exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).Run() != nil {
+		return false
+	}
+	return exec.Command("umount", dir).Run() == nil
+})
+
+// cmdTmpfs mounts a tmpfs of the given size at DIR, unmounted when the script ends:
+// `tmpfs disk 4m` (guard it with [tmpfs]).
+func cmdTmpfs(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: tmpfs DIR SIZE")
+	}
+	dir := ts.MkAbs(args[0])
+	ts.Check(os.MkdirAll(dir, 0o755))
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+args[1]+",mode=0755", "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		ts.Fatalf("mount a tmpfs at %s: %v\n%s", dir, err, out)
+	}
+	ts.Defer(func() { _ = exec.Command("umount", "-l", dir).Run() })
 }
 
 func setupScript(t *testing.T) func(env *testscript.Env) error {
