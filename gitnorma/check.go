@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
@@ -48,10 +49,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if err != nil {
 		return CheckReport{}, err
 	}
-	effective := loop.EffectiveCriteria(taskInput(task))
-	for _, g := range a.Config.Gates {
-		effective = append(effective, loop.GateCriterion(g))
-	}
+	effective := a.taskCriteria(task)
 	if len(effective) == 0 {
 		return CheckReport{}, &Error{Code: ExitStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
@@ -77,6 +75,16 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	rep.Results = loop.ResultsFromEvidence(effective, rep.Evidence)
 	rep.Verdict = loop.ComputeVerdict(effective, rep.Results, loop.PlanMatch{}).Status
 	return rep, a.recordCheck(ctx, rep)
+}
+
+// taskCriteria are a task's own criteria (its Verify commands) and the project gates: what
+// `git norma check` checks, and what a landing re-checks for a run without a plan.
+func (a *App) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
+	effective := loop.EffectiveCriteria(taskInput(task))
+	for _, g := range a.Config.Gates {
+		effective = append(effective, loop.GateCriterion(g))
+	}
+	return effective
 }
 
 // recordCheck stores a check as a run of its task (kind "check"), with pass_head set when it

@@ -3,9 +3,6 @@ package gitnorma
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -95,26 +92,11 @@ func orText(s string, err error) string {
 // verifyAt runs the parent's Verify commands in a throwaway detached worktree of commit and
 // returns the first failing command ("" when all pass).
 func (a *App) verifyAt(ctx context.Context, runID string, p tracker.Task, verify []string, commit string) (string, error) {
-	dir := a.Repo.Path("runs", runID, "completion", p.ID)
-	ws := filepath.Join(dir, "workspace")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	if err := a.Repo.Git.Run(ctx, "worktree", "add", "-q", "--detach", ws, commit); err != nil {
-		return "", err
-	}
-	defer a.Repo.Git.Run(context.WithoutCancel(ctx), "worktree", "remove", "--force", ws) //nolint:errcheck
-	log, err := os.OpenFile(filepath.Join(dir, "checks.txt"), os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
-	if err != nil {
-		return "", err
-	}
-	defer log.Close()
 	ac := loop.EffectiveCriterion{ID: "AC-" + p.ID, Checks: make([]loop.CheckSpec, len(verify))}
 	for i, cmd := range verify {
 		ac.Checks[i] = loop.CheckSpec{ID: fmt.Sprintf("CHK-%d", i+1), Cmd: cmd, ExpectExitCodes: []int{0}}
 	}
-	timeout := time.Duration(a.Config.Agents.Check.Timeout)
-	evidence, err := loop.RunChecks(ctx, ws, []loop.EffectiveCriterion{ac}, log, "checks.txt", timeout)
+	evidence, _, err := a.checksAt(ctx, a.Repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
 	if err != nil {
 		return "", err
 	}

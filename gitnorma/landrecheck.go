@@ -53,7 +53,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if err != nil || len(effective) == 0 {
 		return err
 	}
-	evidence, logPath, err := a.runChecksAt(ctx, req.runID, merge, effective)
+	evidence, logPath, err := a.checksAt(ctx, a.Repo.Path("runs", req.runID, "recheck"), merge, effective)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
@@ -85,32 +85,27 @@ func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
 		return plan.AcceptanceCriteria.Effective, nil
 	}
-	effective := loop.EffectiveCriteria(taskInput(req.task))
-	for _, g := range a.Config.Gates {
-		effective = append(effective, loop.GateCriterion(g))
-	}
-	return effective, nil
+	return a.taskCriteria(req.task), nil
 }
 
-// runChecksAt runs the criteria's checks on commit in a scratch worktree under the run's dir,
-// logging to recheck.txt there.
-func (a *App) runChecksAt(ctx context.Context, runID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
-	dir := a.Repo.Path("runs", runID)
+// checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is
+// thrown away after; the output goes to dir/checks.txt, whose path it returns.
+func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", err
 	}
-	logPath := filepath.Join(dir, "recheck.txt")
+	logPath := filepath.Join(dir, "checks.txt")
 	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, "", err
 	}
 	defer log.Close()
-	scratch := filepath.Join(dir, "recheck")
+	scratch := filepath.Join(dir, "workspace")
 	wm := a.Repo.Worktrees()
 	if err := a.withWorktreeLock(ctx, func() error { return wm.AddScratch(ctx, scratch, commit) }); err != nil {
 		return nil, "", err
 	}
 	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
-	evidence, err := loop.RunChecks(ctx, scratch, effective, log, logPath, time.Duration(a.Config.Agents.Check.Timeout))
+	evidence, err := loop.RunChecks(ctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, logPath, err
 }

@@ -110,12 +110,16 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 	if err != nil {
 		return err
 	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		target = "" // without a target there is no telling what landed: keep them (below)
+	}
 	for _, ref := range strings.Split(out, "\n") {
 		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
 		if !ok || (known[runID] && !gone[runID]) {
 			continue // its run is retained
 		}
-		if why := a.keepKept(ctx, tr, task, ref); why != "" && !o.Force {
+		if why := a.keepKept(ctx, tr, target, task, ref); why != "" && !o.Force {
 			rep.Kept = append(rep.Kept, ref+": "+why+" (use --force to delete anyway)")
 			continue
 		}
@@ -192,12 +196,11 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 }
 
 // keepKept says why a kept branch must stay ("" when it may go).
-func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, task, ref string) string {
+func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, target, task, ref string) string {
 	if t, err := tr.Get(ctx, task); err != nil || t.Status != tracker.StatusClosed {
 		return "its task is not closed"
 	}
-	target, err := a.targetBranch(ctx)
-	if err != nil {
+	if target == "" {
 		return "there is no target to compare it with"
 	}
 	if landed, err := a.Repo.Worktrees().LandedRef(ctx, target, ref); err != nil || !landed {
