@@ -24,10 +24,12 @@ import (
 // target cannot move in between.
 func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) error {
 	branch := worktree.TaskBranch(req.task.ID)
-	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+branch)
-	if err != nil {
-		return withCode(ExitFail, err)
+	out, err := a.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+branch, "refs/heads/"+req.target, "--")
+	heads := strings.Fields(out) // the two ids, then the "--"
+	if err != nil || len(heads) != 3 {
+		return withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
+	head, tip := heads[0], heads[1]
 	kv, err := st.KV(ctx, req.runID)
 	if err != nil {
 		return withCode(ExitFail, err)
@@ -36,10 +38,6 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" && passHead != head {
 		return &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
-	}
-	tip, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "refs/heads/"+req.target)
-	if err != nil {
-		return withCode(ExitFail, err)
 	}
 	if a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", tip, head) == nil {
 		return nil // the target is where the branch was verified: nothing new to check against
