@@ -12,6 +12,7 @@ import (
 	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
+	"github.com/git-norma/git-norma/worktree"
 )
 
 // Finding is one doctor check: what was looked at, how it stands, and the fix when it is not ok.
@@ -159,7 +160,8 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 	if reason := a.PauseReason(); reason != "" {
 		rep.add("pause", "warn", reason, "git norma resume")
 	}
-	list, err := a.Repo.Worktrees().List(ctx)
+	var list []worktree.Info
+	err := a.withWorktreeLock(ctx, func() (err error) { list, err = a.Repo.Worktrees().List(ctx); return err })
 	if err != nil {
 		rep.add("worktrees", "fail", err.Error(), "")
 		return

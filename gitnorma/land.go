@@ -54,7 +54,13 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if err != nil {
 		return "", err
 	}
-	res, err := a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
+	// Under the worktree lock too: landing reads which worktree has the target checked out, and
+	// git's bookkeeping of a worktree a parallel run is adding can be half made.
+	var res worktree.LandResult
+	err = a.withWorktreeLock(ctx, func() (err error) {
+		res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
+		return err
+	})
 	if err != nil {
 		var le *worktree.LandError
 		if errors.As(err, &le) {

@@ -244,17 +244,21 @@ func (r *run) checkClaimable(ctx context.Context) error {
 
 // freeBranch makes sure no other worktree holds the task branch. Holding the task lock means
 // any run worktree still holding it belongs to a dead run; one outside .norma/ is the user's.
+// It works under the worktree lock: listing worktrees while a parallel run adds one can read
+// git's bookkeeping half made.
 func (r *run) freeBranch(ctx context.Context) error {
 	branch := worktree.TaskBranch(r.pre.task.ID)
-	holder, err := r.wm.Holder(ctx, branch)
-	if err != nil || holder == "" {
-		return err
-	}
-	if !strings.HasPrefix(holder, r.app.Repo.Path("runs")+string(filepath.Separator)) {
-		return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
-			"branch %s is checked out in %s", branch, holder)
-	}
-	return r.app.withWorktreeLock(ctx, func() error { return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder))) })
+	return r.app.withWorktreeLock(ctx, func() error {
+		holder, err := r.wm.Holder(ctx, branch)
+		if err != nil || holder == "" {
+			return err
+		}
+		if !strings.HasPrefix(holder, r.app.Repo.Path("runs")+string(filepath.Separator)) {
+			return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
+				"branch %s is checked out in %s", branch, holder)
+		}
+		return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder)))
+	})
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {

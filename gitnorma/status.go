@@ -108,7 +108,14 @@ func (a *App) runRow(r store.Run) RunRow {
 // taskBranches lists norma/task/* branches with the worktrees that hold them, in one git call
 // (%(worktreepath) names the worktree a branch is checked out in).
 func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
-	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname:short) %(objectname) %(worktreepath)", "refs/heads/"+worktree.BranchPrefix)
+	args := []string{"for-each-ref", "--format=%(refname:short) %(objectname) %(worktreepath)", "refs/heads/" + worktree.BranchPrefix}
+	out, err := a.Repo.Git.Output(ctx, args...)
+	if err != nil && ctx.Err() == nil {
+		// %(worktreepath) reads git's worktree bookkeeping, which a run adding a worktree at
+		// this moment leaves half made for an instant; status does not wait on the lock.
+		time.Sleep(50 * time.Millisecond)
+		out, err = a.Repo.Git.Output(ctx, args...)
+	}
 	if err != nil {
 		return nil, withCode(ExitFail, err)
 	}
