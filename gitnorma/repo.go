@@ -40,8 +40,19 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fatalf("cd into an existing directory of a git repository", "%s is not a directory", dir)
 	}
+	// The everyday layouts are read from the file system; git is asked about the others.
+	if l, ok := git.Discover(dir); ok {
+		if _, err := exec.LookPath("git"); err != nil {
+			return nil, repoError(dir, err)
+		}
+		root, err := mainWorktree(l.CommonDir, l.GitDir, l.TopLevel)
+		if err != nil {
+			return nil, err
+		}
+		return newRepo(root, l.CommonDir), nil
+	}
 	g := git.Runner{Dir: dir}
-	// One git process in the usual case: --show-toplevel fails outside a work tree, and only
+	// One git process otherwise: --show-toplevel fails outside a work tree, and only
 	// then is the question asked again without it, to say what is wrong.
 	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree", "--show-toplevel")
 	if err != nil {
@@ -70,7 +81,11 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
+	return newRepo(root, common), nil
+}
+
+func newRepo(root, common string) *Repo {
+	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}
 }
 
 // mainWorktree finds the main worktree's top level. In the main worktree (its git dir is the

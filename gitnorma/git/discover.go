@@ -1,0 +1,168 @@
+package git
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Layout is where a work tree's repository lives, as `git rev-parse --path-format=absolute
+// --git-common-dir --git-dir --show-toplevel` would print it.
+type Layout struct {
+	CommonDir string // the git directory shared by all worktrees
+	GitDir    string // this worktree's git directory (CommonDir in the main worktree)
+	TopLevel  string // this worktree's top-level directory
+}
+
+// Discover finds the repository of dir the way git does in the plain, everyday layouts —
+// a .git directory, or a .git file pointing at a linked worktree's git directory — without
+// starting git, which costs a couple of milliseconds every git-norma command would pay before
+// doing anything. It answers only when git would certainly answer the same: anything git might
+// treat differently (a bare repository or a git directory itself, core.worktree, config
+// includes, per-worktree config, discovery settings from the environment, a directory owned
+// by someone else, crossing a file system) returns ok=false, and the caller asks git.
+func Discover(dir string) (l Layout, ok bool) {
+	for _, v := range []string{"GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"} {
+		if os.Getenv(v) != "" {
+			return Layout{}, false
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Layout{}, false
+	}
+	// git works from getcwd(), the physical path: resolve symlinks the same way.
+	d, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Layout{}, false
+	}
+	start, ok := statOf(d)
+	if !ok {
+		return Layout{}, false
+	}
+	for {
+		if st, ok := statOf(d); !ok || st.Dev != start.Dev {
+			return Layout{}, false
+		}
+		dotGit := filepath.Join(d, ".git")
+		fi, err := os.Lstat(dotGit)
+		switch {
+		case err == nil && fi.IsDir():
+			return layoutOf(d, dotGit)
+		case err == nil && fi.Mode().IsRegular():
+			gitDir, ok := readGitFile(d, dotGit)
+			if !ok {
+				return Layout{}, false
+			}
+			return layoutOf(d, gitDir)
+		case err == nil || !os.IsNotExist(err):
+			return Layout{}, false // a .git symlink or something unreadable: let git decide
+		}
+		if isGitDir(d, d) {
+			return Layout{}, false // a bare repository, or inside a git directory
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return Layout{}, false // not a repository: git says so in its own words
+		}
+		d = parent
+	}
+}
+
+// layoutOf completes the layout of the work tree top whose git directory is gitDir.
+func layoutOf(top, gitDir string) (Layout, bool) {
+	gitDir, err := filepath.EvalSymlinks(gitDir)
+	if err != nil {
+		return Layout{}, false
+	}
+	common := gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		if common, err = filepath.EvalSymlinks(c); err != nil {
+			return Layout{}, false
+		}
+	} else if !os.IsNotExist(err) {
+		return Layout{}, false
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "config.worktree")); !os.IsNotExist(err) {
+		return Layout{}, false
+	}
+	if !isGitDir(gitDir, common) || !ownedByUs(top) || !ownedByUs(gitDir) || !plainConfig(filepath.Join(common, "config")) {
+		return Layout{}, false
+	}
+	return Layout{CommonDir: common, GitDir: gitDir, TopLevel: top}, true
+}
+
+// readGitFile reads a .git file ("gitdir: <path>", relative to the file's directory).
+func readGitFile(top, path string) (string, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	target, found := strings.CutPrefix(strings.TrimRight(string(data), "\r\n"), "gitdir: ")
+	if !found || target == "" || strings.ContainsAny(target, "\n") {
+		return "", false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(top, target)
+	}
+	return target, true
+}
+
+// isGitDir is git's own test for a git directory: its HEAD, and objects/ and refs/ in the
+// common directory (a linked worktree's git directory has neither of its own).
+func isGitDir(gitDir, common string) bool {
+	for _, p := range []string{filepath.Join(gitDir, "HEAD"), filepath.Join(common, "objects"), filepath.Join(common, "refs")} {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// plainConfig says whether a repository config is free of what changes discovery: no
+// core.worktree (nor extensions.worktreeConfig), no core.bare = true, no includes. Anything it
+// cannot read counts as not plain.
+func plainConfig(path string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.ToLower(strings.TrimSpace(sc.Text()))
+		if strings.Contains(line, "worktree") || strings.HasPrefix(line, "[include") {
+			return false
+		}
+		if key, value, found := strings.Cut(line, "="); found && strings.TrimSpace(key) == "bare" &&
+			strings.TrimSpace(value) != "false" {
+			return false
+		}
+		if line == "bare" { // a key without a value means true
+			return false
+		}
+	}
+	return sc.Err() == nil
+}
+
+func statOf(path string) (*syscall.Stat_t, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
+}
+
+// ownedByUs mirrors git's safe.directory ownership check closely enough to never answer where
+// git would refuse: anything not owned by the effective user is left to git.
+func ownedByUs(path string) bool {
+	st, ok := statOf(path)
+	return ok && int(st.Uid) == os.Geteuid()
+}
