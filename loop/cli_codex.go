@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // codexBackend runs `codex exec --json ... --output-schema <file> -o <file> -`, the prompt
@@ -200,11 +201,11 @@ func codexLastMessage(e cliEnvelope, ans cliAnswer, skipped bool) (cliAnswer, er
 	return ans, nil
 }
 
-var codexMissingEnvRE = regexp.MustCompile("Missing environment variable: `([^`]+)`")
+var codexMissingEnvRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("Missing environment variable: `([^`]+)`") })
 
 // codexFailure maps the message of turn.failed (or the last error event).
 func codexFailure(msg string) error {
-	if m := codexMissingEnvRE.FindStringSubmatch(msg); m != nil {
+	if m := codexMissingEnvRE().FindStringSubmatch(msg); m != nil {
 		return cliErrorf(ErrKindAuth, "codex", "%s: set %s in the agent's environment (the model provider's env_key)", msg, m[1])
 	}
 	switch status := httpStatusOf(msg); status {

@@ -168,7 +168,7 @@ func (opencodeBackend) parse(e cliEnvelope) (cliAnswer, error) {
 // opencodeNoAnswer explains a run that ended without final text: usually a permission
 // request opencode run auto-rejected.
 func opencodeNoAnswer(e cliEnvelope, reason string) error {
-	for _, line := range strings.Split(ansiRE.ReplaceAllString(string(e.stderr), ""), "\n") {
+	for _, line := range strings.Split(ansiRE().ReplaceAllString(string(e.stderr), ""), "\n") {
 		if i := strings.Index(line, "permission requested"); i >= 0 {
 			return cliErrorf(ErrKindNoAnswer, "opencode", "the run ended without a final answer: %s (opencode run rejects what its permission rules leave to \"ask\"; the agent tried something outside them)", strings.TrimSpace(line[i:]))
 		}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -247,12 +248,12 @@ func (e cliEnvelope) exitError() error {
 	return cliErrorf(ErrKindExit, e.cli, "exited with status %d (see logs/stderr.txt)", e.exitCode)
 }
 
-var ansiRE = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+var ansiRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`) })
 
 // lastLine is the last meaningful line of out (not a stack frame), without terminal
 // colours, shortened.
 func lastLine(out []byte) string {
-	lines := strings.Split(ansiRE.ReplaceAllString(string(out), ""), "\n")
+	lines := strings.Split(ansiRE().ReplaceAllString(string(out), ""), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "at ") {
 			return oneLine(l, 200)
@@ -315,11 +316,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // httpStatusRE finds an HTTP status in an error message: "unexpected status 401",
 // "\"code\":401", "HTTP 503".
-var httpStatusRE = regexp.MustCompile(`(?i)(?:status|code|http)\W{0,3}([1-5][0-9][0-9])\b`)
+var httpStatusRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:status|code|http)\W{0,3}([1-5][0-9][0-9])\b`) })
 
 // httpStatusOf is the HTTP status msg mentions, or 0.
 func httpStatusOf(msg string) int {
-	m := httpStatusRE.FindStringSubmatch(msg)
+	m := httpStatusRE().FindStringSubmatch(msg)
 	if m == nil {
 		return 0
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"text/template"
 )
 
@@ -13,7 +14,11 @@ var promptFS embed.FS
 
 // promptTemplates are the role prompts: prompt.tmpl lays out rules, input and answer;
 // plan/do/check/act.tmpl hold each role's rules (spec 5–8); repair.tmpl asks again.
-var promptTemplates = template.Must(template.New("prompts").Option("missingkey=error").ParseFS(promptFS, "prompts/*.tmpl"))
+// They are parsed on first use: most commands never build a prompt, and every command would
+// otherwise pay for parsing them at start-up.
+var promptTemplates = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("prompts").Option("missingkey=error").ParseFS(promptFS, "prompts/*.tmpl"))
+})
 
 // repairPreviousBytes bounds how much of a rejected answer the repair prompt quotes.
 const repairPreviousBytes = 4 << 10
@@ -77,7 +82,7 @@ func renderRepair(d promptData, rejection error, previous string) (string, error
 
 func render(name string, d promptData) (string, error) {
 	var b strings.Builder
-	if err := promptTemplates.ExecuteTemplate(&b, name, d); err != nil {
+	if err := promptTemplates().ExecuteTemplate(&b, name, d); err != nil {
 		return "", fmt.Errorf("render the %s prompt: %w", name, err)
 	}
 	return b.String(), nil

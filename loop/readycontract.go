@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ReadyContract is the spec's Ready Contract, read from a task description:
@@ -16,11 +17,13 @@ type ReadyContract struct {
 
 // fieldRE matches a Ready Contract field header in the forms people write them:
 // "Verify: cmd", "- Verify:", "**Verify:** cmd", "- **Artifact**: path".
-var fieldRE = regexp.MustCompile(`(?i)^\s*(?:[-*]\s+)?(?:\*\*)?(objective|artifact|verify|notes)(?:\s*\(optional\))?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(.*)$`)
+var fieldRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)^\s*(?:[-*]\s+)?(?:\*\*)?(objective|artifact|verify|notes)(?:\s*\(optional\))?(?:\*\*)?\s*:\s*(?:\*\*)?\s*(.*)$`)
+})
 
-var listItemRE = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$`)
+var listItemRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$`) })
 
-var backtickRE = regexp.MustCompile("`([^`]+)`")
+var backtickRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`]+)`") })
 
 // ParseReadyContract reads the Ready Contract fields from a description. Verify items may be
 // inline after the header, list items below it, or lines of a fenced code block; an item with
@@ -39,7 +42,7 @@ func ParseReadyContract(description string) ReadyContract {
 			}
 			continue
 		}
-		if m := fieldRE.FindStringSubmatch(line); m != nil {
+		if m := fieldRE().FindStringSubmatch(line); m != nil {
 			field, items = strings.ToLower(m[1]), 0
 			items += rc.add(field, strings.TrimSpace(m[2]))
 			continue
@@ -47,7 +50,7 @@ func ParseReadyContract(description string) ReadyContract {
 		if field == "" {
 			continue
 		}
-		if m := listItemRE.FindStringSubmatch(line); m != nil {
+		if m := listItemRE().FindStringSubmatch(line); m != nil {
 			items += rc.add(field, strings.TrimSpace(m[1]))
 			continue
 		}
@@ -89,7 +92,7 @@ func joinText(a, b string) string {
 
 // commandsIn returns the backtick spans of text, or text itself when it has none.
 func commandsIn(text string) []string {
-	spans := backtickRE.FindAllStringSubmatch(text, -1)
+	spans := backtickRE().FindAllStringSubmatch(text, -1)
 	if len(spans) == 0 {
 		return []string{text}
 	}
@@ -108,7 +111,7 @@ func commandsIn(text string) []string {
 func ParseAcceptance(text string) []AcceptanceCriterion {
 	var items []string
 	for _, line := range strings.Split(text, "\n") {
-		if m := listItemRE.FindStringSubmatch(line); m != nil {
+		if m := listItemRE().FindStringSubmatch(line); m != nil {
 			items = append(items, strings.TrimSpace(m[1]))
 		} else if t := strings.TrimSpace(line); t != "" && len(items) > 0 {
 			items[len(items)-1] += " " + t
@@ -122,7 +125,7 @@ func ParseAcceptance(text string) []AcceptanceCriterion {
 	acs := make([]AcceptanceCriterion, 0, len(items))
 	for i, it := range items {
 		ac := AcceptanceCriterion{ID: fmt.Sprintf("AC-%d", i+1), Text: it, VerifyHints: []string{}}
-		for _, s := range backtickRE.FindAllStringSubmatch(it, -1) {
+		for _, s := range backtickRE().FindAllStringSubmatch(it, -1) {
 			ac.VerifyHints = append(ac.VerifyHints, strings.TrimSpace(s[1]))
 		}
 		acs = append(acs, ac)
