@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
@@ -105,9 +106,18 @@ func (a *App) runRow(r store.Run) RunRow {
 	}
 }
 
-// taskBranches lists norma/task/* branches with the worktrees that hold them, in one git call
-// (%(worktreepath) names the worktree a branch is checked out in).
+// taskBranches lists norma/task/* branches with the worktrees that hold them: read from the
+// ref files in the usual layout (status is the command people run all the time, and a git
+// process is most of its cost), else in one git call (%(worktreepath) names the worktree a
+// branch is checked out in).
 func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
+	rows := []BranchRow{}
+	if branches, ok := git.ReadBranches(a.Repo.GitDir, worktree.BranchPrefix); ok {
+		for _, b := range branches {
+			rows = append(rows, BranchRow{Branch: b.Name, Task: strings.TrimPrefix(b.Name, worktree.BranchPrefix), Head: b.Head, Worktree: b.Worktree})
+		}
+		return rows, nil
+	}
 	args := []string{"for-each-ref", "--format=%(refname:short) %(objectname) %(worktreepath)", "refs/heads/" + worktree.BranchPrefix}
 	out, err := a.Repo.Git.Output(ctx, args...)
 	if err != nil && ctx.Err() == nil {
@@ -119,7 +129,6 @@ func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
 	if err != nil {
 		return nil, withCode(ExitFail, err)
 	}
-	rows := []BranchRow{}
 	for _, line := range strings.Split(out, "\n") {
 		fields := strings.SplitN(line, " ", 3)
 		if len(fields) < 2 {

@@ -4,6 +4,10 @@
 // repository goes through the git binary, and always through this runner: every call gets a
 // context, a clean environment (hooks export GIT_DIR, GIT_INDEX_FILE and friends, which would
 // point a command at the wrong repository) and typed errors carrying git's exit code and stderr.
+//
+// Two read-only questions every status-like command asks — where is the repository, which task
+// branches exist — are answered from git's files in the plain layouts (discover.go, refs.go),
+// because starting git is most of such a command's cost; anything unusual is still asked of git.
 package git
 
 import (
