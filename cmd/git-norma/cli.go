@@ -85,20 +85,6 @@ func Main(args []string, stdio IO) (code int) {
 		<-ctx.Done()
 		stop() // a second Ctrl-C gets the default behaviour: exit at once
 	}()
-	var cli CLI
-	parser, err := kong.New(&cli,
-		kong.Name(appName),
-		kong.Description(appDescription),
-		kong.Writers(stdio.Out, stdio.Err),
-		kong.Exit(func(c int) { panic(exitRequest(c)) }),
-		kong.UsageOnError(),
-		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Help(helpPrinter),
-	)
-	if err != nil {
-		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
-		return gitnorma.ExitFatal
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			c, ok := r.(exitRequest)
@@ -111,21 +97,26 @@ func Main(args []string, stdio IO) (code int) {
 			}
 		}
 	}()
-	kctx, err := parser.Parse(args)
-	if err != nil {
+	p, err := parseArgs(args, stdio)
+	var pe *kong.ParseError
+	switch {
+	case errors.As(err, &pe):
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
 		fmt.Fprintf(stdio.Err, "hint: see %s -h\n", usageOf(err))
 		return gitnorma.ExitUsage
+	case err != nil: // the model itself is broken
+		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
+		return gitnorma.ExitFatal
 	}
 	dir, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
 		return gitnorma.ExitFatal
 	}
-	env := newEnv(ctx, stdio, dir, cli.globalFlags)
+	env := newEnv(ctx, stdio, dir, p.globals())
 	defer env.Progress.Flush()
-	kctx.Bind(parser.Model)
-	return report(stdio.Err, kctx.Run(env))
+	p.ctx.Bind(p.parser.Model)
+	return report(stdio.Err, p.ctx.Run(env))
 }
 
 // report prints an error with its hint and maps it to the exit code (DESIGN.md section 2).
