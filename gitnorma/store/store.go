@@ -95,6 +95,11 @@ func (s *Store) init(ctx context.Context) error {
 		}
 	}
 	s.journalMode = strings.ToLower(mode)
+	if s.journalMode == "wal" {
+		if err := s.keepWALFiles(ctx); err != nil {
+			return s.classify(err)
+		}
+	}
 
 	// Skipping the up-to-date case keeps Open from taking the write lock,
 	// so read-only tools do not queue behind a running loop.
@@ -106,13 +111,33 @@ func (s *Store) init(ctx context.Context) error {
 	return nil
 }
 
+// keepWALFiles has the last connection to close leave norma.db-wal (emptied: the DSN's
+// journal_size_limit truncates it) and norma.db-shm in place instead of deleting them, so the
+// next open does not create both again — that was most of the cost of opening the store, which
+// status and every hook do. The files hold nothing once the WAL is checkpointed at close.
+func (s *Store) keepWALFiles(ctx context.Context) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		fc, ok := dc.(sqlite.FileControl)
+		if !ok {
+			return nil
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	})
+}
+
 // dsn builds a file: URI so SQLite itself sees a URI, with the path escaped
 // so names containing '?', '#' or '%' cannot be mistaken for parameters.
 // The PRAGMAs live in the DSN because the driver re-applies them to every
 // new connection, which a one-off Exec after Open would not.
 func dsn(path string) string {
 	u := url.URL{Path: path}
-	return "file:" + u.EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)"
+	return "file:" + u.EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_size_limit(4194304)"
 }
 
 func (s *Store) tooNew(v int) error {

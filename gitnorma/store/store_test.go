@@ -158,6 +158,34 @@ func TestReopenIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestCloseKeepsEmptyWALFiles checks that closing leaves the WAL checkpointed into the
+// database and truncated, with both side files kept for the next open to reuse, and that the
+// database file alone then holds everything written.
+func TestCloseKeepsEmptyWALFiles(t *testing.T) {
+	s, path := openTemp(t)
+	ctx := context.Background()
+	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "g", RunDir: "d"}, nil))
+	wal, err := os.Stat(path + "-wal")
+	require.NoError(t, err)
+	require.NotZero(t, wal.Size(), "the run is in the WAL before close")
+	require.NoError(t, s.Close())
+
+	wal, err = os.Stat(path + "-wal")
+	require.NoError(t, err, "the WAL file is kept")
+	assert.Zero(t, wal.Size(), "and emptied into the database")
+	assert.FileExists(t, path+"-shm")
+
+	alone := filepath.Join(t.TempDir(), "copy.db")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(alone, data, 0o644))
+	s2, err := Open(ctx, alone)
+	require.NoError(t, err)
+	defer s2.Close()
+	_, err = s2.Run(ctx, "r1")
+	assert.NoError(t, err, "a copy of norma.db alone holds the run")
+}
+
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
