@@ -180,6 +180,10 @@ type StepCommit struct {
 	StepIndex int
 	Iteration int
 	Summary   string
+	// ExpectChanges says the step almost always changes the workspace (Do): the commit then
+	// starts from `git add -A` instead of a status read, one git call fewer, and a step that
+	// changed nothing after all pays two more.
+	ExpectChanges bool
 }
 
 // Commit commits everything a writing step changed since `since`, as the orchestrator. Commits
@@ -188,7 +192,7 @@ type StepCommit struct {
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
 	w.settled = nil
-	now, err := w.read(ctx)
+	now, err := w.position(ctx, sc.ExpectChanges)
 	if err != nil {
 		return res, err
 	}
@@ -201,28 +205,75 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 		}
 	}
 	res.Commit = since.Head
-	if len(now.paths) == 0 && res.AgentCommits == 0 {
+	if !sc.ExpectChanges && len(now.paths) == 0 && res.AgentCommits == 0 {
 		w.settled = &now.state
-	} else {
-		if err := w.git.Run(ctx, "add", "-A"); err != nil {
+		res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
+		return res, err
+	}
+	if err := w.git.Run(ctx, "add", "-A"); err != nil {
+		return res, err
+	}
+	// The task's patch is the diff from the base to what is staged now, which is what the
+	// commit will hold: measured while the commit is made, not after it.
+	patch := w.measureStaged(ctx)
+	msg := stepMessage(w.taskID, w.runID, sc)
+	// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
+	// (one more process per iteration); the user's own git commands still do.
+	_, err = w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
+	measured := <-patch
+	if err != nil && !w.nothingStaged(ctx, err) {
+		return res, err
+	}
+	if err == nil {
+		if res.Commit, err = w.headCommit(ctx); err != nil {
 			return res, err
 		}
-		msg := stepMessage(w.taskID, w.runID, sc)
-		// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
-		// (one more process per iteration); the user's own git commands still do.
-		_, err := w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
-		if err != nil && !w.nothingStaged(ctx, err) {
-			return res, err
-		}
-		if err == nil {
-			if res.Commit, err = w.git.Output(ctx, "rev-parse", "HEAD"); err != nil {
-				return res, err
-			}
-			res.Changed = true
+		res.Changed = true
+	}
+	if measured.err != nil {
+		return res, measured.err
+	}
+	w.patch.head, w.patch.bytes = res.Commit, measured.bytes
+	res.PatchBytes = measured.bytes
+	return res, nil
+}
+
+// position is where the workspace stands before a commit. With changes expected only HEAD is
+// read, from the files (git add finds the changed paths); otherwise one status read gives
+// HEAD, the branch and the changed paths, and a workspace without changes needs no commit.
+func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, error) {
+	if expectChanges {
+		if branch, head, ok := git.ReadHead(w.dir); ok {
+			return view{state: State{Head: head}, branch: branch}, nil
 		}
 	}
-	res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
-	return res, err
+	return w.read(ctx)
+}
+
+// headCommit is the commit HEAD points at, read from the files where git's layout allows.
+func (w *Workspace) headCommit(ctx context.Context) (string, error) {
+	if _, head, ok := git.ReadHead(w.dir); ok {
+		return head, nil
+	}
+	return w.git.Output(ctx, "rev-parse", "HEAD")
+}
+
+type patchSize struct {
+	bytes int64
+	err   error
+}
+
+// measureStaged starts measuring the diff from the base to the index; the channel delivers
+// the size once git is done. `git diff --cached` only reads the index, so it never contends
+// with the commit for index.lock.
+func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
+	done := make(chan patchSize, 1)
+	go func() {
+		var c countingWriter
+		err := w.git.Stream(ctx, &c, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", w.base)
+		done <- patchSize{int64(c), err}
+	}()
+	return done
 }
 
 // nothingStaged tells a commit that failed for having nothing to commit (changes that stage to

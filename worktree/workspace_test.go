@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,14 @@ func wsFixture(t *testing.T) (*fixture, *Workspace) {
 	return f, f.create("T-1", "R-1")
 }
 
+// commitModes runs a Commit test with and without ExpectChanges: both ways must commit, fold,
+// refuse and measure the same.
+func commitModes(t *testing.T, test func(t *testing.T, expect bool)) {
+	for _, expect := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expect changes %v", expect), func(t *testing.T) { test(t, expect) })
+	}
+}
+
 func (f *fixture) state(ws *Workspace) State {
 	f.t.Helper()
 	s, err := ws.State(f.ctx)
@@ -33,28 +42,30 @@ func (f *fixture) state(ws *Workspace) State {
 }
 
 func TestCommitAllChanges(t *testing.T) {
-	f, ws := wsFixture(t)
-	since := f.state(ws)
+	commitModes(t, func(t *testing.T, expect bool) {
+		f, ws := wsFixture(t)
+		since := f.state(ws)
 
-	writeFile(t, ws.Dir(), "README.md", "# modified\n")
-	writeFile(t, ws.Dir(), "pkg/new file.go", "package pkg\n")
-	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), "gone.txt")))
+		writeFile(t, ws.Dir(), "README.md", "# modified\n")
+		writeFile(t, ws.Dir(), "pkg/new file.go", "package pkg\n")
+		require.NoError(t, os.Remove(filepath.Join(ws.Dir(), "gone.txt")))
 
-	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, Summary: "Implemented the thing."})
-	require.NoError(t, err)
+		res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, Summary: "Implemented the thing.", ExpectChanges: expect})
+		require.NoError(t, err)
 
-	assert.True(t, res.Changed)
-	assert.Zero(t, res.AgentCommits)
-	assert.Equal(t, f.rev("refs/heads/norma/task/T-1"), res.Commit)
-	assert.Equal(t, since.Head, f.rev(res.Commit+"^"), "parent is the step's starting point")
-	assert.Empty(t, f.gitIn(ws.Dir(), "status", "--porcelain", "--untracked-files=all"), "nothing left uncommitted")
-	assert.Equal(t, []string{"README.md", "keep.txt", "pkg/new file.go"}, f.treeFiles(res.Commit))
-	assert.Equal(t, "# modified", f.show(res.Commit, "README.md"))
-	assert.Equal(t, "package pkg", f.show(res.Commit, "pkg/new file.go"))
-	assert.Equal(t, "chore(norma): do step 002 of T-1 (iteration 1)", f.git("log", "-1", "--format=%s", res.Commit))
-	assert.Equal(t, "Norma-Task: T-1\nNorma-Run: R-1\nNorma-Step: 002\nNorma-Role: do", f.trailers(res.Commit))
-	assert.Contains(t, f.git("log", "-1", "--format=%b", res.Commit), "Implemented the thing.")
-	assert.Equal(t, "Test User", f.git("log", "-1", "--format=%an", res.Commit))
+		assert.True(t, res.Changed)
+		assert.Zero(t, res.AgentCommits)
+		assert.Equal(t, f.rev("refs/heads/norma/task/T-1"), res.Commit)
+		assert.Equal(t, since.Head, f.rev(res.Commit+"^"), "parent is the step's starting point")
+		assert.Empty(t, f.gitIn(ws.Dir(), "status", "--porcelain", "--untracked-files=all"), "nothing left uncommitted")
+		assert.Equal(t, []string{"README.md", "keep.txt", "pkg/new file.go"}, f.treeFiles(res.Commit))
+		assert.Equal(t, "# modified", f.show(res.Commit, "README.md"))
+		assert.Equal(t, "package pkg", f.show(res.Commit, "pkg/new file.go"))
+		assert.Equal(t, "chore(norma): do step 002 of T-1 (iteration 1)", f.git("log", "-1", "--format=%s", res.Commit))
+		assert.Equal(t, "Norma-Task: T-1\nNorma-Run: R-1\nNorma-Step: 002\nNorma-Role: do", f.trailers(res.Commit))
+		assert.Contains(t, f.git("log", "-1", "--format=%b", res.Commit), "Implemented the thing.")
+		assert.Equal(t, "Test User", f.git("log", "-1", "--format=%an", res.Commit))
+	})
 }
 
 func TestCommitTrailersParse(t *testing.T) {
@@ -97,179 +108,189 @@ func TestCommitTrailersParse(t *testing.T) {
 }
 
 func TestCommitNoChanges(t *testing.T) {
-	f, ws := wsFixture(t)
-	since := f.state(ws)
+	commitModes(t, func(t *testing.T, expect bool) {
+		f, ws := wsFixture(t)
+		since := f.state(ws)
 
-	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 1, Iteration: 1})
-	require.NoError(t, err)
+		res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 1, Iteration: 1, ExpectChanges: expect})
+		require.NoError(t, err)
 
-	assert.False(t, res.Changed)
-	assert.Equal(t, since.Head, res.Commit)
-	assert.Equal(t, since.Head, f.rev("refs/heads/norma/task/T-1"), "no new commit")
-	assert.Zero(t, res.PatchBytes, "branch equals its base")
+		assert.False(t, res.Changed)
+		assert.Equal(t, since.Head, res.Commit)
+		assert.Equal(t, since.Head, f.rev("refs/heads/norma/task/T-1"), "no new commit")
+		assert.Zero(t, res.PatchBytes, "branch equals its base")
+	})
 }
 
 func TestCommitFoldsAgentCommits(t *testing.T) {
-	tests := []struct {
-		name        string
-		commits     []map[string]string // each map is one agent commit ("" deletes)
-		uncommitted map[string]string
-		wantChanged bool
-		wantFiles   map[string]string
-		wantTree    []string
-	}{
-		{
-			name:        "two agent commits plus uncommitted edits",
-			commits:     []map[string]string{{"a.txt": "agent 1\n"}, {"b.txt": "agent 2\n", "gone.txt": ""}},
-			uncommitted: map[string]string{"c.txt": "not committed\n", "README.md": "# edited\n"},
-			wantChanged: true,
-			wantFiles:   map[string]string{"a.txt": "agent 1", "b.txt": "agent 2", "c.txt": "not committed", "README.md": "# edited"},
-			wantTree:    []string{"README.md", "a.txt", "b.txt", "c.txt", "keep.txt"},
-		},
-		{
-			name:        "agent commits only",
-			commits:     []map[string]string{{"a.txt": "agent\n"}},
-			wantChanged: true,
-			wantFiles:   map[string]string{"a.txt": "agent"},
-			wantTree:    []string{"README.md", "a.txt", "gone.txt", "keep.txt"},
-		},
-		{
-			name:        "agent commit then revert",
-			commits:     []map[string]string{{"a.txt": "agent\n"}, {"a.txt": ""}},
-			wantChanged: false,
-			wantTree:    []string{"README.md", "gone.txt", "keep.txt"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f, ws := wsFixture(t)
-			since := f.state(ws)
-			for i, c := range tc.commits {
-				for rel, content := range c {
-					if content == "" {
-						require.NoError(t, os.Remove(filepath.Join(ws.Dir(), rel)))
-					} else {
-						writeFile(t, ws.Dir(), rel, content)
+	commitModes(t, func(t *testing.T, expect bool) {
+		tests := []struct {
+			name        string
+			commits     []map[string]string // each map is one agent commit ("" deletes)
+			uncommitted map[string]string
+			wantChanged bool
+			wantFiles   map[string]string
+			wantTree    []string
+		}{
+			{
+				name:        "two agent commits plus uncommitted edits",
+				commits:     []map[string]string{{"a.txt": "agent 1\n"}, {"b.txt": "agent 2\n", "gone.txt": ""}},
+				uncommitted: map[string]string{"c.txt": "not committed\n", "README.md": "# edited\n"},
+				wantChanged: true,
+				wantFiles:   map[string]string{"a.txt": "agent 1", "b.txt": "agent 2", "c.txt": "not committed", "README.md": "# edited"},
+				wantTree:    []string{"README.md", "a.txt", "b.txt", "c.txt", "keep.txt"},
+			},
+			{
+				name:        "agent commits only",
+				commits:     []map[string]string{{"a.txt": "agent\n"}},
+				wantChanged: true,
+				wantFiles:   map[string]string{"a.txt": "agent"},
+				wantTree:    []string{"README.md", "a.txt", "gone.txt", "keep.txt"},
+			},
+			{
+				name:        "agent commit then revert",
+				commits:     []map[string]string{{"a.txt": "agent\n"}, {"a.txt": ""}},
+				wantChanged: false,
+				wantTree:    []string{"README.md", "gone.txt", "keep.txt"},
+			},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				f, ws := wsFixture(t)
+				since := f.state(ws)
+				for i, c := range tc.commits {
+					for rel, content := range c {
+						if content == "" {
+							require.NoError(t, os.Remove(filepath.Join(ws.Dir(), rel)))
+						} else {
+							writeFile(t, ws.Dir(), rel, content)
+						}
 					}
+					f.gitIn(ws.Dir(), "add", "-A")
+					f.gitIn(ws.Dir(), "commit", "-q", "-m", "agent commit "+string(rune('1'+i)))
 				}
-				f.gitIn(ws.Dir(), "add", "-A")
-				f.gitIn(ws.Dir(), "commit", "-q", "-m", "agent commit "+string(rune('1'+i)))
-			}
-			for rel, content := range tc.uncommitted {
-				writeFile(t, ws.Dir(), rel, content)
-			}
+				for rel, content := range tc.uncommitted {
+					writeFile(t, ws.Dir(), rel, content)
+				}
 
-			res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 3, Iteration: 1})
-			require.NoError(t, err)
+				res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 3, Iteration: 1, ExpectChanges: expect})
+				require.NoError(t, err)
 
-			assert.Equal(t, len(tc.commits), res.AgentCommits)
-			assert.Equal(t, tc.wantChanged, res.Changed)
-			tip := f.rev("refs/heads/norma/task/T-1")
-			assert.Equal(t, tip, res.Commit)
-			if tc.wantChanged {
-				assert.Equal(t, since.Head, f.rev(tip+"^"), "one orchestrator commit on the snapshot")
-				assert.Equal(t, "1", f.git("rev-list", "--count", since.Head+".."+tip))
-				assert.Equal(t, "Norma-Task: T-1\nNorma-Run: R-1\nNorma-Step: 003\nNorma-Role: do", f.trailers(tip))
-			} else {
-				assert.Equal(t, since.Head, tip, "net-empty agent commits leave the branch at the snapshot")
-			}
-			assert.Equal(t, tc.wantTree, f.treeFiles(tip))
-			for rel, want := range tc.wantFiles {
-				assert.Equal(t, want, f.show(tip, rel), rel)
-			}
-			assert.Empty(t, f.gitIn(ws.Dir(), "status", "--porcelain", "--untracked-files=all"))
-		})
-	}
+				assert.Equal(t, len(tc.commits), res.AgentCommits)
+				assert.Equal(t, tc.wantChanged, res.Changed)
+				tip := f.rev("refs/heads/norma/task/T-1")
+				assert.Equal(t, tip, res.Commit)
+				if tc.wantChanged {
+					assert.Equal(t, since.Head, f.rev(tip+"^"), "one orchestrator commit on the snapshot")
+					assert.Equal(t, "1", f.git("rev-list", "--count", since.Head+".."+tip))
+					assert.Equal(t, "Norma-Task: T-1\nNorma-Run: R-1\nNorma-Step: 003\nNorma-Role: do", f.trailers(tip))
+				} else {
+					assert.Equal(t, since.Head, tip, "net-empty agent commits leave the branch at the snapshot")
+				}
+				assert.Equal(t, tc.wantTree, f.treeFiles(tip))
+				for rel, want := range tc.wantFiles {
+					assert.Equal(t, want, f.show(tip, rel), rel)
+				}
+				assert.Empty(t, f.gitIn(ws.Dir(), "status", "--porcelain", "--untracked-files=all"))
+			})
+		}
+	})
 }
 
 func TestCommitRefusesBranchSwitch(t *testing.T) {
-	tests := []struct {
-		name string
-		move func(f *fixture, dir string)
-	}{
-		{"detached HEAD", func(f *fixture, dir string) { f.gitIn(dir, "checkout", "-q", "--detach") }},
-		{"other branch", func(f *fixture, dir string) { f.gitIn(dir, "checkout", "-q", "-b", "agent-branch") }},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f, ws := wsFixture(t)
-			since := f.state(ws)
-			writeFile(t, ws.Dir(), "a.txt", "work\n")
-			tc.move(f, ws.Dir())
+	commitModes(t, func(t *testing.T, expect bool) {
+		tests := []struct {
+			name string
+			move func(f *fixture, dir string)
+		}{
+			{"detached HEAD", func(f *fixture, dir string) { f.gitIn(dir, "checkout", "-q", "--detach") }},
+			{"other branch", func(f *fixture, dir string) { f.gitIn(dir, "checkout", "-q", "-b", "agent-branch") }},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				f, ws := wsFixture(t)
+				since := f.state(ws)
+				writeFile(t, ws.Dir(), "a.txt", "work\n")
+				tc.move(f, ws.Dir())
 
-			_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 1, Iteration: 1})
-			require.ErrorIs(t, err, ErrBranchSwitched)
-			assert.NotErrorIs(t, err, ErrHistoryRewritten)
-			assert.Equal(t, since.Head, f.rev("refs/heads/norma/task/T-1"), "task branch untouched")
-			assert.Equal(t, "work\n", readFile(t, ws.Dir(), "a.txt"), "work not discarded")
-		})
-	}
+				_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 1, Iteration: 1, ExpectChanges: expect})
+				require.ErrorIs(t, err, ErrBranchSwitched)
+				assert.NotErrorIs(t, err, ErrHistoryRewritten)
+				assert.Equal(t, since.Head, f.rev("refs/heads/norma/task/T-1"), "task branch untouched")
+				assert.Equal(t, "work\n", readFile(t, ws.Dir(), "a.txt"), "work not discarded")
+			})
+		}
+	})
 }
 
 func TestCommitRefusesHistoryRewrite(t *testing.T) {
-	tests := []struct {
-		name    string
-		rewrite func(f *fixture, dir string)
-	}{
-		{"reset to an older commit", func(f *fixture, dir string) { f.gitIn(dir, "reset", "-q", "--hard", "HEAD~1") }},
-		{"amend", func(f *fixture, dir string) {
-			writeFile(f.t, dir, "amended.txt", "x\n")
-			f.gitIn(dir, "add", "-A")
-			f.gitIn(dir, "commit", "-q", "--amend", "-m", "amended")
-		}},
-		{"rebase onto another commit", func(f *fixture, dir string) {
-			f.gitIn(dir, "reset", "-q", "--hard", "HEAD~1")
-			writeFile(f.t, dir, "new.txt", "x\n")
-			f.gitIn(dir, "add", "-A")
-			f.gitIn(dir, "commit", "-q", "-m", "diverged")
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			f, ws := wsFixture(t)
-			// A first orchestrator step, so there is history to rewrite.
-			writeFile(t, ws.Dir(), "step1.txt", "one\n")
-			first, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 1, Iteration: 1})
-			require.NoError(t, err)
-			since := f.state(ws)
-			require.Equal(t, first.Commit, since.Head)
+	commitModes(t, func(t *testing.T, expect bool) {
+		tests := []struct {
+			name    string
+			rewrite func(f *fixture, dir string)
+		}{
+			{"reset to an older commit", func(f *fixture, dir string) { f.gitIn(dir, "reset", "-q", "--hard", "HEAD~1") }},
+			{"amend", func(f *fixture, dir string) {
+				writeFile(f.t, dir, "amended.txt", "x\n")
+				f.gitIn(dir, "add", "-A")
+				f.gitIn(dir, "commit", "-q", "--amend", "-m", "amended")
+			}},
+			{"rebase onto another commit", func(f *fixture, dir string) {
+				f.gitIn(dir, "reset", "-q", "--hard", "HEAD~1")
+				writeFile(f.t, dir, "new.txt", "x\n")
+				f.gitIn(dir, "add", "-A")
+				f.gitIn(dir, "commit", "-q", "-m", "diverged")
+			}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				f, ws := wsFixture(t)
+				// A first orchestrator step, so there is history to rewrite.
+				writeFile(t, ws.Dir(), "step1.txt", "one\n")
+				first, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 1, Iteration: 1, ExpectChanges: expect})
+				require.NoError(t, err)
+				since := f.state(ws)
+				require.Equal(t, first.Commit, since.Head)
 
-			tc.rewrite(f, ws.Dir())
-			rewritten := f.rev("refs/heads/norma/task/T-1")
+				tc.rewrite(f, ws.Dir())
+				rewritten := f.rev("refs/heads/norma/task/T-1")
 
-			_, err = ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1})
-			require.ErrorIs(t, err, ErrHistoryRewritten)
-			assert.NotErrorIs(t, err, ErrBranchSwitched)
-			assert.Equal(t, rewritten, f.rev("refs/heads/norma/task/T-1"), "nothing committed or reset")
-		})
-	}
+				_, err = ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: expect})
+				require.ErrorIs(t, err, ErrHistoryRewritten)
+				assert.NotErrorIs(t, err, ErrBranchSwitched)
+				assert.Equal(t, rewritten, f.rev("refs/heads/norma/task/T-1"), "nothing committed or reset")
+			})
+		}
+	})
 }
 
 func TestCommitPatchBytesGrows(t *testing.T) {
-	f, ws := wsFixture(t)
+	commitModes(t, func(t *testing.T, expect bool) {
+		f, ws := wsFixture(t)
 
-	writeFile(t, ws.Dir(), "a.txt", "small\n")
-	r1, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 1, Iteration: 1})
-	require.NoError(t, err)
-	require.True(t, r1.Changed)
+		writeFile(t, ws.Dir(), "a.txt", "small\n")
+		r1, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 1, Iteration: 1, ExpectChanges: expect})
+		require.NoError(t, err)
+		require.True(t, r1.Changed)
 
-	writeFile(t, ws.Dir(), "b.bin", string(bytes.Repeat([]byte{0, 1, 2, 3, 255}, 2000)))
-	writeFile(t, ws.Dir(), "c.txt", strings.Repeat("line\n", 500))
-	r2, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "act", StepIndex: 4, Iteration: 1})
-	require.NoError(t, err)
-	require.True(t, r2.Changed)
+		writeFile(t, ws.Dir(), "b.bin", string(bytes.Repeat([]byte{0, 1, 2, 3, 255}, 2000)))
+		writeFile(t, ws.Dir(), "c.txt", strings.Repeat("line\n", 500))
+		r2, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "act", StepIndex: 4, Iteration: 1, ExpectChanges: expect})
+		require.NoError(t, err)
+		require.True(t, r2.Changed)
 
-	r3, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 5, Iteration: 2})
-	require.NoError(t, err)
-	require.False(t, r3.Changed)
+		r3, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: 5, Iteration: 2, ExpectChanges: expect})
+		require.NoError(t, err)
+		require.False(t, r3.Changed)
 
-	assert.Positive(t, r1.PatchBytes)
-	assert.Greater(t, r2.PatchBytes, r1.PatchBytes+2500)
-	assert.Equal(t, r2.PatchBytes, r3.PatchBytes, "no change, same patch")
+		assert.Positive(t, r1.PatchBytes)
+		assert.Greater(t, r2.PatchBytes, r1.PatchBytes+2500)
+		assert.Equal(t, r2.PatchBytes, r3.PatchBytes, "no change, same patch")
 
-	var buf bytes.Buffer
-	require.NoError(t, git.Runner{Dir: ws.Dir()}.Stream(f.ctx, &buf, "diff", "--binary", "--no-color", ws.Base(), "HEAD"))
-	assert.Equal(t, int64(buf.Len()), r2.PatchBytes, "the whole task diff against its base")
+		var buf bytes.Buffer
+		require.NoError(t, git.Runner{Dir: ws.Dir()}.Stream(f.ctx, &buf, "diff", "--binary", "--no-color", ws.Base(), "HEAD"))
+		assert.Equal(t, int64(buf.Len()), r2.PatchBytes, "the whole task diff against its base")
+	})
 }
 
 func TestCommitIgnoresFailingHooks(t *testing.T) {

@@ -163,3 +163,54 @@ func isObjectID(s string) bool {
 	}
 	return true
 }
+
+// ReadHead reads what HEAD of the work tree at dir points at — the branch ("" when detached)
+// and its commit — from the files, the way git would resolve it, without starting git. ok is
+// false whenever the answer would need git: a reftable repository, a symbolic ref behind the
+// branch, an unborn branch, a HEAD that names no branch under refs/heads/.
+func ReadHead(dir string) (branch, oid string, ok bool) {
+	gitDir := filepath.Join(dir, ".git")
+	if fi, err := os.Lstat(gitDir); err != nil {
+		return "", "", false
+	} else if fi.Mode().IsRegular() {
+		if gitDir, ok = readGitFile(dir, gitDir); !ok {
+			return "", "", false
+		}
+	} else if !fi.IsDir() {
+		return "", "", false
+	}
+	common := gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		if common = strings.TrimSpace(string(data)); !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
+		}
+	} else if !os.IsNotExist(err) {
+		return "", "", false
+	}
+	if _, err := os.Lstat(filepath.Join(common, "reftable")); !os.IsNotExist(err) {
+		return "", "", false
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", "", false
+	}
+	head := strings.TrimSpace(string(data))
+	if isObjectID(head) {
+		return "", head, true
+	}
+	branch, found := strings.CutPrefix(head, "ref: ")
+	if !found || !strings.HasPrefix(branch, "refs/heads/") {
+		return "", "", false
+	}
+	if data, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(branch))); err == nil {
+		oid = strings.TrimRight(string(data), "\n")
+		return branch, oid, isObjectID(oid)
+	} else if !os.IsNotExist(err) {
+		return "", "", false
+	}
+	packed, ok := packedRefs(common, branch)
+	if oid = packed[branch]; !ok || oid == "" {
+		return "", "", false
+	}
+	return branch, oid, true
+}

@@ -95,3 +95,41 @@ func TestReadBranchesAgreesWithGit(t *testing.T) {
 		require.False(t, ok)
 	})
 }
+
+// TestReadHeadAgreesWithGit reads HEAD from the files of main and linked worktrees — on a
+// loose branch, a packed one, detached — and compares with git; what only git can resolve
+// (an unborn branch, a symbolic ref) is left to it.
+func TestReadHeadAgreesWithGit(t *testing.T) {
+	r := gittest.NewRepo(t)
+	linkedDir := filepath.Join(t.TempDir(), "linked")
+	r.Must("worktree", "add", "-q", "-b", "norma/task/t-1", linkedDir)
+	linked := gittest.Open(t, linkedDir)
+	same := func(w *gittest.Repo) {
+		t.Helper()
+		branch, oid, ok := git.ReadHead(w.Dir)
+		require.True(t, ok, "ReadHead left %s to git", w.Dir)
+		want, _ := w.Git.Output(context.Background(), "symbolic-ref", "-q", "HEAD")
+		require.Equal(t, want, branch)
+		require.Equal(t, w.Must("rev-parse", "HEAD"), oid)
+	}
+	same(r)
+	same(linked)
+	linked.WriteFile("f.txt", "x\n")
+	linked.Commit("on the task branch")
+	same(linked)
+	r.Must("pack-refs", "--all")
+	require.NoFileExists(t, filepath.Join(r.Dir, ".git", "refs", "heads", "norma", "task", "t-1"))
+	same(linked)
+	same(r)
+	linked.Must("checkout", "-q", "--detach")
+	same(linked)
+
+	r.Must("checkout", "-q", "--orphan", "unborn")
+	_, _, ok := git.ReadHead(r.Dir)
+	require.False(t, ok, "an unborn branch is left to git")
+	r.Must("checkout", "-q", "-f", "main")
+	r.Must("symbolic-ref", "refs/heads/alias", "refs/heads/main")
+	r.Must("symbolic-ref", "HEAD", "refs/heads/alias")
+	_, _, ok = git.ReadHead(r.Dir)
+	require.False(t, ok, "a branch that is a symbolic ref is left to git")
+}
