@@ -184,7 +184,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	if err := appendProgress(e.o.RunDir, e.o.Task.ID, e.o.RunID, rec); err != nil {
 		return err
 	}
-	if err := writeRunSummary(e.o, e.plan, nil); err != nil {
+	if err := e.writeSummary(nil); err != nil {
 		return err
 	}
 	live := s.out.Status

@@ -141,12 +141,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	for k, v := range o.Facts {
 		e.facts[k] = v
 	}
-	if err := writeRunSummary(o, nil, nil); err != nil {
+	if err := e.writeSummary(nil); err != nil {
 		return Result{}, err
 	}
 	res, err := e.run(ctx)
 	if err == nil {
-		err = writeRunSummary(o, e.plan, &res)
+		err = e.writeSummary(&res)
 	}
 	return res, err
 }
@@ -171,6 +171,8 @@ type engine struct {
 	discovered []Discovery
 	// cost is what the agents reported spending so far.
 	cost float64
+	// summary is norma.md as last written.
+	summary string
 }
 
 // chargeCost adds a step's reported cost and stops the run once max_cost_usd is reached.

@@ -6,9 +6,23 @@ import (
 	"strings"
 )
 
-// writeRunSummary keeps norma.md (spec layout: goal, criteria, budgets) current: written at the
-// start, and again at the end with the plan's effective criteria and the outcome.
-func writeRunSummary(o Options, plan *Plan, res *Result) error {
+// writeSummary keeps norma.md (spec layout: goal, criteria, budgets) current: written at the
+// start, after a step that changed the plan, and at the end with the outcome. Most steps change
+// neither, and leave the file alone.
+func (e *engine) writeSummary(res *Result) error {
+	text := runSummary(e.o, e.plan, res)
+	if text == e.summary {
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(e.o.RunDir, "norma.md"), []byte(text), false); err != nil {
+		return err
+	}
+	e.summary = text
+	return nil
+}
+
+// runSummary is norma.md: the goal, the (effective) criteria, the budgets and the outcome.
+func runSummary(o Options, plan *Plan, res *Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Run %s\n\n**Task:** %s — %s\n\n", o.RunID, o.Task.ID, o.Task.Title)
 	goal := o.Task.Title
@@ -38,7 +52,7 @@ func writeRunSummary(o Options, plan *Plan, res *Result) error {
 		fmt.Fprintf(&b, "\n## Outcome\n\n- status: %s\n- verdict: %s\n- stop reason: %s\n- iterations: %d, steps: %d\n- %s\n",
 			res.Status, orDash(res.Verdict), orDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
 	}
-	return writeFileAtomic(filepath.Join(o.RunDir, "norma.md"), []byte(b.String()), false)
+	return b.String()
 }
 
 func orDash(s string) string {
