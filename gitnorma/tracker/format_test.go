@@ -217,3 +217,40 @@ func TestConcurrentCreateLosesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, matches, "no temp files left behind")
 }
+
+// TestUpdateDecodesOnlyItsTaskInAFileItWrote checks the cost rule of the per-step task update:
+// in a file this process wrote last, only the lines that can hold the task are decoded; a file
+// someone else changed since is checked whole, so a malformed line is still reported.
+func TestUpdateDecodesOnlyItsTaskInAFileItWrote(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, mustCreate(t, j, NewTask{Title: fmt.Sprintf("task %d", i)}).ID)
+	}
+	decoded := func() int {
+		n := 0
+		require.NoError(t, j.update(ctx, func(f *issueFile) error {
+			require.NotNil(t, f.find(ids[2]))
+			for _, l := range f.lines {
+				if l.parsed {
+					n++
+				}
+			}
+			return nil
+		}))
+		return n
+	}
+	assert.Equal(t, 1, decoded(), "the file as this value wrote it: one line decoded")
+
+	other := NewJSONL(path, j.lockPath, "norma")
+	require.NoError(t, other.SetStatus(ctx, ids[0], StatusClosed, "done elsewhere"))
+	assert.Equal(t, 5, decoded(), "written by another writer since: checked whole")
+
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"_type":"issue","id":` + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	assert.ErrorContains(t, j.SetStatus(ctx, ids[2], StatusClosed, ""), path+":6:", "an edit in place is noticed")
+}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -22,6 +25,42 @@ type JSONL struct {
 	lockPath string
 	prefix   string
 	now      func() time.Time
+
+	// written identifies the file as this value last wrote it, every line valid. An update
+	// that finds the file still so decodes only the lines it needs; any other file is checked
+	// whole first, so a malformed line is reported rather than carried along.
+	mu      sync.Mutex
+	written fileID
+}
+
+// fileID tells one version of a file from another: a rewrite makes a new inode, and an edit
+// in place changes the size or a timestamp.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func idOf(fi fs.FileInfo) fileID {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(),
+		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// checkedBefore says whether id is the file as this value last wrote it.
+func (j *JSONL) checkedBefore(id fileID) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return id != fileID{} && id == j.written
+}
+
+func (j *JSONL) remember(id fileID) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.written = id
 }
 
 var _ Tracker = (*JSONL)(nil)
@@ -32,29 +71,72 @@ func NewJSONL(path, lockPath, prefix string) *JSONL {
 	return &JSONL{path: path, lockPath: lockPath, prefix: prefix, now: time.Now}
 }
 
-// line is one line of the file; foreign (non-issue) lines have rec == nil.
+// line is one line of the file, decoded on first use; foreign (non-issue) lines have rec ==
+// nil once parsed.
 type line struct {
-	raw []byte
-	rec *record
+	raw    []byte
+	no     int // 1-based, for errors
+	rec    *record
+	parsed bool
 }
 
-type issueFile struct{ lines []line }
+// issueFile is the backlog as read. Lines are decoded only when asked for: an update of one
+// task decodes the lines that can hold it, so what it costs does not grow with the notes of
+// every other task in the file (a run updates its task after every step).
+type issueFile struct {
+	path  string
+	lines []line
+	// err is the first malformed line decoded; an operation that met one fails, writing nothing.
+	err error
+}
 
+// record decodes line i once.
+func (f *issueFile) record(i int) *record {
+	l := &f.lines[i]
+	if !l.parsed {
+		rec, err := parseLine(l.raw)
+		if err != nil && f.err == nil {
+			f.err = fmt.Errorf("%s:%d: malformed task record: %w (fix or remove the line)", f.path, l.no, err)
+		}
+		l.rec, l.parsed = rec, true
+	}
+	return l.rec
+}
+
+// find returns the task with id. Only lines holding the quoted id are decoded; an id spelled
+// with JSON escapes does not show literally, so a miss looks at every line before giving up.
 func (f *issueFile) find(id string) *record {
-	for _, l := range f.lines {
-		if l.rec != nil && l.rec.wire.ID == id {
-			return l.rec
+	quoted := []byte(`"` + id + `"`)
+	for i := range f.lines {
+		if f.lines[i].parsed || bytes.Contains(f.lines[i].raw, quoted) {
+			if rec := f.record(i); rec != nil && rec.wire.ID == id {
+				return rec
+			}
+		}
+	}
+	for _, rec := range f.records() {
+		if rec.wire.ID == id {
+			return rec
 		}
 	}
 	return nil
 }
 
+// records decodes every line and returns the tasks in file order.
+func (f *issueFile) records() []*record {
+	var out []*record
+	for i := range f.lines {
+		if rec := f.record(i); rec != nil {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
 func (f *issueFile) ids() []string {
 	var ids []string
-	for _, l := range f.lines {
-		if l.rec != nil {
-			ids = append(ids, l.rec.wire.ID)
-		}
+	for _, rec := range f.records() {
+		ids = append(ids, rec.wire.ID)
 	}
 	return ids
 }
@@ -74,7 +156,7 @@ func (j *JSONL) Create(ctx context.Context, t NewTask) (Task, error) {
 			return err
 		}
 		rec.setID(id, t.Parent, t.Actor, bump(j.now(), time.Time{}))
-		f.lines = append(f.lines, line{rec: rec})
+		f.lines = append(f.lines, line{rec: rec, parsed: true})
 		return nil
 	})
 	if err != nil {
@@ -111,10 +193,8 @@ func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
 func (j *JSONL) List(ctx context.Context) ([]Task, error) {
 	var out []Task
 	err := j.view(ctx, func(f *issueFile) error {
-		for _, l := range f.lines {
-			if l.rec != nil {
-				out = append(out, l.rec.task())
-			}
+		for _, rec := range f.records() {
+			out = append(out, rec.task())
 		}
 		return nil
 	})
@@ -144,9 +224,12 @@ func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 		return err
 	}
 	defer unlock()
-	f, err := j.load()
+	f, _, err := j.load()
 	if err != nil {
 		return err
+	}
+	if f.records(); f.err != nil { // a reader is told about every malformed line
+		return f.err
 	}
 	return fn(f)
 }
@@ -159,36 +242,48 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 		return err
 	}
 	defer unlock()
-	f, err := j.load()
+	f, id, err := j.load()
 	if err != nil {
 		return err
 	}
-	if err := fn(f); err != nil {
+	if !j.checkedBefore(id) {
+		f.records()
+	}
+	err = fn(f)
+	if f.err != nil {
+		return f.err
+	}
+	if err != nil {
 		return err
 	}
 	return j.save(f)
 }
 
-func (j *JSONL) load() (*issueFile, error) {
-	data, err := os.ReadFile(j.path)
+// load reads the file and tells which version of it was read.
+func (j *JSONL) load() (*issueFile, fileID, error) {
+	file, err := os.Open(j.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &issueFile{}, nil
+		return &issueFile{path: j.path}, fileID{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read tasks: %w", err)
+		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
 	}
-	f := &issueFile{}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
+	}
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
+	}
+	f := &issueFile{path: j.path}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
+		if len(bytes.TrimSpace(raw)) > 0 {
+			f.lines = append(f.lines, line{raw: raw, no: i + 1})
 		}
-		rec, err := parseLine(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: malformed task record: %w (fix or remove the line)", j.path, i+1, err)
-		}
-		f.lines = append(f.lines, line{raw: raw, rec: rec})
 	}
-	return f, nil
+	return f, idOf(fi), nil
 }
 
 // save replaces the file atomically: a crash leaves either the old or the new backlog, never a
@@ -206,7 +301,14 @@ func (j *JSONL) save(f *issueFile) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	return writeAtomic(j.path, buf.Bytes())
+	if err := writeAtomic(j.path, buf.Bytes()); err != nil {
+		return err
+	}
+	// Every line written was decoded valid, marshalled here, or kept from a file checked whole.
+	if fi, err := os.Stat(j.path); err == nil {
+		j.remember(idOf(fi))
+	}
+	return nil
 }
 
 func writeAtomic(path string, data []byte) error {
