@@ -118,13 +118,15 @@ func backlogStampPath(root string) string {
 }
 
 // writeBacklogStamp records the backlog as git-norma left it. Best effort: without a stamp
-// the guard is only stricter.
+// the guard is only stricter. It is rewritten in place, not through a new file, because it
+// changes after every step and is only ever read under backlog.lock, which its writer holds;
+// a stamp torn by a crash merely reads as "changed since", which is the strict side.
 func writeBacklogStamp(root string) {
 	now := strings.Join(backlogFingerprint(root), "\n")
 	if old, err := os.ReadFile(backlogStampPath(root)); err == nil && string(old) == now {
 		return
 	}
-	replaceFile(backlogStampPath(root), []byte(now))
+	_ = os.WriteFile(backlogStampPath(root), []byte(now), 0o600)
 }
 
 // replaceFile writes path whole through a temporary file and a rename. Best effort.
