@@ -30,10 +30,9 @@ type recorder struct {
 	pending     []notes.Entry
 	pendingHead string
 	pendingRun  string
-	// notesDone is closed when the note write the last flush started is done. Notes are
-	// written in the background while the run goes on (a `git notes add` is as slow as a
-	// commit), one at a time, in order; finishNotes waits for the last.
-	notesDone chan struct{}
+	// notes writes the journal notes in the background while the run goes on (a `git notes
+	// add` is as slow as a commit), one at a time, in order; finishNotes waits for the last.
+	notes chain
 	// lastHead is the head the previous step ended on.
 	lastHead string
 }
@@ -75,44 +74,31 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	r.pendingHead, r.pendingRun = rec.Head, rec.RunID
 	r.pending = append(r.pending, stepEntry(r.taskID, step, r.redact))
 	if r.mirror != nil {
-		if err := r.mirror.afterStep(ctx, rec); err != nil {
-			r.mirrorFailed(ctx, rec, "task notes", err)
-		}
+		r.mirror.afterStep(ctx, rec, func(err error) { r.mirrorFailed(ctx, rec, "task notes", err) })
 	}
 	return nil
 }
 
-// flushNotes starts writing the pending journal entries to their commit's note, once the
-// previous write is done.
+// flushNotes starts writing the pending journal entries to their commit's note, after the
+// writes started before.
 func (r *recorder) flushNotes(ctx context.Context) {
-	r.waitNotes()
 	if len(r.pending) == 0 {
 		return
 	}
 	head, runID, entries := r.pendingHead, r.pendingRun, r.pending
 	r.pending = nil
-	done := make(chan struct{})
-	r.notesDone = done
-	go func() {
-		defer close(done)
+	r.notes.then(func() {
 		if err := r.journal.Add(ctx, head, entries...); err != nil {
 			_ = r.st.AppendEvent(ctx, runID, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "git notes: " + err.Error()})
 		}
-	}()
+	})
 }
 
 // finishNotes writes what is pending and waits until every note is written: the run's
 // journal is complete in git notes when the run ends.
 func (r *recorder) finishNotes(ctx context.Context) {
 	r.flushNotes(ctx)
-	r.waitNotes()
-}
-
-func (r *recorder) waitNotes() {
-	if r.notesDone != nil {
-		<-r.notesDone
-		r.notesDone = nil
-	}
+	r.notes.wait()
 }
 
 // mirrorFailed records a mirror that could not be written; the store, the commit point, has

@@ -28,12 +28,21 @@ var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo:
 
 // taskMirror keeps the task's notes and labels in step with the run: one tracker update per
 // completed step, carrying the new state and the label changes together.
+//
+// A step's update is prepared when the step is recorded and written in the background, in
+// order, while the next step runs (a bd update is a process of its own, the embedded backlog a
+// synced rewrite); the run's last write waits for all of them. The labels are tracked twice:
+// labels is what the task should carry after the steps recorded so far, confirmed what the
+// last successful write left on it, so the changes of a write that failed ride on the next.
 type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
 	state  TaskState
 	labels []string
 	redact redactor
+
+	queue     chain
+	confirmed []string
 }
 
 func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
@@ -41,7 +50,8 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMi
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
 	}
-	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels), redact: redact}, nil
+	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels),
+		confirmed: slices.Clone(t.Labels), redact: redact}, nil
 }
 
 // resume returns what the last run completed of its unfinished iteration, when the labels
@@ -77,9 +87,10 @@ func (m *taskMirror) facts() map[string]any {
 // afterStep records a finished step in the state and moves the labels: a completed step sets
 // its label and clears those of later roles (their outputs are stale now); Act ends the
 // iteration and clears them all, so a later iteration never reuses an earlier one's outputs.
-func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord) error {
+// A write that fails is handed to failed (the run goes on: the store has the step).
+func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed func(error)) {
 	if rec.Status == "skipped" {
-		return nil // restored from this very state; nothing changed
+		return // restored from this very state; nothing changed
 	}
 	m.record(rec)
 	var add, remove []string
@@ -89,7 +100,16 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord) error {
 		}
 		remove = laterLabels(rec.Role)
 	}
-	return m.write(ctx, add, remove, "")
+	w, err := m.prepare(add, remove, "")
+	if err != nil {
+		failed(err)
+		return
+	}
+	m.queue.then(func() {
+		if err := w(ctx); err != nil {
+			failed(err)
+		}
+	})
 }
 
 func laterLabels(role loop.Role) []string {
@@ -133,6 +153,7 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 // finishRun applies the three-strike rule and hands the task back (status open) in one write.
 // verdict is the run's last Check verdict ("" when it never reached Check).
 func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) error {
+	m.queue.wait()
 	var add, remove []string
 	switch {
 	case verdict == loop.VerdictPass:
@@ -146,7 +167,11 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) erro
 			add = []string{LabelBlocked}
 		}
 	}
-	return m.write(ctx, add, remove, status)
+	w, err := m.prepare(add, remove, status)
+	if err != nil {
+		return err
+	}
+	return w(ctx)
 }
 
 func lastFailureText(f *loop.Failure) string {
@@ -156,17 +181,30 @@ func lastFailureText(f *loop.Failure) string {
 	return f.Summary
 }
 
-func (m *taskMirror) write(ctx context.Context, add, remove []string, status string) error {
+// prepare moves the labels and encodes the state as they stand now, and returns the write that
+// brings the task there: the new notes, and the labels it should carry that the last successful
+// write did not leave on it (or left on it, to remove).
+func (m *taskMirror) prepare(add, remove []string, status string) (func(context.Context) error, error) {
 	text, err := m.state.Encode()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	text = m.redact.apply(text)
-	add = slices.DeleteFunc(add, func(l string) bool { return slices.Contains(m.labels, l) })
-	remove = slices.DeleteFunc(remove, func(l string) bool { return !slices.Contains(m.labels, l) })
-	if err := m.tr.Update(ctx, m.taskID, tracker.Update{Notes: &text, AddLabels: add, RemoveLabels: remove, Status: status}); err != nil {
-		return err
+	for _, l := range add {
+		if !slices.Contains(m.labels, l) {
+			m.labels = append(m.labels, l)
+		}
 	}
-	m.labels = slices.DeleteFunc(append(m.labels, add...), func(l string) bool { return slices.Contains(remove, l) })
-	return nil
+	m.labels = slices.DeleteFunc(m.labels, func(l string) bool { return slices.Contains(remove, l) })
+	want := slices.Clone(m.labels)
+	return func(ctx context.Context) error {
+		u := tracker.Update{Notes: &text, Status: status,
+			AddLabels:    slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) }),
+			RemoveLabels: slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })}
+		if err := m.tr.Update(ctx, m.taskID, u); err != nil {
+			return err
+		}
+		m.confirmed = want
+		return nil
+	}, nil
 }
