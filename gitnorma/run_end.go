@@ -147,7 +147,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	}
 	r.claimed = false
 	defer r.st.SetKV(ctx, r.id, "claimed", false) //nolint:errcheck // the claim is given back below
-	r.mirror.queue.wait() // the steps' task updates first, in order
+	r.mirror.queue.wait()                         // the steps' task updates first, in order
 	status := tracker.StatusOpen
 	if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
 		status = "" // closed by the landing, or moved by someone else: leave the status alone
