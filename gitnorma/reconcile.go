@@ -75,6 +75,7 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 	if err != nil {
 		return nil // no steps were started
 	}
+	r.killOrphans(ctx, dead, stepsDir)
 	for _, e := range entries {
 		m := stepDirRE.FindStringSubmatch(e.Name())
 		if m == nil || !e.IsDir() {
@@ -82,7 +83,7 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 		}
 		index, _ := strconv.Atoi(m[1])
 		r.removeHalfWritten(ctx, dead.ID, filepath.Join(stepsDir, e.Name()))
-		r.killOrphans(ctx, dead, filepath.Join(stepsDir, e.Name()))
+		r.killOrphans(ctx, dead, filepath.Join(stepsDir, e.Name())) // older versions kept it per step
 		rel := filepath.ToSlash(filepath.Join(dead.RunDir, "steps", e.Name()))
 		if err := r.st.ReconcileStep(ctx, dead.ID, index, m[2], rel, r.app.Now()); err != nil {
 			return err
@@ -104,8 +105,9 @@ func (r *run) removeHalfWritten(ctx context.Context, runID, dir string) {
 }
 
 // killOrphans stops the process group a dead run's step left running (an agent or a check
-// command survives git-norma's own death: it has its own group). The group is only killed
-// when its leader still runs in that run's workspace, so a recycled pid is never hit.
+// command survives git-norma's own death: it has its own group), as recorded in dir's
+// PGIDFile. The group is only killed when its leader still runs in that run's workspace, so a
+// recycled pid is never hit.
 func (r *run) killOrphans(ctx context.Context, dead store.Run, stepDir string) {
 	data, err := os.ReadFile(filepath.Join(stepDir, loop.PGIDFile))
 	if err != nil {

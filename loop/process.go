@@ -33,9 +33,10 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 	pgid := cmd.Process.Pid
 	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
 		// Leave a trace of the group while it runs: if git-norma itself is killed, the next
-		// run finds it and stops the orphans.
+		// run finds it and stops the orphans. The file is emptied afterwards, not removed:
+		// rewriting it in place costs no new file per process.
 		_ = os.WriteFile(path, []byte(strconv.Itoa(pgid)+"\n"), 0o600)
-		defer os.Remove(path)
+		defer os.WriteFile(path, nil, 0o600) //nolint:errcheck // a stale trace is checked before use
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -67,8 +68,8 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 
 type pgidFileKey struct{}
 
-// PGIDFile is the name, in a step directory, of the file holding the process group of the
-// agent or check command running for that step.
+// PGIDFile is the name, in a run's steps directory, of the file holding the process group of
+// the agent or check command running now (empty between processes).
 const PGIDFile = ".running.pgid"
 
 // withPGIDFile makes runProcess record each process group it starts in path while it runs.

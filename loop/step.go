@@ -38,7 +38,7 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if err := s.open(); err != nil {
 		return Output{}, nil, err
 	}
-	agentErr, err := e.execute(withPGIDFile(ctx, filepath.Join(s.dir, PGIDFile)), s)
+	agentErr, err := e.execute(withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile)), s)
 	s.stdout.Close()
 	s.stderr.Close()
 	if err != nil {
