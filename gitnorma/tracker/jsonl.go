@@ -217,7 +217,8 @@ func (j *JSONL) SetStatus(ctx context.Context, id, status, reason string) error 
 	})
 }
 
-// view runs fn on a snapshot of the file under a shared lock.
+// view runs fn on a snapshot of the file under a shared lock. Lines are decoded as fn reads
+// them: a Get decodes the lines that can hold its task, a List all of them.
 func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 	unlock, err := lockFile(ctx, j.lockPath, lockShared)
 	if err != nil {
@@ -228,10 +229,11 @@ func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 	if err != nil {
 		return err
 	}
-	if f.records(); f.err != nil { // a reader is told about every malformed line
+	err = fn(f)
+	if f.err != nil { // a malformed line among those fn read
 		return f.err
 	}
-	return fn(f)
+	return err
 }
 
 // update runs a whole read-modify-write under the exclusive lock, so concurrent writers never
