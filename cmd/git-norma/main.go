@@ -2,8 +2,25 @@
 // Plan → Do → Check → Act loop over a task backlog. git runs it as `git norma ...`.
 package main
 
-import "os"
+import (
+	"os"
+	"runtime/debug"
+)
 
 func main() {
+	tuneGC()
 	os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+}
+
+// tuneGC trades a little memory for less collection work: git-norma's live heap is a few MB
+// (agent output streams to files, never into memory), so the default GOGC=100 collects every
+// couple of MB allocated — several times per iteration of a run. A 40 MiB soft limit keeps the
+// peak bounded whatever the heap does. GOGC or GOMEMLIMIT in the environment win.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(40 << 20)
+	}
 }
