@@ -99,6 +99,14 @@ func (s *Store) init(ctx context.Context) error {
 		if err := s.keepWALFiles(ctx); err != nil {
 			return s.classify(err)
 		}
+		// In WAL mode a commit with synchronous=NORMAL survives any crash of the process (the
+		// default FULL adds an fsync per commit, four per iteration of a run, for the case of
+		// the machine losing power). After a power loss the last commits may be rolled back —
+		// never corrupted — leaving step directories without their rows, which is the state
+		// reconciliation repairs (spec section 4.2). git itself does not sync either.
+		if _, err := s.db.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+			return s.classify(err)
+		}
 	}
 
 	// Skipping the up-to-date case keeps Open from taking the write lock,

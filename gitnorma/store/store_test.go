@@ -117,6 +117,15 @@ func TestSchemaMatchesSpec(t *testing.T) {
 	assert.Equal(t, SchemaVersion, v)
 }
 
+// TestWALCommitsWithoutAnFsyncEach checks the durability level of the store's connection:
+// synchronous=NORMAL in WAL mode (1), so a step's commit costs no fsync of its own.
+func TestWALCommitsWithoutAnFsyncEach(t *testing.T) {
+	s, _ := openTemp(t)
+	var level int
+	require.NoError(t, s.DB().QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&level))
+	assert.Equal(t, 1, level)
+}
+
 func TestPragmasOnEveryConnection(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
