@@ -54,7 +54,7 @@ func Discover(dir string) (l Layout, ok bool) {
 			return layoutOf(d, dotGit)
 		case err == nil && fi.Mode().IsRegular():
 			gitDir, ok := readGitFile(d, dotGit)
-			if !ok {
+			if !ok || !ownedByUs(dotGit) {
 				return Layout{}, false
 			}
 			return layoutOf(d, gitDir)
@@ -115,20 +115,34 @@ func readGitFile(top, path string) (string, bool) {
 	return target, true
 }
 
-// isGitDir is git's own test for a git directory: its HEAD, and objects/ and refs/ in the
-// common directory (a linked worktree's git directory has neither of its own).
+// isGitDir is git's own test for a git directory: a valid HEAD (a symbolic ref under refs/, or
+// an object id), and objects/ and refs/ in the common directory (a linked worktree's git
+// directory has neither of its own). git walks on past a directory that fails it, so anything
+// short of valid is left to git.
 func isGitDir(gitDir, common string) bool {
-	for _, p := range []string{filepath.Join(gitDir, "HEAD"), filepath.Join(common, "objects"), filepath.Join(common, "refs")} {
-		if _, err := os.Stat(p); err != nil {
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return false
+	}
+	h := strings.TrimSpace(string(head))
+	if ref, symbolic := strings.CutPrefix(h, "ref: "); symbolic {
+		if !strings.HasPrefix(ref, "refs/") {
+			return false
+		}
+	} else if !isObjectID(h) {
+		return false
+	}
+	for _, p := range []string{filepath.Join(common, "objects"), filepath.Join(common, "refs")} {
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
 			return false
 		}
 	}
 	return true
 }
 
-// plainConfig says whether a repository config is free of what changes discovery: no
-// core.worktree (nor extensions.worktreeConfig), no core.bare = true, no includes. Anything it
-// cannot read counts as not plain.
+// plainConfig says whether a repository config is free of what changes discovery or what git
+// might refuse: no core.worktree (nor extensions.worktreeConfig), no core.bare = true, no
+// includes, no extensions at all. Anything it cannot read counts as not plain.
 func plainConfig(path string) bool {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -137,8 +151,15 @@ func plainConfig(path string) bool {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := strings.ToLower(strings.TrimSpace(sc.Text()))
-		if strings.Contains(line, "worktree") || strings.HasPrefix(line, "[include") {
+		if strings.Contains(line, "worktree") || strings.HasPrefix(line, "[include") || strings.HasPrefix(line, "[extensions") {
 			return false
+		}
+		if strings.HasPrefix(line, "[") { // a key may follow the section header on its line
+			_, rest, found := strings.Cut(line, "]")
+			if !found {
+				return false
+			}
+			line = strings.TrimSpace(rest)
 		}
 		if key, value, found := strings.Cut(line, "="); found && strings.TrimSpace(key) == "bare" &&
 			strings.TrimSpace(value) != "false" {

@@ -64,6 +64,19 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 	r.Must("init", "-q", withInclude)
 	r.Must("-C", withInclude, "config", "include.path", "/nonexistent")
 
+	// A HEAD emptied by a crash: git walks on to the repository above, so must we (or decline).
+	brokenHead := filepath.Join(r.Dir, "sub", "broken")
+	r.Must("init", "-q", brokenHead)
+	require.NoError(t, os.WriteFile(filepath.Join(brokenHead, ".git", "HEAD"), nil, 0o644))
+
+	bareOnHeaderLine := filepath.Join(base, "bareline")
+	r.Must("init", "-q", bareOnHeaderLine)
+	appendFile(t, filepath.Join(bareOnHeaderLine, ".git", "config"), "[core] bare = true\n")
+
+	withExtension := filepath.Join(base, "extension")
+	r.Must("init", "-q", withExtension)
+	r.Must("-C", withExtension, "config", "extensions.somethingnew", "true")
+
 	noRepo := filepath.Join(base, "norepo")
 	require.NoError(t, os.MkdirAll(noRepo, 0o755))
 
@@ -74,6 +87,7 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 	declined := []string{
 		bare, filepath.Join(r.Dir, ".git"), filepath.Join(r.Dir, ".git", "refs"),
 		filepath.Join(r.Dir, ".git", "worktrees", "linked"), withWorktreeConfig, withInclude,
+		brokenHead, bareOnHeaderLine, withExtension,
 	}
 	for _, dir := range answered {
 		got, ok := git.Discover(dir)
@@ -93,9 +107,28 @@ func TestDiscoverAgreesWithGit(t *testing.T) {
 		require.False(t, ok)
 	}
 
+	t.Run("a .git file owned by someone else", func(t *testing.T) {
+		gitFile := filepath.Join(linked, ".git")
+		if err := os.Lchown(gitFile, 54321, 54321); err != nil {
+			t.Skip("cannot give the file away here (not root):", err)
+		}
+		defer os.Lchown(gitFile, os.Geteuid(), os.Getegid())
+		_, ok := git.Discover(linked)
+		require.False(t, ok, "git checks the owner of the .git file too")
+	})
+
 	t.Run("environment that changes discovery", func(t *testing.T) {
 		t.Setenv("GIT_CEILING_DIRECTORIES", base)
 		_, ok := git.Discover(r.Dir)
 		require.False(t, ok)
 	})
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(text)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }
