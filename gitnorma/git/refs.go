@@ -28,9 +28,21 @@ func ReadBranches(common, prefix string) (branches []Branch, ok bool) {
 		return nil, false
 	}
 	full := "refs/heads/" + prefix
-	heads, ok := packedRefs(common, full)
-	if !ok || !looseRefs(common, full, heads) {
+	// Loose refs first, then packed-refs, as git reads them: `git pack-refs` writes the new
+	// packed-refs before it deletes the loose files, so a ref being packed meanwhile is found
+	// in one or the other, never missed.
+	heads := map[string]string{}
+	if !looseRefs(common, full, heads) {
 		return nil, false
+	}
+	packed, ok := packedRefs(common, full)
+	if !ok {
+		return nil, false
+	}
+	for ref, oid := range packed {
+		if _, loose := heads[ref]; !loose {
+			heads[ref] = oid
+		}
 	}
 	checkedOut, ok := worktreeHeads(common)
 	if !ok {
@@ -73,8 +85,8 @@ func packedRefs(common, prefix string) (map[string]string, bool) {
 	return heads, sc.Err() == nil
 }
 
-// looseRefs overlays the loose refs under prefix on heads: a loose ref wins over its packed
-// copy. Names git would not accept as refs (a leftover "x.lock") are skipped, as git skips them.
+// looseRefs adds the loose refs under prefix to heads (a loose ref wins over its packed copy).
+// Names git would not accept as refs (a leftover "x.lock") are skipped, as git skips them.
 func looseRefs(common, prefix string, heads map[string]string) bool {
 	root := filepath.Join(common, filepath.FromSlash(prefix))
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
