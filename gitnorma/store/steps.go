@@ -44,7 +44,7 @@ func (s *Store) CommitStep(ctx context.Context, c StepCommit) error {
 	if st.StartedAt.IsZero() {
 		return errors.New("store: CommitStep: zero StartedAt")
 	}
-	return s.immediate(ctx, func(conn *sql.Conn) error {
+	return s.unsynced(ctx, func(conn *sql.Conn) error {
 		if err := insertStep(ctx, conn, st); err != nil {
 			return err
 		}

@@ -99,14 +99,6 @@ func (s *Store) init(ctx context.Context) error {
 		if err := s.keepWALFiles(ctx); err != nil {
 			return s.classify(err)
 		}
-		// In WAL mode a commit with synchronous=NORMAL survives any crash of the process (the
-		// default FULL adds an fsync per commit, four per iteration of a run, for the case of
-		// the machine losing power). After a power loss the last commits may be rolled back —
-		// never corrupted — leaving step directories without their rows, which is the state
-		// reconciliation repairs (spec section 4.2). git itself does not sync either.
-		if _, err := s.db.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
-			return s.classify(err)
-		}
 	}
 
 	// Skipping the up-to-date case keeps Open from taking the write lock,
@@ -122,7 +114,9 @@ func (s *Store) init(ctx context.Context) error {
 // keepWALFiles has the last connection to close leave norma.db-wal (emptied: the DSN's
 // journal_size_limit truncates it) and norma.db-shm in place instead of deleting them, so the
 // next open does not create both again — that was most of the cost of opening the store, which
-// status and every hook do. The files hold nothing once the WAL is checkpointed at close.
+// status and every hook do. The files hold nothing once the WAL is checkpointed at close. It
+// is set on the connection Open makes; a connection the pool replaces after an error deletes
+// the files again at close, which only costs the next open a little.
 func (s *Store) keepWALFiles(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
@@ -218,11 +212,38 @@ func readVersion(ctx context.Context, q querier) (int, error) {
 // up front lets busy_timeout do its job and makes the whole step commit
 // atomic with respect to other processes (spec §4.1).
 func (s *Store) immediate(ctx context.Context, fn func(conn *sql.Conn) error) (err error) {
+	return s.transact(ctx, false, fn)
+}
+
+// unsynced is immediate for the frequent commits — a run's steps, four per iteration — made
+// with synchronous=NORMAL in WAL mode: without an fsync of their own. Such a commit survives
+// any crash of the process; only a power loss can roll it back (never corrupt the file),
+// leaving a step directory without its row, which is the state reconciliation repairs (spec
+// section 4.2). Every other commit (a run's creation and claim, its end, landing) stays FULL,
+// and syncing the WAL syncs everything committed before it: nothing another system acted on
+// after such a commit can be rolled back.
+func (s *Store) unsynced(ctx context.Context, fn func(conn *sql.Conn) error) error {
+	return s.transact(ctx, s.journalMode == "wal", fn)
+}
+
+func (s *Store) transact(ctx context.Context, lazy bool, fn func(conn *sql.Conn) error) (err error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	if lazy {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=NORMAL"); err != nil {
+			return err
+		}
+		defer func() {
+			// Back to FULL for whoever uses the connection next; a connection that cannot be
+			// set back is dropped rather than reused at the lower level.
+			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); rerr != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+	}
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}

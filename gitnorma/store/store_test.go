@@ -117,13 +117,27 @@ func TestSchemaMatchesSpec(t *testing.T) {
 	assert.Equal(t, SchemaVersion, v)
 }
 
-// TestWALCommitsWithoutAnFsyncEach checks the durability level of the store's connection:
-// synchronous=NORMAL in WAL mode (1), so a step's commit costs no fsync of its own.
-func TestWALCommitsWithoutAnFsyncEach(t *testing.T) {
+// TestOnlyStepCommitsGoUnsynced checks the durability levels: a step commit runs with
+// synchronous=NORMAL (no fsync of its own), and the connection is back at FULL for every other
+// commit — the run's creation, its claim, its end.
+func TestOnlyStepCommitsGoUnsynced(t *testing.T) {
 	s, _ := openTemp(t)
-	var level int
-	require.NoError(t, s.DB().QueryRowContext(context.Background(), "PRAGMA synchronous").Scan(&level))
-	assert.Equal(t, 1, level)
+	ctx := context.Background()
+	level := func() int {
+		var l int
+		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA synchronous").Scan(&l))
+		return l
+	}
+	require.Equal(t, 2, level(), "FULL by default")
+	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "g", RunDir: "d"}, nil))
+	var during int
+	require.NoError(t, s.unsynced(ctx, func(conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&during)
+	}))
+	assert.Equal(t, 1, during, "NORMAL inside a step commit")
+	require.NoError(t, s.CommitStep(ctx, StepCommit{Step: Step{RunID: "r1", Index: 1, Role: "plan", Iteration: 1,
+		Status: "ok", Dir: "steps/001-plan", StartedAt: time.Now()}, CurrentStepIndex: 1, Iteration: 1}))
+	assert.Equal(t, 2, level(), "FULL again after it")
 }
 
 func TestPragmasOnEveryConnection(t *testing.T) {
