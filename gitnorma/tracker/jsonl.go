@@ -303,20 +303,24 @@ func (j *JSONL) save(f *issueFile) error {
 		buf.Write(b)
 		buf.WriteByte('\n')
 	}
-	if err := writeAtomic(j.path, buf.Bytes()); err != nil {
+	written, err := writeAtomic(j.path, buf.Bytes())
+	if err != nil {
 		return err
 	}
 	// Every line written was decoded valid, marshalled here, or kept from a file checked whole.
-	if fi, err := os.Stat(j.path); err == nil {
+	// (Only if the file there now is the one written: someone may have replaced it since.)
+	if fi, err := os.Stat(j.path); err == nil && idOf(fi).ino == written.ino && idOf(fi).dev == written.dev {
 		j.remember(idOf(fi))
 	}
 	return nil
 }
 
-func writeAtomic(path string, data []byte) error {
+// writeAtomic replaces path with data through a synced temporary file and returns the
+// identity of the file it wrote.
+func writeAtomic(path string, data []byte) (fileID, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+		return fileID{}, fmt.Errorf("create %s: %w", dir, err)
 	}
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
@@ -324,7 +328,7 @@ func writeAtomic(path string, data []byte) error {
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write tasks: %w", err)
+		return fileID{}, fmt.Errorf("write tasks: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
 	_, err = tmp.Write(data)
@@ -334,6 +338,10 @@ func writeAtomic(path string, data []byte) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	var written fileID
+	if fi, serr := tmp.Stat(); serr == nil {
+		written = idOf(fi)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -341,10 +349,10 @@ func writeAtomic(path string, data []byte) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("write tasks: %w", err)
+		return fileID{}, fmt.Errorf("write tasks: %w", err)
 	}
 	syncDir(dir)
-	return nil
+	return written, nil
 }
 
 // syncDir makes the rename durable; some filesystems refuse directory fsync, which is harmless.
