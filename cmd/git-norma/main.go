@@ -14,13 +14,15 @@ func main() {
 
 // tuneGC trades a little memory for less collection work: git-norma's live heap is a few MB
 // (agent output streams to files, never into memory), so the default GOGC=100 collects every
-// couple of MB allocated — several times per iteration of a run. A 40 MiB soft limit keeps the
-// peak bounded whatever the heap does. GOGC or GOMEMLIMIT in the environment win.
+// couple of MB allocated — several times per iteration of a run. A 256 MiB soft limit bounds
+// what GOGC=400 lets an unusually large heap (a huge status listing, say) grow to, well above
+// any live heap, so the collector never thrashes against it. GOGC or GOMEMLIMIT in the
+// environment win.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(40 << 20)
+		debug.SetMemoryLimit(256 << 20)
 	}
 }
