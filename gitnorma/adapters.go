@@ -31,7 +31,7 @@ type recorder struct {
 	pendingHead string
 	pendingRun  string
 	// notes writes the journal notes in the background while the run goes on (a `git notes
-	// add` is as slow as a commit), one at a time, in order; finishNotes waits for the last.
+	// add` is as slow as a commit), one at a time, in order; finishMirrors waits for the last.
 	notes chain
 	// lastHead is the head the previous step ended on.
 	lastHead string
@@ -94,11 +94,15 @@ func (r *recorder) flushNotes(ctx context.Context) {
 	})
 }
 
-// finishNotes writes what is pending and waits until every note is written: the run's
-// journal is complete in git notes when the run ends.
-func (r *recorder) finishNotes(ctx context.Context) {
+// finishMirrors writes what is pending and waits until every note and every task update is
+// written: the run's journal is complete in git notes and in the tracker before the run ends,
+// lands or hands the task back (a landing's close must come after the steps' updates).
+func (r *recorder) finishMirrors(ctx context.Context) {
 	r.flushNotes(ctx)
 	r.notes.wait()
+	if r.mirror != nil {
+		r.mirror.queue.wait()
+	}
 }
 
 // mirrorFailed records a mirror that could not be written; the store, the commit point, has

@@ -125,7 +125,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
-	r.rec.finishNotes(context.WithoutCancel(ctx))
+	r.rec.finishMirrors(context.WithoutCancel(ctx))
 	if err != nil {
 		return r.report(res), r.abort(err)
 	}
