@@ -14,7 +14,7 @@ const AttemptsPrefix = "refs/norma/attempts/"
 // first saved under refs/norma/attempts/<task>/<n>, so `git log` still shows it and nothing
 // is lost. It returns that ref, or "" when HEAD already was at to.
 func (w *Workspace) Rollback(ctx context.Context, to string) (string, error) {
-	w.known = nil
+	w.settled = nil
 	head, err := w.git.Output(ctx, "rev-parse", "HEAD")
 	if err != nil || head == to {
 		return "", err

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -21,8 +20,8 @@ type Workspace struct {
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
-	// known gives the next State without a read of its own (see there); nil when unknown.
-	known func() (State, error)
+	// settled is the state the last settling read, for the next State (see there).
+	settled *State
 	// patch is the last patch size measured, and for which head.
 	patch struct {
 		head  string
@@ -54,42 +53,15 @@ var (
 )
 
 // State reads HEAD and the status fingerprint. Right after a step was settled (Changes, or a
-// Commit that committed nothing) it is the state that settling read; right after a commit, the
-// state read in the background since (started by the commit, so the next step's snapshot is
-// ready when it starts). Only git-norma itself runs in between, and it touches nothing there.
+// Commit that committed nothing) it is the state that settling read: only git-norma itself
+// runs in between, and it touches nothing there.
 func (w *Workspace) State(ctx context.Context) (State, error) {
-	if known := w.known; known != nil {
-		w.known = nil
-		if s, err := known(); err == nil {
-			return s, nil
-		}
+	if s := w.settled; s != nil {
+		w.settled = nil
+		return *s, nil
 	}
 	v, err := w.read(ctx)
 	return v.state, err
-}
-
-// settledAt makes s the next State.
-func (w *Workspace) settledAt(s State) {
-	w.known = func() (State, error) { return s, nil }
-}
-
-// readAhead starts reading the state in the background and makes it the next State. The read
-// takes no optional lock (it does not refresh the index), so it never stands in the way of
-// another git command in the worktree; anything that changes the worktree forgets it.
-func (w *Workspace) readAhead(ctx context.Context) {
-	type result struct {
-		v   view
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := w.readWith(ctx, "--no-optional-locks")
-		done <- result{v, err}
-	}()
-	w.known = func() (State, error) {
-		r := <-done
-		return r.v.state, r.err
-	}
 }
 
 // view is the worktree as one `git status` sees it.
@@ -104,13 +76,7 @@ type view struct {
 // read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
 // changed path at once (a step is settled several times per iteration, so this adds up).
 func (w *Workspace) read(ctx context.Context) (view, error) {
-	return w.readWith(ctx)
-}
-
-// readWith is read with git options before the status command.
-func (w *Workspace) readWith(ctx context.Context, gitOptions ...string) (view, error) {
-	args := append(slices.Clone(gitOptions), "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")
-	out, err := w.git.Output(ctx, args...)
+	out, err := w.git.Output(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")
 	if err != nil {
 		return view{}, err
 	}
@@ -172,7 +138,7 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	w.settledAt(now.state)
+	w.settled = &now.state
 	if now.state == since {
 		return nil, nil
 	}
@@ -186,7 +152,7 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 // Discard returns the worktree to the state's commit, dropping uncommitted files. It is only
 // ever used on a run's own worktree, after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
-	w.known = nil
+	w.settled = nil
 	if w.branch != "" {
 		// Re-attach HEAD to the task branch first: if the step switched branches, the reset
 		// below must move the task branch, never whatever branch the agent left checked out.
@@ -225,7 +191,7 @@ type StepCommit struct {
 // rewritten history is refused (ErrBranchSwitched, ErrHistoryRewritten).
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
-	w.known = nil
+	w.settled = nil
 	now, err := w.position(ctx, sc.ExpectChanges)
 	if err != nil {
 		return res, err
@@ -240,7 +206,7 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 	}
 	res.Commit = since.Head
 	if !sc.ExpectChanges && len(now.paths) == 0 && res.AgentCommits == 0 {
-		w.settledAt(now.state)
+		w.settled = &now.state
 		res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
 		return res, err
 	}
@@ -269,9 +235,6 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 	}
 	w.patch.head, w.patch.bytes = res.Commit, measured.bytes
 	res.PatchBytes = measured.bytes
-	if res.Changed {
-		w.readAhead(ctx) // the next step's snapshot, read while this one is recorded
-	}
 	return res, nil
 }
 
@@ -344,7 +307,7 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 // rescue commits whatever is uncommitted (an interrupted step's work) so removing the
 // worktree loses nothing.
 func (w *Workspace) rescue(ctx context.Context) error {
-	w.known = nil
+	w.settled = nil
 	status, err := w.status(ctx)
 	if err != nil || status == "" {
 		return err

@@ -483,21 +483,3 @@ func TestSettledStateIsUsedOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, since.Head, f.state(ws).Head, "after a commit the new HEAD is read")
 }
-
-// A commit starts reading the next snapshot in the background: State returns what a read of
-// its own would, and the read never holds index.lock against the next git command.
-func TestCommitReadsTheNextStateAhead(t *testing.T) {
-	f, ws := wsFixture(t)
-	for i := range 5 {
-		writeFile(t, ws.Dir(), "a.txt", fmt.Sprintf("change %d\n", i))
-		res, err := ws.Commit(f.ctx, f.state(ws), StepCommit{Role: "do", StepIndex: i + 1, Iteration: 1, ExpectChanges: true})
-		require.NoError(t, err)
-		require.True(t, res.Changed)
-		f.gitIn(ws.Dir(), "update-index", "--refresh") // takes index.lock while the read may run
-		ahead := f.state(ws)
-		fresh, err := ws.read(f.ctx)
-		require.NoError(t, err)
-		assert.Equal(t, fresh.state, ahead)
-		assert.Equal(t, res.Commit, ahead.Head)
-	}
-}
