@@ -78,16 +78,11 @@ func layoutOf(top, gitDir string) (Layout, bool) {
 	if err != nil {
 		return Layout{}, false
 	}
-	common := gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		c := strings.TrimSpace(string(data))
-		if !filepath.IsAbs(c) {
-			c = filepath.Join(gitDir, c)
-		}
-		if common, err = filepath.EvalSymlinks(c); err != nil {
-			return Layout{}, false
-		}
-	} else if !os.IsNotExist(err) {
+	common, ok := commonDirOf(gitDir)
+	if !ok {
+		return Layout{}, false
+	}
+	if common, err = filepath.EvalSymlinks(common); err != nil {
 		return Layout{}, false
 	}
 	if _, err := os.Lstat(filepath.Join(gitDir, "config.worktree")); !os.IsNotExist(err) {
@@ -97,6 +92,38 @@ func layoutOf(top, gitDir string) (Layout, bool) {
 		return Layout{}, false
 	}
 	return Layout{CommonDir: common, GitDir: gitDir, TopLevel: top}, true
+}
+
+// gitDirOf is the git directory of the work tree top: its .git directory, or where its .git
+// file points.
+func gitDirOf(top string) (string, bool) {
+	dotGit := filepath.Join(top, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.Mode().IsRegular():
+		return readGitFile(top, dotGit)
+	default:
+		return dotGit, fi.IsDir()
+	}
+}
+
+// commonDirOf is the directory gitDir shares with the other worktrees: what its commondir file
+// names (relative to gitDir), or gitDir itself.
+func commonDirOf(gitDir string) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if os.IsNotExist(err) {
+		return gitDir, true
+	}
+	if err != nil {
+		return "", false
+	}
+	common := strings.TrimSpace(string(data))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitDir, common)
+	}
+	return common, true
 }
 
 // readGitFile reads a .git file ("gitdir: <path>", relative to the file's directory).

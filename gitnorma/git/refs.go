@@ -181,22 +181,12 @@ func isObjectID(s string) bool {
 // false whenever the answer would need git: a reftable repository, a symbolic ref behind the
 // branch, an unborn branch, a HEAD that names no branch under refs/heads/.
 func ReadHead(dir string) (branch, oid string, ok bool) {
-	gitDir := filepath.Join(dir, ".git")
-	if fi, err := os.Lstat(gitDir); err != nil {
-		return "", "", false
-	} else if fi.Mode().IsRegular() {
-		if gitDir, ok = readGitFile(dir, gitDir); !ok {
-			return "", "", false
-		}
-	} else if !fi.IsDir() {
+	gitDir, ok := gitDirOf(dir)
+	if !ok {
 		return "", "", false
 	}
-	common := gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		if common = strings.TrimSpace(string(data)); !filepath.IsAbs(common) {
-			common = filepath.Join(gitDir, common)
-		}
-	} else if !os.IsNotExist(err) {
+	common, ok := commonDirOf(gitDir)
+	if !ok {
 		return "", "", false
 	}
 	if _, err := os.Lstat(filepath.Join(common, "reftable")); !os.IsNotExist(err) {
