@@ -76,7 +76,7 @@ type view struct {
 // read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
 // changed path at once (a step is settled several times per iteration, so this adds up).
 func (w *Workspace) read(ctx context.Context) (view, error) {
-	out, err := w.git.Output(ctx, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
 	if err != nil {
 		return view{}, err
 	}
@@ -129,8 +129,16 @@ func statusPath(entry string) (path string, renamed bool) {
 }
 
 func (w *Workspace) status(ctx context.Context) (string, error) {
-	return w.git.Output(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
 }
+
+// statusArgs make a status a pure read: without --no-optional-locks, git status rewrites the
+// index whenever it refreshed an entry's file times — after nearly every step, since an agent's
+// files are written moments before the commit that indexes them. That is a lock file, a new
+// index and a rename per read, twice per Check, and a window in which another git command in
+// the worktree fails on index.lock. The answer is the same either way; the next git add
+// refreshes the index for good.
+var statusArgs = []string{"--no-optional-locks", "status"}
 
 // Changes lists what differs from an earlier state: a moved HEAD and every changed path.
 func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) {

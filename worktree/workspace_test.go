@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -482,4 +483,28 @@ func TestSettledStateIsUsedOnce(t *testing.T) {
 	_, err = ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1})
 	require.NoError(t, err)
 	assert.NotEqual(t, since.Head, f.state(ws).Head, "after a commit the new HEAD is read")
+}
+
+// Reading the state never writes the worktree's index, even when git status would refresh it
+// (a tracked file's times changed, its content did not).
+func TestStateLeavesTheIndexAlone(t *testing.T) {
+	f, ws := wsFixture(t)
+	index := f.gitIn(ws.Dir(), "rev-parse", "--path-format=absolute", "--git-path", "index")
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(filepath.Join(ws.Dir(), "keep.txt"), later, later))
+	before, err := os.Stat(index)
+	require.NoError(t, err)
+	since := f.state(ws)
+	changes, err := ws.Changes(f.ctx, since)
+	require.NoError(t, err)
+	assert.Empty(t, changes, "new file times alone are no change")
+	after, err := os.Stat(index)
+	require.NoError(t, err)
+	assert.True(t, os.SameFile(before, after) && before.ModTime().Equal(after.ModTime()), "the index was rewritten")
+
+	// git status itself would have rewritten it: the test can tell.
+	f.gitIn(ws.Dir(), "status", "--porcelain")
+	after, err = os.Stat(index)
+	require.NoError(t, err)
+	assert.False(t, os.SameFile(before, after), "plain git status rewrites the index here")
 }
