@@ -19,6 +19,7 @@ import (
 type recorder struct {
 	st      *store.Store
 	root    string
+	runID   string
 	taskID  string
 	journal notes.Journal
 	mirror  *taskMirror
@@ -35,6 +36,8 @@ type recorder struct {
 	notes chain
 	// lastHead is the head the previous step ended on.
 	lastHead string
+	// outputs are synced by finishMirrors, before the run's end is committed.
+	outputs landingOutputs
 }
 
 // CommitStep implements loop.Recorder.
@@ -60,8 +63,12 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	err := r.st.CommitStep(ctx, store.StepCommit{
 		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
 	})
-	if err != nil || rec.Head == "" {
+	if err != nil {
 		return err
+	}
+	r.outputs.note(rec)
+	if rec.Head == "" {
+		return nil
 	}
 	crashPoint("step-committed")
 	if rec.Commit != "" && rec.Commit != r.lastHead {
@@ -99,6 +106,9 @@ func (r *recorder) flushNotes(ctx context.Context) {
 // lands or hands the task back (a landing's close must come after the steps' updates).
 func (r *recorder) finishMirrors(ctx context.Context) {
 	r.flushNotes(ctx)
+	if err := r.outputs.sync(); err != nil {
+		_ = r.st.AppendEvent(ctx, r.runID, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "sync step outputs: " + err.Error()})
+	}
 	r.notes.wait()
 	if r.mirror != nil {
 		r.mirror.queue.wait()

@@ -262,7 +262,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
-	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, taskID: r.pre.task.ID,
+	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
 		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),

@@ -49,44 +49,34 @@ func ProgressEntry(taskID, runID string, rec StepRecord) string {
 	return b.String()
 }
 
-// writeJSON writes v as indented JSON atomically (temp file + rename), so a crash never leaves
-// a half-written input.json or output.json behind.
+// writeJSON writes a step's input.json or output.json as indented JSON, replaced whole (temp
+// file + rename), so a crash never leaves half a file behind. Neither is synced here: the
+// store commit that follows is the step's commit point, and the run makes the outputs that
+// landing reads durable before its end is committed (see the recorder in gitnorma); a sync per
+// step would hold every step up for a disk write nothing reads.
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'), true)
+	return writeFileAtomic(path, append(data, '\n'))
 }
 
-// writeInput writes a step's input.json: replaced whole, but not synced — it is rebuilt from
-// the store whenever the step runs again.
-func writeInput(path string, in Input) error {
-	data, err := json.MarshalIndent(in, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(data, '\n'), false)
-}
-
-// writeFileAtomic replaces path whole, so no reader ever sees half a file; durable also syncs
-// it first, for files a store commit relies on (output.json) rather than ones rebuilt from it
-// (input.json, norma.md), whose fsyncs would only slow every step down.
-func writeFileAtomic(path string, data []byte, durable bool) error {
+// writeFileAtomic replaces path whole, so no reader ever sees half a file. The temp file is
+// removed only when something failed: after the rename there is nothing left to remove.
+func writeFileAtomic(path string, data []byte) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() {
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}()
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
-	}
-	if durable {
-		if err := tmp.Sync(); err != nil {
-			tmp.Close()
-			return err
-		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

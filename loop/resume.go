@@ -35,7 +35,7 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 		e.head = s.snap.Head
 	}
 	s.input = e.input(s)
-	if err := writeInput(filepath.Join(s.dir, "input.json"), s.input); err != nil {
+	if err := writeJSON(filepath.Join(s.dir, "input.json"), s.input); err != nil {
 		return err
 	}
 	switch role {

@@ -98,7 +98,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		}
 	}
 	inputPath := filepath.Join(s.dir, "input.json")
-	if err := writeInput(inputPath, s.input); err != nil {
+	if err := writeJSON(inputPath, s.input); err != nil {
 		return nil, err
 	}
 	out, agentErr := ra.Agent.Run(ctx, Request{

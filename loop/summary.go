@@ -14,7 +14,7 @@ func (e *engine) writeSummary(res *Result) error {
 	if text == e.summary {
 		return nil
 	}
-	if err := writeFileAtomic(filepath.Join(e.o.RunDir, "norma.md"), []byte(text), false); err != nil {
+	if err := writeFileAtomic(filepath.Join(e.o.RunDir, "norma.md"), []byte(text)); err != nil {
 		return err
 	}
 	e.summary = text
