@@ -317,7 +317,7 @@ func (j *JSONL) save(f *issueFile) error {
 
 // writeAtomic replaces path with data through a synced temporary file and returns the
 // identity of the file it wrote.
-func writeAtomic(path string, data []byte) (fileID, error) {
+func writeAtomic(path string, data []byte) (_ fileID, err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fileID{}, fmt.Errorf("create %s: %w", dir, err)
@@ -330,7 +330,11 @@ func writeAtomic(path string, data []byte) (fileID, error) {
 	if err != nil {
 		return fileID{}, fmt.Errorf("write tasks: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
+	defer func() {
+		if err != nil { // once renamed there is nothing left to remove
+			os.Remove(tmp.Name())
+		}
+	}()
 	_, err = tmp.Write(data)
 	if err == nil {
 		err = tmp.Chmod(mode)
