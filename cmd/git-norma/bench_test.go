@@ -28,7 +28,8 @@ var bench struct {
 	err  error
 }
 
-// benchBinDir builds git-norma as install.sh does, once per test process.
+// benchBinDir builds git-norma as install.sh does, once per test process (removed when the
+// process is done, see cleaningM).
 func benchBinDir(b *testing.B) string {
 	b.Helper()
 	bench.once.Do(func() {
@@ -52,6 +53,12 @@ func benchBinDir(b *testing.B) string {
 		b.Fatal(bench.err)
 	}
 	return bench.dir
+}
+
+func removeBenchBinDir() {
+	if bench.dir != "" {
+		os.RemoveAll(bench.dir)
+	}
 }
 
 // benchRepo is a git repository with git-norma initialised and the built binaries on PATH.

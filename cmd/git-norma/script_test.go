@@ -16,18 +16,24 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// agentDir holds the example agent, built once for all scripts.
-var agentDir string
-
 // fakeBDDir holds the fake bd that replays bd 1.0.5's recorded outputs (tracker's testdata).
 var fakeBDDir, _ = filepath.Abs("../../gitnorma/tracker/testdata/bd")
 
 // TestMain lets the test binary act as git-norma: testscript puts it on PATH under that name,
 // so `exec git norma ...` in a script goes through the real git binary to our real Main.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(cleaningM{m}, map[string]func(){
 		"git-norma": func() { os.Exit(Main(os.Args[1:], IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})) },
 	})
+}
+
+// cleaningM removes what the test binary built for the benchmarks once every test and
+// benchmark has run (testscript.Main exits right after Run).
+type cleaningM struct{ m *testing.M }
+
+func (c cleaningM) Run() int {
+	defer removeBenchBinDir()
+	return c.m.Run()
 }
 
 // TestScripts runs every testdata/script/*.txtar end to end: real git, real temp repos, a real
@@ -111,21 +117,14 @@ func setupScript(t *testing.T) func(env *testscript.Env) error {
 	}
 }
 
-// buildExampleAgent builds examples/do-agent once per test binary run.
+// buildExampleAgent builds examples/do-agent for one TestScripts run (go build's cache makes a
+// second one, under -count, cheap); the directory goes with the test.
 func buildExampleAgent(t *testing.T) string {
-	if agentDir != "" {
-		return agentDir
-	}
-	dir, err := os.MkdirTemp("", "norma-agents-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := t.TempDir()
 	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "norma-example-agent"), "../../examples/do-agent").CombinedOutput()
 	if err != nil {
 		t.Fatalf("build example agent: %v\n%s", err, out)
 	}
-	agentDir = dir
 	return dir
 }
 
