@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 // them on the target — like a task branch. A kept branch is work that did not land (that is
 // why it was kept), so it usually stays until --force.
 func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
-	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(refname)", worktree.KeptPrefix)
+	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(refname)", worktree.KeptPrefix)
 	if err != nil || out == "" {
 		return err
 	}
@@ -114,17 +115,19 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 	if err != nil {
 		target = "" // without a target there is no telling what landed: keep them (below)
 	}
-	for _, ref := range strings.Split(out, "\n") {
+	for _, line := range strings.Split(out, "\n") {
+		head, ref, _ := strings.Cut(line, " ")
 		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
 		if !ok || (known[runID] && !gone[runID]) {
 			continue // its run is retained
 		}
-		if why := a.keepKept(ctx, tr, target, task, ref); why != "" && !o.Force {
+		if why := a.keepKept(ctx, tr, target, task, head); why != "" && !o.Force {
 			rep.Kept = append(rep.Kept, ref+": "+why+" (use --force to delete anyway)")
 			continue
 		}
 		if !o.DryRun {
-			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref); err != nil {
+			// Deleted only as judged: the head compared with the target above.
+			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, head); err != nil {
 				return withCode(ExitFail, err)
 			}
 		}
@@ -186,8 +189,13 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 			continue
 		}
 		if !o.DryRun {
-			if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", b.Branch); err != nil {
+			why, err := a.deleteBranchAsJudged(ctx, b)
+			if err != nil {
 				return withCode(ExitFail, err)
+			}
+			if why != "" {
+				rep.Kept = append(rep.Kept, b.Branch+": "+why)
+				continue
 			}
 		}
 		rep.Branches = append(rep.Branches, b.Branch)
@@ -195,15 +203,55 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 	return nil
 }
 
-// keepKept says why a kept branch must stay ("" when it may go).
-func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, target, task, ref string) string {
+// deleteBranchAsJudged deletes a task branch only as it was when prune judged it: under its
+// task's lock, so no run of the task starts, moves it or checks it out meanwhile; only if it is
+// still checked out nowhere; and with a compare-and-swap on the head that was judged, so a
+// commit anyone made since is never deleted with it. It returns why the branch stays ("" once
+// it is gone).
+func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
+	lock, err := a.acquireTaskLock(b.Task)
+	if errors.Is(err, ErrLocked) {
+		return "a run of its task is in progress", nil
+	} else if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	if where, err := a.checkedOutIn(ctx, b.Branch); err != nil {
+		return "", err
+	} else if where != "" {
+		return "checked out in " + where, nil
+	}
+	ref := "refs/heads/" + b.Branch
+	if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, b.Head); err != nil {
+		if now, rerr := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref); rerr == nil && now != b.Head {
+			return "it moved while it was being pruned", nil
+		}
+		return "", err
+	}
+	return "", nil
+}
+
+// checkedOutIn is the worktree that has the task branch checked out ("" for none): deleting
+// a ref with update-ref, unlike git branch -D, does not look.
+func (a *App) checkedOutIn(ctx context.Context, branch string) (string, error) {
+	rows, err := a.taskBranches(ctx)
+	for _, r := range rows {
+		if r.Branch == branch {
+			return r.Worktree, nil
+		}
+	}
+	return "", err
+}
+
+// keepKept says why a kept branch at head must stay ("" when it may go).
+func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, target, task, head string) string {
 	if t, err := tr.Get(ctx, task); err != nil || t.Status != tracker.StatusClosed {
 		return "its task is not closed"
 	}
 	if target == "" {
 		return "there is no target to compare it with"
 	}
-	if landed, err := a.Repo.Worktrees().LandedRef(ctx, target, ref); err != nil || !landed {
+	if landed, err := a.Repo.Worktrees().LandedRef(ctx, target, head); err != nil || !landed {
 		return "it has changes that are not on " + target
 	}
 	return ""
@@ -219,7 +267,7 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 	case taskStatus != tracker.StatusClosed:
 		return "its task is " + taskStatus + " (use --force to delete anyway)"
 	}
-	landed, err := a.Repo.Worktrees().Landed(ctx, target, worktree.TaskBranch(b.Task))
+	landed, err := a.Repo.Worktrees().LandedRef(ctx, target, b.Head) // the head that may be deleted
 	if err != nil || !landed {
 		return "it has changes that are not on " + target + " (use --force to delete anyway)"
 	}
