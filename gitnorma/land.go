@@ -47,7 +47,8 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if err := a.checkStillOpen(ctx, req); err != nil {
 		return "", a.refuse(ctx, st, req, err)
 	}
-	if err := a.recheckOnTarget(ctx, st, req); err != nil {
+	head, err := a.recheckOnTarget(ctx, st, req)
+	if err != nil {
 		return "", a.refuse(ctx, st, req, err)
 	}
 	msg, err := a.landMessage(ctx, st, req)
@@ -58,7 +59,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	// git's bookkeeping of a worktree a parallel run is adding can be half made.
 	var res worktree.LandResult
 	err = a.withWorktreeLock(ctx, func() (err error) {
-		res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Message: msg})
+		res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Message: msg})
 		return err
 	})
 	if err != nil {
@@ -80,7 +81,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
 	if a.Config.DeleteBranchOnLand {
-		a.deleteTaskBranch(ctx, st, req, branch)
+		a.deleteTaskBranch(ctx, st, req, branch, head)
 	}
 	tr, err := a.Tracker()
 	if err == nil {
@@ -200,12 +201,17 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 	}
 }
 
-// deleteTaskBranch removes a landed task branch (delete_branch_on_land). The squash commit
-// holds its content; the run dir and the notes keep its journal.
-func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch string) {
+// deleteTaskBranch removes a landed task branch (delete_branch_on_land) if it is still at the
+// commit that landed: the squash commit holds its content, the run dir and the notes keep its
+// journal. A branch that moved since holds work that did not land, and stays.
+func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
 	msg := "deleted " + branch
-	if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", branch); err != nil {
-		msg = "could not delete " + branch + ": " + err.Error()
+	if where, err := a.checkedOutIn(ctx, branch); err != nil {
+		msg = fmt.Sprintf("kept %s: %v", branch, err)
+	} else if where != "" {
+		msg = fmt.Sprintf("kept %s: checked out in %s", branch, where)
+	} else if err := a.Repo.Git.Run(ctx, "update-ref", "-d", "refs/heads/"+branch, landed); err != nil {
+		msg = fmt.Sprintf("kept %s: it is no longer at the landed commit %.10s (%v)", branch, landed, err)
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "branch_deleted", Message: msg})
 }

@@ -21,39 +21,39 @@ import (
 // checks run again on the merged tree, in a scratch worktree; on PASS the merge becomes the
 // branch's head and lands, on FAIL the landing is refused and the target stays as it is (the
 // task's next run starts from the merge and fixes it). It runs under the landing lock, so the
-// target cannot move in between.
-func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) error {
+// target cannot move in between. It returns the verified commit that is to land.
+func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (string, error) {
 	branch := worktree.TaskBranch(req.task.ID)
 	out, err := a.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+branch, "refs/heads/"+req.target, "--")
 	heads := strings.Fields(out) // the two ids, then the "--"
 	if err != nil || len(heads) != 3 {
-		return withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
+		return "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
 	head, tip := heads[0], heads[1]
 	kv, err := st.KV(ctx, req.runID)
 	if err != nil {
-		return withCode(ExitFail, err)
+		return "", withCode(ExitFail, err)
 	}
 	var passHead string
 	if json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" && passHead != head {
-		return &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
+		return "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
 	if a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", tip, head) == nil {
-		return nil // the target is where the branch was verified: nothing new to check against
+		return head, nil // the target is where the branch was verified: nothing new to check against
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
 	if err != nil {
-		return nil // a conflict: landing refuses it, naming the paths
+		return head, nil // a conflict: landing refuses it, naming the paths
 	}
 	effective, err := a.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
-		return err
+		return head, err
 	}
 	evidence, logPath, err := a.checksAt(ctx, a.Repo.Path("runs", req.runID, "recheck"), merge, effective)
 	if err != nil {
-		return withCode(ExitFail, err)
+		return "", withCode(ExitFail, err)
 	}
 	verdict := loop.ComputeVerdict(effective, loop.ResultsFromEvidence(effective, evidence), loop.PlanMatch{}).Status
 	var failed []string
@@ -66,13 +66,13 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
 		Data:    map[string]any{"target_tip": tip, "merge": merge, "verdict": verdict, "evidence": evidence, "log": logPath}})
 	if verdict != loop.VerdictPass {
-		return &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
+		return "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
 	}
 	if err := a.Repo.Git.Run(ctx, "update-ref", "-m", "norma: merge "+req.target+" checked before landing", "refs/heads/"+branch, merge, head); err != nil {
-		return withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
+		return "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
 	}
-	return st.SetKV(ctx, req.runID, "pass_head", merge)
+	return merge, st.SetKV(ctx, req.runID, "pass_head", merge)
 }
 
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a

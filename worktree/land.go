@@ -44,6 +44,10 @@ func (e *LandError) Unwrap() error { return e.Err }
 type LandOptions struct {
 	Target     string
 	TaskBranch string
+	// Head is the task branch commit to land: the one that was verified. The branch may move
+	// after it was verified (a commit made in its worktree, say); what lands is still exactly
+	// Head. Empty lands whatever the branch points at.
+	Head string
 	// Message is the squash commit's full message.
 	Message string
 }
@@ -83,7 +87,11 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if err != nil {
 		return LandResult{}, err
 	}
-	tree, err := m.mergeTree(ctx, tip.commit, "refs/heads/"+o.TaskBranch)
+	head := o.Head
+	if head == "" {
+		head = "refs/heads/" + o.TaskBranch
+	}
+	tree, err := m.mergeTree(ctx, tip.commit, head)
 	if err != nil {
 		return LandResult{}, err
 	}

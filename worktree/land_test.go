@@ -81,6 +81,19 @@ func TestLandOnUnchangedTarget(t *testing.T) {
 	assert.Empty(t, f.git("status", "--porcelain", "--untracked-files=all"))
 }
 
+// What lands is the verified commit, even when the branch moved on after it was verified.
+func TestLandLandsTheVerifiedHead(t *testing.T) {
+	f := landFixture(t)
+	verified := f.commitOn(taskBranch, "main", map[string]string{"a.txt": "verified\n"}, "step 1")
+	f.commitOn(taskBranch, "", map[string]string{"late.txt": "never verified\n"}, "a commit after the check")
+
+	res, err := f.m.Land(f.ctx, LandOptions{Target: "main", TaskBranch: taskBranch, Head: verified, Message: "feat: land T-1\n"})
+	require.NoError(t, err)
+	assert.Equal(t, f.rev(verified+"^{tree}"), f.rev(res.Commit+"^{tree}"), "exactly the verified tree landed")
+	assert.Equal(t, "verified", f.show("main", "a.txt"))
+	assert.NotContains(t, f.treeFiles("main"), "late.txt")
+}
+
 func TestLandOnMovedTarget(t *testing.T) {
 	f := landFixture(t)
 	f.commitOn(taskBranch, "main", map[string]string{"a.txt": "a from task\n", "task.txt": "t\n"}, "task work")
