@@ -35,8 +35,8 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, rep.Message)
 		r.release(fctx, true)
 	case res.Status == loop.RunPassed:
-		head, _ := r.app.Repo.Git.Output(fctx, "rev-parse", "refs/heads/"+rep.Branch)
-		_ = r.st.SetKV(fctx, r.id, "pass_head", head)
+		// The PASS holds for the commit its Check ran on; landing refuses a branch moved since.
+		_ = r.st.SetKV(fctx, r.id, "pass_head", res.VerifiedHead)
 		if noLand {
 			rep.Message = fmt.Sprintf("PASS, not landed (--no-land); review with: git diff %s...%s, then: git norma land %s", rep.Target, rep.Branch, rep.TaskID)
 			r.finish(fctx, store.StatusPassed, verdict, "", rep.Message, store.Event{Type: "land_skipped", Message: "--no-land"})

@@ -71,10 +71,17 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 	case RoleCheck:
 		e.concludeCheck(s)
 	case RoleAct:
-		if s.out.Status == StatusOK && s.out.Act.Decision == DecisionClose && e.check.Verdict.Status != VerdictPass {
+		closing := s.out.Status == StatusOK && s.out.Act.Decision == DecisionClose
+		switch {
+		case closing && e.check.Verdict.Status != VerdictPass:
 			s.events = append(s.events, Event{Type: "close_refused",
 				Message: fmt.Sprintf("act decided close but the verdict is %s; continuing", e.check.Verdict.Status)})
 			s.out.Summary.Warnings = append(s.out.Summary.Warnings, "close refused: the verdict is not PASS")
+		case closing && e.head != e.checkedHead:
+			// The PASS is for what Check ran on; Act's own changes are unverified.
+			s.events = append(s.events, Event{Type: "close_refused",
+				Message: fmt.Sprintf("act changed the workspace after the check (%.10s, checked %.10s); checking again", e.head, e.checkedHead)})
+			s.out.Summary.Warnings = append(s.out.Summary.Warnings, "close refused: act changed what check verified")
 		}
 		if err := e.applyDecision(ctx, s); err != nil {
 			s.out = errorOutput(err)
@@ -138,6 +145,7 @@ func (e *engine) concludeCheck(s *stepRun) {
 	}
 	s.out.Check = final
 	e.check = final
+	e.checkedHead = s.snap.Head
 	s.events = append(s.events, Event{Type: "verdict", Message: final.Verdict.Status,
 		Data: map[string]any{"verdict": final.Verdict.Status, "iteration": e.iteration}})
 	if final.Verdict.Status != VerdictPass {

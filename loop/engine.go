@@ -114,6 +114,8 @@ type Result struct {
 	Message string
 	Plan    *Plan
 	Check   *Check
+	// VerifiedHead is the workspace commit a PASS holds for: the one its Check ran on.
+	VerifiedHead string
 	// Discovered collects what every Do step reported as found work, for the orchestrator
 	// to file.
 	Discovered []Discovery
@@ -161,6 +163,8 @@ type engine struct {
 	plan         *Plan
 	do           *Do
 	check        *Check
+	// checkedHead is the workspace HEAD the last Check verified: a PASS holds for it only.
+	checkedHead string
 	// reusePlan: Act decided continue, so the next iteration keeps the plan.
 	reusePlan bool
 	// preDo is the workspace head before this iteration's Do, for a rollback.
@@ -246,8 +250,8 @@ func (e *engine) finish(r *Result) Result {
 // afterAct applies Act's decision and the budgets: nil means another iteration.
 func (e *engine) afterAct(out Output) *Result {
 	verdict := e.check.Verdict.Status
-	if out.Status == StatusOK && out.Act.Decision == DecisionClose && verdict == VerdictPass {
-		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified"}
+	if out.Status == StatusOK && out.Act.Decision == DecisionClose && verdict == VerdictPass && e.head == e.checkedHead {
+		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified", VerifiedHead: e.checkedHead}
 	}
 	b := e.o.Budgets
 	switch {

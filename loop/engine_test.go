@@ -132,11 +132,12 @@ func TestRunPassInOneIteration(t *testing.T) {
 	assert.Equal(t, names, te.rec.dirs())
 	assert.NotEmpty(t, recs[1].Commit, "do's changes are committed by the orchestrator")
 	assert.Contains(t, eventTypes(recs[1]), "workspace_committed")
-	assert.Empty(t, recs[3].Commit, "act changed nothing")
+	assert.Equal(t, recs[1].Commit, recs[3].Commit, "act changed nothing: still on do's commit")
 	assert.Equal(t, "head-0", recs[0].Head, "a read-only step is noted on the commit it looked at")
 	assert.Equal(t, recs[1].Commit, recs[1].Head, "a writing step is noted on its own commit")
 	assert.Contains(t, eventTypes(recs[2]), "verdict")
 	assert.NotContains(t, eventTypes(recs[2]), "verdict_overridden")
+	assert.Equal(t, recs[2].Head, res.VerifiedHead, "the PASS holds for the commit check ran on")
 	require.Len(t, te.ws.commits, 2)
 	assert.Equal(t, CommitRequest{Role: RoleDo, StepIndex: 2, Iteration: 1, Summary: "did it"}, te.ws.commits[0])
 	assert.Equal(t, RoleAct, te.ws.commits[1].Role)
@@ -308,6 +309,39 @@ func TestRunActCloseOnFailIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A PASS holds for what Check ran on: an Act that changes the workspace and closes gets the
+// loop to check again, and the run passes only once a Check verified the final head.
+func TestRunActChangesAfterPassAreCheckedAgain(t *testing.T) {
+	act := script(func(_ context.Context, call int, req Request) (Output, error) {
+		if call == 1 {
+			require.NoError(t, os.WriteFile(filepath.Join(req.WorkDir, "tweak.txt"), []byte("after the check\n"), 0o600))
+		}
+		return actDecide(DecisionClose), nil
+	})
+	te := newTestEngine(t, always(planWith("true")), always(doneAll()), BuiltinCheck{}, act)
+	res := te.run(t, context.Background())
+
+	assert.Equal(t, RunPassed, res.Status, res.Message)
+	assert.Equal(t, 2, res.Iterations, "the first close was refused")
+	first := te.rec.byDir(t, "004-act")
+	assert.Contains(t, eventTypes(first), "close_refused")
+	assert.Contains(t, first.Output.Summary.Warnings, "close refused: act changed what check verified")
+	assert.Equal(t, first.Head, te.rec.byDir(t, "007-check").Head, "the second check verified act's commit")
+	assert.Equal(t, first.Head, res.VerifiedHead, "the PASS holds for act's commit")
+	assert.NotContains(t, eventTypes(te.rec.byDir(t, "008-act")), "close_refused")
+
+	// With no iteration left for that check, the run does not pass.
+	act = script(func(_ context.Context, _ int, req Request) (Output, error) {
+		require.NoError(t, os.WriteFile(filepath.Join(req.WorkDir, "tweak.txt"), []byte(req.Input.Run.ID+time.Now().String()), 0o600))
+		return actDecide(DecisionClose), nil
+	})
+	te = newTestEngine(t, always(planWith("true")), always(doneAll()), BuiltinCheck{}, act)
+	te.opts.Budgets = Budgets{MaxIterations: 1}
+	res = te.run(t, context.Background())
+	assert.Equal(t, RunStopped, res.Status)
+	assert.Equal(t, StopBudgetExceeded, res.StopReason)
 }
 
 func TestRunStepFailuresEndTheRun(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 type fakeWorkspace struct {
 	mu         sync.Mutex
 	dir        string
+	head       string // moves only when a commit changed something, as git's HEAD does
 	baseline   map[string]bool
 	dirty      []string
 	snapshots  int
@@ -34,7 +35,7 @@ type fakeWorkspace struct {
 
 func newFakeWorkspace(t *testing.T) *fakeWorkspace {
 	t.Helper()
-	return &fakeWorkspace{dir: t.TempDir(), baseline: map[string]bool{}}
+	return &fakeWorkspace{dir: t.TempDir(), head: "head-0", baseline: map[string]bool{}}
 }
 
 func (w *fakeWorkspace) Dir() string { return w.dir }
@@ -46,7 +47,7 @@ func (w *fakeWorkspace) Snapshot(context.Context) (Snapshot, error) {
 		return Snapshot{}, w.snapErr
 	}
 	w.snapshots++
-	return Snapshot{Head: fmt.Sprintf("head-%d", len(w.commits)), Status: fmt.Sprint(len(w.dirty))}, nil
+	return Snapshot{Head: w.head, Status: fmt.Sprint(len(w.dirty))}, nil
 }
 
 // touch marks path as changed, as if an agent had written it.
@@ -98,11 +99,11 @@ func (w *fakeWorkspace) Commit(_ context.Context, _ Snapshot, req CommitRequest)
 		w.baseline[name] = true
 	}
 	w.dirty = nil
-	res := CommitResult{PatchBytes: w.patchBytes, Changed: changed}
 	if changed {
-		res.Commit = fmt.Sprintf("c0ffee%04d%s", req.StepIndex, "0123456789abcdef")
+		w.head = fmt.Sprintf("c0ffee%04d%s", req.StepIndex, "0123456789abcdef")
 	}
-	return res, nil
+	// Like the real workspace: the commit made, or the head as it was when nothing changed.
+	return CommitResult{PatchBytes: w.patchBytes, Changed: changed, Commit: w.head}, nil
 }
 
 func (w *fakeWorkspace) Rollback(_ context.Context, to string) (string, error) {

@@ -47,6 +47,7 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 		e.do = out.Do
 	case RoleCheck:
 		e.check = out.Check
+		e.checkedHead = s.snap.Head // resumed only when the branch is where that check left it
 		if e.check.Verdict.Status != VerdictPass {
 			e.failedChecks++
 			e.facts[FactLastFailure] = NewFailure(e.iteration, e.check)
