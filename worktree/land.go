@@ -138,13 +138,9 @@ func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, er
 	return t, nil
 }
 
-// Landed reports whether branch adds nothing to target any more: merging it would leave
-// target's tree as it is (its work landed, squashed or not).
-func (m *Manager) Landed(ctx context.Context, target, branch string) (bool, error) {
-	return m.LandedRef(ctx, target, "refs/heads/"+branch)
-}
-
-// LandedRef is Landed for any ref (a kept branch under refs/norma/kept/, say).
+// LandedRef reports whether rev (a task branch's head, a kept branch under
+// refs/norma/kept/) adds nothing to target any more: merging it would leave target's tree as
+// it is (its work landed, squashed or not).
 func (m *Manager) LandedRef(ctx context.Context, target, ref string) (bool, error) {
 	tip, err := m.branchTip(ctx, target)
 	if err != nil {
