@@ -203,15 +203,14 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 
 // deleteTaskBranch removes a landed task branch (delete_branch_on_land) if it is still at the
 // commit that landed: the squash commit holds its content, the run dir and the notes keep its
-// journal. A branch that moved since holds work that did not land, and stays.
+// journal. A branch that moved since holds work that did not land, and stays; so does one git
+// refuses to delete (checked out, being rebased).
 func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
 	msg := "deleted " + branch
-	if where, err := a.checkedOutIn(ctx, branch); err != nil {
+	if why, err := a.deleteBranchAt(ctx, branch, landed); err != nil {
 		msg = fmt.Sprintf("kept %s: %v", branch, err)
-	} else if where != "" {
-		msg = fmt.Sprintf("kept %s: checked out in %s", branch, where)
-	} else if err := a.Repo.Git.Run(ctx, "update-ref", "-d", "refs/heads/"+branch, landed); err != nil {
-		msg = fmt.Sprintf("kept %s: it is no longer at the landed commit %.10s (%v)", branch, landed, err)
+	} else if why != "" {
+		msg = fmt.Sprintf("kept %s: %s", branch, why)
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "branch_deleted", Message: msg})
 }

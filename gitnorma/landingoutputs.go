@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
@@ -27,19 +28,21 @@ func (o *landingOutputs) note(rec loop.StepRecord) {
 	}
 }
 
-// sync makes the remembered files durable: each file, then the directory naming it.
+// sync makes the remembered files durable, and their directory entries as far as the
+// steps directory (some file systems refuse to sync a directory: harmless). It goes on past a
+// failure, so one file that cannot be synced does not leave the other unsynced.
 func (o *landingOutputs) sync() error {
+	var errs []error
 	for _, p := range []string{o.plan, o.check} {
 		if p == "" {
 			continue
 		}
-		for _, q := range []string{p, filepath.Dir(p)} {
-			if err := fsync(q); err != nil {
-				return err
-			}
-		}
+		errs = append(errs, fsync(p))
+		stepDir := filepath.Dir(p)
+		_ = fsync(stepDir)
+		_ = fsync(filepath.Dir(stepDir))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func fsync(path string) error {

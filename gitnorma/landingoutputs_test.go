@@ -37,9 +37,12 @@ func TestLandingOutputsAreTheLastPlanAndCheck(t *testing.T) {
 	assert.Equal(t, filepath.Join(steps, "003-check", "output.json"), o.check)
 	require.NoError(t, o.sync())
 
-	// sync really opens what it names: a file gone is an error, not a silent success.
-	require.NoError(t, os.Remove(o.check))
-	assert.Error(t, o.sync())
+	// sync really opens what it names: a file gone is an error, not a silent success, and the
+	// other file is still synced.
+	require.NoError(t, os.Remove(o.plan))
+	err := o.sync()
+	assert.ErrorContains(t, err, "005-plan")
+	assert.NotContains(t, err.Error(), "003-check")
 
 	var none landingOutputs
 	assert.NoError(t, none.sync(), "a run that never planned has nothing to sync")

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,12 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", withCode(ExitFail, err)
 	}
 	var passHead string
-	if json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" && passHead != head {
+	_ = json.Unmarshal(kv["pass_head"], &passHead)
+	switch {
+	case passHead == "":
+		return "", &landRefusal{reason: fmt.Errorf("run %s recorded no verified commit of %s: only verified work lands", req.runID, branch),
+			hint: "verify it again: git norma run " + req.task.ID}
+	case passHead != head:
 		return "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
@@ -44,8 +50,10 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
-	if err != nil {
-		return head, nil // a conflict: landing refuses it, naming the paths
+	if errors.Is(err, worktree.ErrConflict) {
+		return head, nil // landing refuses it, naming the paths
+	} else if err != nil {
+		return "", withCode(ExitFail, err) // never land a merge that was not checked
 	}
 	effective, err := a.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {

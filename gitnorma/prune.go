@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/worktree"
@@ -128,6 +129,14 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		if !o.DryRun {
 			// Deleted only as judged: the head compared with the target above.
 			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, head); err != nil {
+				now, rerr := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref)
+				switch {
+				case rerr != nil && git.ExitCodeOf(rerr) == 1:
+					continue // someone else deleted it meanwhile
+				case rerr == nil && now != head:
+					rep.Kept = append(rep.Kept, fmt.Sprintf("%s: it moved to %.10s since it was judged", ref, now))
+					continue
+				}
 				return withCode(ExitFail, err)
 			}
 		}
@@ -204,43 +213,44 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 }
 
 // deleteBranchAsJudged deletes a task branch only as it was when prune judged it: under its
-// task's lock, so no run of the task starts, moves it or checks it out meanwhile; only if it is
-// still checked out nowhere; and with a compare-and-swap on the head that was judged, so a
-// commit anyone made since is never deleted with it. It returns why the branch stays ("" once
-// it is gone).
+// task's lock, so no run of the task starts, moves it or checks it out meanwhile; only if it
+// is still at the head that was judged, so a commit made since is never deleted with it; and
+// through git branch -D, which refuses a branch any worktree has checked out, is rebasing or
+// is bisecting, and drops the branch's config with it. It returns why the branch stays (""
+// once it is gone, or was already).
 func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
-	lock, err := a.acquireTaskLock(b.Task)
-	if errors.Is(err, ErrLocked) {
-		return "a run of its task is in progress", nil
-	} else if err != nil {
-		return "", err
+	if a.ValidateTaskID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
+		lock, err := a.acquireTaskLock(b.Task)
+		if errors.Is(err, ErrLocked) {
+			return "a run of its task is in progress", nil
+		} else if err != nil {
+			return "", err
+		}
+		defer lock.Release()
 	}
-	defer lock.Release()
-	if where, err := a.checkedOutIn(ctx, b.Branch); err != nil {
+	return a.deleteBranchAt(ctx, b.Branch, b.Head)
+}
+
+// deleteBranchAt deletes branch if it is still at head; it returns why it stays ("" once it
+// is gone). Only a user's own git command could move it between the look and the delete: the
+// callers hold the task's lock.
+func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
+	now, err := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
+	switch {
+	case err != nil && git.ExitCodeOf(err) == 1:
+		return "", nil // already gone
+	case err != nil:
 		return "", err
-	} else if where != "" {
-		return "checked out in " + where, nil
+	case now != head:
+		return fmt.Sprintf("it moved to %.10s since it was judged at %.10s", now, head), nil
 	}
-	ref := "refs/heads/" + b.Branch
-	if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, b.Head); err != nil {
-		if now, rerr := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref); rerr == nil && now != b.Head {
-			return "it moved while it was being pruned", nil
+	if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", branch); err != nil {
+		if msg := strings.TrimSpace(git.StderrOf(err)); msg != "" {
+			return "git refused to delete it: " + msg, nil
 		}
 		return "", err
 	}
 	return "", nil
-}
-
-// checkedOutIn is the worktree that has the task branch checked out ("" for none): deleting
-// a ref with update-ref, unlike git branch -D, does not look.
-func (a *App) checkedOutIn(ctx context.Context, branch string) (string, error) {
-	rows, err := a.taskBranches(ctx)
-	for _, r := range rows {
-		if r.Branch == branch {
-			return r.Worktree, nil
-		}
-	}
-	return "", err
 }
 
 // keepKept says why a kept branch at head must stay ("" when it may go).

@@ -80,7 +80,7 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 		case closing && e.head != e.checkedHead:
 			// The PASS is for what Check ran on; Act's own changes are unverified.
 			s.events = append(s.events, Event{Type: "close_refused",
-				Message: fmt.Sprintf("act changed the workspace after the check (%.10s, checked %.10s); checking again", e.head, e.checkedHead)})
+				Message: fmt.Sprintf("act changed the workspace after the check (%.10s, checked %.10s); another iteration verifies it", e.head, e.checkedHead)})
 			s.out.Summary.Warnings = append(s.out.Summary.Warnings, "close refused: act changed what check verified")
 		}
 		if err := e.applyDecision(ctx, s); err != nil {

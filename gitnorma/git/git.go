@@ -56,6 +56,15 @@ func ExitCodeOf(err error) int {
 	return -1
 }
 
+// StderrOf returns what git printed on stderr when err is an *Error, else "".
+func StderrOf(err error) string {
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge.Stderr
+	}
+	return ""
+}
+
 // In returns a runner for another directory with the same extra environment.
 func (r Runner) In(dir string) Runner {
 	return Runner{Dir: dir, Env: r.Env}
