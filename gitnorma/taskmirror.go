@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -31,9 +32,12 @@ var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo:
 //
 // A step's update is prepared when the step is recorded and written in the background, in
 // order, while the next step runs (a bd update is a process of its own, the embedded backlog a
-// synced rewrite); the run's last write waits for all of them. The labels are tracked twice:
-// labels is what the task should carry after the steps recorded so far, confirmed what the
-// last successful write left on it, so the changes of a write that failed ride on the next.
+// synced rewrite); the run's last write waits for all of them. Each update carries the whole
+// state, so one that finds a newer one queued behind it when its turn comes is dropped: when
+// the writes fall behind the steps (a slow bd, a large backlog), the task skips to the latest
+// state instead of replaying every step's. The labels are tracked twice: labels is what the
+// task should carry after the steps recorded so far, confirmed what the last successful write
+// left on it, so the changes of a write that failed, or was dropped, ride on the next.
 type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
@@ -43,6 +47,8 @@ type taskMirror struct {
 
 	queue     chain
 	confirmed []string
+	// queued numbers the step updates given to queue; the last one's number is the one to write.
+	queued atomic.Int64
 }
 
 func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
@@ -100,12 +106,24 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 		}
 		remove = laterLabels(rec.Role)
 	}
-	w, err := m.prepare(add, remove, "")
+	m.move(add, remove)
+	if rec.Builtin {
+		// A built-in Plan or Act decides from its input alone: if the run dies before the next
+		// write, the next run simply runs it again. Its journal line and labels go with the
+		// next step's update, or the run's last write — half the backlog rewrites (or bd
+		// calls) of an iteration.
+		return
+	}
+	w, err := m.prepare("")
 	if err != nil {
 		failed(err)
 		return
 	}
+	n := m.queued.Add(1)
 	m.queue.then(func() {
+		if m.queued.Load() != n {
+			return // a newer update is queued; it carries this one's state and labels
+		}
 		if err := w(ctx); err != nil {
 			failed(err)
 		}
@@ -167,7 +185,8 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) erro
 			add = []string{LabelBlocked}
 		}
 	}
-	w, err := m.prepare(add, remove, status)
+	m.move(add, remove)
+	w, err := m.prepare(status)
 	if err != nil {
 		return err
 	}
@@ -181,21 +200,25 @@ func lastFailureText(f *loop.Failure) string {
 	return f.Summary
 }
 
-// prepare moves the labels and encodes the state as they stand now, and returns the write that
-// brings the task there: the new notes, and the labels it should carry that the last successful
-// write did not leave on it (or left on it, to remove).
-func (m *taskMirror) prepare(add, remove []string, status string) (func(context.Context) error, error) {
-	text, err := m.state.Encode()
-	if err != nil {
-		return nil, err
-	}
-	text = m.redact.apply(text)
+// move changes the labels the task should carry.
+func (m *taskMirror) move(add, remove []string) {
 	for _, l := range add {
 		if !slices.Contains(m.labels, l) {
 			m.labels = append(m.labels, l)
 		}
 	}
 	m.labels = slices.DeleteFunc(m.labels, func(l string) bool { return slices.Contains(remove, l) })
+}
+
+// prepare encodes the state as it stands now, and returns the write that brings the task
+// there: the new notes, and the labels it should carry that the last successful write did not
+// leave on it (or left on it, to remove).
+func (m *taskMirror) prepare(status string) (func(context.Context) error, error) {
+	text, err := m.state.Encode()
+	if err != nil {
+		return nil, err
+	}
+	text = m.redact.apply(text)
 	want := slices.Clone(m.labels)
 	return func(ctx context.Context) error {
 		u := tracker.Update{Notes: &text, Status: status,

@@ -186,6 +186,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 		Dir: s.dir, StartedAt: s.started, EndedAt: ended, Summary: oneLine(s.out.Summary.Text, 300),
 		Output: s.out, Commit: s.commit, Head: s.snap.Head, Events: s.events,
 	}
+	_, rec.Builtin = e.o.Agents[s.role].Agent.(pure)
 	if err := e.o.Recorder.CommitStep(context.WithoutCancel(ctx), rec); err != nil {
 		return fmt.Errorf("record step %03d-%s: %w", s.index, s.role, err)
 	}

@@ -78,6 +78,10 @@ type StepRecord struct {
 	// the one a read-only step looked at. Journal notes attach there.
 	Head   string
 	Events []Event
+	// Builtin says the step's agent is a built-in one (Plan, Act) that runs in-process and
+	// decides from its input alone: run again on a resume, it decides the same, so its outcome
+	// need not be saved on its own.
+	Builtin bool
 }
 
 // Event is a timeline entry recorded with a step.
