@@ -10,6 +10,8 @@ import (
 	"sort"
 	"syscall"
 	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/flock"
 )
 
 // RunLock is an exclusive lock held while working: one per task (.norma/locks/task-<id>.lock)
@@ -94,29 +96,11 @@ func (e lockError) Error() string { return string(e) }
 
 func (e lockError) Unwrap() error { return ErrLocked }
 
-// waitLock takes an exclusive flock on path, waiting for it (polling, so ctx can cancel), and
-// returns the function that releases it. For short critical sections: landing, worktrees, notes.
+// waitLock takes an exclusive flock on path, waiting for it (until ctx ends), and returns the
+// function that releases it. For short critical sections: landing, worktrees, notes, the
+// backlog.
 func waitLock(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return flock.Acquire(ctx, path, 0o600, flock.Exclusive)
 }
 
 // LiveRuns lists the runs live processes hold task locks for, newest first.

@@ -1,0 +1,70 @@
+// Package flock takes file locks (flock(2)) for git-norma's short critical sections, waiting
+// without polling.
+//
+// A poll sleeps past the moment a lock is released. git-norma's own background writes (the
+// task's state in the backlog, journal notes) hold their locks for a few milliseconds while
+// the next step waits on the same lock, so a 20 ms poll cost an iteration more than the writes
+// themselves. A lock that is taken here is waited for in a blocking flock on a thread of its
+// own, and is taken the moment it is released; the wait still ends with its context.
+package flock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+)
+
+// Shared and Exclusive are the lock modes: readers share, a read-modify-write excludes
+// everyone else.
+const (
+	Shared    = syscall.LOCK_SH
+	Exclusive = syscall.LOCK_EX
+)
+
+// Acquire opens (creating it with perm) the lock file at path, takes the lock how on it, and
+// returns the function that releases it. flock belongs to the open file, so two holders in one
+// process exclude each other just as two processes do, and the kernel releases a lock whose
+// holder died.
+func Acquire(ctx context.Context, path string, perm os.FileMode, how int) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	if err != nil {
+		return nil, err
+	}
+	release := func() { _ = f.Close() } // closing the file releases the lock
+	fd := int(f.Fd())
+	err = lock(fd, how|syscall.LOCK_NB)
+	if err == nil {
+		return release, nil
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
+		return nil, err
+	}
+	got := make(chan error, 1)
+	go func() { got <- lock(fd, how) }()
+	select {
+	case err := <-got:
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return release, nil
+	case <-ctx.Done():
+		// The blocked flock cannot be interrupted: close the file once it returns, which
+		// releases whatever it took.
+		go func() {
+			<-got
+			f.Close()
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+func lock(fd, how int) error {
+	for {
+		if err := syscall.Flock(fd, how); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
