@@ -107,7 +107,7 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 		remove = laterLabels(rec.Role)
 	}
 	m.move(add, remove)
-	if rec.Builtin {
+	if rec.Builtin && !closes(rec) {
 		// A built-in Plan or Act decides from its input alone: if the run dies before the next
 		// write, the next run simply runs it again. Its journal line and labels go with the
 		// next step's update, or the run's last write — half the backlog rewrites (or bd
@@ -128,6 +128,13 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 			failed(err)
 		}
 	})
+}
+
+// closes says Act decided to close the task. Its write goes out before the landing (the run
+// waits for the queue first): a task closed with its resume labels still on it, by a run that
+// died right after landing, would resume a stale plan and check once someone reopens it.
+func closes(rec loop.StepRecord) bool {
+	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
 }
 
 func laterLabels(role loop.Role) []string {

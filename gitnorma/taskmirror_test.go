@@ -168,3 +168,31 @@ func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, st.Journal, 4)
 }
+
+// An Act that closes the task is written at once, so the landing that follows closes a task
+// whose resume labels are already gone.
+func TestTaskMirrorWritesAClosingAct(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	jsonl := tracker.NewJSONL(filepath.Join(dir, "issues.jsonl"), filepath.Join(dir, "tasks.lock"), "nm")
+	task, err := jsonl.Create(ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset})
+	require.NoError(t, err)
+	m, err := newTaskMirror(jsonl, task, newRedactor(nil))
+	require.NoError(t, err)
+	failed := func(err error) { t.Errorf("unexpected failure: %v", err) }
+	for i, role := range []loop.Role{loop.RolePlan, loop.RoleDo, loop.RoleCheck, loop.RoleAct} {
+		rec := loop.StepRecord{RunID: "r-1", Index: i + 1, Role: role, Iteration: 1, Status: "ok", EndedAt: time.Now(),
+			Summary: string(role) + " done", Head: "abc", Builtin: role == loop.RolePlan || role == loop.RoleAct}
+		if role == loop.RoleAct {
+			rec.Output.Act = &loop.Act{Decision: loop.DecisionClose}
+		}
+		m.afterStep(ctx, rec, failed)
+	}
+	m.queue.wait()
+	got, err := jsonl.Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got.Labels, "the closing act's write removed the resume labels")
+	st, err := DecodeTaskState(got.Notes)
+	require.NoError(t, err)
+	assert.Len(t, st.Journal, 4)
+}

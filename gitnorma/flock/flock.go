@@ -41,6 +41,10 @@ func Acquire(ctx context.Context, path string, perm os.FileMode, how int) (func(
 		f.Close()
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil { // no thread left blocked for a wait nobody wants
+		f.Close()
+		return nil, err
+	}
 	got := make(chan error, 1)
 	go func() { got <- lock(fd, how) }()
 	select {
