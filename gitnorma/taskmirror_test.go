@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -90,109 +91,105 @@ func (g *gated) Update(ctx context.Context, id string, u tracker.Update) error {
 	return g.Tracker.Update(ctx, id, u)
 }
 
+func (g *gated) written() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.steps)
+}
+
+// mirrorFixture is a task in an embedded backlog, mirrored through a gated tracker.
+type mirrorFixture struct {
+	t     *testing.T
+	ctx   context.Context
+	jsonl *tracker.JSONL
+	task  tracker.Task
+	tr    *gated
+	m     *taskMirror
+}
+
+// newMirrorFixture gates the tracker's writes; released lets them through from the start.
+func newMirrorFixture(t *testing.T, released bool) *mirrorFixture {
+	f := &mirrorFixture{t: t, ctx: context.Background()}
+	dir := t.TempDir()
+	f.jsonl = tracker.NewJSONL(filepath.Join(dir, "issues.jsonl"), filepath.Join(dir, "tasks.lock"), "nm")
+	var err error
+	f.task, err = f.jsonl.Create(f.ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset})
+	require.NoError(t, err)
+	f.tr = &gated{Tracker: f.jsonl, entered: make(chan struct{}, 8), release: make(chan struct{})}
+	if released {
+		close(f.tr.release)
+	}
+	f.m, err = newTaskMirror(f.tr, f.task, newRedactor(nil))
+	require.NoError(t, err)
+	return f
+}
+
+// after records step i of the first iteration; builtin marks a built-in Plan or Act.
+func (f *mirrorFixture) after(i int, role loop.Role, builtin bool, out loop.Output) {
+	f.m.afterStep(f.ctx, loop.StepRecord{RunID: "r-1", Index: i, Role: role, Iteration: 1, Status: "ok",
+		EndedAt: time.Now(), Summary: string(role) + " done", Head: "abc", Builtin: builtin, Output: out},
+		func(err error) { f.t.Errorf("unexpected failure: %v", err) })
+}
+
+// stored is the task's labels and state as the backlog has them.
+func (f *mirrorFixture) stored() ([]string, TaskState) {
+	got, err := f.jsonl.Get(f.ctx, f.task.ID)
+	require.NoError(f.t, err)
+	st, err := DecodeTaskState(got.Notes)
+	require.NoError(f.t, err)
+	return got.Labels, st
+}
+
 // When the writes fall behind, a queued update that a newer one supersedes is dropped: the
 // newer one carries the whole state and every label change since the last write.
 func TestTaskMirrorSkipsToTheLatestStateWhenBehind(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	jsonl := tracker.NewJSONL(filepath.Join(dir, "issues.jsonl"), filepath.Join(dir, "tasks.lock"), "nm")
-	task, err := jsonl.Create(ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset})
-	require.NoError(t, err)
-	tr := &gated{Tracker: jsonl, entered: make(chan struct{}, 8), release: make(chan struct{})}
-	m, err := newTaskMirror(tr, task, newRedactor(nil))
-	require.NoError(t, err)
-	failed := func(err error) { t.Errorf("unexpected failure: %v", err) }
-	step := func(i int, role loop.Role) loop.StepRecord {
-		return loop.StepRecord{RunID: "r-1", Index: i, Role: role, Iteration: 1, Status: "ok", EndedAt: time.Now(),
-			Summary: string(role) + " done", Head: "abc"}
-	}
-	m.afterStep(ctx, step(1, loop.RolePlan), failed)
-	<-tr.entered // the first write is under way, held by the gate
-	m.afterStep(ctx, step(2, loop.RoleDo), failed)
-	m.afterStep(ctx, step(3, loop.RoleCheck), failed)
-	close(tr.release)
-	require.NoError(t, m.finishRun(ctx, "", ""))
+	f := newMirrorFixture(t, false)
+	f.after(1, loop.RolePlan, false, loop.Output{})
+	<-f.tr.entered // the first write is under way, held by the gate
+	f.after(2, loop.RoleDo, false, loop.Output{})
+	f.after(3, loop.RoleCheck, false, loop.Output{})
+	close(f.tr.release)
+	require.NoError(t, f.m.finishRun(f.ctx, "", ""))
 
-	tr.mu.Lock()
-	require.Equal(t, []int{1, 3, 3}, tr.steps, "step 2's update was dropped for step 3's; then the run's last write")
-	tr.mu.Unlock()
-	got, err := jsonl.Get(ctx, task.ID)
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, got.Labels, "step 2's label came with step 3's write")
-	st, err := DecodeTaskState(got.Notes)
-	require.NoError(t, err)
+	require.Equal(t, []int{1, 3, 3}, f.tr.written(), "step 2's update was dropped for step 3's; then the run's last write")
+	labels, st := f.stored()
+	require.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, labels, "step 2's label came with step 3's write")
 	require.Len(t, st.Journal, 3, "every step is in the journal")
 }
 
 // A built-in Plan or Act is not written on its own (run again, it decides the same): its
 // journal line and labels ride on the next step's update, or on the run's last write.
 func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	jsonl := tracker.NewJSONL(filepath.Join(dir, "issues.jsonl"), filepath.Join(dir, "tasks.lock"), "nm")
-	task, err := jsonl.Create(ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset})
-	require.NoError(t, err)
-	tr := &gated{Tracker: jsonl, entered: make(chan struct{}, 8), release: make(chan struct{})}
-	close(tr.release)
-	m, err := newTaskMirror(tr, task, newRedactor(nil))
-	require.NoError(t, err)
-	failed := func(err error) { t.Errorf("unexpected failure: %v", err) }
-	step := func(i int, role loop.Role, builtin bool) loop.StepRecord {
-		return loop.StepRecord{RunID: "r-1", Index: i, Role: role, Iteration: 1, Status: "ok", EndedAt: time.Now(),
-			Summary: string(role) + " done", Head: "abc", Builtin: builtin}
-	}
-	labels := func() []string {
-		got, err := jsonl.Get(ctx, task.ID)
-		require.NoError(t, err)
-		return got.Labels
-	}
-	m.afterStep(ctx, step(1, loop.RolePlan, true), failed)
-	m.queue.wait()
-	assert.Empty(t, labels(), "nothing written for the built-in plan")
-	m.afterStep(ctx, step(2, loop.RoleDo, false), failed)
-	m.queue.wait()
+	f := newMirrorFixture(t, true)
+	labels := func() []string { l, _ := f.stored(); return l }
+	f.after(1, loop.RolePlan, true, loop.Output{})
+	f.m.queue.wait()
+	assert.Empty(t, f.tr.written(), "nothing written for the built-in plan")
+	f.after(2, loop.RoleDo, false, loop.Output{})
+	f.m.queue.wait()
 	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels())
-	m.afterStep(ctx, step(3, loop.RoleCheck, false), failed)
-	m.afterStep(ctx, step(4, loop.RoleAct, true), failed)
-	m.queue.wait()
+	f.after(3, loop.RoleCheck, false, loop.Output{})
+	f.after(4, loop.RoleAct, true, loop.Output{})
+	f.m.queue.wait()
 	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, labels(), "the act is not written yet")
-	require.NoError(t, m.finishRun(ctx, "", ""))
+	require.NoError(t, f.m.finishRun(f.ctx, "", ""))
 
-	assert.Empty(t, labels(), "the act's end of the iteration came with the run's last write")
-	tr.mu.Lock()
-	assert.Equal(t, []int{2, 3, 4}, tr.steps)
-	tr.mu.Unlock()
-	got, err := jsonl.Get(ctx, task.ID)
-	require.NoError(t, err)
-	st, err := DecodeTaskState(got.Notes)
-	require.NoError(t, err)
+	got, st := f.stored()
+	assert.Empty(t, got, "the act's end of the iteration came with the run's last write")
+	assert.Equal(t, []int{2, 3, 4}, f.tr.written())
 	require.Len(t, st.Journal, 4)
 }
 
 // An Act that closes the task is written at once, so the landing that follows closes a task
 // whose resume labels are already gone.
 func TestTaskMirrorWritesAClosingAct(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	jsonl := tracker.NewJSONL(filepath.Join(dir, "issues.jsonl"), filepath.Join(dir, "tasks.lock"), "nm")
-	task, err := jsonl.Create(ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset})
-	require.NoError(t, err)
-	m, err := newTaskMirror(jsonl, task, newRedactor(nil))
-	require.NoError(t, err)
-	failed := func(err error) { t.Errorf("unexpected failure: %v", err) }
-	for i, role := range []loop.Role{loop.RolePlan, loop.RoleDo, loop.RoleCheck, loop.RoleAct} {
-		rec := loop.StepRecord{RunID: "r-1", Index: i + 1, Role: role, Iteration: 1, Status: "ok", EndedAt: time.Now(),
-			Summary: string(role) + " done", Head: "abc", Builtin: role == loop.RolePlan || role == loop.RoleAct}
-		if role == loop.RoleAct {
-			rec.Output.Act = &loop.Act{Decision: loop.DecisionClose}
-		}
-		m.afterStep(ctx, rec, failed)
-	}
-	m.queue.wait()
-	got, err := jsonl.Get(ctx, task.ID)
-	require.NoError(t, err)
-	assert.Empty(t, got.Labels, "the closing act's write removed the resume labels")
-	st, err := DecodeTaskState(got.Notes)
-	require.NoError(t, err)
+	f := newMirrorFixture(t, true)
+	f.after(1, loop.RolePlan, true, loop.Output{})
+	f.after(2, loop.RoleDo, false, loop.Output{})
+	f.after(3, loop.RoleCheck, false, loop.Output{})
+	f.after(4, loop.RoleAct, true, loop.Output{Act: &loop.Act{Decision: loop.DecisionClose}})
+	f.m.queue.wait()
+	labels, st := f.stored()
+	assert.Empty(t, labels, "the closing act's write removed the resume labels")
 	assert.Len(t, st.Journal, 4)
 }
