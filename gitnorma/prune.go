@@ -129,12 +129,12 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		if !o.DryRun {
 			// Deleted only as judged: the head compared with the target above.
 			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, head); err != nil {
-				now, rerr := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref)
+				why, gone, rerr := a.movedFrom(ctx, ref, head)
 				switch {
-				case rerr != nil && git.ExitCodeOf(rerr) == 1:
+				case rerr == nil && gone:
 					continue // someone else deleted it meanwhile
-				case rerr == nil && now != head:
-					rep.Kept = append(rep.Kept, fmt.Sprintf("%s: it moved to %.10s since it was judged", ref, now))
+				case rerr == nil && why != "":
+					rep.Kept = append(rep.Kept, ref+": "+why)
 					continue
 				}
 				return withCode(ExitFail, err)
@@ -235,14 +235,8 @@ func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, er
 // is gone). Only a user's own git command could move it between the look and the delete: the
 // callers hold the task's lock.
 func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
-	now, err := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
-	switch {
-	case err != nil && git.ExitCodeOf(err) == 1:
-		return "", nil // already gone
-	case err != nil:
-		return "", err
-	case now != head:
-		return fmt.Sprintf("it moved to %.10s since it was judged at %.10s", now, head), nil
+	if why, gone, err := a.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
+		return why, err // gone already: nothing to keep
 	}
 	if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", branch); err != nil {
 		if msg := strings.TrimSpace(git.StderrOf(err)); msg != "" {
@@ -251,6 +245,21 @@ func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, 
 		return "", err
 	}
 	return "", nil
+}
+
+// movedFrom says why ref is no longer the head that was judged ("" while it is), or that it
+// is gone.
+func (a *App) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
+	now, err := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref)
+	switch {
+	case err != nil && git.ExitCodeOf(err) == 1:
+		return "", true, nil
+	case err != nil:
+		return "", false, err
+	case now != head:
+		return fmt.Sprintf("it moved to %.10s since it was judged at %.10s", now, head), false, nil
+	}
+	return "", false, nil
 }
 
 // keepKept says why a kept branch at head must stay ("" when it may go).

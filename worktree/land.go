@@ -201,9 +201,8 @@ func overwrittenPaths(stderr string) []string {
 }
 
 func errStderr(err error) string {
-	var ge *git.Error
-	if errors.As(err, &ge) {
-		return ge.Stderr
+	if msg := git.StderrOf(err); msg != "" {
+		return msg
 	}
 	return err.Error()
 }
