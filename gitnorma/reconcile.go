@@ -14,6 +14,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/notes"
 )
 
 // StopCrashed is the stop reason of a run whose process died without finishing it.
@@ -155,6 +156,38 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 			_ = journal.Add(ctx, head, stepEntry(dead.TaskID, s, r.app.redact))
 		}
 	}
+}
+
+// crashedJournal returns the journal lines of the task's recent runs that died: the steps
+// their stores committed, which the task state may lack (taskMirror.catchUp keeps the ones it
+// does). Only the last few runs are looked at; each run started catches up the ones before it.
+func (r *run) crashedJournal(ctx context.Context) []JournalLine {
+	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
+	if err != nil {
+		return nil
+	}
+	var lines []JournalLine
+	for _, dead := range runs {
+		if dead.StopReason != StopCrashed {
+			continue
+		}
+		steps, err := r.st.Steps(ctx, dead.ID)
+		if err != nil {
+			return nil
+		}
+		for _, s := range steps {
+			if s.Status == "skipped" {
+				continue // the mirror never journals a step restored from the state
+			}
+			at, summary := s.EndedAt, s.Summary
+			if at.IsZero() {
+				at, summary = s.StartedAt, "interrupted: the run's process died during this step"
+			}
+			lines = append(lines, JournalLine{TS: notes.Stamp(at), Run: s.RunID, Step: s.Index,
+				Role: s.Role, Status: s.Status, Summary: summary})
+		}
+	}
+	return lines
 }
 
 // recoverClaim reopens a task left in progress by one of our own runs that died before giving

@@ -238,8 +238,11 @@ func (r *run) checkClaimable(ctx context.Context) error {
 			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
 	}
 	r.pre.task = t
-	r.mirror, err = newTaskMirror(r.tr, t, r.app.redact)
-	return err
+	if r.mirror, err = newTaskMirror(r.tr, t, r.app.redact); err != nil {
+		return err
+	}
+	r.mirror.catchUp(r.crashedJournal(ctx))
+	return nil
 }
 
 // freeBranch makes sure no other worktree holds the task branch. Holding the task lock means

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -136,6 +138,32 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 func closes(rec loop.StepRecord) bool {
 	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
 }
+
+// catchUp adds to the journal the lines of steps that a dead run recorded but never got
+// into the task state: a built-in Plan or Act rides on the next write (see afterStep), which
+// never came. They go out with this run's first write, in time order; a line the journal
+// already has is not added again. The resume data and labels are left as the last write put
+// them: they say what the next run may reuse, and a step they do not include is simply run
+// again.
+func (m *taskMirror) catchUp(lines []JournalLine) {
+	have := map[[2]string]bool{}
+	for _, l := range m.state.Journal {
+		have[journalKey(l)] = true
+	}
+	added := false
+	for _, l := range lines {
+		if !have[journalKey(l)] {
+			m.state.Journal = append(m.state.Journal, l)
+			have[journalKey(l)] = true
+			added = true
+		}
+	}
+	if added {
+		slices.SortStableFunc(m.state.Journal, func(a, b JournalLine) int { return strings.Compare(a.TS, b.TS) })
+	}
+}
+
+func journalKey(l JournalLine) [2]string { return [2]string{l.Run, strconv.Itoa(l.Step)} }
 
 func laterLabels(role loop.Role) []string {
 	switch role {

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -192,4 +193,24 @@ func TestTaskMirrorWritesAClosingAct(t *testing.T) {
 	labels, st := f.stored()
 	assert.Empty(t, labels, "the closing act's write removed the resume labels")
 	assert.Len(t, st.Journal, 4)
+}
+
+// A dead run's steps that never reached the task state are added to the journal once, in time
+// order, and go out with the next write.
+func TestTaskMirrorCatchesUpADeadRunsJournal(t *testing.T) {
+	f := newMirrorFixture(t, true)
+	line := func(run string, step int, ts string) JournalLine {
+		return JournalLine{TS: "2026-11-22T10:00:0" + ts + ".000Z", Run: run, Step: step, Role: "plan", Status: "ok"}
+	}
+	f.m.state.Journal = []JournalLine{line("r-0", 1, "1"), line("r-0", 2, "3")}
+	f.m.catchUp([]JournalLine{line("r-0", 2, "3"), line("r-dead", 1, "2"), line("r-0", 3, "4"), line("r-dead", 1, "2")})
+	f.after(5, loop.RoleDo, false, loop.Output{})
+	f.m.queue.wait()
+
+	_, st := f.stored()
+	var got []string
+	for _, l := range st.Journal {
+		got = append(got, fmt.Sprintf("%s/%d", l.Run, l.Step))
+	}
+	assert.Equal(t, []string{"r-0/1", "r-dead/1", "r-0/2", "r-0/3", "r-1/5"}, got, "each line once, in time order")
 }
