@@ -150,9 +150,14 @@ func (m *taskMirror) catchUp(lines []JournalLine) {
 	for _, l := range m.state.Journal {
 		have[journalKey(l)] = true
 	}
+	// Lines older than the journal's oldest may have been folded into its summary already.
+	var oldest string
+	if m.state.Folded != "" && len(m.state.Journal) > 0 {
+		oldest = m.state.Journal[0].TS
+	}
 	added := false
 	for _, l := range lines {
-		if !have[journalKey(l)] {
+		if !have[journalKey(l)] && l.TS >= oldest {
 			m.state.Journal = append(m.state.Journal, l)
 			have[journalKey(l)] = true
 			added = true

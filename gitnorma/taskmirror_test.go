@@ -214,3 +214,14 @@ func TestTaskMirrorCatchesUpADeadRunsJournal(t *testing.T) {
 	}
 	assert.Equal(t, []string{"r-0/1", "r-dead/1", "r-0/2", "r-0/3", "r-1/5"}, got, "each line once, in time order")
 }
+
+// A line older than the journal's oldest may already be counted in the folded summary: it is
+// not added back.
+func TestTaskMirrorCatchUpSkipsFoldedLines(t *testing.T) {
+	f := newMirrorFixture(t, true)
+	f.m.state.Folded = "12 older steps folded"
+	f.m.state.Journal = []JournalLine{{TS: "2026-11-22T10:00:05.000Z", Run: "r-0", Step: 7}}
+	f.m.catchUp([]JournalLine{{TS: "2026-11-22T10:00:01.000Z", Run: "r-dead", Step: 1}, {TS: "2026-11-22T10:00:06.000Z", Run: "r-dead", Step: 2}})
+	require.Len(t, f.m.state.Journal, 2)
+	assert.Equal(t, 2, f.m.state.Journal[1].Step, "only the line newer than the fold came back")
+}
