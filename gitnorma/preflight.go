@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
 )
 
 // preflight is everything a run checks before it creates a single file, branch or row.
@@ -68,6 +69,14 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 				"the main worktree has a detached HEAD, so there is no target branch to land on")
 		}
 		target = out
+	}
+	if strings.HasPrefix(target, worktree.BranchPrefix) {
+		// A task's branch is work waiting to be verified, never a place to land other work.
+		hint := `switch the main worktree back to your own branch (git switch main, say), or set "target_branch" in .norma/config.json`
+		if a.Config.TargetBranch != "" {
+			hint = `set "target_branch" in .norma/config.json to the branch tasks land on`
+		}
+		return "", fatalf(hint, "the target branch would be %s, a git-norma task branch: tasks do not land on one another", target)
 	}
 	if err := a.Repo.Git.Run(ctx, "check-ref-format", "--branch", target); err != nil {
 		return "", fatalf("fix target_branch in .norma/config.json", "target_branch %q is not a valid branch name", target)
