@@ -138,6 +138,10 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 			req.target, branch, req.target, req.task.ID)
 	case errors.Is(le, worktree.ErrDirtyOverlap):
 		return fmt.Sprintf("commit or stash your edits to those files in your checkout of %s, then: git norma land %s", req.target, req.task.ID)
+	case errors.Is(le, worktree.ErrTargetBusy):
+		return fmt.Sprintf("finish (or abort) it, then: git norma land %s", req.task.ID)
+	case errors.Is(le, worktree.ErrCheckoutBusy):
+		return fmt.Sprintf("finish (or abort) the merge in your checkout of %s, or wait for the git command holding it, then: git norma land %s", req.target, req.task.ID)
 	default:
 		return "try again: git norma land " + req.task.ID
 	}

@@ -119,4 +119,6 @@ func repoError(dir string, err error) error {
 }
 
 // Worktrees returns the worktree manager of the repository (guarded like Git).
-func (r *Repo) Worktrees() *worktree.Manager { return &worktree.Manager{Git: r.Git} }
+func (r *Repo) Worktrees() *worktree.Manager {
+	return &worktree.Manager{Git: r.Git, CommonDir: r.GitDir}
+}

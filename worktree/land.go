@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
@@ -18,6 +19,11 @@ var (
 	ErrDirtyOverlap = errors.New("local changes in the target's checkout overlap the task's changes")
 	// ErrTargetMoved: the target kept moving while landing (compare-and-swap failed every try).
 	ErrTargetMoved = errors.New("the target branch moved while landing")
+	// ErrTargetBusy: a rebase or bisect is working on the target branch.
+	ErrTargetBusy = errors.New("the target branch is in the middle of an operation")
+	// ErrCheckoutBusy: the target's checkout cannot be advanced now (an unfinished merge, or
+	// another git command holding its index).
+	ErrCheckoutBusy = errors.New("the target's checkout cannot be advanced now")
 )
 
 // LandError carries the paths behind a refusal.
@@ -90,6 +96,9 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	head := o.Head
 	if head == "" {
 		head = "refs/heads/" + o.TaskBranch
+	}
+	if op := branchOperation(m.commonDir(ctx), o.Target); op != "" {
+		return LandResult{}, &LandError{Err: ErrTargetBusy, Detail: op}
 	}
 	tree, err := m.mergeTree(ctx, tip.commit, head)
 	if err != nil {
@@ -172,9 +181,17 @@ func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string,
 // overrides a user's merge.autoStash, which would otherwise stash overlapping edits, move the
 // target anyway and leave conflict markers in the user's files.
 func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
-	err := m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "-q", "--no-stat", commit)
-	if err == nil {
-		return nil
+	var err error
+	for wait := indexLockWait; ; wait -= indexLockPoll {
+		err = m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "-q", "--no-stat", commit)
+		if err == nil {
+			return nil
+		}
+		// A git command of the user's holds the checkout's index for a moment (a commit, a
+		// status): wait for it rather than refuse a landing that is otherwise fine.
+		if !strings.Contains(errStderr(err), "index.lock") || wait <= 0 || sleepCtx(ctx, indexLockPoll) != nil {
+			break
+		}
 	}
 	stderr := errStderr(err)
 	if paths := overwrittenPaths(stderr); len(paths) > 0 {
@@ -183,7 +200,30 @@ func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) e
 	if strings.Contains(stderr, "Not possible to fast-forward") || strings.Contains(stderr, "not possible to fast-forward") {
 		return &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(stderr)}
 	}
-	return &LandError{Err: ErrDirtyOverlap, Detail: strings.TrimSpace(stderr)}
+	return &LandError{Err: ErrCheckoutBusy, Detail: firstLine(stderr)}
+}
+
+// How long a landing waits for another git command to release the checkout's index.
+const (
+	indexLockWait = 2 * time.Second
+	indexLockPoll = 100 * time.Millisecond
+)
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// firstLine is the gist of a git message, for a refusal that has to fit on one line.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return strings.TrimPrefix(strings.TrimPrefix(line, "fatal: "), "error: ")
 }
 
 // overwrittenPaths reads the tab-indented path list of git's "would be overwritten" error.

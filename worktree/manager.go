@@ -28,11 +28,17 @@ func TaskBranch(taskID string) string { return BranchPrefix + taskID }
 type Manager struct {
 	// Git runs in the main worktree's root.
 	Git git.Runner
+	// CommonDir is the repository's common git directory; asked of git when empty.
+	CommonDir string
 }
 
 // NewManager returns a manager for the repository whose main worktree is root.
 func NewManager(root string) *Manager {
-	return &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
+	m := &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		m.CommonDir = filepath.Join(root, ".git")
+	}
+	return m
 }
 
 // CreateOptions say which task workspace to create and where.
@@ -185,4 +191,12 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		}
 	}
 	return list, nil
+}
+
+// commonDir returns CommonDir, asking git once when it was not given.
+func (m *Manager) commonDir(ctx context.Context) string {
+	if m.CommonDir == "" {
+		m.CommonDir, _ = m.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	}
+	return m.CommonDir
 }
