@@ -45,6 +45,9 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
+	if err := a.checkForkPoints(ctx, st, req, head); err != nil {
+		return "", err
+	}
 	if a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", tip, head) == nil {
 		return head, nil // the target is where the branch was verified: nothing new to check against
 	}

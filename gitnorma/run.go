@@ -190,6 +190,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 		return withCode(ExitFail, err)
 	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
+	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started}); err != nil {
+		return err
+	}
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}

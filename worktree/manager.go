@@ -110,7 +110,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
 	return &Workspace{dir: o.Path, branch: branch, taskID: o.TaskID, runID: o.RunID, base: base,
-		git: m.Git.In(o.Path), CaughtUp: caught}, nil
+		git: m.Git.In(o.Path), CaughtUp: caught, Started: !exists || caught.Kept != ""}, nil
 }
 
 // BranchExists reports whether refs/heads/<branch> exists.

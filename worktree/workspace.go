@@ -29,6 +29,10 @@ type Workspace struct {
 	}
 	// CaughtUp is what bringing the existing branch up to date with the target did.
 	CaughtUp CatchUp
+	// Started means the task branch was (re)started from the target by this run: created, or
+	// restarted after it conflicted. Nothing of the target's older history is in it then
+	// beyond what Base contains.
+	Started bool
 }
 
 // Dir is the worktree's absolute path.

@@ -1,0 +1,82 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// kvForkPoint records, per run, the target commit its task branch was built on.
+const kvForkPoint = "fork_point"
+
+// forkPoint is where a run's task branch stood on the target: Base, the target commit it
+// contained when the run started; Started, whether the run (re)started the branch from the
+// target, so no run before it contributed to the branch.
+type forkPoint struct {
+	Base    string `json:"base"`
+	Started bool   `json:"started"`
+}
+
+// checkForkPoints refuses to land a branch built on target commits the target no longer has.
+// Landing merges the branch into the target; when the user amended, reset or rebased the
+// target since the branch forked, the merge would bring back, inside the task's squash
+// commit, what the user took out — a secret committed by mistake, say. Every run since the
+// branch was last (re)started left its fork point; each must still be on the target, unless
+// the branch itself was rebuilt without it.
+func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
+	runs, err := st.RunsForTask(ctx, req.task.ID, 20)
+	if err != nil {
+		return err
+	}
+	checked := map[string]bool{}
+	for _, r := range runs {
+		kv, err := st.KV(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		var fp forkPoint
+		if json.Unmarshal(kv[kvForkPoint], &fp) != nil || fp.Base == "" {
+			continue // a run from before fork points were recorded, or one that never started
+		}
+		if !checked[fp.Base] {
+			checked[fp.Base] = true
+			if err := a.forkPointOnTarget(ctx, req, fp.Base, head); err != nil {
+				return err
+			}
+		}
+		if fp.Started {
+			break
+		}
+	}
+	return nil
+}
+
+func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, base, head string) error {
+	onTarget, err := a.isAncestor(ctx, base, "refs/heads/"+req.target)
+	if err != nil || onTarget {
+		return err
+	}
+	inBranch, err := a.isAncestor(ctx, base, head)
+	if err != nil || !inBranch {
+		return err // the branch was rebuilt without it since
+	}
+	branch := worktree.TaskBranch(req.task.ID)
+	return &landRefusal{
+		reason: fmt.Errorf("%s no longer contains %.10s, which %s was built on: it was amended, reset or rebased since, and landing would bring back what was taken out of it", req.target, base, branch),
+		hint: fmt.Sprintf("rebuild the task branch on %s (git rebase --onto %s %.10s %s) and run the task again, or delete it to start over (git branch -D %s)",
+			req.target, req.target, base, branch, branch),
+	}
+}
+
+// isAncestor asks git whether a is an ancestor of b (or b itself).
+func (a *App) isAncestor(ctx context.Context, anc, desc string) (bool, error) {
+	err := a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", anc, desc)
+	if git.ExitCodeOf(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}
