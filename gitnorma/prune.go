@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -70,8 +71,22 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	}
 	cutoff := a.Now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
+	newestPass := map[string]bool{} // tasks whose newest passed run was seen
 	for i, r := range runs {
-		if r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff)) {
+		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
+		if !keep {
+			why, err := a.stillNeeded(ctx, st, r, newestPass)
+			if err != nil {
+				return rep, withCode(ExitFail, err)
+			}
+			if keep = why != ""; keep {
+				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+			}
+		}
+		if r.Status == store.StatusPassed {
+			newestPass[r.TaskID] = true
+		}
+		if keep {
 			if retained[r.TaskID] == "" {
 				retained[r.TaskID] = r.ID
 			}
@@ -89,6 +104,29 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 		return rep, err
 	}
 	return rep, a.pruneKept(ctx, o, runs, rep.Runs, &rep)
+}
+
+// stillNeeded says why a finished run that retention would remove has to stay, or "": its
+// process is still finishing it (landing, in a parallel loop), or it is its task's newest
+// PASS and has not landed — `git norma land` needs its record to land the verified work.
+// newestPass holds the tasks whose newest passed run came before r (runs go newest first).
+func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, newestPass map[string]bool) (string, error) {
+	if h, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live && h.RunID == r.ID {
+		return "its process is still finishing it", nil
+	}
+	if r.Status != store.StatusPassed || newestPass[r.TaskID] {
+		return "", nil
+	}
+	kv, err := st.KV(ctx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	var landed string
+	_ = json.Unmarshal(kv["landed_commit"], &landed)
+	if landed == "" {
+		return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
+	}
+	return "", nil
 }
 
 // pruneKept deletes the branches runs set aside when they conflicted with the target

@@ -141,6 +141,13 @@ func (r *run) autoPrune(ctx context.Context) {
 	if r.app.Config.Retention.KeepLast <= 0 && r.app.Config.Retention.KeepDays <= 0 {
 		return
 	}
+	// One prune at a time: the runs of a parallel loop end together, and two prunes would
+	// remove the same worktrees. A run that finds one under way leaves retention to it.
+	lock, err := acquireLock(r.app.Repo.Path("locks", "prune.lock"), "another git norma prune is running")
+	if err != nil {
+		return
+	}
+	defer lock.Release()
 	rep, err := r.app.prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true})
 	msg := fmt.Sprintf("retention removed %d run(s) and %d branch(es)", len(rep.Runs), len(rep.Branches))
 	if err != nil {
