@@ -44,6 +44,9 @@ type RunRow struct {
 	Started    time.Time `json:"started"`
 	DurationMS int64     `json:"duration_ms"`
 	RunDir     string    `json:"run_dir"`
+	// ProcessGone marks a run still recorded as running whose process died (killed, or the
+	// machine went down): the next run of its task recovers it.
+	ProcessGone bool `json:"process_gone,omitempty"`
 }
 
 // BranchRow is a task branch and the worktree holding it, if any.
@@ -99,11 +102,16 @@ func (a *App) runRow(r store.Run) RunRow {
 	if end.IsZero() {
 		end = a.Now()
 	}
-	return RunRow{
+	row := RunRow{
 		ID: r.ID, Task: r.TaskID, Goal: r.Goal, Status: r.Status, Verdict: r.Verdict, StopReason: r.StopReason,
 		Iteration: r.Iteration, Step: r.CurrentStepIndex, Started: r.CreatedAt,
 		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
 	}
+	if r.Status == store.StatusRunning {
+		h, live := LiveLockHolder(a.TaskLockPath(r.TaskID))
+		row.ProcessGone = !live || h.RunID != r.ID
+	}
+	return row
 }
 
 // taskBranches lists norma/task/* branches with the worktrees that hold them: read from the

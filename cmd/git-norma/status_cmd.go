@@ -81,6 +81,9 @@ func printRuns(out io.Writer, runs []gitnorma.RunRow) {
 		if r.StopReason != "" && r.StopReason != "none" {
 			status += " (" + r.StopReason + ")"
 		}
+		if r.ProcessGone {
+			status += " (process gone; its next run recovers it)"
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Task, status, orDash(r.Verdict), r.Iteration,
 			r.Started.Local().Format("2006-01-02 15:04:05"), durationText(r.DurationMS))
 	}
