@@ -149,8 +149,9 @@ func runVerdict(v string) string {
 type workspace struct {
 	ws     *worktree.Workspace
 	redact redactor
-	// root and runDir locate the places no agent may write (see guarded).
+	// root and runDir locate the places no agent may write (see guarded), with gitGuarded.
 	root, runDir string
+	gitGuarded   []string
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }

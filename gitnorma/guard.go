@@ -17,11 +17,23 @@ import (
 // orchestrator between steps). Checking them costs a few stat calls, never a walk of the
 // repository. (The store is not among them: a hook's check may write it meanwhile.)
 func (w workspace) guarded() []string {
-	return []string{
+	return append([]string{
 		filepath.Join(w.root, ".norma", "config.json"),
 		w.runDir,
 		filepath.Join(w.runDir, "norma.md"),
+	}, w.gitGuarded...)
+}
+
+// gitGuarded lists the repository's own files an agent could use to reach beyond its run:
+// the hooks directory (a planted hook runs in the user's next git command) and the shared
+// config (aliases, core.hooksPath, core.fsmonitor all run programs). A run worktree shares
+// both with the user's checkout.
+func (a *App) gitGuarded(ctx context.Context) []string {
+	guarded := []string{filepath.Join(a.Repo.GitDir, "config")}
+	if dir, err := a.HooksDir(ctx); err == nil {
+		guarded = append(guarded, dir)
 	}
+	return guarded
 }
 
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the

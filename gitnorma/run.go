@@ -280,7 +280,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir},
+		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, gitGuarded: r.app.gitGuarded(ctx)},
 		Recorder:  r.rec,
 		Live:      live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
