@@ -121,7 +121,10 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 	defer st.Close()
 	v, _ := st.SchemaVersion(ctx)
 	if res, err := st.IntegrityCheck(ctx); err != nil || res != "ok" {
-		rep.add("database", "fail", fmt.Sprintf("integrity_check: %v %s", err, res), "move .norma/norma.db aside and run git norma init")
+		if err != nil {
+			res = err.Error()
+		}
+		rep.add("database", "fail", "integrity check: "+res, "move .norma/norma.db aside and run git norma init")
 	} else {
 		rep.add("database", "ok", fmt.Sprintf("schema %d/%d, journal %s, integrity ok", v, store.SchemaVersion, st.JournalMode()), "")
 	}

@@ -20,10 +20,3 @@ func (s *Store) DeleteRun(ctx context.Context, runID string) error {
 		return nil
 	})
 }
-
-// IntegrityCheck runs PRAGMA integrity_check and returns "ok" or SQLite's findings.
-func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
-	var res string
-	err := s.db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&res)
-	return res, err
-}

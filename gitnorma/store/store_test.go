@@ -303,3 +303,21 @@ func TestTimeFormat(t *testing.T) {
 	a, b := FormatTime(tm), FormatTime(tm.Add(880*time.Millisecond))
 	assert.Less(t, a, b)
 }
+
+// SQLite finds a file sound without one of our tables; IntegrityCheck does not.
+func TestIntegrityCheckFindsAMissingTable(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "norma.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	res, err := s.IntegrityCheck(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "ok", res)
+	_, err = s.db.ExecContext(ctx, `DROP TABLE steps`)
+	require.NoError(t, err)
+	_, err = s.db.ExecContext(ctx, `DROP INDEX idx_runs_status`)
+	require.NoError(t, err)
+	res, err = s.IntegrityCheck(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "missing index idx_runs_status, table steps", res)
+}
