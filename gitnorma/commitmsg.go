@@ -23,6 +23,39 @@ var conventionalTypes = []string{"feat", "fix", "docs", "style", "refactor", "pe
 
 var scopeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`)
 
+// titlePrefixRE matches a Conventional Commit prefix a task title may already start with:
+// type, optional (scope), optional !, a colon, then a space or the end of the title.
+var titlePrefixRE = regexp.MustCompile(`^([A-Za-z]+)(?:\(([^()]*)\))?(!)?:(?: |$)`)
+
+// titlePrefix is a valid Conventional Commit prefix found at the start of a task title.
+type titlePrefix struct {
+	typ, scope string
+	breaking   bool
+	rest       string // the title after the prefix
+}
+
+// splitTitlePrefix finds a valid Conventional Commit prefix at the start of title (whitespace
+// already collapsed): a known type and, if present, a scope scopeRE accepts, both compared
+// case-insensitively (as Conventional Commits says) and returned lower-case. Anything else
+// (an unknown word such as "Note:", an invalid scope) is not a prefix and stays in the subject.
+func splitTitlePrefix(title string) (titlePrefix, bool) {
+	m := titlePrefixRE.FindStringSubmatchIndex(title)
+	if m == nil {
+		return titlePrefix{}, false
+	}
+	p := titlePrefix{typ: strings.ToLower(title[m[2]:m[3]]), breaking: m[6] >= 0, rest: strings.TrimSpace(title[m[1]:])}
+	if !slices.Contains(conventionalTypes, p.typ) {
+		return titlePrefix{}, false
+	}
+	if m[4] >= 0 {
+		p.scope = strings.ToLower(title[m[4]:m[5]])
+		if !scopeRE.MatchString(p.scope) {
+			return titlePrefix{}, false
+		}
+	}
+	return p, true
+}
+
 // CommitMessage is the landing commit's message (DESIGN.md section 5): a Conventional Commit
 // header from the task title, a body with the goal and the acceptance results, and trailers
 // that `git interpret-trailers --parse` lists.
@@ -51,6 +84,12 @@ func CommitMessage(cfg Commit, t tracker.Task, plan *loop.Plan, check *loop.Chec
 }
 
 // commitHeader is <type>[(<scope>)][!]: <subject>, at most maxHeader characters.
+//
+// The type is the Plan's valid proposal, else the task's issue type through type_map, else
+// default_type. A title that already starts with a valid Conventional Commit prefix
+// ("fix(auth)!: ...") is the user's explicit choice: its type wins over the Plan's and the
+// map's, its scope over the Plan's, and the prefix is not repeated in the subject. The change is
+// marked breaking (!) if either the title or the Plan says so.
 func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
 	typ, scope, breaking := commitType(cfg, t), "", false
 	if plan != nil && plan.Commit != nil {
@@ -61,6 +100,13 @@ func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
 			scope = plan.Commit.Scope
 		}
 		breaking = plan.Commit.Breaking
+	}
+	if p, ok := splitTitlePrefix(strings.Join(strings.Fields(t.Title), " ")); ok {
+		typ, t.Title = p.typ, p.rest
+		if p.scope != "" {
+			scope = p.scope
+		}
+		breaking = breaking || p.breaking
 	}
 	prefix := typ
 	if scope != "" && len(typ)+len(scope)+4 <= maxHeader-minSubject {

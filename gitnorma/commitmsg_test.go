@@ -69,6 +69,54 @@ func TestCommitHeaderType(t *testing.T) {
 	}
 }
 
+// A title that already carries a Conventional Commit prefix keeps it, once: the title's type
+// and scope are the user's explicit choice and win; breaking is marked if either side says so.
+func TestCommitHeaderTitlePrefix(t *testing.T) {
+	defaults := DefaultConfig().Commit
+	task := func(title, issueType string) tracker.Task {
+		return tracker.Task{ID: "norma-a1", Title: title, IssueType: issueType}
+	}
+	tests := []struct {
+		name string
+		task tracker.Task
+		plan *loop.Plan
+		want string
+	}{
+		{"same type as the map", task("fix: Reject empty names", "bug"), nil, "fix: Reject empty names"},
+		{"title type wins over the map", task("docs: Explain the config", "bug"), nil, "docs: Explain the config"},
+		{"title type wins over the plan", task("fix: Reject empty names", "bug"), planWith("refactor", "", false), "fix: Reject empty names"},
+		{"title scope", task("fix(cli): Reject empty names", "bug"), nil, "fix(cli): Reject empty names"},
+		{"title scope wins over the plan's", task("fix(cli): Reject empty names", "bug"), planWith("fix", "tracker", false), "fix(cli): Reject empty names"},
+		{"plan scope kept when the title has none", task("fix: Reject empty names", "bug"), planWith("feat", "cli", false), "fix(cli): Reject empty names"},
+		{"title breaking", task("feat!: Drop the v1 API", "feature"), nil, "feat!: Drop the v1 API"},
+		{"title scope and breaking", task("feat(api)!: Drop the v1 API", "feature"), nil, "feat(api)!: Drop the v1 API"},
+		{"plan breaking added to the title's prefix", task("feat(api): Drop the v1 API", "feature"), planWith("feat", "", true), "feat(api)!: Drop the v1 API"},
+		{"title breaking kept when the plan says not", task("feat!: Drop the v1 API", "feature"), planWith("feat", "", false), "feat!: Drop the v1 API"},
+		{"type case-insensitive, written lower-case", task("Fix: Reject empty names", "task"), nil, "fix: Reject empty names"},
+		{"scope case-insensitive, written lower-case", task("FEAT(CLI): Add a flag", "task"), nil, "feat(cli): Add a flag"},
+		{"leading and inner whitespace", task("  fix:   Reject\tempty names ", "bug"), nil, "fix: Reject empty names"},
+		{"prefix only", task("fix:", "bug"), nil, "fix: complete norma-a1"},
+		{"prefix and periods", task("chore: ...", "bug"), nil, "chore: complete norma-a1"},
+		{"unknown type is part of the subject", task("Note: Reject empty names", "bug"), nil, "fix: Note: Reject empty names"},
+		{"no space after the colon is not a prefix", task("fix:Reject empty names", "bug"), nil, "fix: fix:Reject empty names"},
+		{"invalid scope is not a prefix", task("fix(log in): Reject empty names", "bug"), nil, "fix: fix(log in): Reject empty names"},
+		{"empty scope is not a prefix", task("fix(): Reject empty names", "bug"), nil, "fix: fix(): Reject empty names"},
+		{"type inside the title is not a prefix", task("Reject fix: empty names", "bug"), nil, "fix: Reject fix: empty names"},
+		{"only the first prefix is taken", task("fix: feat: Reject empty names", "bug"), nil, "fix: feat: Reject empty names"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, commitHeader(defaults, tt.task, tt.plan))
+		})
+	}
+	t.Run("long title still fits", func(t *testing.T) {
+		h := commitHeader(defaults, task("fix(cli)!: "+strings.Repeat("word ", 30), "bug"), planWith("feat", "tracker", false))
+		assert.LessOrEqual(t, utf8.RuneCountInString(h), maxHeader, "header %q", h)
+		assert.True(t, strings.HasPrefix(h, "fix(cli)!: word word"), "header %q", h)
+		assert.Equal(t, 1, strings.Count(h, ": "), "header %q", h)
+	})
+}
+
 // headerOf calls commitHeader and turns a panic into a test failure with the inputs.
 func headerOf(t *testing.T, cfg Commit, task tracker.Task, plan *loop.Plan) (h string, panicked bool) {
 	t.Helper()
