@@ -67,7 +67,7 @@ func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
 	}
 	strategy, _ := a.Repo.Git.Output(ctx, "config", "notes.norma.mergeStrategy")
 	rewrite, _ := a.Repo.Git.Output(ctx, "config", "--get-all", "notes.rewriteRef")
-	if strategy != "cat_sort_uniq" || !strings.Contains(rewrite, notes.Ref) {
+	if strategy != "cat_sort_uniq" || !notes.CopiedOnRewrite(strings.Split(rewrite, "\n")) {
 		rep.add("notes config", "warn", fmt.Sprintf("notes.norma.mergeStrategy=%q, notes.rewriteRef=%q", strategy, rewrite), "git norma init")
 	} else {
 		rep.add("notes config", "ok", "cat_sort_uniq, rewriteRef set", "")

@@ -295,16 +295,20 @@ func TestInitConfiguresNotes(t *testing.T) {
 		wantRewrite []string
 		wantDisplay []string
 	}{
-		{"once", nil, []InitOptions{{}}, []string{notes.Ref}, nil},
-		{"twice", nil, []InitOptions{{}, {}}, []string{notes.Ref}, nil},
-		{"display notes", nil, []InitOptions{{DisplayNotes: true}}, []string{notes.Ref}, []string{notes.Ref}},
-		{"display notes twice", nil, []InitOptions{{DisplayNotes: true}, {DisplayNotes: true}}, []string{notes.Ref}, []string{notes.Ref}},
-		{"display notes added on re-run", nil, []InitOptions{{}, {DisplayNotes: true}, {}}, []string{notes.Ref}, []string{notes.Ref}},
+		{"once", nil, []InitOptions{{}}, []string{notes.RewriteRef}, nil},
+		{"twice", nil, []InitOptions{{}, {}}, []string{notes.RewriteRef}, nil},
+		{"display notes", nil, []InitOptions{{DisplayNotes: true}}, []string{notes.RewriteRef}, []string{notes.Ref}},
+		{"display notes twice", nil, []InitOptions{{DisplayNotes: true}, {DisplayNotes: true}}, []string{notes.RewriteRef}, []string{notes.Ref}},
+		{"display notes added on re-run", nil, []InitOptions{{}, {DisplayNotes: true}, {}}, []string{notes.RewriteRef}, []string{notes.Ref}},
 		{"user's own refs kept", [][2]string{{"notes.rewriteRef", "refs/notes/commits"}, {"notes.displayRef", "refs/notes/review"}},
 			[]InitOptions{{DisplayNotes: true}, {DisplayNotes: true}},
-			[]string{"refs/notes/commits", notes.Ref}, []string{"refs/notes/review", notes.Ref}},
-		{"already configured by hand", [][2]string{{"notes.rewriteRef", notes.Ref}, {"notes.displayRef", notes.Ref}},
-			[]InitOptions{{DisplayNotes: true}}, []string{notes.Ref}, []string{notes.Ref}},
+			[]string{"refs/notes/commits", notes.RewriteRef}, []string{"refs/notes/review", notes.Ref}},
+		{"already configured by hand", [][2]string{{"notes.rewriteRef", notes.RewriteRef}, {"notes.displayRef", notes.Ref}},
+			[]InitOptions{{DisplayNotes: true}}, []string{notes.RewriteRef}, []string{notes.Ref}},
+		// an older init (or the user) named the ref exactly, which made git warn on every
+		// amend and rebase until the first note: re-running init replaces it with the glob
+		{"exact rewrite ref replaced", [][2]string{{"notes.rewriteRef", notes.Ref}},
+			[]InitOptions{{}}, []string{notes.RewriteRef}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

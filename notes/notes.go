@@ -209,17 +209,39 @@ func (j Journal) lines(ctx context.Context, commit string) ([]string, error) {
 	return lines, nil
 }
 
+// RewriteRef is the notes.rewriteRef value that makes amend and rebase carry the journal
+// along. It is a glob that matches Ref and nothing else: for a rewriteRef that names a ref
+// exactly, git (2.39) prints "warning: notes ref refs/notes/norma is invalid" on every amend and
+// rebase until that ref exists, that is, until the first note; a glob that matches no ref yet is
+// silent, and copies the notes once there are some.
+const RewriteRef = "refs/notes/norm[a]"
+
 // Configure sets what makes the journal survive merges and rewrites: the cat_sort_uniq merge
-// strategy for refs/notes/norma, and notes.rewriteRef so amend and rebase carry notes along.
+// strategy for refs/notes/norma, and notes.rewriteRef (RewriteRef) so amend and rebase carry
+// notes along. An exact Ref in notes.rewriteRef (written by an older git-norma, or by hand) is
+// replaced by RewriteRef, which copies the same notes without git's warning; the user's other
+// rewrite refs are kept.
 func Configure(ctx context.Context, g git.Runner) error {
 	if err := g.Run(ctx, "config", "notes.norma.mergeStrategy", "cat_sort_uniq"); err != nil {
 		return err
 	}
 	refs, _ := g.Output(ctx, "config", "--get-all", "notes.rewriteRef")
-	if slices.Contains(strings.Split(refs, "\n"), Ref) {
+	values := strings.Split(refs, "\n")
+	if slices.Contains(values, Ref) {
+		if err := g.Run(ctx, "config", "--unset-all", "--fixed-value", "notes.rewriteRef", Ref); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(values, RewriteRef) {
 		return nil
 	}
-	return g.Run(ctx, "config", "--add", "notes.rewriteRef", Ref)
+	return g.Run(ctx, "config", "--add", "notes.rewriteRef", RewriteRef)
+}
+
+// CopiedOnRewrite says whether the notes.rewriteRef values carry the journal along on amend
+// and rebase (RewriteRef, or Ref itself).
+func CopiedOnRewrite(values []string) bool {
+	return slices.Contains(values, RewriteRef) || slices.Contains(values, Ref)
 }
 
 // ShowInLog adds refs/notes/norma to notes.displayRef, so plain `git log` shows the journal.

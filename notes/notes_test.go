@@ -1,8 +1,10 @@
 package notes
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +101,60 @@ func TestConfigureIsIdempotent(t *testing.T) {
 		require.NoError(t, Configure(ctx, repo.Git))
 	}
 	assert.Equal(t, "cat_sort_uniq", repo.Must("config", "notes.norma.mergeStrategy"))
-	assert.Equal(t, Ref, repo.Must("config", "--get-all", "notes.rewriteRef"))
+	assert.Equal(t, RewriteRef, repo.Must("config", "--get-all", "notes.rewriteRef"))
+}
+
+// An exact refs/notes/norma in notes.rewriteRef (an older git-norma's, or set by hand) is
+// replaced by the glob; the user's own rewrite refs stay, in order.
+func TestConfigureReplacesTheExactRef(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	for _, v := range []string{"refs/notes/commits", Ref, "refs/notes/review", Ref} {
+		repo.Must("config", "--add", "notes.rewriteRef", v)
+	}
+	require.NoError(t, Configure(ctx, repo.Git))
+	assert.Equal(t, "refs/notes/commits\nrefs/notes/review\n"+RewriteRef, repo.Must("config", "--get-all", "notes.rewriteRef"))
+	assert.True(t, CopiedOnRewrite([]string{Ref}))
+	assert.True(t, CopiedOnRewrite([]string{"refs/notes/commits", RewriteRef}))
+	assert.False(t, CopiedOnRewrite([]string{"refs/notes/commits", "refs/notes/norma2"}))
+}
+
+// stderrOf runs git in repo and returns its stderr; the command must succeed.
+func stderrOf(t *testing.T, repo *gittest.Repo, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = repo.Dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), "git %v: %s", args, stderr.String())
+	return stderr.String()
+}
+
+// With the configured notes.rewriteRef, amend and rebase say nothing while the journal does
+// not exist yet (an exact rewriteRef made git warn "notes ref refs/notes/norma is invalid"),
+// and carry the notes to the rewritten commits once it does.
+func TestRewriteCarriesNotesWithoutWarning(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	require.NoError(t, Configure(ctx, repo.Git))
+	repo.WriteFile("a.txt", "a\n")
+	repo.Commit("add a")
+	assert.Empty(t, stderrOf(t, repo, "commit", "-q", "--amend", "-m", "add a, amended"))
+	assert.Empty(t, stderrOf(t, repo, "rebase", "-q", "--force-rebase", "HEAD~1"))
+	require.Error(t, repo.Git.Run(ctx, "rev-parse", "--verify", "-q", Ref), "no journal yet")
+
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+	e := entry(t0, 1, "on the commit")
+	require.NoError(t, Journal{Git: repo.Git}.Add(ctx, repo.Must("rev-parse", "HEAD"), e))
+	assert.Empty(t, stderrOf(t, repo, "commit", "-q", "--amend", "-m", "add a, amended again"))
+	got, err := Journal{Git: repo.Git}.Read(ctx, repo.Must("rev-parse", "HEAD"))
+	require.NoError(t, err)
+	assert.Equal(t, []Entry{e}, got, "the note followed the amend")
+
+	assert.Empty(t, stderrOf(t, repo, "rebase", "-q", "--force-rebase", "HEAD~1"))
+	got, err = Journal{Git: repo.Git}.Read(ctx, repo.Must("rev-parse", "HEAD"))
+	require.NoError(t, err)
+	assert.Equal(t, []Entry{e}, got, "the note followed the rebase")
 }
 
 func cloneOf(t *testing.T, origin *gittest.Repo) *gittest.Repo {
