@@ -82,8 +82,14 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 		return "", fatalf("fix target_branch in .norma/config.json", "target_branch %q is not a valid branch name", target)
 	}
 	if err := a.Repo.Git.Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+target+"^{commit}"); err != nil {
-		return "", fatalf("make a first commit: git commit --allow-empty -m 'initial commit'",
-			"target branch %s has no commits yet", target)
+		// Only the branch HEAD is on can be unborn; any other branch that does not resolve is
+		// simply not there (a typo in target_branch, or deleted since).
+		if head, _ := a.Repo.Git.Output(ctx, "symbolic-ref", "-q", "HEAD"); head == "refs/heads/"+target {
+			return "", fatalf("make a first commit: git commit --allow-empty -m 'initial commit'",
+				"target branch %s has no commits yet", target)
+		}
+		return "", fatalf(fmt.Sprintf(`create it (git branch %s <start-commit>), or set "target_branch" in .norma/config.json to an existing branch`, target),
+			"target branch %s does not exist", target)
 	}
 	return target, nil
 }
