@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -205,12 +206,75 @@ func TestPushPullThroughRemote(t *testing.T) {
 
 func TestSyncRefusesBadRemotes(t *testing.T) {
 	repo := gittest.NewRepo(t)
+	repo.Must("notes", "--ref", Ref, "add", "-m", "x", "HEAD")
 	j := Journal{Git: repo.Git}
-	for _, remote := range []string{"", "--upload-pack=touch /tmp/x", "nope", "a..b"} {
-		_, err := j.Pull(context.Background(), remote)
-		assert.Error(t, err, remote)
-		assert.Error(t, j.Push(context.Background(), remote), remote)
+	tests := []struct {
+		remote string
+		kind   error
+	}{
+		{"", ErrInvalidRemote},
+		{"--upload-pack=touch /tmp/x", ErrInvalidRemote},
+		{"a..b", ErrInvalidRemote},
+		{"/nonexistent/path", ErrInvalidRemote},
+		{"nope", ErrNoRemote},
 	}
+	for _, tt := range tests {
+		t.Run(tt.remote, func(t *testing.T) {
+			_, err := j.Pull(context.Background(), tt.remote)
+			assert.ErrorIs(t, err, tt.kind)
+			err = j.Push(context.Background(), tt.remote)
+			assert.ErrorIs(t, err, tt.kind)
+			assert.NotErrorIs(t, err, ErrRejected)
+		})
+	}
+}
+
+// Each way a sync fails is told apart, so the user gets the way out that fits: a remote git
+// cannot reach is not a rejected push.
+func TestSyncFailureKinds(t *testing.T) {
+	ctx := context.Background()
+	origin := gittest.NewRepo(t)
+	head := origin.Must("rev-parse", "HEAD")
+	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+
+	t.Run("unreachable", func(t *testing.T) {
+		repo := gittest.NewRepo(t)
+		repo.Must("remote", "add", "gone", filepath.Join(t.TempDir(), "nonexistent"))
+		repo.Must("notes", "--ref", Ref, "add", "-m", "x", "HEAD")
+		j := Journal{Git: repo.Git}
+		err := j.Push(ctx, "gone")
+		assert.ErrorIs(t, err, ErrUnreachable)
+		assert.NotErrorIs(t, err, ErrRejected)
+		assert.Contains(t, err.Error(), `cannot reach remote "gone": `)
+		assert.Contains(t, err.Error(), "does not appear to be a git repository")
+		_, err = j.Pull(ctx, "gone")
+		assert.ErrorIs(t, err, ErrUnreachable)
+	})
+
+	t.Run("no local journal", func(t *testing.T) {
+		a := cloneOf(t, origin)
+		assert.ErrorIs(t, Journal{Git: a.Git}.Push(ctx, "origin"), ErrNoJournal)
+	})
+
+	// The push goes to a remote the pull does not read from (remote.<name>.pushurl), so the
+	// push is rejected again after the merge, as when another clone pushes in between.
+	t.Run("rejected after merging", func(t *testing.T) {
+		fetched, pushed := t.TempDir(), t.TempDir()
+		for _, dir := range []string{fetched, pushed} {
+			_, err := git.Runner{}.Output(ctx, "clone", "-q", "--bare", origin.Dir, dir)
+			require.NoError(t, err)
+		}
+		other := cloneOf(t, gittest.Open(t, pushed))
+		require.NoError(t, Journal{Git: other.Git}.Add(ctx, head, entry(t0, 1, "from other")))
+		require.NoError(t, Journal{Git: other.Git}.Push(ctx, "origin"))
+
+		a := cloneOf(t, gittest.Open(t, fetched))
+		a.Must("remote", "set-url", "--push", "origin", pushed)
+		require.NoError(t, Journal{Git: a.Git}.Add(ctx, head, entry(t0.Add(time.Minute), 2, "from a")))
+		err := Journal{Git: a.Git}.Push(ctx, "origin")
+		assert.ErrorIs(t, err, ErrRejected)
+		assert.NotErrorIs(t, err, ErrUnreachable)
+	})
 }
 
 func TestWrittenMergesInMemoryOnlyNotesItCreatedOnItsOwnCommits(t *testing.T) {
