@@ -11,11 +11,14 @@ import (
 
 type statusCmd struct {
 	Target string `arg:"" optional:"" help:"A run id (r-...) for its steps, or a task id for its runs."`
-	Limit  int    `short:"n" default:"20" help:"How many recent runs to list."`
+	Limit  int    `short:"n" default:"20" help:"How many recent runs to list (0: all)."`
 	JSON   bool   `help:"Print the status as JSON."`
 }
 
 func (c *statusCmd) Run(env *Env) error {
+	if c.Limit < 0 {
+		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--limit must be 0 (all runs) or more, not %d", c.Limit)}
+	}
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
 		return err
