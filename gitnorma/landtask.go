@@ -22,7 +22,10 @@ type LandReport struct {
 // LandTask lands a task branch whose head has a recorded PASS (a run made with --no-land, or
 // one whose landing was refused). Anything else is refused: nothing unverified lands.
 func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
-	if err := a.ValidateTaskID(taskID); err != nil {
+	// A task that is not in the backlog is a plain failure (exit 1, as for run), not a refused
+	// landing (exit 3).
+	task, err := a.ShowTask(ctx, taskID)
+	if err != nil {
 		return LandReport{}, err
 	}
 	target, err := a.targetBranch(ctx)
@@ -42,14 +45,6 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	runID, err := a.passingRun(ctx, st, taskID)
 	if err != nil {
 		return LandReport{}, err
-	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return LandReport{}, err
-	}
-	task, err := tr.Get(ctx, taskID)
-	if err != nil {
-		return LandReport{}, withCode(ExitFail, err)
 	}
 	rep := LandReport{TaskID: taskID, RunID: runID, Target: target}
 	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target})

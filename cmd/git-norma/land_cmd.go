@@ -16,11 +16,6 @@ func (c *landCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	// A task that is not in the backlog is a plain failure (exit 1, as for run), not a refused
-	// landing (exit 3): LandTask looks for the branch's PASS before it asks the tracker.
-	if _, err := app.ShowTask(env.Ctx, c.Task); err != nil {
-		return err
-	}
 	rep, err := app.LandTask(env.Ctx, c.Task)
 	if err != nil {
 		return err
