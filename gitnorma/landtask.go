@@ -17,6 +17,9 @@ type LandReport struct {
 	Target string   `json:"target"`
 	Commit string   `json:"landed_commit"`
 	Paths  []string `json:"land_conflicts,omitempty"`
+	// Refused and Hint say why a landing was refused (exit 3) and what to do about it.
+	Refused string `json:"land_error,omitempty"`
+	Hint    string `json:"land_hint,omitempty"`
 }
 
 // LandTask lands a task branch whose head has a recorded PASS (a run made with --no-land, or

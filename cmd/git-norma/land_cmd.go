@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
 )
@@ -17,6 +19,15 @@ func (c *landCmd) Run(env *Env) error {
 		return err
 	}
 	rep, err := app.LandTask(env.Ctx, c.Task)
+	var refused *gitnorma.Error
+	if c.JSON && errors.As(err, &refused) && refused.Code == gitnorma.ExitLandRefused {
+		// A refused landing is an outcome too: scripts get its reason on stdout, and the exit
+		// code (3) and message as for any error.
+		rep.TaskID, rep.Refused, rep.Hint = c.Task, strings.TrimPrefix(refused.Err.Error(), "landing refused: "), refused.Hint
+		if perr := printJSON(env.IO.Out, rep); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // hints hold shell commands: "a && b", not "a \u0026\u0026 b"
 	return enc.Encode(v)
 }
 
