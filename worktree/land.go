@@ -97,7 +97,11 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if head == "" {
 		head = "refs/heads/" + o.TaskBranch
 	}
-	if op := branchOperation(m.commonDir(ctx), o.Target); op != "" {
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return LandResult{}, err
+	}
+	if op := branchOperation(common, o.Target); op != "" {
 		return LandResult{}, &LandError{Err: ErrTargetBusy, Detail: op}
 	}
 	tree, err := m.mergeTree(ctx, tip.commit, head)

@@ -28,15 +28,16 @@ func TaskBranch(taskID string) string { return BranchPrefix + taskID }
 type Manager struct {
 	// Git runs in the main worktree's root.
 	Git git.Runner
-	// CommonDir is the repository's common git directory; asked of git when empty.
+	// CommonDir is the repository's common git directory, where the worktrees' own git
+	// directories are found (asked of git when empty).
 	CommonDir string
 }
 
 // NewManager returns a manager for the repository whose main worktree is root.
 func NewManager(root string) *Manager {
 	m := &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
-	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
-		m.CommonDir = filepath.Join(root, ".git")
+	if l, ok := git.Discover(root); ok {
+		m.CommonDir = l.CommonDir
 	}
 	return m
 }
@@ -109,8 +110,23 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	if err != nil {
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
-	return &Workspace{dir: o.Path, branch: branch, taskID: o.TaskID, runID: o.RunID, base: base,
-		git: m.Git.In(o.Path), CaughtUp: caught, Started: !exists || caught.Kept != ""}, nil
+	ws, err := m.open(ctx, o.Path, o.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("create worktree for run %s: %w", o.RunID, err)
+	}
+	ws.branch, ws.taskID, ws.base, ws.CaughtUp = branch, o.TaskID, base, caught
+	ws.Started = !exists || caught.Kept != ""
+	return ws, nil
+}
+
+// open is the workspace of the run worktree at path, its git commands pinned to the worktree's
+// own git directory (see AdminDir and git.Runner.Pinned).
+func (m *Manager) open(ctx context.Context, path, runID string) (*Workspace, error) {
+	admin, err := m.AdminDir(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return &Workspace{dir: path, gitDir: admin, runID: runID, git: m.Git.Pinned(admin, path)}, nil
 }
 
 // BranchExists reports whether refs/heads/<branch> exists.
@@ -129,27 +145,42 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		return "", err
 	}
 	for _, wt := range list {
-		// A prunable entry's directory is gone: nothing is checked out there any more.
-		if wt.Branch == branch && !wt.Prunable {
+		// A prunable entry whose directory is gone has nothing checked out any more. One whose
+		// .git file alone is gone still holds an index and files: git worktree prune would
+		// throw its index away, so it is its holder's to remove (see Remove).
+		if wt.Branch == branch && (!wt.Prunable || exists(wt.Path)) {
 			return wt.Path, nil
 		}
 	}
 	return "", nil
 }
 
-// Remove removes a run worktree. Uncommitted changes in it are first committed to its branch
-// (never thrown away: they may be an interrupted agent's work).
+// Remove removes a run worktree whose run has ended (nothing else runs git there).
+// Uncommitted changes in it are first committed to its branch (never thrown away: they may be
+// an interrupted agent's work). A directory git no longer knows as a worktree is left as it
+// is (ErrNotWorktree): without its git directory, git there would find another repository.
 func (m *Manager) Remove(ctx context.Context, path, runID string) error {
-	if _, err := os.Stat(path); err == nil {
-		ws := &Workspace{dir: path, runID: runID, git: m.Git.In(path)}
+	if exists(path) {
+		ws, err := m.open(ctx, path, runID)
+		if err != nil {
+			return fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+		}
 		if err := ws.rescue(ctx); err != nil {
 			return fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+		}
+		if err := relink(path, ws.gitDir); err != nil {
+			return fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 		if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 	}
 	return m.Git.Run(ctx, "worktree", "prune")
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Info is one entry of `git worktree list`.
@@ -191,12 +222,4 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		}
 	}
 	return list, nil
-}
-
-// commonDir returns CommonDir, asking git once when it was not given.
-func (m *Manager) commonDir(ctx context.Context) string {
-	if m.CommonDir == "" {
-		m.CommonDir, _ = m.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
-	}
-	return m.CommonDir
 }

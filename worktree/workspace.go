@@ -13,7 +13,9 @@ import (
 
 // Workspace is one run's worktree on its task branch.
 type Workspace struct {
-	dir    string
+	dir string
+	// gitDir is the worktree's own git directory, where its HEAD, index and locks are.
+	gitDir string
 	branch string
 	taskID string
 	runID  string
@@ -255,7 +257,7 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 // HEAD, the branch and the changed paths, and a workspace without changes needs no commit.
 func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, error) {
 	if expectChanges {
-		if branch, head, ok := git.ReadHead(w.dir); ok {
+		if branch, head, ok := git.ReadHeadAt(w.gitDir); ok {
 			return view{state: State{Head: head}, branch: branch}, nil
 		}
 	}
@@ -264,7 +266,7 @@ func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, err
 
 // headCommit is the commit HEAD points at, read from the files where git's layout allows.
 func (w *Workspace) headCommit(ctx context.Context) (string, error) {
-	if _, head, ok := git.ReadHead(w.dir); ok {
+	if _, head, ok := git.ReadHeadAt(w.gitDir); ok {
 		return head, nil
 	}
 	return w.git.Output(ctx, "rev-parse", "HEAD")

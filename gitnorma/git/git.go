@@ -70,6 +70,16 @@ func (r Runner) In(dir string) Runner {
 	return Runner{Dir: dir, Env: r.Env}
 }
 
+// Pinned returns a runner for the work tree dir whose git directory is gitDir, named to git
+// through GIT_DIR and GIT_WORK_TREE: git then never looks for the repository itself. Left to
+// look, git reads dir/.git, and where that file is gone it walks up the directories above — a
+// linked worktree inside another checkout would send the command to that checkout's
+// repository, index and branch.
+func (r Runner) Pinned(gitDir, dir string) Runner {
+	env := append(append([]string{}, r.Env...), "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
+	return Runner{Dir: dir, Env: env}
+}
+
 // Output runs git and returns its stdout with the trailing newline trimmed. The output is
 // returned even when git fails: some commands (merge-tree) report details on stdout with a
 // non-zero exit.

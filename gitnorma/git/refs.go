@@ -185,6 +185,12 @@ func ReadHead(dir string) (branch, oid string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
+	return ReadHeadAt(gitDir)
+}
+
+// ReadHeadAt is ReadHead of the work tree whose git directory is gitDir, known beforehand
+// (a worktree's .git file may be gone or point elsewhere; see Runner.Pinned).
+func ReadHeadAt(gitDir string) (branch, oid string, ok bool) {
 	common, ok := commonDirOf(gitDir)
 	if !ok {
 		return "", "", false

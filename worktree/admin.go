@@ -1,0 +1,124 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotWorktree is returned for a directory git no longer knows as a linked worktree of the
+// repository (its git directory was pruned): git-norma runs no git command there at all.
+var ErrNotWorktree = errors.New("git does not know it as a worktree of this repository")
+
+// AdminDir returns the git directory git keeps for the linked worktree at path
+// (<common>/worktrees/<name>). It is found from git's side of the link, the admin directory
+// whose gitdir file names path/.git, and never from path/.git: whatever runs in the worktree
+// may delete or rewrite that file, and git itself, not finding it, would take the repository
+// of a directory above (the main checkout) for the worktree's.
+func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	worktrees := filepath.Join(common, "worktrees")
+	entries, err := os.ReadDir(worktrees)
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	for _, e := range entries {
+		admin := filepath.Join(worktrees, e.Name())
+		if linked, ok := linkedPath(admin); ok && sameDir(linked, path) {
+			return admin, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+}
+
+// commonDir is the repository's common git directory: CommonDir, or git's answer when the
+// manager was made without it.
+func (m *Manager) commonDir(ctx context.Context) (string, error) {
+	if m.CommonDir != "" {
+		return m.CommonDir, nil
+	}
+	return m.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
+}
+
+// linkedPath is the work tree an admin directory belongs to: its gitdir file names the work
+// tree's .git file (absolute, or relative to the admin directory).
+func linkedPath(admin string) (string, bool) {
+	data, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return "", false
+	}
+	dotGit := strings.TrimSpace(string(data))
+	if dotGit == "" {
+		return "", false
+	}
+	if !filepath.IsAbs(dotGit) {
+		dotGit = filepath.Join(admin, dotGit)
+	}
+	return filepath.Dir(dotGit), true
+}
+
+// sameDir says whether a and b name the same existing directory, however they are spelled.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+// relink restores the worktree's .git file, git's link from the work tree to admin, when
+// whatever ran there deleted it or pointed it elsewhere: `git worktree remove` refuses a
+// worktree whose link is broken. Something else in its place is removed first (never written
+// through: it may be a symlink to anything); a .git directory, a repository made there, is
+// left alone and the removal fails on it.
+func relink(path, admin string) error {
+	dotGit := filepath.Join(path, ".git")
+	fi, err := os.Lstat(dotGit)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil && fi.Mode().IsRegular() && pointsTo(dotGit, admin):
+		return nil
+	case err == nil:
+		if err := os.Remove(dotGit); err != nil {
+			return err
+		}
+	case !os.IsNotExist(err):
+		return err
+	}
+	f, err := os.OpenFile(dotGit, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "gitdir: %s\n", admin)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// pointsTo says whether the .git file dotGit names admin.
+func pointsTo(dotGit, admin string) bool {
+	data, err := os.ReadFile(dotGit)
+	if err != nil {
+		return false
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(dotGit), target)
+	}
+	return sameDir(target, admin)
+}

@@ -1,0 +1,110 @@
+package worktree
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// userCheckout is the main checkout as a user leaves it mid-work: a tracked edit, a staged new
+// file and an untracked draft. It returns the checkout's head and status, which nothing done
+// in a run worktree may change.
+func userCheckout(f *fixture) (head, status string) {
+	f.t.Helper()
+	f.repo.WriteFile("tracked.txt", "committed\n")
+	f.repo.Commit("tracked")
+	// Run worktrees live in the main checkout, under .norma/ (ignored there, as init does).
+	writeFile(f.t, f.repo.Dir, ".git/info/exclude", ".norma/\n")
+	writeFile(f.t, f.repo.Dir, "tracked.txt", "committed\nEDIT\n")
+	writeFile(f.t, f.repo.Dir, "draft.txt", "draft\n")
+	writeFile(f.t, f.repo.Dir, "staged.txt", "staged\n")
+	f.git("add", "staged.txt")
+	return f.rev("HEAD"), f.git("status", "--porcelain", "--untracked-files=all")
+}
+
+// createInside makes the run's workspace where git-norma makes it: inside the main checkout,
+// so git looking for a repository above the workspace finds the user's.
+func (f *fixture) createInside(taskID, runID string) *Workspace {
+	f.t.Helper()
+	ws, err := f.m.Create(f.ctx, CreateOptions{TaskID: taskID, RunID: runID, Target: "main",
+		Path: filepath.Join(f.repo.Dir, ".norma", "runs", runID, "workspace")})
+	require.NoError(f.t, err)
+	return ws
+}
+
+// TestBrokenGitFileNeverReachesTheMainCheckout: an agent that deletes its worktree's .git file,
+// or points it at the main repository, must not make git-norma's commit, rescue or removal
+// work on the main checkout: the work goes on the task branch, the user's checkout and main
+// stay exactly as they were.
+func TestBrokenGitFileNeverReachesTheMainCheckout(t *testing.T) {
+	breakages := map[string]func(t *testing.T, f *fixture, ws *Workspace){
+		"deleted": func(t *testing.T, f *fixture, ws *Workspace) {
+			require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
+		},
+		"pointing at the main repository": func(t *testing.T, f *fixture, ws *Workspace) {
+			writeFile(t, ws.Dir(), ".git", "gitdir: "+filepath.Join(f.repo.Dir, ".git")+"\n")
+		},
+		"a symlink to a file of the user's": func(t *testing.T, f *fixture, ws *Workspace) {
+			require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
+			require.NoError(t, os.Symlink(filepath.Join(f.repo.Dir, "draft.txt"), filepath.Join(ws.Dir(), ".git")))
+		},
+	}
+	for name, breakIt := range breakages {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			head, status := userCheckout(f)
+			ws := f.createInside("T-1", "R-1")
+			since := f.state(ws)
+			breakIt(t, f, ws)
+			writeFile(t, ws.Dir(), "a.txt", "x\n")
+
+			res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
+			require.NoError(t, err)
+			assert.Equal(t, f.rev("refs/heads/norma/task/T-1"), res.Commit)
+			assert.Equal(t, []string{"README.md", "a.txt", "tracked.txt"}, f.treeFiles(res.Commit))
+
+			writeFile(t, ws.Dir(), "b.txt", "left uncommitted\n")
+			require.NoError(t, f.m.Remove(f.ctx, ws.Dir(), "R-1"))
+			assert.NoDirExists(t, ws.Dir())
+			assert.Equal(t, []string{"README.md", "a.txt", "b.txt", "tracked.txt"}, f.treeFiles("refs/heads/norma/task/T-1"))
+
+			assert.Equal(t, head, f.rev("HEAD"), "main moved")
+			assert.Equal(t, status, f.git("status", "--porcelain", "--untracked-files=all"), "the user's checkout changed")
+			assert.Equal(t, "draft\n", readFile(t, f.repo.Dir, "draft.txt"))
+		})
+	}
+}
+
+// TestRemoveLeavesAnUnknownDirectoryAlone: a workspace directory git no longer knows (its git
+// directory pruned) gets no git command at all, not even a status: git would take the main
+// checkout's repository for its own and commit the user's work there.
+func TestRemoveLeavesAnUnknownDirectoryAlone(t *testing.T) {
+	f := newFixture(t)
+	head, status := userCheckout(f)
+	ws := f.createInside("T-1", "R-1")
+	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
+	writeFile(t, ws.Dir(), "a.txt", "x\n")
+	f.git("worktree", "prune")
+
+	err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.ErrorIs(t, err, ErrNotWorktree)
+	assert.FileExists(t, filepath.Join(ws.Dir(), "a.txt"), "the files are left where they are")
+	assert.Equal(t, head, f.rev("HEAD"), "main moved")
+	assert.Equal(t, status, f.git("status", "--porcelain", "--untracked-files=all"), "the user's checkout changed")
+}
+
+// TestHolderCountsAWorktreeWithoutItsGitFile: a worktree whose .git file is gone still has its
+// files and index; it keeps holding its branch until it is removed (git worktree prune, which
+// Create runs, would drop its index and leave the files unrescued).
+func TestHolderCountsAWorktreeWithoutItsGitFile(t *testing.T) {
+	f := newFixture(t)
+	ws := f.createInside("T-1", "R-1")
+	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
+
+	holder, err := f.m.Holder(f.ctx, "norma/task/T-1")
+	require.NoError(t, err)
+	assert.Equal(t, ws.Dir(), holder)
+}
