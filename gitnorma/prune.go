@@ -92,8 +92,13 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 			}
 			continue
 		}
-		if err := a.pruneRun(ctx, st, r, o.DryRun); err != nil {
+		why, err := a.pruneRun(ctx, st, r, o.DryRun)
+		if err != nil {
 			return rep, withCode(ExitFail, err)
+		}
+		if why != "" {
+			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+			continue
 		}
 		rep.Runs = append(rep.Runs, r.ID)
 	}
@@ -183,24 +188,32 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 	return nil
 }
 
-func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) error {
+// pruneRun removes a finished run; it returns why the run stays ("" once it is gone).
+func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) (string, error) {
 	dir := filepath.Join(a.Repo.Root, filepath.FromSlash(r.RunDir))
 	if !strings.HasPrefix(dir, a.Repo.Path("runs")+string(filepath.Separator)) {
-		return fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
+		return "", fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
 	}
 	if dryRun {
-		return nil
+		return "", nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, "workspace")); err == nil {
-		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().Remove(ctx, filepath.Join(dir, "workspace"), r.ID) })
+	wsDir := filepath.Join(dir, "workspace")
+	if _, err := os.Stat(wsDir); err == nil {
+		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().Remove(ctx, wsDir, r.ID) })
+		if errors.Is(err, worktree.ErrNotWorktree) {
+			// Its .git file went and git forgot it: its uncommitted files cannot be committed
+			// anywhere, and deleting them would lose them.
+			return "its workspace is no longer a git worktree, so its uncommitted files could not be saved; look at " +
+				wsDir + ", then delete " + dir, nil
+		}
 		if err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return "", err
 	}
-	return st.DeleteRun(ctx, r.ID)
+	return "", st.DeleteRun(ctx, r.ID)
 }
 
 // pruneBranches deletes landed task branches (task closed, nothing left to land) once no
