@@ -152,6 +152,8 @@ type workspace struct {
 	// root and runDir locate the places no agent may write (see guarded), with gitGuarded.
 	root, runDir string
 	gitGuarded   []string
+	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
+	events func(context.Context, store.Event)
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }
@@ -181,15 +183,24 @@ func (w workspace) intact() error {
 }
 
 func (w workspace) Discard(ctx context.Context, snap loop.Snapshot) error {
+	if err := w.clearStaleLock(ctx); err != nil {
+		return err
+	}
 	return w.ws.Discard(ctx, worktree.State{Head: snap.Head, Status: snap.Status})
 }
 
 func (w workspace) Rollback(ctx context.Context, to string) (string, error) {
+	if err := w.clearStaleLock(ctx); err != nil {
+		return "", err
+	}
 	return w.ws.Rollback(ctx, to)
 }
 
 func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.CommitRequest) (loop.CommitResult, error) {
 	if err := w.intact(); err != nil {
+		return loop.CommitResult{}, err
+	}
+	if err := w.clearStaleLock(ctx); err != nil {
 		return loop.CommitResult{}, err
 	}
 	res, err := w.ws.Commit(ctx, worktree.State{Head: snap.Head, Status: snap.Status}, worktree.StepCommit{

@@ -199,7 +199,8 @@ func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun
 	}
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
-		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().Remove(ctx, wsDir, r.ID) })
+		// A stale index.lock is removed on the way; the run's events go with it.
+		err := a.withWorktreeLock(ctx, func() error { _, err := a.Repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.

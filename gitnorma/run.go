@@ -270,8 +270,19 @@ func (r *run) freeBranch(ctx context.Context) error {
 			return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
 				"branch %s is checked out in %s", branch, holder)
 		}
-		return r.wm.Remove(ctx, holder, filepath.Base(filepath.Dir(holder)))
+		dead := filepath.Base(filepath.Dir(holder))
+		removed, err := r.wm.Remove(ctx, holder, dead)
+		if removed.StaleLock != "" {
+			_ = r.st.AppendEvent(ctx, dead, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of this run, which died"))
+		}
+		return err
 	})
+}
+
+// loopWorkspace is the run's worktree as the loop works with it.
+func (r *run) loopWorkspace(ctx context.Context) workspace {
+	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, gitGuarded: r.app.gitGuarded(ctx),
+		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) }}
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
@@ -280,7 +291,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, gitGuarded: r.app.gitGuarded(ctx)},
+		Workspace: r.loopWorkspace(ctx),
 		Recorder:  r.rec,
 		Live:      live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),

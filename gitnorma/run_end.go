@@ -162,7 +162,13 @@ func (r *run) removeWorktree(ctx context.Context) {
 	if r.ws == nil {
 		return
 	}
-	err := r.app.withWorktreeLock(ctx, func() error { return r.wm.Remove(ctx, r.ws.Dir(), r.id) })
+	err := r.app.withWorktreeLock(ctx, func() error {
+		removed, err := r.wm.Remove(ctx, r.ws.Dir(), r.id)
+		if removed.StaleLock != "" {
+			_ = r.st.AppendEvent(ctx, r.id, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of the run"))
+		}
+		return err
+	})
 	if err != nil {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
 	}

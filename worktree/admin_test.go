@@ -67,7 +67,8 @@ func TestBrokenGitFileNeverReachesTheMainCheckout(t *testing.T) {
 			assert.Equal(t, []string{"README.md", "a.txt", "tracked.txt"}, f.treeFiles(res.Commit))
 
 			writeFile(t, ws.Dir(), "b.txt", "left uncommitted\n")
-			require.NoError(t, f.m.Remove(f.ctx, ws.Dir(), "R-1"))
+			_, err = f.m.Remove(f.ctx, ws.Dir(), "R-1")
+			require.NoError(t, err)
 			assert.NoDirExists(t, ws.Dir())
 			assert.Equal(t, []string{"README.md", "a.txt", "b.txt", "tracked.txt"}, f.treeFiles("refs/heads/norma/task/T-1"))
 
@@ -89,7 +90,7 @@ func TestRemoveLeavesAnUnknownDirectoryAlone(t *testing.T) {
 	writeFile(t, ws.Dir(), "a.txt", "x\n")
 	f.git("worktree", "prune")
 
-	err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
 	require.ErrorIs(t, err, ErrNotWorktree)
 	assert.FileExists(t, filepath.Join(ws.Dir(), "a.txt"), "the files are left where they are")
 	assert.Equal(t, head, f.rev("HEAD"), "main moved")

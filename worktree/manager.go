@@ -155,27 +155,38 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 	return "", nil
 }
 
-// Remove removes a run worktree whose run has ended (nothing else runs git there).
-// Uncommitted changes in it are first committed to its branch (never thrown away: they may be
-// an interrupted agent's work). A directory git no longer knows as a worktree is left as it
-// is (ErrNotWorktree): without its git directory, git there would find another repository.
-func (m *Manager) Remove(ctx context.Context, path, runID string) error {
+// Removed is what removing a run worktree had to clear first.
+type Removed struct {
+	// StaleLock is the index.lock a dead process had left there, removed ("" when none).
+	StaleLock string
+}
+
+// Remove removes a run worktree whose run has ended. Nothing runs git there any more, so an
+// index.lock left there is stale: it goes first. Uncommitted changes are committed to the
+// branch before the worktree goes (never thrown away: they may be an interrupted agent's
+// work). A directory git no longer knows as a worktree is left as it is (ErrNotWorktree):
+// without its git directory, git there would find another repository.
+func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, error) {
+	var done Removed
 	if exists(path) {
 		ws, err := m.open(ctx, path, runID)
 		if err != nil {
-			return fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+		}
+		if done.StaleLock, err = ws.RemoveStaleLock(); err != nil {
+			return done, err
 		}
 		if err := ws.rescue(ctx); err != nil {
-			return fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
 		if err := relink(path, ws.gitDir); err != nil {
-			return fmt.Errorf("remove worktree %s: %w", path, err)
+			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 		if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
-			return fmt.Errorf("remove worktree %s: %w", path, err)
+			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 	}
-	return m.Git.Run(ctx, "worktree", "prune")
+	return done, m.Git.Run(ctx, "worktree", "prune")
 }
 
 func exists(path string) bool {

@@ -182,7 +182,8 @@ func TestRemoveKeepsUncommittedChangesOnTheBranch(t *testing.T) {
 	// A failing pre-commit hook must not block the rescue commit.
 	f.installHook("pre-commit", "exit 1")
 
-	require.NoError(t, f.m.Remove(f.ctx, ws.Dir(), "R-1"))
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.NoError(t, err)
 
 	assert.NoDirExists(t, ws.Dir())
 	holder, err := f.m.Holder(f.ctx, "norma/task/T-1")
@@ -208,7 +209,8 @@ func TestRemoveCleanWorktreeMakesNoCommit(t *testing.T) {
 	ws := f.create("T-1", "R-1")
 	tip := f.rev("refs/heads/norma/task/T-1")
 
-	require.NoError(t, f.m.Remove(f.ctx, ws.Dir(), "R-1"))
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.NoError(t, err)
 
 	assert.NoDirExists(t, ws.Dir())
 	assert.Equal(t, tip, f.rev("refs/heads/norma/task/T-1"))
@@ -219,7 +221,8 @@ func TestRemoveMissingDirectoryPrunes(t *testing.T) {
 	ws := f.create("T-1", "R-1")
 	require.NoError(t, os.RemoveAll(ws.Dir()))
 
-	require.NoError(t, f.m.Remove(f.ctx, ws.Dir(), "R-1"))
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.NoError(t, err)
 
 	holder, err := f.m.Holder(f.ctx, "norma/task/T-1")
 	require.NoError(t, err)

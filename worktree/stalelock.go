@@ -1,0 +1,28 @@
+package worktree
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// indexLock is the file git creates next to a worktree's index while it writes it, and removes
+// when done. A git process that is killed (or an agent that makes the file itself) leaves it
+// behind, and every later command that writes the index fails on it ("Unable to create
+// .../index.lock: File exists") until someone removes it: git never does.
+const indexLock = "index.lock"
+
+// RemoveStaleLock removes an index.lock from the worktree's git directory. Call it only when no
+// process can be running git in the worktree, so that any lock there is stale: between steps,
+// once the agent's process group has ended (git-norma's own git commands there have all
+// returned by then), or in a dead run's worktree. It returns the path removed ("" when there
+// was none).
+func (w *Workspace) RemoveStaleLock() (string, error) {
+	path := filepath.Join(w.gitDir, indexLock)
+	if err := os.Remove(path); err != nil {
+		if os.IsNotExist(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return path, nil
+}

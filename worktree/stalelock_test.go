@@ -1,0 +1,56 @@
+package worktree
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// leaveIndexLock makes the index.lock a killed git (or an agent) leaves in the worktree's own
+// git directory, and returns its path.
+func (f *fixture) leaveIndexLock(ws *Workspace) string {
+	f.t.Helper()
+	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock")
+	require.NoError(f.t, os.WriteFile(lock, nil, 0o644))
+	return lock
+}
+
+// TestRemoveStaleLockLetsTheCommitThrough: with the lock left there git refuses to commit; once
+// it is removed the step commits as usual.
+func TestRemoveStaleLockLetsTheCommitThrough(t *testing.T) {
+	f, ws := wsFixture(t)
+	since := f.state(ws)
+	writeFile(t, ws.Dir(), "a.txt", "x\n")
+	lock := f.leaveIndexLock(ws)
+	_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
+	require.ErrorContains(t, err, "index.lock", "git itself never removes the lock")
+
+	removed, err := ws.RemoveStaleLock()
+	require.NoError(t, err)
+	assert.Equal(t, lock, removed)
+	assert.NoFileExists(t, lock)
+	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
+	require.NoError(t, err)
+	assert.True(t, res.Changed)
+
+	removed, err = ws.RemoveStaleLock()
+	require.NoError(t, err)
+	assert.Empty(t, removed, "no lock, nothing removed")
+}
+
+// TestRemoveClearsAStaleLockFirst: a dead run's worktree with a lock left in it is still
+// rescued and removed (the lock would fail the rescue's git add, every time), and says so.
+func TestRemoveClearsAStaleLockFirst(t *testing.T) {
+	f, ws := wsFixture(t)
+	writeFile(t, ws.Dir(), "a.txt", "uncommitted\n")
+	lock := f.leaveIndexLock(ws)
+
+	removed, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.NoError(t, err)
+	assert.Equal(t, lock, removed.StaleLock)
+	assert.NoDirExists(t, ws.Dir())
+	assert.Equal(t, "uncommitted", f.show("refs/heads/norma/task/T-1", "a.txt"))
+}
