@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -172,6 +173,29 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 	for _, wt := range list {
 		if wt.Prunable {
 			rep.add("worktree "+wt.Path, "warn", "its directory is gone", "git worktree prune")
+		}
+	}
+	a.doctorStaleLocks(ctx, rep, list)
+}
+
+// doctorStaleLocks reports an index.lock left in the git directory of a run worktree no live
+// run works in (a git killed with its run, or an agent): git refuses to write that worktree's
+// index while it is there. The next run of the task removes it, after stopping whatever the
+// dead run left running.
+func (a *App) doctorStaleLocks(ctx context.Context, rep *DoctorReport, list []worktree.Info) {
+	live := map[string]bool{}
+	for _, h := range a.LiveRuns() {
+		live[h.RunID] = true
+	}
+	runs, wm := a.Repo.Path("runs")+string(filepath.Separator), a.Repo.Worktrees()
+	for _, wt := range list {
+		task, isTask := strings.CutPrefix(wt.Branch, worktree.BranchPrefix)
+		if !isTask || !strings.HasPrefix(wt.Path, runs) || live[filepath.Base(filepath.Dir(wt.Path))] {
+			continue
+		}
+		if lock, err := wm.IndexLock(ctx, wt.Path); err == nil && lock != "" {
+			rep.add("worktree "+wt.Path, "warn", "a stale index.lock, left by a process that died, blocks git there: "+lock,
+				"git norma run "+task+" (removes it), or: rm "+lock)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 )
@@ -25,4 +26,21 @@ func (w *Workspace) RemoveStaleLock() (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// IndexLock returns the path of the index.lock in the git directory of the worktree at path,
+// "" when there is none. Whether it is stale is the caller's to judge (is a run alive there?).
+func (m *Manager) IndexLock(ctx context.Context, path string) (string, error) {
+	admin, err := m.AdminDir(ctx, path)
+	if err != nil {
+		return "", err
+	}
+	lock := filepath.Join(admin, indexLock)
+	if _, err := os.Lstat(lock); err != nil {
+		if os.IsNotExist(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	return lock, nil
 }

@@ -48,6 +48,9 @@ func TestRemoveClearsAStaleLockFirst(t *testing.T) {
 	writeFile(t, ws.Dir(), "a.txt", "uncommitted\n")
 	lock := f.leaveIndexLock(ws)
 
+	found, err := f.m.IndexLock(f.ctx, ws.Dir())
+	require.NoError(t, err)
+	assert.Equal(t, lock, found, "doctor finds it where git looks for it")
 	removed, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
 	require.NoError(t, err)
 	assert.Equal(t, lock, removed.StaleLock)
