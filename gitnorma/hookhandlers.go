@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/notes"
@@ -118,23 +122,31 @@ func (a *App) mergedCommits(ctx context.Context, dir string, env []string) []str
 	return shas
 }
 
-// HookPrePush refuses to push a task branch, or a branch containing a task branch's head,
-// unless that head has a recorded PASS; then pushes the journal notes when notes.push is on.
+// HookPrePush refuses to push a task branch whose head has no recorded PASS, or any other ref
+// whose new commits carry task work no recorded PASS covers (see refusedWork); then pushes the
+// journal notes when notes.push is on.
 func (a *App) HookPrePush(ctx context.Context, dir, remote string, stdin io.Reader, out io.Writer) error {
 	updates, err := hooks.ParsePrePush(stdin)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
+	g := a.Repo.Git.In(dir)
 	var refused []string
 	for _, u := range updates {
 		if u.Deletes() {
 			continue
 		}
-		for _, task := range a.pushedTaskHeads(ctx, dir, u) {
-			if why := a.unverified(ctx, task.id, task.head); why != "" {
+		if id := strings.TrimPrefix(u.LocalRef, "refs/heads/"+worktree.BranchPrefix); id != u.LocalRef {
+			if why := a.unverified(ctx, id, u.LocalID); why != "" {
 				refused = append(refused, why)
 			}
+			continue
 		}
+		why, err := a.refusedWork(ctx, g, []string{u.LocalID}, pushedOver(ctx, g, u))
+		if err != nil && g.Run(ctx, "rev-parse", "--verify", "-q", u.LocalID+"^{commit}") == nil {
+			why = append(why, fmt.Sprintf("%s: cannot tell which commits the push adds (%v)", u.LocalRef, err))
+		}
+		refused = append(refused, why...)
 	}
 	if err := refusal("push", refused); err != nil {
 		return err
@@ -149,41 +161,181 @@ func (a *App) HookPrePush(ctx context.Context, dir, remote string, stdin io.Read
 	return nil
 }
 
-type taskHead struct{ id, head string }
+// pushedOver is what a push update builds on (rev-list arguments after --not): the remote
+// ref's current commit when it is known here; for a new ref, or one whose remote commit was
+// never fetched, whatever a remote-tracking branch already has (task branches pushed before
+// do not count as published).
+func pushedOver(ctx context.Context, g git.Runner, u hooks.PushUpdate) []string {
+	if !hooks.ZeroID(u.RemoteID) && g.Run(ctx, "cat-file", "-e", u.RemoteID+"^{commit}") == nil {
+		return []string{u.RemoteID}
+	}
+	return []string{"--exclude=*/" + worktree.BranchPrefix + "*", "--remotes"}
+}
 
-// pushedTaskHeads lists the task branch heads a push update carries: the task branch itself,
-// or task heads newly contained in what the update pushes through a merge (a hand-made merge
-// brings a task head in as a second parent; a head on the branch's own first-parent line is
-// just the commit a task branch forked from).
-func (a *App) pushedTaskHeads(ctx context.Context, dir string, u hooks.PushUpdate) []taskHead {
-	g := a.Repo.Git.In(dir)
-	if id := strings.TrimPrefix(u.LocalRef, "refs/heads/"+worktree.BranchPrefix); id != u.LocalRef {
-		return []taskHead{{id, u.LocalID}}
+// stepTrailers is the rev-list format that prints each commit with its Norma-Task and
+// Norma-Role trailers: an orchestrator step commit carries both (a landing commit has no
+// Norma-Role).
+const stepTrailers = "--format=%H%x1f%(trailers:key=Norma-Task,key=Norma-Role,separator=%x1f)"
+
+// refusedWork finds the task work among the commits reachable from tips and not from over
+// (rev-list arguments), and lists, one line per task, the work no recorded PASS covers.
+//
+// A commit is a task's work when git-norma made it for the task (a step commit, by its
+// trailers) or git made it on the task's branch (the branch's reflog records it as anything
+// but the branch's creation, a reset or a fast-forward), and so is the branch's head when the
+// reflog does not say how it got there. What a task branch forked from, or was fast-forwarded
+// or reset to, is not its work: your own commits push. The work is covered when it is, or
+// is reachable from, a commit with a recorded PASS of that task among the same commits. Only
+// the new commits are walked, never the whole history.
+func (a *App) refusedWork(ctx context.Context, g git.Runner, tips, over []string) ([]string, error) {
+	args := append([]string{"rev-list", "--topo-order", stepTrailers}, tips...)
+	out, err := g.Output(ctx, append(append(args, "--not"), over...)...)
+	if err != nil {
+		return nil, err
+	}
+	order := map[string]int{}            // the new commits, newest first
+	work := map[string]map[string]bool{} // task -> its work among them
+	add := func(task, sha string) {
+		if work[task] == nil {
+			work[task] = map[string]bool{}
+		}
+		work[task][sha] = true
+	}
+	for _, line := range strings.Split(out, "\n") {
+		sha, trailers, ok := strings.Cut(line, "\x1f")
+		if !ok {
+			continue // rev-list's "commit <sha>" line
+		}
+		order[sha] = len(order)
+		if task := stepCommitTask(trailers); task != "" {
+			add(task, sha)
+		}
+	}
+	if len(order) == 0 {
+		return nil, nil
 	}
 	branches, err := a.taskBranches(ctx)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	rng := []string{"rev-list", "--first-parent", u.LocalID}
-	if !hooks.ZeroID(u.RemoteID) {
-		rng = append(rng, "^"+u.RemoteID)
-	}
-	line, _ := g.Output(ctx, rng...)
-	own := map[string]bool{}
-	for _, c := range strings.Fields(line) {
-		own[c] = true
-	}
-	var out []taskHead
+	made, seen := madeOnTaskBranches(ctx, g, len(branches))
 	for _, b := range branches {
-		if own[b.Head] || g.Run(ctx, "merge-base", "--is-ancestor", b.Head, u.LocalID) != nil {
+		for _, sha := range made[b.Task] {
+			if _, ok := order[sha]; ok {
+				add(b.Task, sha)
+			}
+		}
+		if _, ok := order[b.Head]; ok && !seen[b.Task][b.Head] {
+			add(b.Task, b.Head)
+		}
+	}
+	if len(work) == 0 {
+		return nil, nil
+	}
+	records := a.loadVerdicts(ctx)
+	defer records.close()
+	tasks := slices.Sorted(maps.Keys(work))
+	var refused []string
+	for _, task := range tasks {
+		v := records.of(ctx, task)
+		covered := map[string]bool{}
+		var passed []string
+		for _, p := range v.passHeads {
+			if _, ok := order[p]; ok {
+				passed = append(passed, p)
+			}
+		}
+		if len(passed) > 0 {
+			below, err := g.Output(ctx, append(append(append([]string{"rev-list"}, passed...), "--not"), over...)...)
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range strings.Fields(below) {
+				covered[c] = true
+			}
+		}
+		var open []string
+		for sha := range work[task] {
+			if !covered[sha] {
+				open = append(open, sha)
+			}
+		}
+		if len(open) == 0 {
 			continue
 		}
-		if !hooks.ZeroID(u.RemoteID) && g.Run(ctx, "merge-base", "--is-ancestor", b.Head, u.RemoteID) == nil {
-			continue // already on the remote
-		}
-		out = append(out, taskHead{b.Task, b.Head})
+		slices.SortFunc(open, func(x, y string) int { return order[x] - order[y] })
+		refused = append(refused, v.why(task, open[0]))
 	}
-	return out
+	return refused, nil
+}
+
+// stepCommitTask is the task of an orchestrator step commit, from its trailers ("" for any
+// other commit).
+func stepCommitTask(trailers string) string {
+	var task string
+	role := false
+	for _, t := range strings.Split(trailers, "\x1f") {
+		key, val, ok := strings.Cut(t, ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.EqualFold(strings.TrimSpace(key), "Norma-Task"):
+			task = strings.TrimSpace(val)
+		case strings.EqualFold(strings.TrimSpace(key), "Norma-Role"):
+			role = true
+		}
+	}
+	if !role {
+		return ""
+	}
+	return task
+}
+
+// madeOnTaskBranches reads the task branches' reflogs: per task, the commits made on its
+// branch, and every commit the reflog mentions (so a head it shows arriving by creation, a
+// reset or a fast-forward is known not to be the task's own).
+func madeOnTaskBranches(ctx context.Context, g git.Runner, branches int) (made map[string][]string, seen map[string]map[string]bool) {
+	made, seen = map[string][]string{}, map[string]map[string]bool{}
+	if branches == 0 {
+		return made, seen // with no ref to walk, log -g would walk HEAD's reflog
+	}
+	out, err := g.Output(ctx, "-c", "log.showSignature=false", "log", "-g", "--format=%gd%x1f%H%x1f%gs", "--glob=refs/heads/"+worktree.BranchPrefix+"*")
+	if err != nil {
+		return made, seen
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.SplitN(line, "\x1f", 3)
+		if len(f) != 3 {
+			continue
+		}
+		ref, _, _ := strings.Cut(strings.TrimPrefix(f[0], "refs/heads/"), "@{")
+		task, ok := strings.CutPrefix(ref, worktree.BranchPrefix)
+		if !ok {
+			continue
+		}
+		if seen[task] == nil {
+			seen[task] = map[string]bool{}
+		}
+		seen[task][f[1]] = true
+		if madeThere(f[2]) {
+			made[task] = append(made[task], f[1])
+		}
+	}
+	return made, seen
+}
+
+// madeThere says whether a branch reflog message records a commit made on the branch rather
+// than the branch moving to a commit made elsewhere: its creation, `git branch -f`, a reset,
+// a fast-forward (by merge, pull or fetch) or git-norma restarting a conflicting branch from
+// its target.
+func madeThere(msg string) bool {
+	for _, p := range []string{"branch: Created from", "branch: Reset to", "reset: moving to", "norma: restart from"} {
+		if strings.HasPrefix(msg, p) {
+			return false
+		}
+	}
+	return !strings.HasSuffix(msg, ": Fast-forward") && !strings.HasSuffix(msg, ": fast-forward")
 }
 
 // taskBranchesAt lists the tasks whose branch head is sha.
@@ -202,29 +354,93 @@ func (a *App) taskBranchesAt(ctx context.Context, sha string) []string {
 // unverified says why task's commit sha is not verified ("" when a run or a clean-worktree
 // check recorded a PASS for exactly that commit).
 func (a *App) unverified(ctx context.Context, task, sha string) string {
+	records := a.loadVerdicts(ctx)
+	defer records.close()
+	v := records.of(ctx, task)
+	if slices.Contains(v.passHeads, sha) {
+		return ""
+	}
+	return v.why(task, sha)
+}
+
+// verdictRecords reads the recorded verdicts of tasks from the run store, opened once.
+type verdictRecords struct {
+	st  *store.Store
+	err string // why there is no store to read
+}
+
+// loadVerdicts opens the run store for reading verdicts; a repository without one (never
+// initialised, or .norma/ removed) has none, and the store is not created for it.
+func (a *App) loadVerdicts(ctx context.Context) *verdictRecords {
+	if _, err := os.Stat(a.Repo.Path("norma.db")); err != nil {
+		return &verdictRecords{err: "no run is recorded here: " + filepath.Join(".norma", "norma.db") + " is missing"}
+	}
 	st, err := a.OpenStore(ctx)
 	if err != nil {
-		return fmt.Sprintf("norma/task/%s: cannot read the run store (%v)", task, err)
+		return &verdictRecords{err: fmt.Sprintf("cannot read the run store: %v", err)}
 	}
-	defer st.Close()
-	runs, _ := st.RunsForTask(ctx, task, 50)
-	last := "never checked"
-	for _, r := range runs {
-		kv, err := st.KV(ctx, r.ID)
+	return &verdictRecords{st: st}
+}
+
+func (r *verdictRecords) close() {
+	if r.st != nil {
+		r.st.Close()
+	}
+}
+
+// taskVerdicts are a task's recorded verdicts: the commits a PASS holds for, and the last
+// verdict recorded for each commit.
+type taskVerdicts struct {
+	passHeads []string
+	last      map[string]string // commit -> "FAIL (run r-...)"
+	lastRun   string            // the task's latest verdict, whichever commit it was for
+	err       string
+}
+
+func (r *verdictRecords) of(ctx context.Context, task string) taskVerdicts {
+	v := taskVerdicts{last: map[string]string{}, err: r.err}
+	if r.st == nil {
+		return v
+	}
+	runs, _ := r.st.RunsForTask(ctx, task, 50)
+	for _, run := range runs {
+		kv, err := r.st.KV(ctx, run.ID)
 		if err != nil {
 			continue
 		}
 		var passHead, head string
 		_ = json.Unmarshal(kv["pass_head"], &passHead)
 		_ = json.Unmarshal(kv["head"], &head)
-		if r.Status == store.StatusPassed && passHead == sha {
-			return ""
+		verdict := fmt.Sprintf("%s (run %s)", orDash(run.Verdict), run.ID)
+		if v.lastRun == "" {
+			v.lastRun = verdict
 		}
-		if last == "never checked" && (head == sha || passHead == sha) {
-			last = fmt.Sprintf("last verdict %s (run %s)", orDash(r.Verdict), r.ID)
+		if run.Status == store.StatusPassed && passHead != "" {
+			v.passHeads = append(v.passHeads, passHead)
+		}
+		for _, c := range []string{head, passHead} {
+			if _, ok := v.last[c]; c != "" && !ok {
+				v.last[c] = verdict
+			}
 		}
 	}
-	return fmt.Sprintf("norma/task/%s at %.10s has no recorded PASS (%s)", task, sha, last)
+	return v
+}
+
+// why says why task's commit sha is not verified.
+func (v taskVerdicts) why(task, sha string) string {
+	var detail string
+	switch {
+	case v.err != "":
+		detail = v.err
+	case v.last[sha] != "":
+		detail = "last verdict " + v.last[sha]
+	case v.lastRun != "":
+		detail = "last verdict " + v.lastRun
+	default:
+		detail = "never checked"
+	}
+	return fmt.Sprintf("norma/task/%s at %.10s has no recorded PASS (%s)", task, sha, detail)
 }
 
 func refusal(what string, refused []string) error {
