@@ -91,17 +91,18 @@ func (a *App) HookPostCommit(ctx context.Context, dir string, wait bool, out io.
 	return nil
 }
 
-// HookPreMergeCommit refuses a hand-made merge of a task branch whose head has no recorded
-// PASS. It serves pre-merge-commit (git exports GITHEAD_<sha> for what it merges) and
-// pre-commit (the commit that concludes a merge after conflicts, with MERGE_HEAD written).
+// HookPreMergeCommit refuses a hand-made merge that brings in task work no recorded PASS
+// covers (see refusedWork). It serves pre-merge-commit (git exports GITHEAD_<sha> for what it
+// merges) and pre-commit (the commit that concludes a merge after conflicts, with MERGE_HEAD
+// written).
 func (a *App) HookPreMergeCommit(ctx context.Context, dir string, env []string) error {
-	var refused []string
-	for _, sha := range a.mergedCommits(ctx, dir, env) {
-		for _, task := range a.taskBranchesAt(ctx, sha) {
-			if why := a.unverified(ctx, task, sha); why != "" {
-				refused = append(refused, why)
-			}
-		}
+	merged := a.mergedCommits(ctx, dir, env)
+	if len(merged) == 0 {
+		return nil
+	}
+	refused, err := a.refusedWork(ctx, a.Repo.Git.In(dir), merged, []string{"HEAD"})
+	if err != nil {
+		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
 	return refusal("merge", refused)
 }
@@ -336,19 +337,6 @@ func madeThere(msg string) bool {
 		}
 	}
 	return !strings.HasSuffix(msg, ": Fast-forward") && !strings.HasSuffix(msg, ": fast-forward")
-}
-
-// taskBranchesAt lists the tasks whose branch head is sha.
-func (a *App) taskBranchesAt(ctx context.Context, sha string) []string {
-	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--points-at", sha, "--format=%(refname:short)", "refs/heads/"+worktree.BranchPrefix)
-	if err != nil {
-		return nil
-	}
-	var tasks []string
-	for _, b := range strings.Fields(out) {
-		tasks = append(tasks, strings.TrimPrefix(b, worktree.BranchPrefix))
-	}
-	return tasks
 }
 
 // unverified says why task's commit sha is not verified ("" when a run or a clean-worktree
