@@ -13,9 +13,27 @@ import (
 // Names are the hooks git-norma installs.
 var Names = []string{"pre-commit", "post-commit", "pre-merge-commit", "pre-push"}
 
-// gating hooks stop git from doing something unsafe (merging or pushing unverified work), so
-// their shim fails when git-norma itself is missing; the others only report.
+// gating hooks stop git from doing something unsafe (merging or pushing unverified work) when
+// git-norma refuses; the others only report.
 var gating = map[string]bool{"pre-commit": true, "pre-merge-commit": true, "pre-push": true}
+
+// missing is what each hook's block does when git-norma is not on PATH (a GUI client, cron,
+// a PATH without it, the tool removed): it never stops git, and says once, on stderr, what
+// went unchecked — and only where the hook had something to check: pre-commit when it
+// concludes a merge, post-commit on a task branch. (Each line succeeds whatever it finds: the
+// block may be all there is in the hook.)
+var missing = map[string]string{
+	"pre-commit": "    if [ -f \"$(git rev-parse --git-path MERGE_HEAD)\" ]; then " +
+		warnMissing("this merge was not checked for unverified task work") + "; fi\n",
+	"post-commit": "    case \"$(git symbolic-ref -q HEAD)\" in refs/heads/norma/task/*) " +
+		warnMissing("this commit on a task branch was not checked") + ";; esac\n",
+	"pre-merge-commit": "    " + warnMissing("this merge was not checked for unverified task work") + "\n",
+	"pre-push":         "    " + warnMissing("this push was not checked for unverified task work") + "\n",
+}
+
+func warnMissing(what string) string {
+	return "echo \"git-norma is not on PATH: " + what + " (put it on PATH, or remove its hooks: git norma hooks uninstall)\" >&2"
+}
 
 // stdinHooks receive data on stdin that a chained hook must still be able to read.
 var stdinHooks = map[string]bool{"pre-push": true}
@@ -24,7 +42,7 @@ const (
 	beginMarker = "# >>> git-norma >>>"
 	endMarker   = "# <<< git-norma <<<"
 	// version is bumped when the block changes; an older block is replaced in place.
-	version = "v1"
+	version = "v2"
 	// chainedSuffix is where --force moves a hook it cannot chain in place.
 	chainedSuffix = ".norma-chained"
 )
@@ -48,10 +66,7 @@ func Block(name string) string {
 		fmt.Fprintf(&b, "    git-norma hook %s \"$@\"\n", name)
 	}
 	b.WriteString("  else\n")
-	fmt.Fprintf(&b, "    echo \"git-norma: the %s hook needs git-norma, which is not on PATH: install it, or remove the hook with: git norma hooks uninstall\" >&2\n", name)
-	if gating[name] {
-		b.WriteString("    exit 1\n")
-	}
+	b.WriteString(missing[name])
 	b.WriteString("  fi\n")
 	if stdinHooks[name] {
 		b.WriteString("  exec 0< \"$norma_in\"; rm -f \"$norma_in\"\n")

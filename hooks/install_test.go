@@ -105,18 +105,59 @@ func TestPrePushStdinReachesBoth(t *testing.T) {
 	got, _ := os.ReadFile(log)
 	assert.Equal(t, "norma saw refs/heads/main\nteam saw refs/heads/main\n", string(got))
 
-	// a failing git-norma stops the push (a gating hook), and so does a missing one
+	// a failing git-norma stops the push (a gating hook)
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
 	cmd = exec.Command(path, "origin", "url")
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "LOG="+log, GuardVar+"=")
 	cmd.Stdin = strings.NewReader("")
 	assert.Error(t, cmd.Run())
+
+	// a missing one does not: one line says so, and the chained hook still gets stdin
+	require.NoError(t, os.Remove(log))
 	cmd = exec.Command(path, "origin", "url")
 	cmd.Env = append(os.Environ(), "PATH="+t.TempDir()+":/usr/bin:/bin", "LOG="+log, GuardVar+"=")
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = strings.NewReader("refs/heads/main 1111 refs/heads/main 0000\n")
 	out, err = cmd.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(out), "git-norma: the pre-push hook needs git-norma, which is not on PATH")
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "git-norma is not on PATH: this push was not checked for unverified task work (put it on PATH, or remove its hooks: git norma hooks uninstall)\n", string(out))
+	got, _ = os.ReadFile(log)
+	assert.Equal(t, "team saw refs/heads/main\n", string(got))
+}
+
+// Without git-norma on PATH the hooks never stop git: a commit goes through without a word,
+// a commit on a task branch, a merge and a push each with one line on stderr.
+func TestMissingGitNormaNeverStopsGit(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	dir, err := repo.Git.Output(context.Background(), "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	require.NoError(t, err)
+	_, err = Install(dir, false)
+	require.NoError(t, err)
+	gitBin, err := exec.LookPath("git")
+	require.NoError(t, err)
+	t.Setenv("PATH", filepath.Dir(gitBin)+":/usr/bin:/bin")
+	if _, err := exec.LookPath("git-norma"); err == nil {
+		t.Skip("git-norma is installed next to git")
+	}
+	remote := t.TempDir()
+	repo.Must("init", "-q", "--bare", remote)
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo.Dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		require.NoError(t, cmd.Run(), "git %v: %s", args, stderr.String())
+		return stderr.String()
+	}
+	warning := func(what string) string {
+		return "git-norma is not on PATH: " + what + " (put it on PATH, or remove its hooks: git norma hooks uninstall)\n"
+	}
+	assert.Empty(t, run("commit", "-q", "--allow-empty", "-m", "mine"))
+	run("switch", "-q", "-c", "norma/task/x-1")
+	assert.Equal(t, warning("this commit on a task branch was not checked"), run("commit", "-q", "--allow-empty", "-m", "task work"))
+	run("switch", "-q", "main")
+	assert.Equal(t, warning("this merge was not checked for unverified task work"), run("merge", "-q", "--no-ff", "-m", "merge", "norma/task/x-1"))
+	assert.Equal(t, warning("this push was not checked for unverified task work"), run("push", "-q", remote, "main"))
 }
 
 // A hook that is not a shell script is left alone unless --force, which moves it aside and
