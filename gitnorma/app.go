@@ -28,23 +28,45 @@ type App struct {
 	shared *store.Store
 	// redact scrubs credentials from what leaves the private run directory.
 	redact redactor
+	// configErr is why the config did not load (OpenForHook only: Open fails instead), and
+	// uninitialised says it is because git-norma was never set up here, or .norma/ is gone.
+	configErr     error
+	uninitialised bool
 }
 
 // Open resolves the repository containing dir and reads its config. It fails when the
 // repository has not been initialised with `git norma init`.
 func Open(ctx context.Context, dir string) (*App, error) {
+	a, err := OpenForHook(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if a.configErr != nil {
+		return nil, a.configErr
+	}
+	return a, nil
+}
+
+// OpenForHook opens the repository containing dir for git's hooks, which must work whatever
+// state git-norma is in there: a repository never initialised (or whose .norma/ was removed)
+// or whose config does not load still opens, with the default config; configErr says why
+// (and uninitialised which). The merge and push gates need no config: they read git and the
+// run store.
+func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	repo, err := OpenRepo(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
+	a := &App{Repo: repo, Config: DefaultConfig(), Now: time.Now, redact: newRedactor(os.Environ())}
 	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
-		return nil, fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
+		a.configErr = fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
+		a.uninitialised = true
+	} else if cfg, err := LoadConfig(repo.Path("config.json")); err != nil {
+		a.configErr = err
+	} else {
+		a.Config = cfg
 	}
-	cfg, err := LoadConfig(repo.Path("config.json"))
-	if err != nil {
-		return nil, err
-	}
-	return &App{Repo: repo, Config: cfg, Now: time.Now, redact: newRedactor(os.Environ())}, nil
+	return a, nil
 }
 
 // OpenStore opens .norma/norma.db, creating or migrating it. While a parallel loop runs it is

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -61,8 +62,16 @@ const HookWaitEnv = "GIT_NORMA_HOOK_WAIT"
 
 // HookPostCommit handles a commit in a norma/task/* worktree: its checks run in the background
 // (the commit is never held up) and their result is recorded in the store and as a note on the
-// commit. With wait, the check runs right here.
+// commit. With wait, the check runs right here. Without a config to check with (git-norma not
+// initialised, or a config that does not load) it says so in one line.
 func (a *App) HookPostCommit(ctx context.Context, dir string, wait bool, out io.Writer) error {
+	if a.configErr != nil {
+		branch, _ := a.Repo.Git.In(dir).Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		if task, ok := strings.CutPrefix(branch, worktree.BranchPrefix); ok && task != "" {
+			fmt.Fprintf(out, "git-norma: this commit on %s was not checked: %s\n", branch, oneLine(a.configErr))
+		}
+		return nil
+	}
 	task := a.taskOfWorktree(ctx, dir)
 	if task == "" {
 		return nil
@@ -104,7 +113,7 @@ func (a *App) HookPreMergeCommit(ctx context.Context, dir string, env []string) 
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
-	return refusal("merge", refused)
+	return a.refusal("merge", refused)
 }
 
 // mergedCommits lists the commits a merge in progress brings in.
@@ -149,8 +158,11 @@ func (a *App) HookPrePush(ctx context.Context, dir, remote string, stdin io.Read
 		}
 		refused = append(refused, why...)
 	}
-	if err := refusal("push", refused); err != nil {
+	if err := a.refusal("push", refused); err != nil {
 		return err
+	}
+	if a.configErr != nil && !a.uninitialised {
+		fmt.Fprintf(out, "git-norma: the journal notes were not pushed: %s\n", oneLine(a.configErr))
 	}
 	if a.Config.Notes.Push && remote != "" {
 		if err := a.NotesJournal().Push(ctx, remote); err != nil {
@@ -431,14 +443,27 @@ func (v taskVerdicts) why(task, sha string) string {
 	return fmt.Sprintf("norma/task/%s at %.10s has no recorded PASS (%s)", task, sha, detail)
 }
 
-func refusal(what string, refused []string) error {
+func (a *App) refusal(what string, refused []string) error {
 	if len(refused) == 0 {
 		return nil
 	}
+	hint := "verify it: git norma check <task> in the task's worktree, or git norma run <task> --no-land"
+	if a.uninitialised {
+		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
+	}
 	return &Error{Code: ExitFail,
-		Err: fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
-		Hint: "verify it: git norma check <task> in the task's worktree, or git norma run <task> --no-land" + undo(what) +
-			"; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
+		Err:  fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
+		Hint: hint + undo(what) + "; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
+}
+
+// oneLine is an error and its hint on one line, for a hook that only warns.
+func oneLine(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	var e *Error
+	if errors.As(err, &e) && e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
 
 func undo(what string) string {

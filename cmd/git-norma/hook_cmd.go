@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/git-norma/git-norma/gitnorma"
@@ -17,9 +18,12 @@ func (c *hookCmd) Run(env *Env) error {
 	if hooks.Internal(os.Environ()) {
 		return nil // git-norma's own commits and merges do not re-trigger it
 	}
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	// Whatever state git-norma is in here, a hook only gates what it exists for: a repository
+	// git-norma cannot read is reported in one line and git goes on.
+	app, err := gitnorma.OpenForHook(env.Ctx, env.Dir)
 	if err != nil {
-		return err
+		fmt.Fprintf(env.IO.Err, "git-norma: the %s hook checked nothing: %v\n", c.Name, err)
+		return nil
 	}
 	switch c.Name {
 	case "post-commit":
