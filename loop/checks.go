@@ -70,7 +70,7 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 	cmd.Dir = workDir
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = git.StripRepoVars(os.Environ())
+	cmd.Env = append(git.StripRepoVars(os.Environ()), CeilingEnv(workDir))
 	res, err := runProcess(ctx, cmd, timeout)
 	if err != nil {
 		return checkRun{}, err

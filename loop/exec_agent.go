@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -91,7 +92,15 @@ func stepEnv(req Request) []string {
 		StepDirEnv + "=" + req.StepDir,
 		"NORMA_INPUT=" + req.InputPath,
 		"NORMA_WORKSPACE=" + req.WorkDir,
+		CeilingEnv(req.WorkDir),
 	}
+}
+
+// CeilingEnv keeps git, run by an agent or a check command in the workspace at dir, inside
+// that workspace: should the worktree's .git file go missing, git would otherwise walk up to
+// the user's own repository and commit, reset or check out there.
+func CeilingEnv(dir string) string {
+	return "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)
 }
 
 func startHint(err error) string {
