@@ -57,3 +57,21 @@ func TestRemoveClearsAStaleLockFirst(t *testing.T) {
 	assert.NoDirExists(t, ws.Dir())
 	assert.Equal(t, "uncommitted", f.show("refs/heads/norma/task/T-1", "a.txt"))
 }
+
+// A HEAD.lock left in the worktree's git directory would fail every commit the same way.
+func TestRemoveStaleLockRemovesAHeadLockToo(t *testing.T) {
+	f, ws := wsFixture(t)
+	since := f.state(ws)
+	writeFile(t, ws.Dir(), "a.txt", "x\n")
+	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "HEAD.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
+	require.ErrorContains(t, err, "HEAD.lock")
+
+	removed, err := ws.RemoveStaleLock()
+	require.NoError(t, err)
+	assert.Equal(t, lock, removed)
+	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
+	require.NoError(t, err)
+	assert.True(t, res.Changed)
+}
