@@ -109,7 +109,9 @@ func (a *App) HookPreMergeCommit(ctx context.Context, dir string, env []string) 
 	if len(merged) == 0 {
 		return nil
 	}
-	refused, err := a.refusedWork(ctx, a.Repo.Git.In(dir), merged, []string{"HEAD"})
+	// What a remote-tracking branch already has was published (a teammate's verified work,
+	// pulled): it is judged where it was made, not again here.
+	refused, err := a.refusedWork(ctx, a.Repo.Git.In(dir), merged, append([]string{"HEAD"}, publishedRefs...))
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
@@ -182,8 +184,12 @@ func pushedOver(ctx context.Context, g git.Runner, u hooks.PushUpdate) []string 
 	if !hooks.ZeroID(u.RemoteID) && g.Run(ctx, "cat-file", "-e", u.RemoteID+"^{commit}") == nil {
 		return []string{u.RemoteID}
 	}
-	return []string{"--exclude=*/" + worktree.BranchPrefix + "*", "--remotes"}
+	return publishedRefs
 }
+
+// publishedRefs are the rev-list arguments for what others can already see: the
+// remote-tracking branches, but for task branches pushed to share work in progress.
+var publishedRefs = []string{"--exclude=*/" + worktree.BranchPrefix + "*", "--remotes"}
 
 // stepTrailers is the rev-list format that prints each commit with its Norma-Task and
 // Norma-Role trailers: an orchestrator step commit carries both (a landing commit has no
