@@ -149,9 +149,9 @@ func runVerdict(v string) string {
 type workspace struct {
 	ws     *worktree.Workspace
 	redact redactor
-	// root and runDir locate the places no agent may write (see guarded), with gitGuarded.
+	// root and runDir locate the places no agent may write (see guarded), with git.
 	root, runDir string
-	gitGuarded   []string
+	git          gitGuard
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
 }

@@ -17,29 +17,40 @@ import (
 // orchestrator between steps). Checking them costs a few stat calls, never a walk of the
 // repository. (The store is not among them: a hook's check may write it meanwhile.)
 func (w workspace) guarded() []string {
-	return append([]string{
+	guarded := []string{
 		filepath.Join(w.root, ".norma", "config.json"),
 		w.runDir,
 		filepath.Join(w.runDir, "norma.md"),
-	}, w.gitGuarded...)
-}
-
-// gitGuarded lists the repository's own files an agent could use to reach beyond its run:
-// the hooks directory (a planted hook runs in the user's next git command) and the shared
-// config (aliases, core.hooksPath, core.fsmonitor all run programs). A run worktree shares
-// both with the user's checkout.
-func (a *App) gitGuarded(ctx context.Context) []string {
-	guarded := []string{filepath.Join(a.Repo.GitDir, "config")}
-	if dir, err := a.HooksDir(ctx); err == nil {
-		guarded = append(guarded, dir)
+	}
+	if w.git.hooksDir != "" {
+		guarded = append(guarded, w.git.hooksDir)
 	}
 	return guarded
+}
+
+// gitGuard is the repository's own places an agent could use to reach beyond its run, shared
+// by a run worktree with the user's checkout: the hooks directory (a planted hook runs in the
+// user's next git command) and the shared config (aliases, core.hooksPath, core.fsmonitor
+// run programs; see configProgramsLine).
+type gitGuard struct {
+	config, hooksDir string
+}
+
+func (a *App) gitGuard(ctx context.Context) gitGuard {
+	g := gitGuard{config: filepath.Join(a.Repo.GitDir, "config")}
+	if dir, err := a.HooksDir(ctx); err == nil {
+		g.hooksDir = dir
+	}
+	return g
 }
 
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
 	lines := append(backlogFingerprint(w.root), statLine(backlogOutsidePath(w.root)))
+	if w.git.config != "" {
+		lines = append(lines, configProgramsLine(w.git.config))
+	}
 	for _, p := range w.guarded() {
 		lines = append(lines, statLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {

@@ -281,7 +281,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 
 // loopWorkspace is the run's worktree as the loop works with it.
 func (r *run) loopWorkspace(ctx context.Context) workspace {
-	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, gitGuarded: r.app.gitGuarded(ctx),
+	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, git: r.app.gitGuard(ctx),
 		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) }}
 }
 
