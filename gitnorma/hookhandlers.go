@@ -17,6 +17,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/hooks"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
@@ -65,6 +66,11 @@ const HookWaitEnv = "GIT_NORMA_HOOK_WAIT"
 // commit. With wait, the check runs right here. Without a config to check with (git-norma not
 // initialised, or a config that does not load) it says so in one line.
 func (a *App) HookPostCommit(ctx context.Context, dir string, wait bool, out io.Writer) error {
+	if os.Getenv(loop.StepDirEnv) != "" {
+		// An agent's own commit, inside a step: the step's Check verifies the work, and a
+		// check in the background would run git in the workspace while git-norma does.
+		return nil
+	}
 	if a.configErr != nil {
 		branch, _ := a.Repo.Git.In(dir).Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
 		if task, ok := strings.CutPrefix(branch, worktree.BranchPrefix); ok && task != "" {

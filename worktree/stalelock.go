@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // indexLock is the file git creates next to a worktree's index while it writes it, and removes
@@ -13,8 +14,9 @@ import (
 // .../index.lock: File exists") until someone removes it: git never does.
 const indexLock = "index.lock"
 
-// RemoveStaleLock removes an index.lock (and a HEAD.lock) from the worktree's git directory. Call it only when no
-// process can be running git in the worktree, so that any lock there is stale: between steps,
+// RemoveStaleLock removes an index.lock (and a HEAD.lock) from the worktree's git directory.
+// Call it only when no process of the run can be running git in the worktree, so that a lock
+// there is stale (one written in the last lockGrace is waited for first): between steps,
 // once the agent's process group has ended (git-norma's own git commands there have all
 // returned by then), or in a dead run's worktree. It returns the paths removed, comma
 // separated ("" when there was none).
@@ -23,15 +25,42 @@ func (w *Workspace) RemoveStaleLock() (string, error) {
 	// HEAD.lock is the same trap for the commit that moves the worktree's HEAD.
 	for _, name := range []string{indexLock, "HEAD.lock"} {
 		path := filepath.Join(w.gitDir, name)
-		if err := os.Remove(path); err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
+		gone, err := removeStale(path)
+		if err != nil {
 			return strings.Join(removed, ", "), err
 		}
-		removed = append(removed, path)
+		if gone {
+			removed = append(removed, path)
+		}
 	}
 	return strings.Join(removed, ", "), nil
+}
+
+// lockGrace is how recently a lock may have been written and still belong to a git command
+// that is finishing rather than to a dead one: someone's `git status` in the run worktree, a
+// hook's check the agent's commit started. Such a lock is waited for, not removed.
+const lockGrace = 2 * time.Second
+
+// removeStale removes the lock at path once it has been left alone for lockGrace, and says
+// whether it removed one (false when there was none, or it went away meanwhile).
+func removeStale(path string) (bool, error) {
+	for {
+		st, err := os.Lstat(path)
+		if os.IsNotExist(err) {
+			return false, nil
+		} else if err != nil {
+			return false, err
+		}
+		age := time.Since(st.ModTime())
+		if age >= lockGrace {
+			break
+		}
+		time.Sleep(min(50*time.Millisecond, lockGrace-age))
+	}
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return false, err
+	}
+	return true, nil
 }
 
 // IndexLock returns the path of the index.lock in the git directory of the worktree at path,

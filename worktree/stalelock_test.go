@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,8 @@ func (f *fixture) leaveIndexLock(ws *Workspace) string {
 	f.t.Helper()
 	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock")
 	require.NoError(f.t, os.WriteFile(lock, nil, 0o644))
+	left := time.Now().Add(-time.Minute) // by a process that died a while ago
+	require.NoError(f.t, os.Chtimes(lock, left, left))
 	return lock
 }
 
@@ -65,6 +68,8 @@ func TestRemoveStaleLockRemovesAHeadLockToo(t *testing.T) {
 	writeFile(t, ws.Dir(), "a.txt", "x\n")
 	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "HEAD.lock")
 	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	left := time.Now().Add(-time.Minute)
+	require.NoError(t, os.Chtimes(lock, left, left))
 	_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
 	require.ErrorContains(t, err, "HEAD.lock")
 
@@ -74,4 +79,19 @@ func TestRemoveStaleLockRemovesAHeadLockToo(t *testing.T) {
 	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
 	require.NoError(t, err)
 	assert.True(t, res.Changed)
+}
+
+// A lock a live git command holds for a moment (someone's git status in the run worktree) is
+// waited for, not removed under it.
+func TestRemoveStaleLockWaitsForALiveOne(t *testing.T) {
+	f, ws := wsFixture(t)
+	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	released := time.AfterFunc(200*time.Millisecond, func() { _ = os.Remove(lock) })
+	defer released.Stop()
+	start := time.Now()
+	removed, err := ws.RemoveStaleLock()
+	require.NoError(t, err)
+	assert.Empty(t, removed, "its holder removed it")
+	assert.Less(t, time.Since(start), lockGrace, "no longer than it was held")
 }
