@@ -113,7 +113,8 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 
 // stillNeeded says why a finished run that retention would remove has to stay, or "": its
 // process is still finishing it (landing, in a parallel loop), or it is its task's newest
-// PASS and has not landed — `git norma land` needs its record to land the verified work.
+// PASS, not landed, and its task branch is still at the verified commit — `git norma land`
+// needs its record to land the verified work.
 // newestPass holds the tasks whose newest passed run came before r (runs go newest first).
 func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, newestPass map[string]bool) (string, error) {
 	if h, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live && h.RunID == r.ID {
@@ -126,12 +127,19 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, new
 	if err != nil {
 		return "", err
 	}
-	var landed string
+	var landed, passHead string
 	_ = json.Unmarshal(kv["landed_commit"], &landed)
-	if landed == "" {
-		return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
+	_ = json.Unmarshal(kv["pass_head"], &passHead)
+	if landed != "" || passHead == "" {
+		return "", nil // landed, or nothing a landing could take (a check of a dirty worktree)
 	}
-	return "", nil
+	// Only while its task branch is still where the PASS was recorded: a branch that moved
+	// on, or was deleted, has no use for it.
+	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+worktree.TaskBranch(r.TaskID))
+	if err != nil || head != passHead {
+		return "", nil
+	}
+	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
 }
 
 // pruneKept deletes the branches runs set aside when they conflicted with the target
