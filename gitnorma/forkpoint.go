@@ -19,6 +19,8 @@ const kvForkPoint = "fork_point"
 type forkPoint struct {
 	Base    string `json:"base"`
 	Started bool   `json:"started"`
+	// Target is the branch Base was on.
+	Target string `json:"target,omitempty"`
 }
 
 // checkForkPoints refuses to land a branch built on target commits the target no longer has.
@@ -44,7 +46,7 @@ func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequ
 		}
 		if !checked[fp.Base] {
 			checked[fp.Base] = true
-			if err := a.forkPointOnTarget(ctx, req, fp.Base, head); err != nil {
+			if err := a.forkPointOnTarget(ctx, req, fp, head); err != nil {
 				return err
 			}
 		}
@@ -55,7 +57,8 @@ func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequ
 	return nil
 }
 
-func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, base, head string) error {
+func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
+	base := fp.Base
 	onTarget, err := a.isAncestor(ctx, base, "refs/heads/"+req.target)
 	if err != nil || onTarget {
 		return err
@@ -65,6 +68,13 @@ func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, base, head
 		return err // the branch was rebuilt without it since
 	}
 	branch := worktree.TaskBranch(req.task.ID)
+	if fp.Target != "" && fp.Target != req.target {
+		return &landRefusal{
+			reason: fmt.Errorf("%s was built on %s (at %.10s), which %s does not contain: landing it on %s would bring %s's commits along", branch, fp.Target, base, req.target, req.target, fp.Target),
+			hint: fmt.Sprintf("land it on %s (set \"target_branch\" in .norma/config.json, or check %s out), or rebuild it on %s (git rebase --onto %s %.10s %s) and run the task again",
+				fp.Target, fp.Target, req.target, req.target, base, branch),
+		}
+	}
 	return &landRefusal{
 		reason: fmt.Errorf("%s no longer contains %.10s, which %s was built on: it was amended, reset or rebased since, and landing would bring back what was taken out of it", req.target, base, branch),
 		hint: fmt.Sprintf("rebuild the task branch on %s (git rebase --onto %s %.10s %s) and run the task again, or delete it to start over (git branch -D %s)",

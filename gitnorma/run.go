@@ -197,7 +197,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 		return withCode(ExitFail, err)
 	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
-	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started}); err != nil {
+	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
 	}
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
