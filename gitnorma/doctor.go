@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -173,6 +174,10 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 	for _, wt := range list {
 		if wt.Prunable {
 			rep.add("worktree "+wt.Path, "warn", "its directory is gone", "git worktree prune")
+		} else if _, err := os.Stat(wt.Path); wt.Locked != "" && os.IsNotExist(err) {
+			// A run's worktree is locked (see worktree.Manager.Create); the next run forgets it.
+			rep.add("worktree "+wt.Path, "warn", "its directory is gone (locked: "+wt.Locked+")",
+				"git worktree unlock "+wt.Path+" && git worktree prune (the next run does it too)")
 		}
 	}
 	a.doctorStaleLocks(ctx, rep, list)

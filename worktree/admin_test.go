@@ -88,6 +88,7 @@ func TestRemoveLeavesAnUnknownDirectoryAlone(t *testing.T) {
 	ws := f.createInside("T-1", "R-1")
 	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
 	writeFile(t, ws.Dir(), "a.txt", "x\n")
+	f.git("worktree", "unlock", ws.Dir()) // as a user could, before a prune of their own
 	f.git("worktree", "prune")
 
 	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
@@ -108,4 +109,21 @@ func TestHolderCountsAWorktreeWithoutItsGitFile(t *testing.T) {
 	holder, err := f.m.Holder(f.ctx, "norma/task/T-1")
 	require.NoError(t, err)
 	assert.Equal(t, ws.Dir(), holder)
+}
+
+// TestAnotherRunsPruneKeepsAWorktreeWithoutItsGitFile: a live run's worktree whose .git file
+// an agent deleted is still known to git after another run's Create (which prunes) and the
+// user's own git worktree prune, so its run can save what is in it.
+func TestAnotherRunsPruneKeepsAWorktreeWithoutItsGitFile(t *testing.T) {
+	f := newFixture(t)
+	ws := f.createInside("T-1", "R-1")
+	require.NoError(t, os.Remove(filepath.Join(ws.Dir(), ".git")))
+	writeFile(t, ws.Dir(), "a.txt", "the agent's work\n")
+	f.createInside("T-2", "R-2")
+	f.git("worktree", "prune")
+
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	require.NoError(t, err)
+	assert.Equal(t, "the agent's work", f.show("refs/heads/norma/task/T-1", "a.txt"))
+	assert.NoDirExists(t, ws.Dir())
 }

@@ -83,6 +83,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	}
 	// Forget worktrees whose directories were deleted, or git would still count the branch as
 	// checked out there.
+	if err := m.forgetVanished(ctx); err != nil {
+		return nil, err
+	}
 	if err := m.Git.Run(ctx, "worktree", "prune"); err != nil {
 		return nil, err
 	}
@@ -96,9 +99,12 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 			return nil, fmt.Errorf("bring %s up to date with %s: %w", branch, o.Target, err)
 		}
 	}
-	args := []string{"worktree", "add", "-q", o.Path, branch}
+	// Locked, so that no `git worktree prune` — another run's, the user's — drops its git
+	// directory while the run needs it (say its .git file went missing: the run must still
+	// save what is in it). Remove unlocks it.
+	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, o.Path, branch}
 	if !exists {
-		args = []string{"worktree", "add", "-q", "-b", branch, o.Path, "refs/heads/" + o.Target}
+		args = []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, "-b", branch, o.Path, "refs/heads/" + o.Target}
 	}
 	if err := m.Git.Run(ctx, args...); err != nil {
 		if caught.Kept != "" {
@@ -148,11 +154,36 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		// A prunable entry whose directory is gone has nothing checked out any more. One whose
 		// .git file alone is gone still holds an index and files: git worktree prune would
 		// throw its index away, so it is its holder's to remove (see Remove).
-		if wt.Branch == branch && (!wt.Prunable || exists(wt.Path)) {
+		// A run worktree whose directory is gone only stays known through its lock; Create
+		// forgets it (see forgetVanished).
+		if wt.Branch == branch && (exists(wt.Path) || !wt.Prunable && !wt.lockedByRun()) {
 			return wt.Path, nil
 		}
 	}
 	return "", nil
+}
+
+// lockReason prefixes the reason a run's worktree is locked with (see Create).
+const lockReason = "git-norma run "
+
+func (i Info) lockedByRun() bool { return strings.HasPrefix(i.Locked, lockReason) }
+
+// forgetVanished unlocks the run worktrees whose directories are gone, so that git worktree
+// prune forgets them: nothing is left in them to save, and they would keep their task
+// branches checked out.
+func (m *Manager) forgetVanished(ctx context.Context) error {
+	list, err := m.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, wt := range list {
+		if wt.lockedByRun() && !exists(wt.Path) {
+			if err := m.Git.Run(ctx, "worktree", "unlock", wt.Path); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Removed is what removing a run worktree had to clear first.
@@ -182,9 +213,13 @@ func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, erro
 		if err := relink(path, ws.gitDir); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
-		if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
+		// Twice forced: once for the files just saved, once for the run's lock (see Create).
+		if err := m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
+	} else {
+		// Its directory is gone; only its lock keeps git from forgetting it.
+		_ = m.Git.Run(ctx, "worktree", "unlock", path)
 	}
 	return done, m.Git.Run(ctx, "worktree", "prune")
 }
@@ -202,6 +237,8 @@ type Info struct {
 	Branch   string
 	Bare     bool
 	Prunable bool
+	// Locked is the reason the worktree is locked ("" when it is not).
+	Locked string
 }
 
 func (i *Info) set(key, val string) {
@@ -214,6 +251,11 @@ func (i *Info) set(key, val string) {
 		i.Bare = true
 	case "prunable":
 		i.Prunable = true
+	case "locked":
+		i.Locked = val
+		if i.Locked == "" {
+			i.Locked = "(no reason)"
+		}
 	}
 }
 

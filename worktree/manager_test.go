@@ -156,7 +156,7 @@ func TestList(t *testing.T) {
 	}
 	assert.Equal(t, Info{Path: realPath(t, spaced), Head: head, Branch: "feature/x"}, byPath[realPath(t, spaced)])
 	assert.Equal(t, Info{Path: realPath(t, detached), Head: head}, byPath[realPath(t, detached)])
-	assert.Equal(t, Info{Path: realPath(t, ws.Dir()), Head: head, Branch: "norma/task/T-9"}, byPath[realPath(t, ws.Dir())])
+	assert.Equal(t, Info{Path: realPath(t, ws.Dir()), Head: head, Branch: "norma/task/T-9", Locked: "git-norma run R-9"}, byPath[realPath(t, ws.Dir())], "a run worktree is locked")
 
 	// A worktree whose directory vanished is reported prunable.
 	require.NoError(t, os.RemoveAll(detached))
