@@ -140,15 +140,7 @@ func TestMissingGitNormaNeverStopsGit(t *testing.T) {
 	}
 	remote := t.TempDir()
 	repo.Must("init", "-q", "--bare", remote)
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo.Dir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Run(), "git %v: %s", args, stderr.String())
-		return stderr.String()
-	}
+	run := repo.Stderr
 	warning := func(what string) string {
 		return "git-norma is not on PATH: " + what + " (put it on PATH, or remove its hooks: git norma hooks uninstall)\n"
 	}

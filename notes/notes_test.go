@@ -1,10 +1,8 @@
 package notes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,17 +118,6 @@ func TestConfigureReplacesTheExactRef(t *testing.T) {
 	assert.False(t, CopiedOnRewrite([]string{"refs/notes/commits", "refs/notes/norma2"}))
 }
 
-// stderrOf runs git in repo and returns its stderr; the command must succeed.
-func stderrOf(t *testing.T, repo *gittest.Repo, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = repo.Dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	require.NoError(t, cmd.Run(), "git %v: %s", args, stderr.String())
-	return stderr.String()
-}
-
 // With the configured notes.rewriteRef, amend and rebase say nothing while the journal does
 // not exist yet (an exact rewriteRef made git warn "notes ref refs/notes/norma is invalid"),
 // and carry the notes to the rewritten commits once it does.
@@ -140,19 +127,19 @@ func TestRewriteCarriesNotesWithoutWarning(t *testing.T) {
 	require.NoError(t, Configure(ctx, repo.Git))
 	repo.WriteFile("a.txt", "a\n")
 	repo.Commit("add a")
-	assert.Empty(t, stderrOf(t, repo, "commit", "-q", "--amend", "-m", "add a, amended"))
-	assert.Empty(t, stderrOf(t, repo, "rebase", "-q", "--force-rebase", "HEAD~1"))
+	assert.Empty(t, repo.Stderr("commit", "-q", "--amend", "-m", "add a, amended"))
+	assert.Empty(t, repo.Stderr("rebase", "-q", "--force-rebase", "HEAD~1"))
 	require.Error(t, repo.Git.Run(ctx, "rev-parse", "--verify", "-q", Ref), "no journal yet")
 
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 	e := entry(t0, 1, "on the commit")
 	require.NoError(t, Journal{Git: repo.Git}.Add(ctx, repo.Must("rev-parse", "HEAD"), e))
-	assert.Empty(t, stderrOf(t, repo, "commit", "-q", "--amend", "-m", "add a, amended again"))
+	assert.Empty(t, repo.Stderr("commit", "-q", "--amend", "-m", "add a, amended again"))
 	got, err := Journal{Git: repo.Git}.Read(ctx, repo.Must("rev-parse", "HEAD"))
 	require.NoError(t, err)
 	assert.Equal(t, []Entry{e}, got, "the note followed the amend")
 
-	assert.Empty(t, stderrOf(t, repo, "rebase", "-q", "--force-rebase", "HEAD~1"))
+	assert.Empty(t, repo.Stderr("rebase", "-q", "--force-rebase", "HEAD~1"))
 	got, err = Journal{Git: repo.Git}.Read(ctx, repo.Must("rev-parse", "HEAD"))
 	require.NoError(t, err)
 	assert.Equal(t, []Entry{e}, got, "the note followed the rebase")

@@ -2,8 +2,10 @@
 package gittest
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -77,4 +79,19 @@ func (r *Repo) Commit(msg string) string {
 	r.Must("add", "-A")
 	r.Must("commit", "-q", "--allow-empty", "-m", msg)
 	return r.Must("rev-parse", "HEAD")
+}
+
+// Stderr runs git in the repository as a user would (the test's environment: its PATH, hooks
+// and all), fails the test on error, and returns what git wrote to stderr: its warnings, and
+// what hooks said.
+func (r *Repo) Stderr(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.Dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		r.t.Fatalf("git %v: %v: %s", args, err, stderr.String())
+	}
+	return stderr.String()
 }
