@@ -174,7 +174,7 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 	for _, wt := range list {
 		if wt.Prunable {
 			rep.add("worktree "+wt.Path, "warn", "its directory is gone", "git worktree prune")
-		} else if _, err := os.Stat(wt.Path); wt.Locked != "" && os.IsNotExist(err) {
+		} else if _, err := os.Stat(wt.Path); wt.LockedByRun() && os.IsNotExist(err) {
 			// A run's worktree is locked (see worktree.Manager.Create); the next run forgets it.
 			rep.add("worktree "+wt.Path, "warn", "its directory is gone (locked: "+wt.Locked+")",
 				"git worktree unlock "+wt.Path+" && git worktree prune (the next run does it too)")

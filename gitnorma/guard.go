@@ -33,11 +33,14 @@ func (w workspace) guarded() []string {
 // user's next git command) and the shared config (aliases, core.hooksPath, core.fsmonitor
 // run programs; see configProgramsLine).
 type gitGuard struct {
-	config, hooksDir string
+	// configs are the shared config and the main worktree's own (read when the repository
+	// sets extensions.worktreeConfig).
+	configs  []string
+	hooksDir string
 }
 
 func (a *App) gitGuard(ctx context.Context) gitGuard {
-	g := gitGuard{config: filepath.Join(a.Repo.GitDir, "config")}
+	g := gitGuard{configs: []string{filepath.Join(a.Repo.GitDir, "config"), filepath.Join(a.Repo.GitDir, "config.worktree")}}
 	if dir, err := a.HooksDir(ctx); err == nil {
 		g.hooksDir = dir
 	}
@@ -48,8 +51,8 @@ func (a *App) gitGuard(ctx context.Context) gitGuard {
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
 	lines := append(backlogFingerprint(w.root), statLine(backlogOutsidePath(w.root)))
-	if w.git.config != "" {
-		lines = append(lines, configProgramsLine(w.git.config))
+	for _, c := range w.git.configs {
+		lines = append(lines, configProgramsLine(c))
 	}
 	for _, p := range w.guarded() {
 		lines = append(lines, statLine(p))

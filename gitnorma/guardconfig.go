@@ -10,12 +10,13 @@ import (
 	"strings"
 )
 
-// configProgramsLine is the guard's line for the repository's shared config: a digest of the
-// settings in it that make git run a program or read another file, the way an agent could
-// reach beyond its workspace (an alias the user types next, a hooks path, a filter, a
-// credential helper). Only those count: git rewrites the file for everyday commands (git
-// branch -D, git remote add, git push -u), a user's or a parallel run's, and none of those
-// may fail an agent's step.
+// configProgramsLine is the guard's line for one of the repository's shared config files: a
+// digest of every setting in it but those everyday git commands rewrite (branch tracking,
+// remote URLs, identity, colours) — settings can make git run a program or read more config in
+// too many ways to list them (an alias, core.hooksPath, a filter, a credential helper,
+// extensions.worktreeConfig then a config.worktree...). Everyday rewrites of the file — by
+// git branch -D, git remote add, git push -u, a user's or a parallel run's — do not count:
+// none of them may fail an agent's step.
 func configProgramsLine(path string) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -26,14 +27,19 @@ func configProgramsLine(path string) string {
 }
 
 // programSettings lists, sorted, the "section.subsection.key=value" lines of a git config text
-// whose key runs a program or names another file. It reads git's syntax as far as these keys
-// need: sections with or without a quoted subsection, comments, keys without a value.
+// that are not everyday settings (see everyday). It reads git's syntax as far as that needs:
+// sections with or without a quoted subsection, comments, keys without a value, values
+// continued on the next line.
 func programSettings(data []byte) []string {
 	var out []string
 	section := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		line := sc.Text()
+		for strings.HasSuffix(line, "\\") && sc.Scan() {
+			line = strings.TrimSuffix(line, "\\") + sc.Text()
+		}
+		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
@@ -50,7 +56,7 @@ func programSettings(data []byte) []string {
 		}
 		key, value, _ := strings.Cut(line, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
-		if runsProgram(section, key) {
+		if !everyday(section, key) {
 			out = append(out, section+"."+key+"="+strings.TrimSpace(value))
 		}
 	}
@@ -58,17 +64,24 @@ func programSettings(data []byte) []string {
 	return out
 }
 
-// programKeys are the config keys (the last part of the name) that make git run a program, or
-// read more config, whatever their section.
-var programKeys = map[string]bool{
-	"path": true, "helper": true, "program": true, "command": true, "cmd": true, "textconv": true,
-	"clean": true, "smudge": true, "process": true, "driver": true, "sshcommand": true,
-	"hookspath": true, "fsmonitor": true, "pager": true, "editor": true, "askpass": true,
-	"gitproxy": true, "uploadpack": true, "receivepack": true, "packobjectshook": true,
-	"worktree": true, "attributesfile": true, "excludesfile": true,
+// everydaySections hold nothing that runs a program, and everyday git commands write them.
+var everydaySections = map[string]bool{
+	"branch": true, "user": true, "color": true, "advice": true, "gc": true, "pull": true,
+	"push": true, "fetch": true, "init": true, "rerere": true, "maintenance": true,
+	"status": true, "log": true, "notes": true, "pack": true, "index": true, "feature": true,
+	"column": true, "i18n": true, "checkout": true, "clone": true,
 }
 
-func runsProgram(section, key string) bool {
+// everydayKeys are the harmless keys of sections that also hold keys that run programs.
+var everydayKeys = map[string]map[string]bool{
+	"remote": {"url": true, "pushurl": true, "fetch": true, "push": true, "tagopt": true, "prune": true, "mirror": true},
+	"core": {"repositoryformatversion": true, "filemode": true, "bare": true, "logallrefupdates": true,
+		"ignorecase": true, "precomposeunicode": true, "symlinks": true, "autocrlf": true, "eol": true,
+		"safecrlf": true, "abbrev": true, "quotepath": true, "untrackedcache": true},
+	"submodule": {"url": true, "active": true},
+}
+
+func everyday(section, key string) bool {
 	top, _, _ := strings.Cut(section, ".")
-	return top == "alias" || top == "pager" || programKeys[key]
+	return everydaySections[top] || everydayKeys[top][key]
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
-// The shared config's guard line changes with what makes git run a program, and only with
-// that: git rewrites the file for everyday commands, a user's or a parallel run's.
+// The shared config's guard line changes with any setting but the everyday ones git rewrites
+// the file for, a user's commands or a parallel run's.
 func TestConfigProgramsLineFollowsOnlyPrograms(t *testing.T) {
 	gittest.Isolate(t)
 	dir := t.TempDir()
@@ -46,6 +46,9 @@ func TestConfigProgramsLineFollowsOnlyPrograms(t *testing.T) {
 		{"config", "credential.https://example.com.helper", "/tmp/steal"},
 		{"config", "include.path", "/tmp/more.cfg"},
 		{"config", "remote.origin.uploadpack", "/tmp/up"},
+		{"config", "extensions.worktreeConfig", "true"}, // then a config.worktree could say anything
+		{"config", "diff.external", "/tmp/differ"},
+		{"config", "interactive.diffFilter", "/tmp/filter"},
 	} {
 		git(program...)
 		after := configProgramsLine(config)
@@ -55,8 +58,9 @@ func TestConfigProgramsLineFollowsOnlyPrograms(t *testing.T) {
 }
 
 func TestProgramSettingsReadsGitSyntax(t *testing.T) {
-	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x\n[Alias]\n\tst\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n[pager] log = less\n"
-	assert.Equal(t, []string{"alias.st=", "core.hookspath=/x", "filter.lfs.smudge=git-lfs smudge %f", "pager.log=less"},
+	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x\n[Alias]\n\tst\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n[pager] log = less\n" +
+		"[branch \"main\"]\n\tremote = origin\n[remote \"origin\"]\n\turl = x\n\treceivepack = rp\n[core]\n\teditor = vi \\\n-n\n"
+	assert.Equal(t, []string{"alias.st=", "core.editor=vi -n", "core.hookspath=/x", "filter.lfs.smudge=git-lfs smudge %f", "pager.log=less", "remote.origin.receivepack=rp"},
 		programSettings([]byte(text)))
 	require.Equal(t, "absent\t"+filepath.Join(os.TempDir(), "nope"), configProgramsLine(filepath.Join(os.TempDir(), "nope")))
 }

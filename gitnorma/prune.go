@@ -105,6 +105,14 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	if o.auto && len(rep.Runs) == 0 {
 		return rep, nil
 	}
+	if !o.DryRun {
+		// A run worktree whose directory someone deleted is still locked (see
+		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
+		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().ForgetVanished(ctx) })
+		if err != nil {
+			return rep, withCode(ExitFail, err)
+		}
+	}
 	if err := a.pruneBranches(ctx, o, retained, &rep); err != nil {
 		return rep, err
 	}
@@ -136,8 +144,11 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, new
 	// Only while its task branch is still where the PASS was recorded: a branch that moved
 	// on, or was deleted, has no use for it.
 	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+worktree.TaskBranch(r.TaskID))
-	if err != nil || head != passHead {
+	switch {
+	case git.ExitCodeOf(err) == 1 || err == nil && head != passHead:
 		return "", nil
+	case err != nil:
+		return "", err // not knowing is no reason to drop a verified record
 	}
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
 }

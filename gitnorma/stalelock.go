@@ -7,11 +7,12 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 )
 
-// staleLockEvent records an index.lock removed from a run worktree's git directory, left by
+// staleLockEvent records the locks (index.lock, HEAD.lock; comma separated in path) removed
+// from a run worktree's git directory, left by
 // whoever (a killed git, an agent) as the one holding it.
 func staleLockEvent(now time.Time, path, leftBy string) store.Event {
 	return store.Event{TS: now, Type: "stale_lock_removed",
-		Message: "removed " + path + ", left by " + leftBy + ": git refuses to write the worktree's index while it is there",
+		Message: "removed " + path + ", left by " + leftBy + ": git refuses to commit in the worktree while a lock is there",
 		Data:    map[string]any{"path": path}}
 }
 

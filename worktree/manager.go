@@ -156,7 +156,7 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		// throw its index away, so it is its holder's to remove (see Remove).
 		// A run worktree whose directory is gone only stays known through its lock; Create
 		// forgets it (see forgetVanished).
-		if wt.Branch == branch && (exists(wt.Path) || !wt.Prunable && !wt.lockedByRun()) {
+		if wt.Branch == branch && (exists(wt.Path) || !wt.Prunable && !wt.LockedByRun()) {
 			return wt.Path, nil
 		}
 	}
@@ -166,7 +166,8 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 // lockReason prefixes the reason a run's worktree is locked with (see Create).
 const lockReason = "git-norma run "
 
-func (i Info) lockedByRun() bool { return strings.HasPrefix(i.Locked, lockReason) }
+// LockedByRun says git-norma locked the worktree for a run (see Create).
+func (i Info) LockedByRun() bool { return strings.HasPrefix(i.Locked, lockReason) }
 
 // forgetVanished unlocks the run worktrees whose directories are gone, so that git worktree
 // prune forgets them: nothing is left in them to save, and they would keep their task
@@ -177,13 +178,22 @@ func (m *Manager) forgetVanished(ctx context.Context) error {
 		return err
 	}
 	for _, wt := range list {
-		if wt.lockedByRun() && !exists(wt.Path) {
-			if err := m.Git.Run(ctx, "worktree", "unlock", wt.Path); err != nil {
-				return err
-			}
+		if wt.LockedByRun() && !exists(wt.Path) {
+			// Best effort: someone may have unlocked it meanwhile.
+			_ = m.Git.Run(ctx, "worktree", "unlock", wt.Path)
 		}
 	}
 	return nil
+}
+
+// ForgetVanished makes git forget the worktrees whose directories are gone, run worktrees
+// (locked) included: they would keep their branches checked out, so that neither git branch -D
+// nor git switch could have them.
+func (m *Manager) ForgetVanished(ctx context.Context) error {
+	if err := m.forgetVanished(ctx); err != nil {
+		return err
+	}
+	return m.Git.Run(ctx, "worktree", "prune")
 }
 
 // Removed is what removing a run worktree had to clear first.

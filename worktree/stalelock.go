@@ -44,6 +44,9 @@ const lockGrace = 2 * time.Second
 // removeStale removes the lock at path once it has been left alone for lockGrace, and says
 // whether it removed one (false when there was none, or it went away meanwhile).
 func removeStale(path string) (bool, error) {
+	// Never longer than lockGrace in all: a lock dated in the future, or one a leftover
+	// process keeps rewriting, must not hold the run (and the worktree lock) up.
+	deadline := time.Now().Add(lockGrace)
 	for {
 		st, err := os.Lstat(path)
 		if os.IsNotExist(err) {
@@ -51,11 +54,11 @@ func removeStale(path string) (bool, error) {
 		} else if err != nil {
 			return false, err
 		}
-		age := time.Since(st.ModTime())
-		if age >= lockGrace {
+		wait := min(lockGrace-time.Since(st.ModTime()), time.Until(deadline))
+		if wait <= 0 {
 			break
 		}
-		time.Sleep(min(50*time.Millisecond, lockGrace-age))
+		time.Sleep(min(50*time.Millisecond, wait))
 	}
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return false, err

@@ -95,3 +95,17 @@ func TestRemoveStaleLockWaitsForALiveOne(t *testing.T) {
 	assert.Empty(t, removed, "its holder removed it")
 	assert.Less(t, time.Since(start), lockGrace, "no longer than it was held")
 }
+
+// A lock dated in the future (touch -d tomorrow) is waited for no longer than a fresh one.
+func TestRemoveStaleLockWaitsBoundedly(t *testing.T) {
+	f, ws := wsFixture(t)
+	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	tomorrow := time.Now().Add(24 * time.Hour)
+	require.NoError(t, os.Chtimes(lock, tomorrow, tomorrow))
+	start := time.Now()
+	removed, err := ws.RemoveStaleLock()
+	require.NoError(t, err)
+	assert.Equal(t, lock, removed)
+	assert.Less(t, time.Since(start), lockGrace+time.Second)
+}
