@@ -43,8 +43,8 @@ func worktreeOf(commonDir, dir string) string {
 	if dir == commonDir {
 		return filepath.Dir(commonDir)
 	}
-	if gitfile, err := os.ReadFile(filepath.Join(dir, "gitdir")); err == nil {
-		return filepath.Dir(strings.TrimSpace(string(gitfile)))
+	if path, ok := linkedPath(dir); ok {
+		return path
 	}
 	return dir
 }
