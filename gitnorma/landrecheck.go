@@ -48,7 +48,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if err := a.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", err
 	}
-	if a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", tip, head) == nil {
+	if onBranch, err := a.isAncestor(ctx, tip, head); err == nil && onBranch {
 		return head, nil // the target is where the branch was verified: nothing new to check against
 	}
 	wm := a.Repo.Worktrees()

@@ -300,7 +300,8 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	}
 	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
-			return r.app.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", a, b) == nil
+			ok, _ := r.app.isAncestor(ctx, a, b)
+			return ok
 		})
 	}
 	if o.Resume != nil {
