@@ -71,11 +71,11 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	}
 	cutoff := a.Now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
-	newestPass := map[string]bool{} // tasks whose newest passed run was seen
+	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
-			why, err := a.stillNeeded(ctx, st, r, newestPass)
+			why, err := a.stillNeeded(ctx, st, r, scan)
 			if err != nil {
 				return rep, withCode(ExitFail, err)
 			}
@@ -84,7 +84,7 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 			}
 		}
 		if r.Status == store.StatusPassed {
-			newestPass[r.TaskID] = true
+			scan.newestPass[r.TaskID] = true
 		}
 		if keep {
 			if retained[r.TaskID] == "" {
@@ -123,12 +123,12 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 // process is still finishing it (landing, in a parallel loop), or it is its task's newest
 // PASS, not landed, and its task branch is still at the verified commit — `git norma land`
 // needs its record to land the verified work.
-// newestPass holds the tasks whose newest passed run came before r (runs go newest first).
-func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, newestPass map[string]bool) (string, error) {
-	if h, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live && h.RunID == r.ID {
+// scan carries what the runs before r told (runs go newest first).
+func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
+	if scan.liveRun(a, r.TaskID) == r.ID {
 		return "its process is still finishing it", nil
 	}
-	if r.Status != store.StatusPassed || newestPass[r.TaskID] {
+	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
 		return "", nil
 	}
 	kv, err := st.KV(ctx, r.ID)
@@ -151,6 +151,25 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, new
 		return "", err // not knowing is no reason to drop a verified record
 	}
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
+}
+
+// pruneScan is what prune learns about tasks as it goes through their runs, newest first.
+type pruneScan struct {
+	// newestPass holds the tasks whose newest passed run has been seen.
+	newestPass map[string]bool
+	// live maps a task to the run a live process holds its lock for ("" for none), asked once.
+	live map[string]string
+}
+
+func (s *pruneScan) liveRun(a *App, taskID string) string {
+	run, known := s.live[taskID]
+	if !known {
+		if h, live := LiveLockHolder(a.TaskLockPath(taskID)); live {
+			run = h.RunID
+		}
+		s.live[taskID] = run
+	}
+	return run
 }
 
 // pruneKept deletes the branches runs set aside when they conflicted with the target
