@@ -182,6 +182,10 @@ type EventRow struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// FindingEvents are the event types `status <run>` lists as findings: what an agent tried that
+// the orchestrator undid or overruled.
+var FindingEvents = []string{loop.EventChecksEnforced, "verdict_overridden", "close_refused"}
+
 // RunDetail loads one run with its steps and events.
 func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	st, err := a.OpenStore(ctx)

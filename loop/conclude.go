@@ -118,7 +118,7 @@ func (e *engine) concludePlan(s *stepRun) {
 		e.plan = s.out.Plan
 		return
 	}
-	s.out.Plan = withGates(s.out.Plan, e.o.Gates)
+	s.out.Plan = e.enforcePlan(s, s.out.Plan)
 	if missing := MissingChecks(s.out.Plan); len(missing) > 0 {
 		s.out.Status, s.out.StopReason = StatusStop, StopVerifyMissing
 		s.out.Summary.Errors = append(s.out.Summary.Errors,

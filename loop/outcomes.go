@@ -26,25 +26,6 @@ func GateCriterion(g Gate) EffectiveCriterion {
 	}
 }
 
-// withGates returns the plan with every configured gate among its effective criteria.
-func withGates(p *Plan, gates []Gate) *Plan {
-	if p == nil || len(gates) == 0 {
-		return p
-	}
-	cp := *p
-	cp.AcceptanceCriteria.Effective = append([]EffectiveCriterion(nil), p.AcceptanceCriteria.Effective...)
-	have := map[string]bool{}
-	for _, ac := range cp.AcceptanceCriteria.Effective {
-		have[ac.ID] = true
-	}
-	for _, g := range gates {
-		if gc := GateCriterion(g); !have[gc.ID] {
-			cp.AcceptanceCriteria.Effective = append(cp.AcceptanceCriteria.Effective, gc)
-		}
-	}
-	return &cp
-}
-
 // planOutcome ends the run when Plan decomposed the task or found it blocked: applying the
 // outcome is the orchestrator's job, outside the loop.
 func planOutcome(p *Plan) *Result {

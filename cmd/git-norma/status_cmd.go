@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
@@ -125,5 +126,22 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), usageText(s.Usage), s.Summary)
 	}
 	w.Flush()
+	printFindings(out, d.Events)
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
+}
+
+// printFindings lists the events that record something an agent tried and the orchestrator
+// undid, such as a plan that weakened the task's checks.
+func printFindings(out io.Writer, events []gitnorma.EventRow) {
+	first := true
+	for _, e := range events {
+		if !slices.Contains(gitnorma.FindingEvents, e.Type) {
+			continue
+		}
+		if first {
+			fmt.Fprintln(out, "\nfindings:")
+			first = false
+		}
+		fmt.Fprintf(out, "  %s: %s\n", e.Type, e.Message)
+	}
 }
