@@ -64,8 +64,11 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMi
 
 // resume returns what the last run completed of its unfinished iteration, when the labels
 // say so and the task branch agrees: a plan still holds if the branch only moved forward since
-// (an interrupted Do's work rescued on top, say); a Do or Check result only if the branch is
-// exactly where that step left it.
+// (an interrupted Do's work rescued on top, say); a Do result only if the branch is exactly
+// where that step left it. The notes and labels are hints anyone with the backlog can edit:
+// they say where to resume work, never what was verified — a completed Check is not resumed
+// (it runs again), and the restored plan gets the task's Verify commands and the gates
+// enforced by the loop like any plan.
 func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
 	s := m.state
 	if !slices.Contains(m.labels, LabelHasPlan) || s.Plan == nil || s.Head == "" {
@@ -77,9 +80,6 @@ func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool
 	r := &loop.Resume{From: s.RunID, Plan: s.Plan}
 	if s.Head == branchHead && slices.Contains(m.labels, LabelHasDo) && s.Do != nil {
 		r.Do = s.Do
-		if slices.Contains(m.labels, LabelHasCheck) && s.Check != nil {
-			r.Check = s.Check
-		}
 	}
 	return r
 }

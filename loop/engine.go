@@ -43,17 +43,19 @@ type Options struct {
 	Resume *Resume
 	// Paused is asked before every step; a non-empty answer stops the run with StopPaused.
 	Paused func() string
-	// Gates are added to every plan's effective criteria.
+	// Gates are added to every plan's effective criteria; like the task's Verify commands, no
+	// plan may drop or alter them (required.go).
 	Gates []Gate
 }
 
-// Resume is the completed prefix (plan, then do, then check) of an interrupted iteration.
+// Resume is the completed prefix (plan, then do) of an interrupted iteration, read from the
+// tracker: a hint of where to resume work, never evidence. There is no Check in it: a Check's
+// result could land, so it always runs again, on the workspace as it is now.
 type Resume struct {
 	// From is the run that produced the outputs.
-	From  string
-	Plan  *Plan
-	Do    *Do
-	Check *Check
+	From string
+	Plan *Plan
+	Do   *Do
 }
 
 // output returns the stored output of role, if the resumed prefix covers it.
@@ -68,8 +70,6 @@ func (r *Resume) output(role Role) (Output, bool) {
 		out.Plan = r.Plan
 	case role == RoleDo && r.Do != nil:
 		out.Do = r.Do
-	case role == RoleCheck && r.Do != nil && r.Check != nil:
-		out.Check = r.Check
 	default:
 		return Output{}, false
 	}

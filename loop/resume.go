@@ -40,18 +40,12 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 	}
 	switch role {
 	case RolePlan:
-		out.Plan = withGates(out.Plan, e.o.Gates)
-		s.out.Plan = out.Plan
-		e.plan = out.Plan
+		// A restored plan is a hint like any tracker state: the required checks are enforced
+		// on it as on a plan a Plan agent just wrote.
+		s.out.Plan = e.enforcePlan(s, out.Plan)
+		e.plan = s.out.Plan
 	case RoleDo:
 		e.do = out.Do
-	case RoleCheck:
-		e.check = out.Check
-		e.checkedHead = s.snap.Head // resumed only when the branch is where that check left it
-		if e.check.Verdict.Status != VerdictPass {
-			e.failedChecks++
-			e.facts[FactLastFailure] = NewFailure(e.iteration, e.check)
-		}
 	}
 	return e.record(ctx, s)
 }

@@ -45,10 +45,12 @@ func TestRunResumesCompletedSteps(t *testing.T) {
 	assert.Equal(t, []string{"DO-1"}, first.Do.Execution.ExecutedStepIDs)
 }
 
-// Only a prefix resumes: a check without a do is ignored (the do must run again).
+// Only a prefix resumes: a do without a plan is ignored, and a check never resumes.
 func TestResumeNeedsAPrefix(t *testing.T) {
-	r := &Resume{From: "r-x", Plan: planWith("true").Plan, Check: &Check{}}
+	r := &Resume{From: "r-x", Plan: planWith("true").Plan, Do: doneAll().Do}
 	_, ok := r.output(RoleCheck)
+	assert.False(t, ok)
+	_, ok = (&Resume{From: "r-x", Do: doneAll().Do}).output(RoleDo)
 	assert.False(t, ok)
 	_, ok = r.output(RolePlan)
 	assert.True(t, ok)
