@@ -36,9 +36,15 @@ type recorder struct {
 	notes chain
 	// lastHead is the head the previous step ended on.
 	lastHead string
-	// outputs are synced by finishMirrors, before the run's end is committed.
-	outputs landingOutputs
 }
+
+// The kv_run keys holding a run's last plan and last check outputs as the orchestrator
+// recorded them: what a landing reads (its criteria, its commit message, its verdict), never
+// the step files, which agents can write.
+const (
+	kvLastPlan  = "last_plan"
+	kvLastCheck = "last_check"
+)
 
 // CommitStep implements loop.Recorder.
 func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
@@ -60,13 +66,19 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
 	}
 	crashPoint("step-files")
+	kv := map[string]any{}
+	if rec.Output.Plan != nil {
+		kv[kvLastPlan] = rec.Output.Plan
+	}
+	if rec.Output.Check != nil {
+		kv[kvLastCheck] = rec.Output.Check
+	}
 	err := r.st.CommitStep(ctx, store.StepCommit{
-		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
+		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict, KV: kv,
 	})
 	if err != nil {
 		return err
 	}
-	r.outputs.note(rec)
 	if rec.Head == "" {
 		return nil
 	}
@@ -106,9 +118,6 @@ func (r *recorder) flushNotes(ctx context.Context) {
 // lands or hands the task back (a landing's close must come after the steps' updates).
 func (r *recorder) finishMirrors(ctx context.Context) {
 	r.flushNotes(ctx)
-	if err := r.outputs.sync(); err != nil {
-		_ = r.st.AppendEvent(ctx, r.runID, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "sync step outputs: " + err.Error()})
-	}
 	r.notes.wait()
 	if r.mirror != nil {
 		r.mirror.queue.wait()

@@ -156,24 +156,31 @@ func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest)
 	return a.redact.apply(CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last)), nil
 }
 
-// runOutputs reads a run's last plan and last check outputs, and its last step's index.
+// runOutputs reads a run's last plan and last check outputs as the orchestrator committed them
+// to the store with their steps, and its last step's index. A run recorded without them (by
+// an older git-norma, or a `git norma check`) has neither: its landing re-checks the task's
+// own criteria and its message names no plan.
 func (a *App) runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.Plan, check *loop.Check, last int, err error) {
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	for _, s := range steps {
-		out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir)))
-		if err != nil {
-			continue
+	if len(steps) > 0 {
+		last = steps[len(steps)-1].Index
+	}
+	kv, err := st.KV(ctx, runID)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if raw, ok := kv[kvLastPlan]; ok {
+		if err := json.Unmarshal(raw, &plan); err != nil {
+			return nil, nil, 0, fmt.Errorf("run %s: stored plan: %w", runID, err)
 		}
-		if out.Plan != nil {
-			plan = out.Plan
+	}
+	if raw, ok := kv[kvLastCheck]; ok {
+		if err := json.Unmarshal(raw, &check); err != nil {
+			return nil, nil, 0, fmt.Errorf("run %s: stored check: %w", runID, err)
 		}
-		if out.Check != nil {
-			check = out.Check
-		}
-		last = s.Index
 	}
 	return plan, check, last, nil
 }

@@ -31,6 +31,9 @@ type StepCommit struct {
 	CurrentStepIndex int
 	Verdict          string // "" leaves runs.verdict unchanged
 	Status           string // "" leaves runs.status unchanged
+	// KV are run metadata set with the step (kv_run upserts), such as the outputs a landing
+	// reads: they change together with the step row.
+	KV map[string]any
 }
 
 // CommitStep applies a StepCommit in one BEGIN IMMEDIATE transaction, so
@@ -50,6 +53,11 @@ func (s *Store) CommitStep(ctx context.Context, c StepCommit) error {
 		}
 		if err := appendEvents(ctx, conn, st.RunID, c.Events); err != nil {
 			return err
+		}
+		for k, v := range c.KV {
+			if err := setKV(ctx, conn, st.RunID, k, v); err != nil {
+				return err
+			}
 		}
 		res, err := conn.ExecContext(ctx, `UPDATE runs SET current_step_index = ?, iteration = ?,
 			verdict = COALESCE(?, verdict), status = COALESCE(?, status) WHERE run_id = ?`,

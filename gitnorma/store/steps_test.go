@@ -60,6 +60,26 @@ func TestCommitStep(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// Run metadata committed with a step changes with it: set when the step commits, absent when
+// it fails.
+func TestCommitStepSetsKV(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	mustCreate(t, s, "r1", "", t0)
+	c := stepCommit(1, "plan")
+	c.KV = map[string]any{"last_plan": map[string]string{"goal": "g"}}
+	require.NoError(t, s.CommitStep(ctx, c))
+	c = stepCommit(2, "check")
+	c.Verdict = "meh" // the run update fails, after the kv upserts
+	c.KV = map[string]any{"last_plan": "other", "last_check": "x"}
+	require.Error(t, s.CommitStep(ctx, c))
+
+	kv, err := s.KV(ctx, "r1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"goal":"g"}`, string(kv["last_plan"]))
+	assert.NotContains(t, kv, "last_check")
+}
+
 func TestCommitStepFailureLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
