@@ -47,6 +47,11 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if err := a.checkStillOpen(ctx, req); err != nil {
 		return "", a.refuse(ctx, st, req, err)
 	}
+	if p, err := a.earlierLanding(ctx, st, req); err != nil {
+		return "", withCode(ExitFail, err)
+	} else if p.Commit != "" {
+		return a.adoptLanding(ctx, st, req, p)
+	}
 	head, err := a.recheckOnTarget(ctx, st, req)
 	if err != nil {
 		return "", a.refuse(ctx, st, req, err)
@@ -70,7 +75,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		return "", withCode(ExitFail, err)
 	}
 	crashPoint("landed")
-	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", res.Commit, req.target, req.runID)
+	reason := landingReason(res.Commit, req.target, req.runID)
 	if res.Empty {
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
 	}

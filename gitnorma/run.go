@@ -23,6 +23,9 @@ type RunOptions struct {
 	TaskID string
 	// NoLand leaves a PASSed task on its branch for review (`git norma land` later).
 	NoLand bool
+	// Force runs (and lands) a task whose work already landed on the target; without it such
+	// a task is closed instead (landed.go).
+	Force bool
 	// Live receives one line per step.
 	Live io.Writer
 	// hops counts how many tasks this run went on to after Plan outcomes.
@@ -80,7 +83,9 @@ type run struct {
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	rep, err := a.runOnce(ctx, o)
-	a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
+	if rep.Status != StatusAlreadyLanded { // nothing ran
+		a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
+	}
 	if err != nil || rep.continueWith == "" {
 		return rep, err
 	}
@@ -121,7 +126,14 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.checkClaimable(ctx); err != nil {
 		return RunReport{}, err
 	}
-	if err := r.begin(ctx, lock, o.Live); err != nil {
+	if !o.Force {
+		if p, err := a.landedBefore(ctx, st, r.pre.task, r.pre.target); err != nil {
+			return RunReport{}, withCode(ExitFail, err)
+		} else if p.Commit != "" {
+			return r.alreadyLanded(ctx, p)
+		}
+	}
+	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err
 	}
 	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
@@ -160,7 +172,7 @@ func (r *run) autoPrune(ctx context.Context) {
 }
 
 // begin creates the run: id, directory, row, worktree, and the task claim.
-func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
+func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live io.Writer) error {
 	r.id = newRunID(r.started)
 	r.dir = r.app.Repo.Path("runs", r.id)
 	if err := lock.Record(r.id, r.started); err != nil {
@@ -180,6 +192,11 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
 	if err != nil {
 		return err
+	}
+	if redo {
+		if err := r.st.SetKV(ctx, r.id, kvRedo, true); err != nil {
+			return err
+		}
 	}
 	if takenOver.PID != 0 {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",

@@ -10,6 +10,7 @@ import (
 type runCmd struct {
 	Task   string `arg:"" help:"The task to run."`
 	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
+	Force  bool   `help:"Run (and land) the task even though its work already landed on the target."`
 	JSON   bool   `help:"Print the run report as JSON."`
 }
 
@@ -18,7 +19,7 @@ func (c *runCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Live: env.stepProgress(app)})
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: env.stepProgress(app)})
 	if err != nil {
 		return err
 	}
@@ -34,6 +35,10 @@ func (c *runCmd) Run(env *Env) error {
 
 func printRunReport(env *Env, rep gitnorma.RunReport) {
 	out, pal := env.IO.Out, palette(env.Color.Out)
+	if rep.Status == gitnorma.StatusAlreadyLanded {
+		fmt.Fprintf(out, "task %s %s: %s\n", rep.TaskID, pal.status(rep.Status), rep.Message)
+		return
+	}
 	verdict := ""
 	if rep.Verdict != "" {
 		verdict = " (" + pal.status(rep.Verdict) + ")"

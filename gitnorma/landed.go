@@ -1,0 +1,142 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// StatusAlreadyLanded is the report status of a run that did not run: its task's work is
+// already on the target, so the task was closed instead (run --force redoes it).
+const StatusAlreadyLanded = "already_landed"
+
+// kvRedo marks a run made with --force: its landing goes ahead even though an earlier
+// landing of the task is on the target.
+const kvRedo = "redo"
+
+// clockSkew widens the history walk for a task's landing: a commit made on another machine
+// can carry a date slightly before the task's creation time on this one.
+const clockSkew = time.Hour
+
+// priorLanding is a landing of a task found on the target.
+type priorLanding struct {
+	Commit string
+	RunID  string
+}
+
+// landedBefore finds a landing of task already on target: a commit whose Norma-Task trailer
+// names it, committed since the task was created (the walk stops there, so it stays cheap on
+// a long history), or the landing one of its runs recorded in the store, if that commit is
+// still on the target. The tracker's status says nothing here: a `git stash` or checkout of
+// a tracked backlog reopens a landed task, and git's history is what tells.
+func (a *App) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
+	args := []string{"log", "--format=%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)",
+		"-F", "--grep=Norma-Task: " + task.ID}
+	if !task.CreatedAt.IsZero() {
+		args = append(args, "--since="+task.CreatedAt.Add(-clockSkew).UTC().Format(time.RFC3339))
+	}
+	out, err := a.Repo.Git.Output(ctx, append(args, "refs/heads/"+target, "--")...)
+	if err != nil {
+		return priorLanding{}, fmt.Errorf("look for an earlier landing of %s on %s: %w", task.ID, target, err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), task.ID) {
+			return priorLanding{Commit: f[0], RunID: strings.Split(f[2], ",")[0]}, nil
+		}
+	}
+	return a.storeLanding(ctx, st, task, target)
+}
+
+// storeLanding is the landing the store records for one of the task's runs since it was
+// created, if its commit is on target.
+func (a *App) storeLanding(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
+	runs, err := st.RunsForTask(ctx, task.ID, 50)
+	if err != nil {
+		return priorLanding{}, err
+	}
+	for _, r := range runs {
+		if r.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
+			continue
+		}
+		kv, err := st.KV(ctx, r.ID)
+		if err != nil {
+			return priorLanding{}, err
+		}
+		var landed string
+		if json.Unmarshal(kv["landed_commit"], &landed) != nil || landed == "" {
+			continue
+		}
+		if on, err := a.isAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
+			return priorLanding{Commit: landed, RunID: r.ID}, nil
+		}
+	}
+	return priorLanding{}, nil
+}
+
+// landingReason is the close reason of a landed task.
+func landingReason(commit, target, runID string) string {
+	return fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, target, orDash(runID))
+}
+
+// closeLanded closes a task whose work is already on the target, with the landing as its
+// reason, as the landing itself would have.
+func (a *App) closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, target string, p priorLanding) error {
+	reason := landingReason(p.Commit, target, p.RunID)
+	if err := tr.SetStatus(ctx, task.ID, tracker.StatusClosed, reason); err != nil {
+		return failf(fmt.Sprintf("close it by hand with the reason %q", reason),
+			"task %s already landed as %.10s on %s, but closing it failed: %v", task.ID, p.Commit, target, err)
+	}
+	return nil
+}
+
+// alreadyLanded is the report of a run that found its task's work already on the target and
+// closed the task instead of running it.
+func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, error) {
+	if err := r.app.closeLanded(ctx, r.tr, r.pre.task, r.pre.target, p); err != nil {
+		return RunReport{}, err
+	}
+	return RunReport{
+		RunID: p.RunID, TaskID: r.pre.task.ID, Title: r.pre.task.Title, Status: StatusAlreadyLanded,
+		Message: fmt.Sprintf("already landed as %.10s on %s by run %s; the task is closed, not run again (to redo it: git norma run --force %s)",
+			p.Commit, r.pre.target, orDash(p.RunID), r.pre.task.ID),
+		Branch: worktree.TaskBranch(r.pre.task.ID), Target: r.pre.target, Landed: p.Commit,
+	}, nil
+}
+
+// earlierLanding is the landing of req's task already on the target, unless req's run redoes
+// the task on purpose (--force).
+func (a *App) earlierLanding(ctx context.Context, st *store.Store, req landRequest) (priorLanding, error) {
+	kv, err := st.KV(ctx, req.runID)
+	if err != nil {
+		return priorLanding{}, err
+	}
+	var redo bool
+	if json.Unmarshal(kv[kvRedo], &redo) == nil && redo {
+		return priorLanding{}, nil
+	}
+	return a.landedBefore(ctx, st, req.task, req.target)
+}
+
+// adoptLanding makes a landing idempotent: a task whose work is already on the target (a crash
+// between the squash commit and its record, a backlog reverted by a stash, a recovery landing a
+// PASS again) is not landed a second time. The run records that landing as its own, and the
+// task is closed with it as its reason.
+func (a *App) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
+	_ = st.SetKV(ctx, req.runID, "landed_commit", p.Commit)
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "already_landed",
+		Message: fmt.Sprintf("%s already landed as %.10s on %s by run %s; not landed again", req.task.ID, p.Commit, req.target, orDash(p.RunID)),
+		Data:    map[string]any{"commit": p.Commit, "run": p.RunID, "target": req.target}})
+	tr, err := a.Tracker()
+	if err == nil {
+		err = a.closeLanded(ctx, tr, req.task, req.target, p)
+	}
+	return p.Commit, err
+}
