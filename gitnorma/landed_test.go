@@ -1,0 +1,52 @@
+package gitnorma
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// A task's earlier landing is the commit whose Norma-Task trailer names exactly it, made since
+// the task was created: not a task whose id it merely starts, not a mention in the text, not a
+// landing from before the task existed (a reused id).
+func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	_, err := Init(ctx, repo.Dir, InitOptions{})
+	require.NoError(t, err)
+	a, err := Open(ctx, repo.Dir)
+	require.NoError(t, err)
+	st, err := a.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+
+	commitAt := func(when time.Time, msg string) string {
+		t.Setenv("GIT_COMMITTER_DATE", when.Format(time.RFC3339))
+		return repo.Commit(msg)
+	}
+	created := time.Now().Add(-24 * time.Hour)
+	commitAt(created.Add(-48*time.Hour), "feat: old\n\nNorma-Task: norma-a1\nNorma-Run: r-old\n")
+	commitAt(created.Add(time.Hour), "feat: child\n\nNorma-Task: norma-a1.1\nNorma-Run: r-child\n")
+	commitAt(created.Add(2*time.Hour), "docs: mentions Norma-Task: norma-a1 in its text\n")
+	task := tracker.Task{ID: "norma-a1", CreatedAt: created}
+
+	p, err := a.landedBefore(ctx, st, task, "main")
+	require.NoError(t, err)
+	assert.Empty(t, p.Commit, "only the child's trailer, a mention, and a landing older than the task")
+
+	landed := commitAt(created.Add(3*time.Hour), "feat: a1\n\nNorma-Task: norma-a1\nNorma-Run: r-new\nNorma-Verdict: PASS\n")
+	commitAt(created.Add(4*time.Hour), "chore: later\n")
+	p, err = a.landedBefore(ctx, st, task, "main")
+	require.NoError(t, err)
+	assert.Equal(t, priorLanding{Commit: landed, RunID: "r-new"}, p)
+
+	p, err = a.landedBefore(ctx, st, tracker.Task{ID: "norma-a1.1", CreatedAt: created}, "main")
+	require.NoError(t, err)
+	assert.Equal(t, "r-child", p.RunID)
+}
