@@ -88,7 +88,7 @@ func (a *App) doctorRechecks(ctx context.Context, rep *DoctorReport, st *store.S
 		if _, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live {
 			continue // a landing is re-checking right now
 		}
-		rep.add("worktree "+dir, "warn", "a landing re-check left it behind (its process died)",
+		rep.add("re-check "+r.ID, "warn", "a landing re-check left its workspace behind (its process died): "+dir,
 			"git norma land "+r.TaskID+" or git norma run "+r.TaskID+" (removes it)")
 	}
 }

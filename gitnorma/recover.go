@@ -98,20 +98,17 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	_ = json.Unmarshal(kv["landed_commit"], &landed)
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
 	if landed == "" {
-		landed = r.app.landedBy(ctx, dead.ID, r.pre.target, passHead)
+		landed = r.app.landedBy(ctx, r.st, dead.ID, r.pre.target)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
-		Branch: worktree.TaskBranch(t.ID), Target: r.pre.target, RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
+		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target, RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
 	var done string
 	switch why := r.reopenReason(ctx, dead.ID, noLand); {
 	case landed != "":
 		// It landed and died before recording it: record it and close the task, never land again.
-		reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", landed, r.pre.target, dead.ID)
-		if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusClosed, reason); err != nil {
-			return nil, withCode(ExitFail, fmt.Errorf("close task %s: %w", t.ID, err))
+		if err := r.app.recordLanding(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target}, landed); err != nil {
+			return nil, err
 		}
-		_ = r.st.SetKV(ctx, dead.ID, "landed_commit", landed)
-		r.app.finishLanding(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target}, landed, reason)
 		rep.Landed, done = landed, fmt.Sprintf("already landed as %.10s on %s; task closed", landed, r.pre.target)
 	case passHead == "" || why != "":
 		if why == "" {
@@ -185,10 +182,12 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 }
 
 // landedBy returns the squash commit run runID landed on target, if one is there: a run killed
-// right after landing did not record it. Only commits since the verified head are looked at.
-func (a *App) landedBy(ctx context.Context, runID, target, passHead string) string {
+// right after landing did not record it. Only the commits since its verified head are looked
+// at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
+func (a *App) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
 	args := []string{"log", "-1", "--no-merges", "--format=%H", "--grep=^Norma-Run: " + runID + "$", "refs/heads/" + target}
-	if passHead != "" {
+	var passHead string
+	if kv, err := st.KV(ctx, runID); err == nil && json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" {
 		args = append(args, "^"+passHead)
 	}
 	out, err := a.Repo.Git.Output(ctx, append(args, "--")...)
@@ -198,15 +197,40 @@ func (a *App) landedBy(ctx context.Context, runID, target, passHead string) stri
 	return strings.TrimSpace(out)
 }
 
-// finishLanding does what a landing killed right after its commit left undone: the journal on
-// the squash commit, the landed event, the parents the task completes.
-func (a *App) finishLanding(ctx context.Context, st *store.Store, req landRequest, commit, reason string) {
+// recordLanding records a landing a killed process made and did not record, and closes the
+// task, finishing what the landing left undone: the journal on the squash commit, the landed
+// event, the parents the task completes.
+func (a *App) recordLanding(ctx context.Context, st *store.Store, req landRequest, commit string) error {
+	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, req.target, req.runID)
+	tr, err := a.Tracker()
+	if err == nil {
+		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
+	}
+	if err != nil {
+		return withCode(ExitFail, fmt.Errorf("close task %s: %w", req.task.ID, err))
+	}
+	_ = st.SetKV(ctx, req.runID, "landed_commit", commit)
+	_ = st.SetKV(ctx, req.runID, "claimed", false)
 	a.noteLanding(ctx, st, req, commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
 		Data: map[string]any{"commit": commit, "target": req.target}})
 	if req.task.Parent != "" {
 		a.completeParents(ctx, st, req.runID, req.task.ID, commit)
 	}
+	return nil
+}
+
+// giveBackClaim hands back the claim a dead run held, once `git norma land` landed (or
+// refused) its PASS: a task the landing did not close is open again.
+func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID string) {
+	if tr, err := a.Tracker(); err == nil {
+		if t, err := tr.Get(ctx, taskID); err == nil && t.Status == tracker.StatusInProgress {
+			_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
+		}
+	}
+	_ = st.SetKV(ctx, runID, "claimed", false)
+	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "claim_recovered",
+		Message: "git norma land landed this run's PASS after its process died; its claim is given back"})
 }
 
 // removeDeadWorktree removes the worktree a dead run left (its work is committed on the
