@@ -72,8 +72,14 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live io.Writer) (*
 	for _, dead := range runs {
 		r.clearRecheck(ctx, dead)
 	}
-	for _, dead := range runs {
-		if dead.Status != store.StatusPassed {
+	// A run reaches PASS only after recording its claim, so "claimed" alone tells which passed
+	// runs may still hold it: one indexed query, and no tracker call when none does.
+	held, err := r.st.RunsWithKV(ctx, "claimed", true)
+	if err != nil {
+		return nil, err
+	}
+	for _, dead := range held {
+		if dead.TaskID != r.pre.task.ID || dead.Status != store.StatusPassed {
 			continue
 		}
 		t, err := r.tr.Get(ctx, r.pre.task.ID)
@@ -303,23 +309,30 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) e
 			continue
 		}
 		seen[h.TaskID] = true
-		if err := a.recoverTask(ctx, base, h.TaskID, noLand, live); err != nil {
+		if err := a.recoverTask(ctx, base, h, noLand, live); err != nil {
 			fmt.Fprintf(live, "recovering task %s failed: %v\n", h.TaskID, err)
 		}
 	}
 	return nil
 }
 
-// recoverTask recovers one task's finished runs that still hold its claim, under its lock.
-func (a *App) recoverTask(ctx context.Context, base *run, taskID string, noLand bool, live io.Writer) error {
+// recoverTask recovers the finished runs of held's task that still hold its claim, under the
+// task's lock. A task no longer in progress (closed by a landing killed just after, moved by
+// someone) is held by none of them: that is recorded, so it is not looked at again.
+func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live io.Writer) error {
+	taskID := held.TaskID
 	lock, err := a.acquireTaskLock(taskID)
 	if err != nil {
 		return nil // a live run has it
 	}
 	defer lock.Release()
 	t, err := base.tr.Get(ctx, taskID)
-	if err != nil || t.Status != tracker.StatusInProgress {
+	if err != nil {
 		return err
+	}
+	if t.Status != tracker.StatusInProgress {
+		_ = base.st.SetKV(ctx, held.ID, "claimed", false)
+		return nil
 	}
 	r := *base
 	r.pre = &preflight{task: t, target: base.pre.target}
