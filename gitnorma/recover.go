@@ -236,7 +236,7 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 	}
 	_ = st.SetKV(ctx, runID, "claimed", false)
 	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "claim_recovered",
-		Message: "git norma land landed this run's PASS after its process died; its claim is given back"})
+		Message: "git norma land took over this run's PASS after its process died; its claim is given back"})
 }
 
 // removeDeadWorktree removes the worktree a dead run left (its work is committed on the
