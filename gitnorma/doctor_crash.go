@@ -31,7 +31,7 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 		return
 	}
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
-	held, _ := st.RunsWithKV(ctx, "claimed", true)
+	held, _ := st.RunsWithKV(ctx, kvClaimed, true)
 	seen := map[string]bool{}
 	for _, r := range append(running, held...) {
 		if seen[r.ID] || r.TaskID == "" {

@@ -208,7 +208,7 @@ func (r *run) recoverClaim(ctx context.Context) bool {
 			if r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "") != nil {
 				return false
 			}
-			_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
+			_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
 			_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
 				Message: "the task was still claimed by this run after its process died; reopened"})
 			return true
@@ -232,5 +232,5 @@ func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
 		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
 			Message: "the task was still claimed by this run after its process died; reopened"})
 	}
-	_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
+	_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
 }

@@ -21,9 +21,13 @@ import (
 // re-check's scratch workspace. reconcile.go repairs runs that died while marked running; this
 // file handles what a run leaves after it was marked finished, and the claim it made.
 
-// kvClaimIntent is written before a run claims its task, "claimed" after the claim: a run
-// killed in between left a claim the store knows it may have made (see claimedBy).
-const kvClaimIntent = "claim_intent"
+// kvClaimIntent is written before a run claims its task, kvClaimed (true) after the claim and
+// (false) when it is given back: a run killed in between left a claim the store knows it may
+// have made (see claimedBy).
+const (
+	kvClaimIntent = "claim_intent"
+	kvClaimed     = "claimed"
+)
 
 // claimedBy reports whether run runID holds t's claim: t is in progress and either the run
 // recorded its claim and never gave it back, or it recorded its intent to claim and died
@@ -38,7 +42,7 @@ func (a *App) claimedBy(ctx context.Context, st *store.Store, runID string, t tr
 	if err != nil {
 		return false
 	}
-	if raw, recorded := kv["claimed"]; recorded {
+	if raw, recorded := kv[kvClaimed]; recorded {
 		var held bool
 		return json.Unmarshal(raw, &held) == nil && held
 	}
@@ -74,7 +78,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live io.Writer) (*
 	}
 	// A run reaches PASS only after recording its claim, so "claimed" alone tells which passed
 	// runs may still hold it: one indexed query, and no tracker call when none does.
-	held, err := r.st.RunsWithKV(ctx, "claimed", true)
+	held, err := r.st.RunsWithKV(ctx, kvClaimed, true)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +186,7 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 			_ = m.finishRun(ctx, loop.VerdictPass, status)
 		}
 	}
-	_ = r.st.SetKV(ctx, runID, "claimed", false)
+	_ = r.st.SetKV(ctx, runID, kvClaimed, false)
 	_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "pass_recovered",
 		Message: "the run's process died after its PASS was recorded; recovered: " + what})
 }
@@ -216,7 +220,7 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 		return withCode(ExitFail, fmt.Errorf("close task %s: %w", req.task.ID, err))
 	}
 	_ = st.SetKV(ctx, req.runID, "landed_commit", commit)
-	_ = st.SetKV(ctx, req.runID, "claimed", false)
+	_ = st.SetKV(ctx, req.runID, kvClaimed, false)
 	a.noteLanding(ctx, st, req, commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
 		Data: map[string]any{"commit": commit, "target": req.target}})
@@ -234,7 +238,7 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 			_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
 		}
 	}
-	_ = st.SetKV(ctx, runID, "claimed", false)
+	_ = st.SetKV(ctx, runID, kvClaimed, false)
 	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "claim_recovered",
 		Message: "git norma land took over this run's PASS after its process died; its claim is given back"})
 }
@@ -299,7 +303,7 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) e
 	if err := base.reconcile(ctx); err != nil {
 		return err
 	}
-	held, err := st.RunsWithKV(ctx, "claimed", true)
+	held, err := st.RunsWithKV(ctx, kvClaimed, true)
 	if err != nil {
 		return err
 	}
@@ -331,7 +335,7 @@ func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand
 		return err
 	}
 	if t.Status != tracker.StatusInProgress {
-		_ = base.st.SetKV(ctx, held.ID, "claimed", false)
+		_ = base.st.SetKV(ctx, held.ID, kvClaimed, false)
 		return nil
 	}
 	r := *base

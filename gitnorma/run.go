@@ -209,7 +209,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 	}
 	crashPoint("claiming")
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
-		_ = r.st.SetKV(ctx, r.id, "claimed", false)
+		_ = r.st.SetKV(ctx, r.id, kvClaimed, false)
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
 	crashPoint("claimed")
