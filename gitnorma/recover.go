@@ -111,7 +111,8 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		landed = r.app.landedBy(ctx, r.st, dead.ID, r.pre.target)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
-		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target, RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
+		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
+		RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
 	var done string
 	switch why := r.reopenReason(ctx, dead.ID, noLand); {
 	case landed != "":
