@@ -46,7 +46,17 @@ type Config struct {
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
+	// RecoverPassed is what recovery does with a run that recorded a PASS and died before it
+	// landed: "land" lands it from the recorded PASS (re-checked when the target moved),
+	// "reopen" gives the task back to be run again.
+	RecoverPassed string `json:"recover_passed"`
 }
+
+// What recovery does with a PASS that did not land (Config.RecoverPassed).
+const (
+	RecoverLand   = "land"
+	RecoverReopen = "reopen"
+)
 
 // Agents configures the agent of each role.
 type Agents struct {
@@ -149,6 +159,7 @@ func DefaultConfig() Config {
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
 			DefaultType: "feat",
 		},
+		RecoverPassed: RecoverLand,
 	}
 }
 
@@ -205,6 +216,9 @@ func syntaxError(data []byte, err error) error {
 func (c *Config) validate() error {
 	if !slices.Contains([]string{"auto", "jsonl", "beads"}, c.Tracker) {
 		return fmt.Errorf("tracker: must be auto, jsonl or beads, got %q", c.Tracker)
+	}
+	if c.RecoverPassed != RecoverLand && c.RecoverPassed != RecoverReopen {
+		return fmt.Errorf("recover_passed: must be land or reopen, got %q", c.RecoverPassed)
 	}
 	if !tracker.ValidPrefix(c.IDPrefix) {
 		return fmt.Errorf("id_prefix: %q is not a valid prefix (lowercase letters, digits and '-', starting with a letter)", c.IDPrefix)

@@ -46,6 +46,7 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorTracker(ctx, &rep)
 	a.doctorAgents(ctx, &rep)
 	a.doctorStore(ctx, &rep)
+	a.doctorCrashWindows(ctx, &rep)
 	a.doctorRuntime(ctx, &rep)
 	return rep
 }

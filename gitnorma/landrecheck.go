@@ -111,10 +111,19 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
 	wm := a.Repo.Worktrees()
-	if err := a.withWorktreeLock(ctx, func() error { return wm.AddScratch(ctx, scratch, commit) }); err != nil {
+	// A re-check killed before it removed its workspace left it here: it holds nothing of
+	// value, and git would refuse to add it again.
+	err = a.withWorktreeLock(ctx, func() error {
+		if _, err := wm.ClearScratch(ctx, scratch); err != nil {
+			return err
+		}
+		return wm.AddScratch(ctx, scratch, commit)
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	crashPoint("rechecking")
 	evidence, err := loop.RunChecks(ctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, logPath, err
 }

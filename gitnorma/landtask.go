@@ -50,7 +50,15 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return LandReport{}, err
 	}
 	rep := LandReport{TaskID: taskID, RunID: runID, Target: target}
-	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target})
+	// A run killed while landing may have landed already, and still hold the task's claim.
+	if rep.Commit = a.landedBy(ctx, st, runID, target); rep.Commit != "" {
+		return rep, a.recordLanding(ctx, st, landRequest{runID: runID, task: task, target: target}, rep.Commit)
+	}
+	claimed := a.claimedBy(ctx, st, runID, task)
+	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target, claimedByUs: claimed})
+	if claimed {
+		a.giveBackClaim(ctx, st, runID, taskID)
+	}
 	var lr *landRefusal
 	if errors.As(err, &lr) {
 		rep.Paths = lr.paths

@@ -43,6 +43,10 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
 		return LoopReport{}, err
 	}
+	// Before selecting: a task a dead run left in progress is not ready, and would be skipped.
+	if err := a.recoverCrashed(ctx, o.NoLand, o.Live); err != nil {
+		return LoopReport{}, err
+	}
 	if o.Parallel > 1 {
 		st, err := a.OpenStore(ctx)
 		if err != nil {

@@ -192,18 +192,23 @@ func (r *run) crashedJournal(ctx context.Context) []JournalLine {
 
 // recoverClaim reopens a task left in progress by one of our own runs that died before giving
 // its claim back (after its run row was finished, e.g. while landing). Holding the task lock
-// means no run of ours is alive on it, so such a claim is stale. Claims of others are never touched.
+// means no run of ours is alive on it, so such a claim is stale. Claims of others are never
+// touched (see claimedBy).
 func (r *run) recoverClaim(ctx context.Context) bool {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
 		return false
 	}
+	t, err := r.tr.Get(ctx, r.pre.task.ID)
+	if err != nil {
+		return false
+	}
 	for _, dead := range runs {
-		if r.claimHeld(ctx, dead.ID) {
+		if r.app.claimedBy(ctx, r.st, dead.ID, t) {
 			if r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "") != nil {
 				return false
 			}
-			_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
+			_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
 			_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
 				Message: "the task was still claimed by this run after its process died; reopened"})
 			return true
@@ -212,24 +217,20 @@ func (r *run) recoverClaim(ctx context.Context) bool {
 	return false
 }
 
-// claimHeld reports whether a run claimed its task and never gave the claim back.
-func (r *run) claimHeld(ctx context.Context, runID string) bool {
-	kv, err := r.st.KV(ctx, runID)
-	if err != nil {
-		return false
-	}
-	var claimed bool
-	return json.Unmarshal(kv["claimed"], &claimed) == nil && claimed
-}
-
-// reopenIfClaimed puts a task back to open only if the dead run claimed it and it is still
-// in progress: a task someone else moved since is left alone.
+// reopenIfClaimed puts a task back to open only if the dead run holds its claim (see
+// claimedBy): a task someone else moved or claimed since is left alone. Either way the run
+// holds no claim any more.
 func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
-	if !r.claimHeld(ctx, dead.ID) {
-		return
+	t, err := r.tr.Get(ctx, dead.TaskID)
+	if err != nil {
+		return // the tracker could not say: the claim stays recorded for the next recovery
 	}
-	if t, err := r.tr.Get(ctx, dead.TaskID); err == nil && t.Status == tracker.StatusInProgress {
-		_ = r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "")
+	if r.app.claimedBy(ctx, r.st, dead.ID, t) {
+		if r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "") != nil {
+			return
+		}
+		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
+			Message: "the task was still claimed by this run after its process died; reopened"})
 	}
-	_ = r.st.SetKV(ctx, dead.ID, "claimed", false)
+	_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
 }

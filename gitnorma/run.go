@@ -123,6 +123,9 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}
+	if rep, err := r.recoverPassed(ctx, o.NoLand, o.Live); err != nil || rep != nil {
+		return orEmpty(rep), err
+	}
 	if err := r.checkClaimable(ctx); err != nil {
 		return RunReport{}, err
 	}
@@ -217,9 +220,16 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live io.Write
 	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
 	}
+	// The intent first: a kill between the claim and its record leaves a claim the store knows.
+	if err := r.st.SetKV(ctx, r.id, kvClaimIntent, true); err != nil {
+		return err
+	}
+	crashPoint("claiming")
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
+		_ = r.st.SetKV(ctx, r.id, kvClaimed, false)
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
+	crashPoint("claimed")
 	r.claimed = true
 	return r.st.SetKV(ctx, r.id, "claimed", true)
 }

@@ -123,6 +123,7 @@ const (
 	recentRunsQuery     = runSelect + `ORDER BY r.created_at DESC LIMIT ?`
 	runsForTaskQuery    = runSelect + `WHERE t.value_json = ? ORDER BY r.created_at DESC LIMIT ?`
 	runsWithStatusQuery = runSelect + `WHERE r.status = ? ORDER BY r.created_at DESC`
+	runsWithKVQuery     = runSelect + `WHERE r.run_id IN (SELECT run_id FROM kv_run WHERE key = ? AND value_json = ?) ORDER BY r.created_at DESC`
 )
 
 // Run loads one run; a missing run yields an error wrapping ErrNotFound.
@@ -158,6 +159,16 @@ func (s *Store) RunsForTask(ctx context.Context, taskID string, limit int) ([]Ru
 // it to find runs left "running" by a crashed process.
 func (s *Store) RunsWithStatus(ctx context.Context, status string) ([]Run, error) {
 	return s.queryRuns(ctx, runsWithStatusQuery, status)
+}
+
+// RunsWithKV lists the runs whose metadata key holds value, newest first; recovery uses it to
+// find runs that still hold their task's claim. It is an index lookup, whatever the history.
+func (s *Store) RunsWithKV(ctx context.Context, key string, value any) ([]Run, error) {
+	v, err := encodeJSON(value)
+	if err != nil {
+		return nil, err
+	}
+	return s.queryRuns(ctx, runsWithKVQuery, key, v)
 }
 
 // sqlLimit maps "no limit" to SQLite's LIMIT -1.

@@ -178,6 +178,9 @@ func TestRunListings(t *testing.T) {
 		mustCreate(t, s, fmt.Sprintf("r%d", i), task, t0.Add(time.Duration(i)*time.Minute))
 	}
 	require.NoError(t, s.FinishRun(ctx, "r2", StatusPassed, "PASS", "", t0))
+	require.NoError(t, s.SetKV(ctx, "r1", "claimed", true))
+	require.NoError(t, s.SetKV(ctx, "r3", "claimed", false))
+	require.NoError(t, s.SetKV(ctx, "r4", "claimed", true))
 	ids := func(rs []Run) []string {
 		var out []string
 		for _, r := range rs {
@@ -200,6 +203,8 @@ func TestRunListings(t *testing.T) {
 		{"running", func() ([]Run, error) { return s.RunsWithStatus(ctx, StatusRunning) },
 			[]string{"r5", "r4", "r3", "r1", "r0"}},
 		{"passed", func() ([]Run, error) { return s.RunsWithStatus(ctx, StatusPassed) }, []string{"r2"}},
+		{"claimed", func() ([]Run, error) { return s.RunsWithKV(ctx, "claimed", true) }, []string{"r4", "r1"}},
+		{"kv unknown", func() ([]Run, error) { return s.RunsWithKV(ctx, "nothing", true) }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,4 +228,7 @@ func TestRunListings(t *testing.T) {
 
 	plan = queryPlan(t, s, runsWithStatusQuery, StatusRunning)
 	assert.Contains(t, plan, "idx_runs_status", plan)
+
+	plan = queryPlan(t, s, runsWithKVQuery, "claimed", "true")
+	assert.Contains(t, plan, "idx_kv_run_key_value", plan)
 }

@@ -1,0 +1,94 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+)
+
+// doctorCrashWindows reports what a git-norma killed between two records that belong together
+// left, and what recovers it: a task still claimed by a run whose process died, a PASS
+// recorded and never landed, a landing re-check's workspace. A task a live process holds is
+// not looked at: its run is not dead.
+func (a *App) doctorCrashWindows(ctx context.Context, rep *DoctorReport) {
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return // doctorStore reported it
+	}
+	defer st.Close()
+	a.doctorClaims(ctx, rep, st)
+	a.doctorRechecks(ctx, rep, st)
+}
+
+// doctorClaims looks at the runs that may hold a claim: those marked running (killed, maybe
+// between claiming and recording it) and those that finished but never gave theirs back.
+func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Store) {
+	tr, err := a.Tracker()
+	if err != nil {
+		return
+	}
+	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
+	held, _ := st.RunsWithKV(ctx, kvClaimed, true)
+	seen := map[string]bool{}
+	for _, r := range append(running, held...) {
+		if seen[r.ID] || r.TaskID == "" {
+			continue
+		}
+		seen[r.ID] = true
+		if _, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live {
+			continue
+		}
+		t, err := tr.Get(ctx, r.TaskID)
+		if err != nil || !a.claimedBy(ctx, st, r.ID, t) {
+			continue
+		}
+		if head := unlandedPass(ctx, st, r); head != "" {
+			fix := "git norma loop or git norma run " + r.TaskID + " (lands it, re-checked if the target moved)"
+			if a.Config.RecoverPassed == RecoverReopen {
+				fix = "git norma loop or git norma run " + r.TaskID + " (reopens the task: recover_passed is reopen)"
+			}
+			rep.add("run "+r.ID, "warn", fmt.Sprintf("PASS of %s recorded on %.10s, never landed: its process died; the task stays in_progress", r.TaskID, head), fix)
+			continue
+		}
+		rep.add("claim "+r.TaskID, "warn", fmt.Sprintf("in_progress, claimed by run %s whose process died", r.ID),
+			"git norma run "+r.TaskID+" or git norma loop (either gives the claim back first)")
+	}
+}
+
+// unlandedPass returns the verified head of a passed run that did not land ("" otherwise).
+func unlandedPass(ctx context.Context, st *store.Store, r store.Run) string {
+	if r.Status != store.StatusPassed {
+		return ""
+	}
+	kv, err := st.KV(ctx, r.ID)
+	if err != nil {
+		return ""
+	}
+	var head, landed string
+	_ = json.Unmarshal(kv["pass_head"], &head)
+	_ = json.Unmarshal(kv["landed_commit"], &landed)
+	if landed != "" {
+		return ""
+	}
+	return head
+}
+
+// doctorRechecks reports a landing re-check's workspace whose process is gone: git refuses to
+// add it again, so it would fail that landing until it goes.
+func (a *App) doctorRechecks(ctx context.Context, rep *DoctorReport, st *store.Store) {
+	dirs, _ := filepath.Glob(a.Repo.Path("runs", "*", "recheck", "workspace"))
+	for _, dir := range dirs {
+		r, err := st.Run(ctx, filepath.Base(filepath.Dir(filepath.Dir(dir))))
+		if err != nil || r.TaskID == "" {
+			continue
+		}
+		if _, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live {
+			continue // a landing is re-checking right now
+		}
+		rep.add("re-check "+r.ID, "warn", "a landing re-check left its workspace behind (its process died): "+dir,
+			"git norma land "+r.TaskID+" or git norma run "+r.TaskID+" (removes it)")
+	}
+}

@@ -1,0 +1,356 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// Recovery of the windows where a kill leaves two records that belong together disagreeing:
+// the tracker's claim and the store's record of it, a PASS recorded and not landed, a landing
+// re-check's scratch workspace. reconcile.go repairs runs that died while marked running; this
+// file handles what a run leaves after it was marked finished, and the claim it made.
+
+// kvClaimIntent is written before a run claims its task, kvClaimed (true) after the claim and
+// (false) when it is given back: a run killed in between left a claim the store knows it may
+// have made (see claimedBy).
+const (
+	kvClaimIntent = "claim_intent"
+	kvClaimed     = "claimed"
+)
+
+// claimedBy reports whether run runID holds t's claim: t is in progress and either the run
+// recorded its claim and never gave it back, or it recorded its intent to claim and died
+// before recording the claim itself. In that second case the claim is taken for ours only when
+// its assignee is the one our claim leaves, so a person's or another tool's claim (another
+// assignee) is never released by recovery.
+func (a *App) claimedBy(ctx context.Context, st *store.Store, runID string, t tracker.Task) bool {
+	if t.Status != tracker.StatusInProgress {
+		return false
+	}
+	kv, err := st.KV(ctx, runID)
+	if err != nil {
+		return false
+	}
+	if raw, recorded := kv[kvClaimed]; recorded {
+		var held bool
+		return json.Unmarshal(raw, &held) == nil && held
+	}
+	var intent bool
+	return json.Unmarshal(kv[kvClaimIntent], &intent) == nil && intent && t.Assignee == a.claimAssignee(ctx)
+}
+
+// claimAssignee is the assignee our claim leaves on a task: the embedded backlog's claim keeps
+// the task unassigned (git-norma claims with no actor), bd's sets bd's actor: BEADS_ACTOR, or
+// else git's user.name.
+func (a *App) claimAssignee(ctx context.Context) string {
+	if a.TrackerKind() != "beads" {
+		return ""
+	}
+	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
+		return actor
+	}
+	return a.actor(ctx)
+}
+
+// recoverPassed finds a run of the task that recorded a PASS and died before landing it (it
+// still holds the claim) and finishes it: lands it from the recorded PASS, or reopens the task
+// (recover_passed "reopen", a --no-land run, a refused landing). It returns the report of a
+// landing (the task is then closed), nil when the run is to go on. It also removes a re-check
+// workspace a killed landing of the task left. The caller holds the task's lock.
+func (r *run) recoverPassed(ctx context.Context, noLand bool, live io.Writer) (*RunReport, error) {
+	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
+	if err != nil {
+		return nil, err
+	}
+	for _, dead := range runs {
+		r.clearRecheck(ctx, dead)
+	}
+	// A run reaches PASS only after recording its claim, so "claimed" alone tells which passed
+	// runs may still hold it: one indexed query, and no tracker call when none does.
+	held, err := r.st.RunsWithKV(ctx, kvClaimed, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, dead := range held {
+		if dead.TaskID != r.pre.task.ID || dead.Status != store.StatusPassed {
+			continue
+		}
+		t, err := r.tr.Get(ctx, r.pre.task.ID)
+		if err != nil {
+			return nil, withCode(ExitFail, err)
+		}
+		if r.app.claimedBy(ctx, r.st, dead.ID, t) {
+			return r.recoverPass(ctx, dead, t, noLand, live)
+		}
+	}
+	return nil, nil
+}
+
+// recoverPass finishes one passed run that did not land; see recoverPassed.
+func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool, live io.Writer) (*RunReport, error) {
+	kv, err := r.st.KV(ctx, dead.ID)
+	if err != nil {
+		return nil, err
+	}
+	var passHead, landed string
+	_ = json.Unmarshal(kv["pass_head"], &passHead)
+	_ = json.Unmarshal(kv["landed_commit"], &landed)
+	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
+	if landed == "" {
+		landed = r.app.landedBy(ctx, r.st, dead.ID, r.pre.target)
+	}
+	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
+		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
+		RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
+	var done string
+	switch why := r.reopenReason(ctx, dead.ID, noLand); {
+	case landed != "":
+		// It landed and died before recording it: record it and close the task, never land again.
+		if err := r.app.recordLanding(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target}, landed); err != nil {
+			return nil, err
+		}
+		rep.Landed, done = landed, fmt.Sprintf("already landed as %.10s on %s; task closed", landed, r.pre.target)
+	case passHead == "" || why != "":
+		if why == "" {
+			why = "it recorded no verified commit"
+		}
+		if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
+			return nil, withCode(ExitFail, fmt.Errorf("reopen task %s: %w", t.ID, err))
+		}
+		rep, done = nil, "reopened ("+why+")"
+	default:
+		commit, err := r.app.land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true})
+		var refused *landRefusal
+		switch {
+		case errors.As(err, &refused):
+			if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
+				return nil, withCode(ExitFail, fmt.Errorf("reopen task %s: %w", t.ID, err))
+			}
+			rep, done = nil, "its landing was refused ("+refused.Error()+"); reopened"
+		case err != nil:
+			return nil, err // the claim stays recorded: the next run or loop tries again
+		case commit == "":
+			done = "verified, and its branch adds nothing to " + r.pre.target + "; task closed"
+		default:
+			rep.Landed, done = commit, fmt.Sprintf("landed %.10s on %s from its recorded PASS", commit, r.pre.target)
+		}
+	}
+	r.releaseDeadClaim(ctx, dead.ID, t.ID, done)
+	line := fmt.Sprintf("recovered run %s of %s: %s", dead.ID, t.ID, done)
+	fmt.Fprintln(live, line)
+	if rep != nil {
+		rep.Message = line
+	}
+	return rep, nil
+}
+
+// reopenReason says why a passed run that did not land is not landed by recovery ("" when it
+// is): the configuration, a run made with --no-land (its release was cut short), or a
+// recovering run made with --no-land.
+func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) string {
+	if r.app.Config.RecoverPassed == RecoverReopen {
+		return "recover_passed is reopen"
+	}
+	if events, err := r.st.Events(ctx, runID); err == nil {
+		for _, e := range events {
+			if e.Type == "land_skipped" {
+				return "it was run with --no-land"
+			}
+		}
+	}
+	if noLand {
+		return "--no-land"
+	}
+	return ""
+}
+
+// releaseDeadClaim records that a dead run's claim was given back, and brings the task's
+// notes and labels to the end of that run, as the run's own release would have.
+func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) {
+	if t, err := r.tr.Get(ctx, taskID); err == nil {
+		status := ""
+		if t.Status == tracker.StatusInProgress {
+			status = tracker.StatusOpen
+		}
+		if m, err := newTaskMirror(r.tr, t, r.app.redact); err == nil {
+			_ = m.finishRun(ctx, loop.VerdictPass, status)
+		}
+	}
+	_ = r.st.SetKV(ctx, runID, kvClaimed, false)
+	_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "pass_recovered",
+		Message: "the run's process died after its PASS was recorded; recovered: " + what})
+}
+
+// landedBy returns the squash commit run runID landed on target, if one is there: a run killed
+// right after landing did not record it. Only the commits since its verified head are looked
+// at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
+func (a *App) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
+	args := []string{"log", "-1", "--no-merges", "--format=%H", "--grep=^Norma-Run: " + runID + "$", "refs/heads/" + target}
+	var passHead string
+	if kv, err := st.KV(ctx, runID); err == nil && json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" {
+		args = append(args, "^"+passHead)
+	}
+	out, err := a.Repo.Git.Output(ctx, append(args, "--")...)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// recordLanding records a landing a killed process made and did not record, and closes the
+// task, finishing what the landing left undone: the journal on the squash commit, the landed
+// event, the parents the task completes.
+func (a *App) recordLanding(ctx context.Context, st *store.Store, req landRequest, commit string) error {
+	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, req.target, req.runID)
+	tr, err := a.Tracker()
+	if err == nil {
+		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
+	}
+	if err != nil {
+		return withCode(ExitFail, fmt.Errorf("close task %s: %w", req.task.ID, err))
+	}
+	_ = st.SetKV(ctx, req.runID, "landed_commit", commit)
+	_ = st.SetKV(ctx, req.runID, kvClaimed, false)
+	a.noteLanding(ctx, st, req, commit)
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
+		Data: map[string]any{"commit": commit, "target": req.target}})
+	if req.task.Parent != "" {
+		a.completeParents(ctx, st, req.runID, req.task.ID, commit)
+	}
+	return nil
+}
+
+// giveBackClaim hands back the claim a dead run held, once `git norma land` landed (or
+// refused) its PASS: a task the landing did not close is open again.
+func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID string) {
+	if tr, err := a.Tracker(); err == nil {
+		if t, err := tr.Get(ctx, taskID); err == nil && t.Status == tracker.StatusInProgress {
+			_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
+		}
+	}
+	_ = st.SetKV(ctx, runID, kvClaimed, false)
+	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "claim_recovered",
+		Message: "git norma land took over this run's PASS after its process died; its claim is given back"})
+}
+
+// removeDeadWorktree removes the worktree a dead run left (its work is committed on the
+// branch, or is rescued onto it, which then no longer matches the PASS and does not land).
+func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
+	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	err := r.app.withWorktreeLock(ctx, func() error {
+		removed, err := r.wm.Remove(ctx, path, dead.ID)
+		if removed.StaleLock != "" {
+			_ = r.st.AppendEvent(ctx, dead.ID, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of this run, which died"))
+		}
+		return err
+	})
+	if err != nil {
+		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
+	}
+}
+
+// clearRecheck removes the scratch workspace a landing re-check of the run left when its
+// process was killed (git would refuse to add it again); nothing in it is anyone's work.
+func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
+	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "recheck", "workspace")
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	var removed bool
+	err := r.app.withWorktreeLock(ctx, func() (err error) {
+		removed, err = r.wm.ClearScratch(ctx, path)
+		return err
+	})
+	if err == nil && removed {
+		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "recheck_cleared",
+			Message: "removed the landing re-check workspace a killed process left: " + path})
+	}
+}
+
+// recoverCrashed is the recovery `loop` does before it selects anything, so that no task stays
+// in progress because of a dead run: runs of any task whose process died are reconciled (their
+// claims given back), and runs that finished but still hold their task's claim are recovered
+// under the task's lock (a PASS that did not land lands, or the task is reopened). A task
+// another process works on is left alone. What it does is said on live.
+func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) error {
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tr, err := a.Tracker()
+	if err != nil {
+		return err
+	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return nil // nothing can land; the first run says why, with its fix
+	}
+	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.Repo.Worktrees()}
+	if err := base.reconcile(ctx); err != nil {
+		return err
+	}
+	held, err := st.RunsWithKV(ctx, kvClaimed, true)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, h := range held {
+		if h.Status == store.StatusRunning || h.TaskID == "" || seen[h.TaskID] {
+			continue
+		}
+		seen[h.TaskID] = true
+		if err := a.recoverTask(ctx, base, h, noLand, live); err != nil {
+			fmt.Fprintf(live, "recovering task %s failed: %v\n", h.TaskID, err)
+		}
+	}
+	return nil
+}
+
+// recoverTask recovers the finished runs of held's task that still hold its claim, under the
+// task's lock. A task no longer in progress (closed by a landing killed just after, moved by
+// someone) is held by none of them: that is recorded, so it is not looked at again.
+func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live io.Writer) error {
+	taskID := held.TaskID
+	lock, err := a.acquireTaskLock(taskID)
+	if err != nil {
+		return nil // a live run has it
+	}
+	defer lock.Release()
+	t, err := base.tr.Get(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if t.Status != tracker.StatusInProgress {
+		_ = base.st.SetKV(ctx, held.ID, kvClaimed, false)
+		return nil
+	}
+	r := *base
+	r.pre = &preflight{task: t, target: base.pre.target}
+	rep, err := r.recoverPassed(ctx, noLand, live)
+	if err == nil && rep == nil && r.recoverClaim(ctx) {
+		fmt.Fprintf(live, "recovered task %s: its claim was left by a run that died; reopened\n", taskID)
+	}
+	return err
+}
+
+func orEmpty(rep *RunReport) RunReport {
+	if rep == nil {
+		return RunReport{}
+	}
+	return *rep
+}

@@ -1,0 +1,71 @@
+package gitnorma
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// claimedBy takes a claim for a dead run's only when the store says the run holds it, or the
+// run meant to claim and the claim's assignee is the one ours leaves: never a claim a person or
+// another tool made (another assignee), never a task that is not in progress.
+func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
+	ctx := context.Background()
+	repo := gittest.NewRepo(t)
+	_, err := Init(ctx, repo.Dir, InitOptions{})
+	require.NoError(t, err)
+	a, err := Open(ctx, repo.Dir)
+	require.NoError(t, err)
+	a.Config.Tracker = "jsonl"
+	st, err := a.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	run := func(id string, kv map[string]any) string {
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, CreatedAt: time.Now(), Goal: "g", Status: store.StatusRunning,
+			RunDir: ".norma/runs/" + id, TaskID: "norma-t1"}, kv))
+		return id
+	}
+	held := run("r-held", map[string]any{kvClaimIntent: true, kvClaimed: true})
+	given := run("r-given", map[string]any{kvClaimIntent: true, kvClaimed: false})
+	intent := run("r-intent", map[string]any{kvClaimIntent: true})
+	none := run("r-none", nil)
+	task := func(status, assignee string) tracker.Task {
+		return tracker.Task{ID: "norma-t1", Status: status, Assignee: assignee}
+	}
+
+	tests := []struct {
+		name  string
+		run   string
+		task  tracker.Task
+		ours  bool
+		actor string
+	}{
+		{"recorded claim", held, task(tracker.StatusInProgress, ""), true, ""},
+		{"recorded claim, task moved on", held, task(tracker.StatusClosed, ""), false, ""},
+		{"claim given back", given, task(tracker.StatusInProgress, ""), false, ""},
+		{"intent, unassigned as our jsonl claim leaves it", intent, task(tracker.StatusInProgress, ""), true, ""},
+		{"intent, a person's claim", intent, task(tracker.StatusInProgress, "alice"), false, ""},
+		{"intent, task open", intent, task(tracker.StatusOpen, ""), false, ""},
+		{"no intent, no claim", none, task(tracker.StatusInProgress, ""), false, ""},
+		{"bd: intent, our actor", intent, task(tracker.StatusInProgress, "Norma Bot"), true, "Norma Bot"},
+		{"bd: intent, another actor", intent, task(tracker.StatusInProgress, "alice"), false, "Norma Bot"},
+		{"bd: intent, unassigned", intent, task(tracker.StatusInProgress, ""), false, "Norma Bot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a.Config.Tracker = "jsonl"
+			if tt.actor != "" {
+				a.Config.Tracker = "beads"
+				t.Setenv("BEADS_ACTOR", tt.actor)
+			}
+			assert.Equal(t, tt.ours, a.claimedBy(ctx, st, tt.run, tt.task))
+		})
+	}
+}
