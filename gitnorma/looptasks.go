@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // LoopOptions are the choices of `git norma loop`.
@@ -16,6 +19,9 @@ type LoopOptions struct {
 	Scope    Scope
 	NoLand   bool
 	Live     io.Writer
+	// Force starts runs even while a guard violation is pending (one the loop meets still
+	// stops it).
+	Force bool
 }
 
 // LoopReport is what a loop did, run by run, and why it stopped.
@@ -43,6 +49,11 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
 		return LoopReport{}, err
 	}
+	if !o.Force {
+		if err := a.refuseViolated(ctx); err != nil {
+			return LoopReport{}, err
+		}
+	}
 	if o.Parallel > 1 {
 		st, err := a.OpenStore(ctx)
 		if err != nil {
@@ -51,7 +62,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		a.shared = st
 		defer func() { a.shared = nil; st.Close() }()
 	}
-	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}}
+	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}, since: a.Now()}
 	return l.loop(ctx)
 }
 
@@ -64,6 +75,8 @@ type looper struct {
 	running map[string]bool
 	results chan runResult
 	started int
+	// since is when the loop started: a guard violation recorded since stops it.
+	since time.Time
 	// stopped is why no new run is started (empty while selecting goes on).
 	stopped, message string
 	code             int
@@ -124,6 +137,9 @@ func (l *looper) fill(ctx context.Context) error {
 		case l.app.PauseReason() != "":
 			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
 			return nil
+		case l.app.violationSince(ctx, l.since) != "":
+			l.stop(loop.StopGuardViolation, l.app.violationSince(ctx, l.since)+"; nothing more starts until you clear it: git norma resume", ExitStopped)
+			return nil
 		}
 		sel, err := l.app.next(ctx, l.o.Scope, l.tried, keys(l.running))
 		if err != nil {
@@ -150,7 +166,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	}
 	fmt.Fprintf(live, "loop: task %s %q (%s)\n", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
-		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live})
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live, Force: true})
 		if err != nil {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
 		}

@@ -11,6 +11,7 @@ type runCmd struct {
 	Task   string `arg:"" help:"The task to run."`
 	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
 	JSON   bool   `help:"Print the run report as JSON."`
+	Force  bool   `help:"Start even while a guard violation is pending (see git norma resume)."`
 }
 
 func (c *runCmd) Run(env *Env) error {
@@ -18,7 +19,7 @@ func (c *runCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Live: env.stepProgress(app)})
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: env.stepProgress(app)})
 	if err != nil {
 		return err
 	}
