@@ -91,7 +91,16 @@ func statPath(line string) string {
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot.
 func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	// Under the landing lock no landing of a parallel run is half done (the target moved, the
+	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
 	// Under the backlog lock no git-norma write is half done and the stamp is current.
+	if w.guard != nil {
+		unlockLand, err := waitLock(ctx, w.guard.app.Repo.Path("locks", "land.lock"))
+		if err != nil {
+			return nil, err
+		}
+		defer unlockLand()
+	}
 	unlock, err := waitLock(ctx, backlogLockPath(w.root))
 	if err != nil {
 		return nil, err

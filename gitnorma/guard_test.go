@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -87,3 +88,32 @@ func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
 
 // loopSnapshot is a step's snapshot of the places outside the workspace.
 func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: outside} }
+
+// The guard's view of the store: a run of the task that appeared during the step (an agent's
+// forged PASS, which git norma land would take) is removed; a change to the run's own records
+// is reported; other tasks' runs (a parallel loop's) and events (mirrors) are not its concern.
+func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
+	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-t", target: "main"}
+
+	snap, err := g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-other", Goal: "another task's", RunDir: "x", TaskID: "norma-o"}, nil))
+	require.NoError(t, st.AppendEvent(ctx, "r-1", store.Event{Type: "mirror_failed", Message: "meanwhile"}))
+	assert.Empty(t, g.checkGit(ctx, snap))
+
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", Status: store.StatusPassed, RunDir: "x", TaskID: "norma-t"}, map[string]any{"pass_head": "abc"}))
+	assert.Equal(t, []string{".norma/norma.db: runs r-forged of task norma-t (removed)"}, g.checkGit(ctx, snap))
+	_, err = st.Run(ctx, "r-forged")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, st.SetKV(ctx, "r-1", "pass_head", "abc"))
+	assert.Equal(t, []string{".norma/norma.db: records of run r-1 or task norma-t (not restored)"}, g.checkGit(ctx, snap))
+}

@@ -103,6 +103,11 @@ func (g *guardState) smallFiles() []string {
 
 // snapshotGit copies what is small and fingerprints the rest.
 func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
+	unlock, err := waitLock(ctx, g.app.Repo.Path("locks", "land.lock")) // no landing half done
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	s := &guardSnapshot{at: g.app.Now(), configs: map[string][]configEntry{}, hooks: map[string]savedFile{}}
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
@@ -115,7 +120,6 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 	if dir, err := g.app.HooksDir(ctx); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
-	var err error
 	if s.refs, err = g.refs(ctx); err != nil {
 		return nil, err
 	}
@@ -340,5 +344,9 @@ func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string 
 	if err := g.st.RemoveRuns(ctx, forged); err != nil {
 		fate = "could not remove: " + err.Error()
 	}
-	return []string{fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate)}
+	found := []string{fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate)}
+	if left, err := g.st.TaskRecords(ctx, g.runID, g.taskID); err != nil || left.Digest != s.db.Digest {
+		found = append(found, fmt.Sprintf("%s: records of run %s or task %s (not restored)", db, g.runID, g.taskID))
+	}
+	return found
 }

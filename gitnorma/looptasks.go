@@ -137,8 +137,9 @@ func (l *looper) fill(ctx context.Context) error {
 		case l.app.PauseReason() != "":
 			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
 			return nil
-		case l.app.violationSince(ctx, l.since) != "":
-			l.stop(loop.StopGuardViolation, l.app.violationSince(ctx, l.since)+"; nothing more starts until you clear it: git norma resume", ExitStopped)
+		}
+		if v := l.app.violationSince(ctx, l.since); v != "" {
+			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
 			return nil
 		}
 		sel, err := l.app.next(ctx, l.o.Scope, l.tried, keys(l.running))
