@@ -249,9 +249,12 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		add(filepath.Join(g.app.Repo.GitDir, "refs"), "could not read: "+err.Error())
 		return landed
 	}
-	busy := map[string]bool{}
-	if g.st != nil {
-		busy = g.tasksActiveSince(ctx, s.at)
+	var busy map[string]bool // read once, when a task branch moved
+	isBusy := func(task string) bool {
+		if busy == nil && g.st != nil {
+			busy = g.tasksActiveSince(ctx, s.at)
+		}
+		return busy[task]
 	}
 	own := "refs/heads/" + worktree.TaskBranch(g.taskID)
 	target := "refs/heads/" + g.target
@@ -266,7 +269,7 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 				continue
 			}
 		}
-		if name != target && (after == "" || busy[strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix)]) {
+		if name != target && (after == "" || isBusy(strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix))) {
 			continue
 		}
 		fate := "moved back"
