@@ -117,3 +117,48 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, st.SetKV(ctx, "r-1", "pass_head", "abc"))
 	assert.Equal(t, []string{".norma/norma.db: records of run r-1 or task norma-t (not restored)"}, g.checkGit(ctx, snap))
 }
+
+// Refs: the target and another task's branch moved during the step are moved back
+// (compare-and-swap); git-norma's own moves — a landing's recorded commit, a branch of a task
+// a run works on, the run's own branch — are not the agent's.
+func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return out
+	}
+	main := git("rev-parse", "main")
+	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
+	for _, b := range []string{"norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+		git("branch", b, main)
+	}
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
+	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-own", target: "main"}
+
+	snap, err := g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-busy", Goal: "g", RunDir: "x", TaskID: "norma-busy"}, nil))
+	for _, b := range []string{"main", "norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+		git("update-ref", "refs/heads/"+b, other)
+	}
+	git("update-ref", "refs/heads/norma/task/norma-new", other)
+	assert.Equal(t, []string{
+		"refs/heads/main (moved back)", "refs/heads/norma/task/norma-idle (moved back)", "refs/heads/norma/task/norma-new (removed)",
+	}, g.checkGit(ctx, snap))
+	assert.Equal(t, main, git("rev-parse", "main"))
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a run of that task moved it")
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-own"), "the workspace's own, checked at its commit")
+
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	git("update-ref", "refs/heads/main", other)
+	require.NoError(t, st.SetKV(ctx, "r-busy", "landed_commit", other))
+	assert.Empty(t, g.checkGit(ctx, snap), "a landing of git-norma's")
+}
