@@ -166,7 +166,7 @@ func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
 	}
 	w.linkBacklog()
 	snap := loop.Snapshot{Head: s.Head, Status: s.Status, Outside: w.fingerprint()}
-	if w.guard != nil {
+	if w.guard.active() {
 		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {
 			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)
 		}

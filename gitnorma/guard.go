@@ -107,7 +107,7 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	}
 	defer unlock()
 	var found []string
-	if gs, ok := snap.Guard.(*guardSnapshot); ok && w.guard != nil {
+	if gs, ok := snap.Guard.(*guardSnapshot); ok && w.guard.active() {
 		found = w.guard.checkGit(ctx, gs)
 	}
 	changed := w.changedPaths(snap)

@@ -28,12 +28,22 @@ type guardState struct {
 	index *indexSnapshot
 	// jsonlBacklog: the backlog is git-norma's own jsonl file, which the guard can restore.
 	jsonlBacklog bool
+	// confined says the kernel keeps the step's agent from writing every place checkGit
+	// watches (Landlock): then checkGit is skipped, because it cannot tell the user's own
+	// changes made meanwhile (a commit, an edit in the main checkout) from an agent's. nil: no
+	// confinement.
+	confined func() bool
+}
+
+// active says the fallback guard watches the repository for this step.
+func (g *guardState) active() bool {
+	return g != nil && (g.confined == nil || !g.confined())
 }
 
 // guardSnapshot is the state of the guarded places before a step.
 type guardSnapshot struct {
 	at time.Time
-	// files are small files restored whole: .norma/config.json and info/exclude.
+	// files are small files restored whole (see smallFiles).
 	files []savedFile
 	// hooks are the regular files of the hooks directory, by name.
 	hooksDir string
@@ -97,8 +107,13 @@ func (g *guardState) configPaths() []string {
 	return []string{filepath.Join(g.app.Repo.GitDir, "config"), filepath.Join(g.app.Repo.GitDir, "config.worktree")}
 }
 
+// smallFiles are restored whole: git-norma's config, and the shared files beside git's config
+// that change what git sees — ignored paths, attributes (which name filter drivers), grafts
+// (which rewrite history as git reads it), alternates (more object stores).
 func (g *guardState) smallFiles() []string {
-	return []string{g.app.Repo.Path("config.json"), filepath.Join(g.app.Repo.GitDir, "info", "exclude")}
+	gd := g.app.Repo.GitDir
+	return []string{g.app.Repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
+		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}
 }
 
 // snapshotGit copies what is small and fingerprints the rest.
