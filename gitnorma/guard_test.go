@@ -91,7 +91,8 @@ func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: 
 
 // The guard's view of the store: a run of the task that appeared during the step (an agent's
 // forged PASS, which git norma land would take) is removed; a change to the run's own records
-// is reported; other tasks' runs (a parallel loop's) and events (mirrors) are not its concern.
+// is reported; other tasks' runs (a parallel loop's), events (mirrors) and a finished run that
+// retention deletes are not its concern.
 func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	ctx := context.Background()
 	_, ws := guardFixture(t)
@@ -114,8 +115,14 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	_, err = st.Run(ctx, "r-forged")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-old", Goal: "g", Status: store.StatusFailed, RunDir: "x", TaskID: "norma-t"}, nil))
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.DeleteRun(ctx, "r-old"))
+	assert.Empty(t, g.checkGit(ctx, snap), "retention removed an old run of the task")
+
 	require.NoError(t, st.SetKV(ctx, "r-1", "pass_head", "abc"))
-	assert.Equal(t, []string{".norma/norma.db: records of run r-1 or task norma-t (not restored)"}, g.checkGit(ctx, snap))
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap))
 }
 
 // Refs: the target and another task's branch moved during the step are moved back

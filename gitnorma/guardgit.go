@@ -54,6 +54,8 @@ type guardSnapshot struct {
 	refs  map[string]string
 	head  []byte
 	index *indexSnapshot
+	// live are the tasks a live process held the lock of (a run, a landing, land).
+	live map[string]bool
 	// db are the store's records of this run and its task; dbFile is the file's identity.
 	db     store.TaskRecords
 	dbFile string
@@ -135,6 +137,7 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 	if dir, err := g.app.HooksDir(ctx); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
+	s.live = g.liveTasks()
 	if s.refs, err = g.refs(ctx); err != nil {
 		return nil, err
 	}
@@ -255,8 +258,9 @@ func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
 // made after the check is never undone. It returns the target's old and new values when a
 // landing of git-norma's moved it (a parallel run's: that also changes the main checkout).
 //   - The run's own task branch is the workspace's, checked when the step is committed.
-//   - Another task's branch may be moved by a run of that task going on meanwhile (or one that
-//     started or ended during the step); a deleted one was landed or pruned. Neither counts.
+//   - Another task's branch may be moved by a run or a landing of that task going on meanwhile
+//     (its lock held before or after the step, or a run that started or ended during it); a
+//     deleted one was landed or pruned. Neither counts.
 //   - The target counts unless it moved to a commit a landing recorded.
 func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(path, fate string)) (landed [2]string) {
 	now, err := g.refs(ctx)
@@ -266,10 +270,15 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 	}
 	var busy map[string]bool // read once, when a task branch moved
 	isBusy := func(task string) bool {
-		if busy == nil && g.st != nil {
-			busy = g.tasksActiveSince(ctx, s.at)
+		if busy == nil {
+			busy = g.liveTasks()
+			if g.st != nil {
+				for t := range g.tasksActiveSince(ctx, s.at) {
+					busy[t] = true
+				}
+			}
 		}
-		return busy[task]
+		return s.live[task] || busy[task]
 	}
 	own := "refs/heads/" + worktree.TaskBranch(g.taskID)
 	target := "refs/heads/" + g.target
@@ -316,6 +325,19 @@ func firstLine(s string) string {
 	return l
 }
 
+// liveTasks are the tasks whose lock a live process holds: a run of the task, its landing
+// (which may move the task branch after the run's end is recorded), or git norma land.
+func (g *guardState) liveTasks() map[string]bool {
+	out := map[string]bool{}
+	paths, _ := filepath.Glob(g.app.Repo.Path("locks", "task-*.lock"))
+	for _, p := range paths {
+		if _, ok := LiveLockHolder(p); ok {
+			out[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")] = true
+		}
+	}
+	return out
+}
+
 // tasksActiveSince are the tasks with a run going on, or one that started or ended since t.
 func (g *guardState) tasksActiveSince(ctx context.Context, t time.Time) map[string]bool {
 	out := map[string]bool{}
@@ -346,25 +368,27 @@ func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string 
 	if err != nil {
 		return []string{fmt.Sprintf("%s (could not read: %v)", db, err)}
 	}
-	if now.Digest == s.db.Digest {
-		return nil
-	}
-	var forged []string
-	for _, id := range now.RunIDs {
-		if !slices.Contains(s.db.RunIDs, id) && id != g.runID {
+	var forged, changed []string
+	for id, digest := range now {
+		switch before, had := s.db[id]; {
+		case !had && id != g.runID:
 			forged = append(forged, id)
+		case digest != before:
+			changed = append(changed, id)
 		}
 	}
-	if len(forged) == 0 {
-		return []string{fmt.Sprintf("%s: records of run %s or task %s (not restored)", db, g.runID, g.taskID)}
+	sort.Strings(forged)
+	sort.Strings(changed)
+	var found []string
+	if len(forged) > 0 {
+		fate := "removed"
+		if err := g.st.RemoveRuns(ctx, forged); err != nil {
+			fate = "could not remove: " + err.Error()
+		}
+		found = append(found, fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate))
 	}
-	fate := "removed"
-	if err := g.st.RemoveRuns(ctx, forged); err != nil {
-		fate = "could not remove: " + err.Error()
-	}
-	found := []string{fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate)}
-	if left, err := g.st.TaskRecords(ctx, g.runID, g.taskID); err != nil || left.Digest != s.db.Digest {
-		found = append(found, fmt.Sprintf("%s: records of run %s or task %s (not restored)", db, g.runID, g.taskID))
+	if len(changed) > 0 {
+		found = append(found, fmt.Sprintf("%s: records of runs %s (not restored)", db, strings.Join(changed, ", ")))
 	}
 	return found
 }

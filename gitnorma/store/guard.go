@@ -6,28 +6,25 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"strings"
 )
 
 // TaskRecords is what the store says about one run and every run of its task — the runs'
-// rows, their steps and their metadata — as a digest, and the task's run ids. While a run
-// holds its task's lock nobody but that run writes these (landing, checks and the other runs
-// of a parallel loop write their own runs), so a change the run did not make itself is
-// forged. Events are left out: mirrors append them at any time.
-type TaskRecords struct {
-	Digest string
-	RunIDs []string
-}
+// rows, their steps and their metadata — as a digest per run. While a run holds its task's
+// lock nobody but that run writes these (landing, checks and the other runs of a parallel loop
+// write their own runs; retention only deletes finished ones), so a run that appears or
+// changes without the run writing it is forged. Events are left out: mirrors append them at
+// any time.
+type TaskRecords map[string]string
 
 // TaskRecords reads the records of runID and of the runs of taskID.
 func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskRecords, error) {
 	task, err := encodeJSON(taskID)
 	if err != nil {
-		return TaskRecords{}, err
+		return nil, err
 	}
 	const runsOf = `SELECT run_id FROM kv_run WHERE key = 'task_id' AND value_json = ?1 UNION SELECT ?2`
-	h := sha256.New()
-	var rec TaskRecords
 	queries := []string{
 		`SELECT run_id, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir
 			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
@@ -35,10 +32,11 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,
 		`SELECT run_id, key, value_json FROM kv_run WHERE run_id IN (` + runsOf + `) ORDER BY run_id, key`,
 	}
+	hashes := map[string]hash.Hash{}
 	for i, q := range queries {
 		rows, err := s.db.QueryContext(ctx, q, task, runID)
 		if err != nil {
-			return TaskRecords{}, err
+			return nil, err
 		}
 		cols, _ := rows.Columns()
 		for rows.Next() {
@@ -49,25 +47,30 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 			}
 			if err := rows.Scan(ptrs...); err != nil {
 				rows.Close()
-				return TaskRecords{}, err
+				return nil, err
 			}
 			parts := make([]string, len(vals))
 			for j, v := range vals {
 				parts[j] = v.String
 			}
-			fmt.Fprintf(h, "%d\x00%s\n", i, strings.Join(parts, "\x00"))
-			if i == 0 {
-				rec.RunIDs = append(rec.RunIDs, parts[0])
+			h := hashes[parts[0]]
+			if h == nil {
+				h = sha256.New()
+				hashes[parts[0]] = h
 			}
+			fmt.Fprintf(h, "%d\x00%s\n", i, strings.Join(parts, "\x00"))
 		}
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return TaskRecords{}, err
+			return nil, err
 		}
 	}
-	rec.Digest = fmt.Sprintf("%x", h.Sum(nil))
-	return rec, nil
+	out := TaskRecords{}
+	for id, h := range hashes {
+		out[id] = fmt.Sprintf("%x", h.Sum(nil))
+	}
+	return out, nil
 }
 
 // RemoveRuns deletes runs with their steps, events and metadata whatever their status: the
