@@ -27,7 +27,7 @@ type LoopOptions struct {
 // LoopReport is what a loop did, run by run, and why it stopped.
 type LoopReport struct {
 	Runs []RunReport `json:"runs"`
-	// Stopped is nothing_ready, max_tasks, paused or interrupted.
+	// Stopped is nothing_ready, max_tasks, paused, guard_violation or interrupted.
 	Stopped  string `json:"stopped"`
 	Message  string `json:"message"`
 	ExitCode int    `json:"exit_code"`
