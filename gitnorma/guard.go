@@ -89,7 +89,9 @@ func statPath(line string) string {
 	return p
 }
 
-// OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot.
+// OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot,
+// each with what became of it — the fallback guard restores what it kept a copy of — and, if
+// there is any, the violation recorded for the user to see (see violation.go).
 func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]string, error) {
 	// Under the landing lock no landing of a parallel run is half done (the target moved, the
 	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
