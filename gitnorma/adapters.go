@@ -158,9 +158,10 @@ func runVerdict(v string) string {
 type workspace struct {
 	ws     *worktree.Workspace
 	redact redactor
-	// root and runDir locate the places no agent may write (see guarded), with git.
+	// root and runDir locate the places no agent may write (see guarded), with the fallback
+	// guard's (nil in tests of the run dir and backlog alone).
 	root, runDir string
-	git          gitGuard
+	guard        *guardState
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
 }
@@ -169,7 +170,17 @@ func (w workspace) Dir() string { return w.ws.Dir() }
 
 func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
 	s, err := w.ws.State(ctx)
-	return loop.Snapshot{Head: s.Head, Status: s.Status, Outside: w.fingerprint()}, err
+	if err != nil {
+		return loop.Snapshot{}, err
+	}
+	w.linkBacklog()
+	snap := loop.Snapshot{Head: s.Head, Status: s.Status, Outside: w.fingerprint()}
+	if w.guard.active() {
+		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {
+			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)
+		}
+	}
+	return snap, nil
 }
 
 func (w workspace) Changes(ctx context.Context, snap loop.Snapshot) ([]string, error) {

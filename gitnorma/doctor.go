@@ -131,6 +131,7 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 	} else {
 		rep.add("database", "ok", fmt.Sprintf("schema %d/%d, journal %s, integrity ok", v, store.SchemaVersion, st.JournalMode()), "")
 	}
+	doctorViolations(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
 	live := map[string]bool{}
 	for _, h := range a.LiveRuns() {

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,62 +13,62 @@ import (
 	"github.com/git-norma/git-norma/loop"
 )
 
-// guarded lists the places no agent may write while it runs, besides the backlog: git-norma's
-// config and the run dir outside the workspace, the steps and the artifacts (written by the
-// orchestrator between steps). Checking them costs a few stat calls, never a walk of the
-// repository. (The store is not among them: a hook's check may write it meanwhile.)
+// guarded lists the places of the run dir no agent may write: the run dir itself and its
+// summary (the steps and the artifacts are fingerprinted on their own, see runDirLines).
+// Checking them costs a few stat calls, never a walk of the repository. The shared git state,
+// git-norma's config and the store are the fallback guard's (guardState).
 func (w workspace) guarded() []string {
-	guarded := []string{
-		filepath.Join(w.root, ".norma", "config.json"),
-		w.runDir,
-		filepath.Join(w.runDir, "norma.md"),
-	}
-	if w.git.hooksDir != "" {
-		guarded = append(guarded, w.git.hooksDir)
-	}
-	return guarded
-}
-
-// gitGuard is the repository's own places an agent could use to reach beyond its run, shared
-// by a run worktree with the user's checkout: the hooks directory (a planted hook runs in the
-// user's next git command) and the shared config (aliases, core.hooksPath, core.fsmonitor
-// run programs; see configProgramsLine).
-type gitGuard struct {
-	// configs are the shared config and the main worktree's own (read when the repository
-	// sets extensions.worktreeConfig).
-	configs  []string
-	hooksDir string
-}
-
-func (a *App) gitGuard(ctx context.Context) gitGuard {
-	g := gitGuard{configs: []string{filepath.Join(a.Repo.GitDir, "config"), filepath.Join(a.Repo.GitDir, "config.worktree")}}
-	if dir, err := a.HooksDir(ctx); err == nil {
-		g.hooksDir = dir
-	}
-	return g
+	return []string{w.runDir, filepath.Join(w.runDir, "norma.md")}
 }
 
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
 	lines := append(backlogFingerprint(w.root), statLine(backlogOutsidePath(w.root)))
-	for _, c := range w.git.configs {
-		lines = append(lines, configProgramsLine(c))
-	}
 	for _, p := range w.guarded() {
 		lines = append(lines, statLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			entries, _ := os.ReadDir(p)
 			for _, e := range entries {
-				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" {
-					continue // the agent's own places, and the orchestrator's between steps
+				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" || e.Name() == backlogLinkName {
+					continue // the agent's own places, the orchestrator's between steps, the guard's
 				}
 				lines = append(lines, statLine(filepath.Join(p, e.Name())))
 			}
 		}
 	}
+	lines = append(lines, w.runDirLines()...)
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// runDirLines fingerprint the run's earlier steps (their input, output and logs: what the
+// journal and the verdicts were made from) and artifacts/progress.md, which the orchestrator
+// writes between steps. The newest step directory is the step's own, which its agent may
+// write; other artifacts are the agents' to share (spec: artifacts/).
+func (w workspace) runDirLines() []string {
+	steps := filepath.Join(w.runDir, "steps")
+	entries, _ := os.ReadDir(steps)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	sort.Strings(dirs)
+	lines := []string{statLine(filepath.Join(w.runDir, "artifacts", "progress.md"))}
+	for i, d := range dirs {
+		if i == len(dirs)-1 {
+			break // the step's own
+		}
+		_ = filepath.WalkDir(filepath.Join(steps, d), func(p string, _ fs.DirEntry, err error) error {
+			if err == nil {
+				lines = append(lines, statLine(p))
+			}
+			return nil
+		})
+	}
+	return lines
 }
 
 // statLine is "<what stat says>\t<path>": the path last, after a tab, so any path (spaces
@@ -88,17 +89,45 @@ func statPath(line string) string {
 	return p
 }
 
-// OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot.
+// OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot,
+// each with what became of it — the fallback guard restores what it kept a copy of — and, if
+// there is any, the violation recorded for the user to see (see violation.go).
 func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	// Under the landing lock no landing of a parallel run is half done (the target moved, the
+	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
 	// Under the backlog lock no git-norma write is half done and the stamp is current.
+	if w.guard != nil {
+		unlockLand, err := waitLock(ctx, w.guard.app.Repo.Path("locks", "land.lock"))
+		if err != nil {
+			return nil, err
+		}
+		defer unlockLand()
+	}
 	unlock, err := waitLock(ctx, backlogLockPath(w.root))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
+	var found []string
+	if gs, ok := snap.Guard.(*guardSnapshot); ok && w.guard.active() {
+		found = w.guard.checkGit(ctx, gs)
+	}
+	changed := w.changedPaths(snap)
+	if len(changed)+len(found) > 0 {
+		changed = append(changed, found...)
+		sort.Strings(changed)
+		if w.guard != nil {
+			w.guard.recordViolation(ctx, changed)
+		}
+	}
+	return changed, nil
+}
+
+// changedPaths are the fingerprinted paths that changed, the backlog judged by its stamp.
+func (w workspace) changedPaths(snap loop.Snapshot) []string {
 	now := w.fingerprint()
 	if now == snap.Outside {
-		return nil, nil
+		return nil
 	}
 	before, after := lineSet(snap.Outside), lineSet(now)
 	seen := map[string]bool{}
@@ -128,8 +157,15 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	if changedOutside {
 		changed = append(changed, ".beads")
 	}
-	sort.Strings(changed)
-	return changed, nil
+	jsonl, _ := filepath.Rel(w.root, backlogFile(w.root))
+	for i, p := range changed {
+		fate := "not restored"
+		if p == jsonl && w.restoreBacklog(before) {
+			fate = "restored"
+		}
+		changed[i] = filepath.ToSlash(p) + " (" + fate + ")"
+	}
+	return changed
 }
 
 func lineSet(text string) map[string]bool {

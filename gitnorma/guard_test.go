@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -70,7 +71,7 @@ func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
 		sneak()
 		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
 		require.NoError(t, err)
-		assert.Equal(t, []string{filepath.Join(".beads", "issues.jsonl")}, changed)
+		assert.Equal(t, []string{".beads/issues.jsonl (not restored)"}, changed)
 	})
 	t.Run("then rewritten by git-norma's next write", func(t *testing.T) {
 		_, err := tr.Create(ctx, tracker.NewTask{Title: "a clean start"})
@@ -81,9 +82,90 @@ func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
 		require.NoError(t, err)
 		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
 		require.NoError(t, err)
-		assert.Equal(t, []string{".beads"}, changed)
+		assert.Equal(t, []string{".beads (not restored)"}, changed)
 	})
 }
 
 // loopSnapshot is a step's snapshot of the places outside the workspace.
 func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: outside} }
+
+// The guard's view of the store: a run of the task that appeared during the step (an agent's
+// forged PASS, which git norma land would take) is removed; a change to the run's own records
+// is reported; other tasks' runs (a parallel loop's), events (mirrors) and a finished run that
+// retention deletes are not its concern.
+func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
+	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-t", target: "main"}
+
+	snap, err := g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-other", Goal: "another task's", RunDir: "x", TaskID: "norma-o"}, nil))
+	require.NoError(t, st.AppendEvent(ctx, "r-1", store.Event{Type: "mirror_failed", Message: "meanwhile"}))
+	assert.Empty(t, g.checkGit(ctx, snap))
+
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", Status: store.StatusPassed, RunDir: "x", TaskID: "norma-t"}, map[string]any{"pass_head": "abc"}))
+	assert.Equal(t, []string{".norma/norma.db: runs r-forged of task norma-t (removed)"}, g.checkGit(ctx, snap))
+	_, err = st.Run(ctx, "r-forged")
+	assert.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-old", Goal: "g", Status: store.StatusFailed, RunDir: "x", TaskID: "norma-t"}, nil))
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.DeleteRun(ctx, "r-old"))
+	assert.Empty(t, g.checkGit(ctx, snap), "retention removed an old run of the task")
+
+	require.NoError(t, st.SetKV(ctx, "r-1", "pass_head", "abc"))
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap))
+}
+
+// Refs: the target and another task's branch moved during the step are moved back
+// (compare-and-swap); git-norma's own moves — a landing's recorded commit, a branch of a task
+// a run works on, the run's own branch — are not the agent's.
+func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return out
+	}
+	main := git("rev-parse", "main")
+	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
+	for _, b := range []string{"norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+		git("branch", b, main)
+	}
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
+	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-own", target: "main"}
+
+	snap, err := g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-busy", Goal: "g", RunDir: "x", TaskID: "norma-busy"}, nil))
+	for _, b := range []string{"main", "norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+		git("update-ref", "refs/heads/"+b, other)
+	}
+	git("update-ref", "refs/heads/norma/task/norma-new", other)
+	assert.Equal(t, []string{
+		"refs/heads/main (moved back)", "refs/heads/norma/task/norma-idle (moved back)", "refs/heads/norma/task/norma-new (removed)",
+	}, g.checkGit(ctx, snap))
+	assert.Equal(t, main, git("rev-parse", "main"))
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a run of that task moved it")
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-own"), "the workspace's own, checked at its commit")
+
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	git("update-ref", "refs/heads/main", other)
+	require.NoError(t, st.SetKV(ctx, "r-busy", "landed_commit", other))
+	assert.Empty(t, g.checkGit(ctx, snap), "a landing of git-norma's")
+}

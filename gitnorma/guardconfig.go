@@ -3,40 +3,32 @@ package gitnorma
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"fmt"
+	"context"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
-// configProgramsLine is the guard's line for one of the repository's shared config files: a
-// digest of every setting in it but those everyday git commands rewrite (branch tracking,
-// remote URLs, identity, colours) — settings can make git run a program or read more config in
-// too many ways to list them (an alias, core.hooksPath, a filter, a credential helper,
-// extensions.worktreeConfig then a config.worktree...). Everyday rewrites of the file — by
-// git branch -D, git remote add, git push -u, a user's or a parallel run's — do not count:
-// none of them may fail an agent's step.
-func configProgramsLine(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "absent\t" + path
-	}
-	sum := sha256.Sum256([]byte(strings.Join(programSettings(data), "\n")))
-	return fmt.Sprintf("programs %x\t%s", sum[:8], path)
+// configEntry is one setting of a git config file: its canonical key (section and key
+// lowercased, a subsection as written) and its value as git reads it.
+type configEntry struct {
+	Key, Value string
 }
 
-// programSettings lists, sorted, the "section.subsection.key=value" lines of a git config text
-// that are not everyday settings (see everyday). It reads git's syntax as far as that needs:
-// sections with or without a quoted subsection, comments, keys without a value, values
-// continued on the next line.
-func programSettings(data []byte) []string {
-	var out []string
+// configEntries reads a git config text as far as the guard needs: sections with or without a
+// quoted subsection (and the old [section.sub] form), comments, keys without a value (true),
+// quoted values, escapes, values continued on the next line. Entries keep their order.
+func configEntries(data []byte) []configEntry {
+	var out []configEntry
 	section := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		for strings.HasSuffix(line, "\\") && sc.Scan() {
+		for strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") && sc.Scan() {
 			line = strings.TrimSuffix(line, "\\") + sc.Text()
 		}
 		line = strings.TrimSpace(line)
@@ -46,42 +38,165 @@ func programSettings(data []byte) []string {
 		if line[0] == '[' {
 			head, rest, _ := strings.Cut(line[1:], "]")
 			name, sub, quoted := strings.Cut(head, " ")
-			section = strings.ToLower(strings.TrimSpace(name))
 			if quoted {
-				section += "." + strings.Trim(strings.TrimSpace(sub), `"`)
+				section = strings.ToLower(strings.TrimSpace(name)) + "." + unquoteSubsection(strings.TrimSpace(sub))
+			} else if top, dotted, ok := strings.Cut(name, "."); ok {
+				section = strings.ToLower(top) + "." + strings.ToLower(dotted) // [section.sub] is lowercased by git
+			} else {
+				section = strings.ToLower(strings.TrimSpace(name))
 			}
 			if line = strings.TrimSpace(rest); line == "" {
 				continue // a key may follow the header on the same line
 			}
 		}
-		key, value, _ := strings.Cut(line, "=")
+		key, value, hasValue := strings.Cut(line, "=")
 		key = strings.ToLower(strings.TrimSpace(key))
-		if !everyday(section, key) {
-			out = append(out, section+"."+key+"="+strings.TrimSpace(value))
+		v := "true"
+		if hasValue {
+			v = configValue(value)
 		}
+		out = append(out, configEntry{Key: section + "." + key, Value: v})
 	}
-	sort.Strings(out)
 	return out
 }
 
-// everydaySections hold nothing that runs a program, and everyday git commands write them.
-var everydaySections = map[string]bool{
-	"branch": true, "user": true, "color": true, "advice": true, "gc": true, "pull": true,
-	"push": true, "fetch": true, "init": true, "rerere": true, "maintenance": true,
-	"status": true, "log": true, "notes": true, "pack": true, "index": true, "feature": true,
-	"column": true, "i18n": true, "checkout": true, "clone": true,
+func unquoteSubsection(s string) string {
+	s = strings.TrimPrefix(strings.TrimSuffix(s, `"`), `"`)
+	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(s)
 }
 
-// everydayKeys are the harmless keys of sections that also hold keys that run programs.
-var everydayKeys = map[string]map[string]bool{
-	"remote": {"url": true, "pushurl": true, "fetch": true, "push": true, "tagopt": true, "prune": true, "mirror": true},
-	"core": {"repositoryformatversion": true, "filemode": true, "bare": true, "logallrefupdates": true,
-		"ignorecase": true, "precomposeunicode": true, "symlinks": true, "autocrlf": true, "eol": true,
-		"safecrlf": true, "abbrev": true, "quotepath": true, "untrackedcache": true},
-	"submodule": {"url": true, "active": true},
+// configValue is a raw value as git reads it: quotes removed, escapes applied, an unquoted
+// comment cut off, surrounding blanks trimmed.
+func configValue(raw string) string {
+	var b strings.Builder
+	quoted := false
+	pendingSpace := ""
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+			continue
+		case c == '\\' && i+1 < len(raw):
+			i++
+			b.WriteString(pendingSpace)
+			pendingSpace = ""
+			switch raw[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'b':
+				b.WriteByte('\b')
+			default:
+				b.WriteByte(raw[i])
+			}
+			continue
+		case !quoted && (c == '#' || c == ';'):
+			return strings.TrimLeft(b.String(), " \t")
+		case !quoted && (c == ' ' || c == '\t'):
+			pendingSpace += string(c)
+			continue
+		}
+		b.WriteString(pendingSpace)
+		pendingSpace = ""
+		b.WriteByte(c)
+	}
+	return strings.TrimLeft(b.String(), " \t")
 }
 
-func everyday(section, key string) bool {
-	top, _, _ := strings.Cut(section, ".")
-	return everydaySections[top] || everydayKeys[top][key]
+// configCounts says whether a change of key (in a config whose remotes are named remotes)
+// counts against an agent. Every key counts — settings make git run a program, read more
+// config, push elsewhere or stop working in too many ways to list — but those git writes by
+// itself during everyday commands, for the user's commands or a parallel run's, which must
+// never fail an agent's step nor be undone:
+//   - branch.<name>.* is written by git branch (create with tracking, -D, -m), git push -u,
+//     git checkout --track. Only which upstream a branch follows is said there; the one way to
+//     send work elsewhere through it is a remote that is no configured remote's name (a URL
+//     or a path, which git never writes there itself): such a remote or pushRemote counts.
+//   - maintenance.* is written by git maintenance register/start.
+func configCounts(key, value string, remotes []string) bool {
+	section, rest, _ := strings.Cut(key, ".")
+	switch section {
+	case "maintenance":
+		return false
+	case "branch":
+		i := strings.LastIndexByte(rest, '.')
+		if i < 0 {
+			return true
+		}
+		switch rest[i+1:] {
+		case "remote", "pushremote":
+			return value != "." && !slices.Contains(remotes, value)
+		}
+		return false
+	}
+	return true
+}
+
+// configRemotes are the names of the remotes a config defines.
+func configRemotes(entries []configEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Key, "remote."); ok {
+			if i := strings.LastIndexByte(rest, '.'); i > 0 && !slices.Contains(out, rest[:i]) {
+				out = append(out, rest[:i])
+			}
+		}
+	}
+	return out
+}
+
+// configChanges lists, sorted, the keys whose values (all of them, in order) differ between
+// two versions of a config and count (configCounts, judged by both versions' remotes).
+func configChanges(before, after []configEntry) []string {
+	remotes := append(configRemotes(before), configRemotes(after)...)
+	values := func(entries []configEntry) map[string][]string {
+		m := map[string][]string{}
+		for _, e := range entries {
+			m[e.Key] = append(m[e.Key], e.Value)
+		}
+		return m
+	}
+	b, a := values(before), values(after)
+	var changed []string
+	for _, m := range []map[string][]string{b, a} {
+		for k := range m {
+			if slices.Equal(b[k], a[k]) || slices.Contains(changed, k) {
+				continue
+			}
+			counts := false
+			for _, v := range append(slices.Clone(b[k]), a[k]...) {
+				counts = counts || configCounts(k, v, remotes)
+			}
+			if counts {
+				changed = append(changed, k)
+			}
+		}
+	}
+	sort.Strings(changed)
+	return changed
+}
+
+// restoreConfig sets each of keys back to its values in before, through git config on that
+// file alone, so every other setting — one the user made meanwhile included — stays.
+func (a *App) restoreConfig(ctx context.Context, path string, before []configEntry, keys []string) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		_, err := a.Repo.Git.Output(ctx, "config", "--file", path, "--unset-all", k)
+		if err != nil && git.ExitCodeOf(err) != 5 { // 5: the key was not set
+			return err
+		}
+		for _, e := range before {
+			if e.Key != k {
+				continue
+			}
+			if _, err := a.Repo.Git.Output(ctx, "config", "--file", path, "--add", k, e.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,58 +10,103 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
-// The shared config's guard line changes with any setting but the everyday ones git rewrites
-// the file for, a user's commands or a parallel run's.
-func TestConfigProgramsLineFollowsOnlyPrograms(t *testing.T) {
+// configRepo is a repository with a remote, and a function running git in it.
+func configRepo(t *testing.T) (string, func(args ...string)) {
+	t.Helper()
 	gittest.Isolate(t)
 	dir := t.TempDir()
-	git := func(args ...string) {
+	run := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "git %v: %s", args, out)
 	}
-	git("init", "-q", "-b", "main")
-	git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial")
-	config := filepath.Join(dir, ".git", "config")
-	before := configProgramsLine(config)
-
-	for _, everyday := range [][]string{
-		{"branch", "topic"}, {"branch", "-D", "topic"},
-		{"remote", "add", "origin", "https://example.com/x.git"},
-		{"config", "branch.main.remote", "origin"},
-		{"config", "user.name", "Someone"},
-	} {
-		git(everyday...)
-		assert.Equal(t, before, configProgramsLine(config), "git %v", everyday)
-	}
-	for _, program := range [][]string{
-		{"config", "alias.st", "!echo gotcha"},
-		{"config", "core.hooksPath", "/tmp/elsewhere"},
-		{"config", "core.fsmonitor", "/tmp/watcher"},
-		{"config", "filter.lfs.smudge", "/tmp/smudge %f"},
-		{"config", "credential.https://example.com.helper", "/tmp/steal"},
-		{"config", "include.path", "/tmp/more.cfg"},
-		{"config", "remote.origin.uploadpack", "/tmp/up"},
-		{"config", "extensions.worktreeConfig", "true"}, // then a config.worktree could say anything
-		{"config", "diff.external", "/tmp/differ"},
-		{"config", "interactive.diffFilter", "/tmp/filter"},
-	} {
-		git(program...)
-		after := configProgramsLine(config)
-		assert.NotEqual(t, before, after, "git %v", program)
-		before = after
-	}
+	run("init", "-q", "-b", "main")
+	run("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial")
+	run("remote", "add", "origin", "https://example.com/x.git")
+	return dir, run
 }
 
-func TestProgramSettingsReadsGitSyntax(t *testing.T) {
-	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x\n[Alias]\n\tst\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n[pager] log = less\n" +
-		"[branch \"main\"]\n\tremote = origin\n[remote \"origin\"]\n\turl = x\n\treceivepack = rp\n[core]\n\teditor = vi \\\n-n\n"
-	assert.Equal(t, []string{"alias.st=", "core.editor=vi -n", "core.hookspath=/x", "filter.lfs.smudge=git-lfs smudge %f", "pager.log=less", "remote.origin.receivepack=rp"},
-		programSettings([]byte(text)))
-	require.Equal(t, "absent\t"+filepath.Join(os.TempDir(), "nope"), configProgramsLine(filepath.Join(os.TempDir(), "nope")))
+func readEntries(t *testing.T, path string) []configEntry {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return configEntries(data)
+}
+
+// Every key of the shared config counts but those git writes itself for everyday commands:
+// a branch's tracking (to a configured remote) and maintenance.
+func TestConfigChangesCountsEveryKeyButEverydayOnes(t *testing.T) {
+	dir, run := configRepo(t)
+	config := filepath.Join(dir, ".git", "config")
+	before := readEntries(t, config)
+
+	for _, everyday := range [][]string{
+		{"branch", "topic"}, {"config", "branch.topic.remote", "origin"}, {"config", "branch.topic.merge", "refs/heads/main"},
+		{"branch", "-m", "topic", "renamed"}, {"branch", "-D", "renamed"},
+		{"config", "branch.main.remote", "origin"}, {"config", "branch.main.pushRemote", "."},
+		{"config", "maintenance.auto", "false"},
+	} {
+		run(everyday...)
+		assert.Empty(t, configChanges(before, readEntries(t, config)), "git %v", everyday)
+	}
+	for _, counted := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"config", "core.bare", "true"}, "core.bare"},
+		{[]string{"config", "remote.origin.pushurl", "https://attacker.example.com/x.git"}, "remote.origin.pushurl"},
+		{[]string{"config", "remote.origin.url", "https://attacker.example.com/x.git"}, "remote.origin.url"},
+		{[]string{"config", "alias.st", "!echo gotcha"}, "alias.st"},
+		{[]string{"config", "core.hooksPath", "/tmp/elsewhere"}, "core.hookspath"},
+		{[]string{"config", "user.email", "someone@example.com"}, "user.email"},
+		{[]string{"config", "include.path", "/tmp/more.cfg"}, "include.path"},
+		{[]string{"config", "filter.lfs.smudge", "/tmp/smudge %f"}, "filter.lfs.smudge"},
+		{[]string{"config", "branch.main.pushRemote", "https://attacker.example.com/x.git"}, "branch.main.pushremote"},
+		{[]string{"config", "--add", "remote.origin.fetch", "+refs/*:refs/*"}, "remote.origin.fetch"},
+	} {
+		now := readEntries(t, config)
+		run(counted.args...)
+		assert.Equal(t, []string{counted.key}, configChanges(now, readEntries(t, config)), "git %v", counted.args)
+	}
+	run("config", "--unset", "core.bare")
+	assert.Contains(t, configChanges(readEntries(t, config), nil), "remote.origin.url", "a removed file's keys count")
+}
+
+// restoreConfig sets back the keys given, and only those: a branch the user made meanwhile
+// keeps its tracking.
+func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
+	dir, run := configRepo(t)
+	run("config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*")
+	run("config", "core.editor", `vi "-n" # the user's`)
+	config := filepath.Join(dir, ".git", "config")
+	before := readEntries(t, config)
+
+	run("config", "core.bare", "true")
+	run("config", "--unset-all", "remote.origin.fetch")
+	run("config", "core.editor", "/tmp/evil")
+	run("config", "branch.topic.remote", "origin")
+	changed := configChanges(before, readEntries(t, config))
+	require.Equal(t, []string{"core.bare", "core.editor", "remote.origin.fetch"}, changed)
+
+	app := &App{Repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	require.NoError(t, app.restoreConfig(context.Background(), config, before, changed))
+	after := readEntries(t, config)
+	assert.Empty(t, configChanges(before, after))
+	assert.Contains(t, after, configEntry{Key: "branch.topic.remote", Value: "origin"})
+	assert.Contains(t, after, configEntry{Key: "core.editor", Value: `vi "-n" # the user's`})
+}
+
+func TestConfigEntriesReadGitSyntax(t *testing.T) {
+	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x ; trailing\n[Alias]\n\tst\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n" +
+		"[branch \"Main\"]\n\tremote = origin\n[remote.Origin]\n\turl = x\n[core]\n\teditor = vi \\\n-n\n\tpager = \"less -R\" # q\n\tquote = a\\\"b\\\\c\n"
+	assert.Equal(t, []configEntry{
+		{"core.bare", "false"}, {"core.hookspath", "/x"}, {"alias.st", "true"}, {"filter.lfs.smudge", "git-lfs smudge %f"},
+		{"user.name", "U"}, {"branch.Main.remote", "origin"}, {"remote.origin.url", "x"}, {"core.editor", "vi -n"},
+		{"core.pager", "less -R"}, {"core.quote", `a"b\c`},
+	}, configEntries([]byte(text)))
 }

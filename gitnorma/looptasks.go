@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // LoopOptions are the choices of `git norma loop`.
@@ -16,12 +19,15 @@ type LoopOptions struct {
 	Scope    Scope
 	NoLand   bool
 	Live     io.Writer
+	// Force starts runs even while a guard violation is pending (one the loop meets still
+	// stops it).
+	Force bool
 }
 
 // LoopReport is what a loop did, run by run, and why it stopped.
 type LoopReport struct {
 	Runs []RunReport `json:"runs"`
-	// Stopped is nothing_ready, max_tasks, paused or interrupted.
+	// Stopped is nothing_ready, max_tasks, paused, guard_violation or interrupted.
 	Stopped  string `json:"stopped"`
 	Message  string `json:"message"`
 	ExitCode int    `json:"exit_code"`
@@ -43,6 +49,11 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
 		return LoopReport{}, err
 	}
+	if !o.Force {
+		if err := a.refuseViolated(ctx); err != nil {
+			return LoopReport{}, err
+		}
+	}
 	// Before selecting: a task a dead run left in progress is not ready, and would be skipped.
 	if err := a.recoverCrashed(ctx, o.NoLand, o.Live); err != nil {
 		return LoopReport{}, err
@@ -55,7 +66,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		a.shared = st
 		defer func() { a.shared = nil; st.Close() }()
 	}
-	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}}
+	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}, since: a.Now()}
 	return l.loop(ctx)
 }
 
@@ -68,6 +79,8 @@ type looper struct {
 	running map[string]bool
 	results chan runResult
 	started int
+	// since is when the loop started: a guard violation recorded since stops it.
+	since time.Time
 	// stopped is why no new run is started (empty while selecting goes on).
 	stopped, message string
 	code             int
@@ -129,6 +142,10 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
 			return nil
 		}
+		if v := l.app.violationSince(ctx, l.since); v != "" {
+			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
+			return nil
+		}
 		sel, err := l.app.next(ctx, l.o.Scope, l.tried, keys(l.running))
 		if err != nil {
 			return err
@@ -154,7 +171,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	}
 	fmt.Fprintf(live, "loop: task %s %q (%s)\n", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
-		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live})
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live, IgnoreViolation: true})
 		if err != nil {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
 		}

@@ -28,6 +28,9 @@ type RunOptions struct {
 	Force bool
 	// Live receives one line per step.
 	Live io.Writer
+	// IgnoreViolation starts the run even while a guard violation is pending (Force does
+	// too): loop sets it, having checked before it started.
+	IgnoreViolation bool
 	// hops counts how many tasks this run went on to after Plan outcomes.
 	hops int
 }
@@ -82,6 +85,11 @@ type run struct {
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	if !o.Force && !o.IgnoreViolation {
+		if err := a.refuseViolated(ctx); err != nil {
+			return RunReport{}, err
+		}
+	}
 	rep, err := a.runOnce(ctx, o)
 	if rep.Status != StatusAlreadyLanded { // nothing ran
 		a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
@@ -94,7 +102,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		return rep, nil
 	}
 	fmt.Fprintf(o.Live, "continuing with %s (%s)\n", rep.continueWith, rep.StopReason)
-	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, hops: o.hops + 1})
+	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, Force: o.Force, IgnoreViolation: o.IgnoreViolation, hops: o.hops + 1})
 	rep.Next, rep.ExitCode = &next, next.ExitCode
 	return rep, err
 }
@@ -308,7 +316,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 
 // loopWorkspace is the run's worktree as the loop works with it.
 func (r *run) loopWorkspace(ctx context.Context) workspace {
-	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, git: r.app.gitGuard(ctx),
+	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
 		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) }}
 }
 
@@ -322,7 +330,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 		Recorder:  r.rec,
 		Live:      live, Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
-		Paused: r.app.PauseReason,
+		Paused: r.pauseReason,
 		Gates:  r.app.Config.Gates,
 	}
 	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {

@@ -21,6 +21,8 @@ type StatusReport struct {
 	LiveRuns []LiveRun   `json:"live_runs"`
 	Runs     []RunRow    `json:"runs"`
 	Branches []BranchRow `json:"task_branches"`
+	// Violations are the guard violations the user has not cleared (git norma resume).
+	Violations []Violation `json:"guard_violations"`
 }
 
 // LiveRun is the run a live process is executing right now.
@@ -59,7 +61,7 @@ type BranchRow struct {
 
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
-	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}}
+	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}, Violations: []Violation{}}
 	// The task branches come from git; reading them while the database is opened and queried
 	// hides most of that process's cost (status is the command people run all the time).
 	type branchesResult struct {
@@ -91,6 +93,9 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 	}
 	for _, r := range runs {
 		rep.Runs = append(rep.Runs, a.runRow(r))
+	}
+	if pending, err := pendingViolations(ctx, st); err == nil && pending != nil {
+		rep.Violations = pending
 	}
 	b := <-branches
 	rep.Branches = b.rows

@@ -44,6 +44,9 @@ const (
 	ErrKindContract    = "contract_violation"
 	ErrKindTooLarge    = "output_too_large"
 	ErrKindWorkspace   = "workspace_violation"
+	// ErrKindGuard is an agent that wrote where no agent may (the user's checkout, refs,
+	// shared git config, git-norma's own state): it stops the run and every loop.
+	ErrKindGuard = "guard_violation"
 )
 
 // ProtocolError is an agent that did not keep its contract: it could not start, exited

@@ -53,6 +53,10 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 		if errors.Is(agentErr, context.Canceled) || ctx.Err() != nil {
 			return &Result{Status: RunStopped, StopReason: StopInterrupted, Message: "interrupted during " + string(s.role), Err: ctx.Err()}
 		}
+		var pe *ProtocolError
+		if errors.As(agentErr, &pe) && pe.Kind == ErrKindGuard {
+			return &Result{Status: RunStopped, StopReason: StopGuardViolation, Message: agentErr.Error(), Err: agentErr}
+		}
 		return failed(fmt.Errorf("%s step %03d: %w", s.role, s.index, agentErr))
 	}
 	switch s.role {

@@ -21,6 +21,10 @@ const StopInterrupted = "interrupted"
 // StopPaused is the stop reason of a run that found a pause request between two steps.
 const StopPaused = "paused"
 
+// StopGuardViolation is the stop reason of a run whose agent wrote outside the places it may
+// write (see ErrKindGuard).
+const StopGuardViolation = "guard_violation"
+
 // Options configure one run of the engine.
 type Options struct {
 	RunID   string

@@ -925,3 +925,19 @@ func TestStepDirName(t *testing.T) {
 	assert.Equal(t, "012-act", StepDirName(12, RoleAct))
 	assert.Equal(t, "1000-do", StepDirName(1000, RoleDo))
 }
+
+// An agent that wrote where no agent may stops the run (a stop rule, not a failed step the
+// next iteration could repair): the step is recorded as failed, naming what it wrote.
+func TestRunGuardViolationStopsTheRun(t *testing.T) {
+	te := newTestEngine(t, always(planWith("true")), always(doneAll()), BuiltinCheck{}, BuiltinAct{})
+	te.ws.outside = []string{".git/config: core.bare (set back)", "refs/heads/main (moved back)"}
+	res := te.run(t, context.Background())
+
+	assert.Equal(t, RunStopped, res.Status)
+	assert.Equal(t, StopGuardViolation, res.StopReason)
+	assert.Equal(t, 1, res.LastStep)
+	assert.Equal(t, "guard_violation: the plan agent wrote outside the places it may write: .git/config: core.bare (set back), refs/heads/main (moved back)", res.Message)
+	recs := te.rec.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, "fail", recs[0].Status)
+}

@@ -136,7 +136,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	if outside, err := ws.OutsideChanges(ctx, s.snap); err != nil {
 		return nil, err
 	} else if len(outside) > 0 {
-		return protocolErrorf(ErrKindWorkspace, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
+		return protocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
 	}
 	if s.role == RoleDo {
 		e.preDo = s.snap.Head

@@ -22,7 +22,8 @@ type Workspace interface {
 	// Rollback moves the task branch back to commit to, keeping what it drops reachable under
 	// a ref it returns ("" when there was nothing to drop).
 	Rollback(ctx context.Context, to string) (string, error)
-	// OutsideChanges lists what changed since the snapshot in the places no agent may write.
+	// OutsideChanges lists what changed since the snapshot in the places no agent may write,
+	// each with what became of it (restored or not). Any makes the step a guard violation.
 	OutsideChanges(ctx context.Context, snap Snapshot) ([]string, error)
 }
 
@@ -33,6 +34,8 @@ type Snapshot struct {
 	// Outside fingerprints the places no agent may write (the backlog, the config, the run
 	// dir outside the workspace, artifacts and steps).
 	Outside string
+	// Guard is the application's own copy of what it can restore after a violation.
+	Guard any
 }
 
 // CommitRequest describes the step whose changes are being committed.

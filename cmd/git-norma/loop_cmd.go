@@ -13,6 +13,7 @@ type loopCmd struct {
 	ActiveEpic    string `help:"Only run tasks under this epic." placeholder:"ID"`
 	NoLand        bool   `help:"Leave PASSed tasks on their branches for review."`
 	JSON          bool   `help:"Print the loop report as JSON."`
+	Force         bool   `help:"Start even while a guard violation is pending (see git norma resume)."`
 }
 
 func (c *loopCmd) Run(env *Env) error {
@@ -26,7 +27,7 @@ func (c *loopCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Live: env.stepProgress(app),
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: env.stepProgress(app),
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
 	if err != nil {
 		return err

@@ -11,9 +11,19 @@ func (c *resumeCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
+	cleared, err := app.ClearViolations(env.Ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range cleared {
+		env.Progress.Printf("cleared the guard violation of %s", v.Summary())
+	}
 	was, err := app.Resume()
 	if err != nil {
 		return err
+	}
+	if !was && len(cleared) > 0 {
+		return nil
 	}
 	if !was {
 		env.Progress.Printf("not paused")

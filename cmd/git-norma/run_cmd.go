@@ -5,12 +5,13 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type runCmd struct {
 	Task   string `arg:"" help:"The task to run."`
 	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
-	Force  bool   `help:"Run (and land) the task even though its work already landed on the target."`
+	Force  bool   `help:"Run (and land) the task even though its work already landed on the target, or a guard violation is pending (see git norma resume)."`
 	JSON   bool   `help:"Print the run report as JSON."`
 }
 
@@ -46,6 +47,9 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 	fmt.Fprintf(out, "run %s: task %s %s%s after %d iteration(s), %d steps, %s\n",
 		rep.RunID, rep.TaskID, pal.status(rep.Status), verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
 	fmt.Fprintf(out, "%s\n", rep.Message)
+	if rep.StopReason == loop.StopGuardViolation {
+		fmt.Fprintf(env.IO.Err, "hint: look at what the agent did (git norma status %s); no run or loop starts until you clear it: git norma resume\n", rep.RunID)
+	}
 	if rep.Landed != "" {
 		fmt.Fprintf(out, "landed %s on %s; review with: git show %s\n", short(rep.Landed), rep.Target, short(rep.Landed))
 	}

@@ -1,0 +1,75 @@
+package gitnorma
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The backlog can be large, so the guard never copies it before a step: it keeps a second name
+// for the file (a hard link in the run dir). git-norma, and the tools agents use to edit a
+// file (sed -i, editors, git norma task add), write a new file and rename it into place, so
+// the link keeps the backlog as it was; an agent that wrote it in place changed the linked
+// copy too, which its fingerprint tells, and the backlog is then reported, not restored.
+const backlogLinkName = "backlog.guard"
+
+func (w workspace) backlogLink() string { return filepath.Join(w.runDir, backlogLinkName) }
+
+func backlogFile(root string) string { return filepath.Join(root, ".beads", "issues.jsonl") }
+
+// linkBacklog keeps the backlog as it is before a step (for git-norma's own jsonl backlog:
+// bd keeps its own database beside the file, which a restored file would not match).
+func (w workspace) linkBacklog() {
+	if w.guard == nil || !w.guard.jsonlBacklog {
+		return
+	}
+	_ = os.Remove(w.backlogLink())
+	_ = os.Link(backlogFile(w.root), w.backlogLink())
+}
+
+// restoreBacklog puts the backlog back as it was before the step when the linked copy still
+// is (its size, mode and time are the snapshot's) and git-norma last left it so (its stamp is
+// the snapshot's: a parallel run's write during the step must not be undone), and stamps it
+// as git-norma's own (the caller holds the backlog lock).
+func (w workspace) restoreBacklog(before map[string]bool) bool {
+	if w.guard == nil || !w.guard.jsonlBacklog {
+		return false
+	}
+	stamp, err := os.ReadFile(backlogStampPath(w.root))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(stamp), "\n") {
+		if !before[l] {
+			return false
+		}
+	}
+	link := statLine(w.backlogLink())
+	was := strings.TrimSuffix(link, w.backlogLink()) + backlogFile(w.root)
+	if strings.HasPrefix(link, "absent") || !before[was] {
+		return false
+	}
+	src, err := os.Open(w.backlogLink())
+	if err != nil {
+		return false
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(backlogFile(w.root)), ".issues.jsonl.restore-*")
+	if err != nil {
+		return false
+	}
+	_, err = io.Copy(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), backlogFile(w.root))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return false
+	}
+	writeBacklogStamp(w.root)
+	return true
+}

@@ -1,0 +1,394 @@
+package gitnorma
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// guardState is the fallback guard of one run: where kernel confinement is missing, it is what
+// stands between an agent and the user's checkout, refs and shared git state, and git-norma's
+// own state. Before every agent step it keeps a copy of what is small (snapshotGit), after the
+// step it compares, restores what it can, and reports each change (checkGit).
+type guardState struct {
+	app                   *App
+	st                    *store.Store
+	runID, taskID, target string
+	// index caches the tracked paths between steps while the index file does not change.
+	index *indexSnapshot
+	// jsonlBacklog: the backlog is git-norma's own jsonl file, which the guard can restore.
+	jsonlBacklog bool
+	// confined says the kernel keeps the step's agent from writing every place checkGit
+	// watches (Landlock): then checkGit is skipped, because it cannot tell the user's own
+	// changes made meanwhile (a commit, an edit in the main checkout) from an agent's. nil: no
+	// confinement.
+	confined func() bool
+}
+
+// active says the fallback guard watches the repository for this step.
+func (g *guardState) active() bool {
+	return g != nil && (g.confined == nil || !g.confined())
+}
+
+// guardSnapshot is the state of the guarded places before a step.
+type guardSnapshot struct {
+	at time.Time
+	// files are small files restored whole (see smallFiles).
+	files []savedFile
+	// hooks are the regular files of the hooks directory, by name.
+	hooksDir string
+	hooks    map[string]savedFile
+	// configs are the shared config files' settings, by path (nil: the file is absent).
+	configs map[string][]configEntry
+	// refs are the target's and the task branches' values, by ref name.
+	refs  map[string]string
+	head  []byte
+	index *indexSnapshot
+	// live are the tasks a live process held the lock of (a run, a landing, land).
+	live map[string]bool
+	// db are the store's records of this run and its task; dbFile is the file's identity.
+	db     store.TaskRecords
+	dbFile string
+}
+
+// savedFile is a file's content as it was ("absent" when there was none).
+type savedFile struct {
+	path   string
+	data   []byte
+	mode   os.FileMode
+	absent bool
+}
+
+func saveFile(path string) savedFile {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return savedFile{path: path, absent: err != nil}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return savedFile{path: path, absent: true}
+	}
+	return savedFile{path: path, data: data, mode: st.Mode().Perm()}
+}
+
+func (f savedFile) same(g savedFile) bool {
+	return f.absent == g.absent && f.mode == g.mode && bytes.Equal(f.data, g.data)
+}
+
+// restore puts the file back as it was: removed if it was absent, else rewritten whole
+// through a new file, so nothing ever reads it half written.
+func (f savedFile) restore() error {
+	if f.absent {
+		err := os.Remove(f.path)
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	tmp := f.path + ".norma-restore"
+	if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, f.mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
+}
+
+func (g *guardState) configPaths() []string {
+	return []string{filepath.Join(g.app.Repo.GitDir, "config"), filepath.Join(g.app.Repo.GitDir, "config.worktree")}
+}
+
+// smallFiles are restored whole: git-norma's config, and the shared files beside git's config
+// that change what git sees — ignored paths, attributes (which name filter drivers), grafts
+// (which rewrite history as git reads it), alternates (more object stores).
+func (g *guardState) smallFiles() []string {
+	gd := g.app.Repo.GitDir
+	return []string{g.app.Repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
+		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}
+}
+
+// snapshotGit copies what is small and fingerprints the rest.
+func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
+	unlock, err := waitLock(ctx, g.app.Repo.Path("locks", "land.lock")) // no landing half done
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	s := &guardSnapshot{at: g.app.Now(), configs: map[string][]configEntry{}, hooks: map[string]savedFile{}}
+	for _, p := range g.smallFiles() {
+		s.files = append(s.files, saveFile(p))
+	}
+	for _, p := range g.configPaths() {
+		if data, err := os.ReadFile(p); err == nil {
+			s.configs[p] = configEntries(data)
+		}
+	}
+	if dir, err := g.app.HooksDir(ctx); err == nil {
+		s.hooksDir, s.hooks = dir, saveHooks(dir)
+	}
+	s.live = g.liveTasks()
+	if s.refs, err = g.refs(ctx); err != nil {
+		return nil, err
+	}
+	s.head, _ = os.ReadFile(filepath.Join(g.app.Repo.GitDir, "HEAD"))
+	if s.index, err = g.snapshotIndex(ctx); err != nil {
+		return nil, err
+	}
+	if g.st != nil {
+		if s.db, err = g.st.TaskRecords(ctx, g.runID, g.taskID); err != nil {
+			return nil, err
+		}
+		s.dbFile = fileIdentity(g.app.Repo.Path("norma.db"))
+	}
+	return s, nil
+}
+
+func saveHooks(dir string) map[string]savedFile {
+	out := map[string]savedFile{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if f := saveFile(filepath.Join(dir, e.Name())); !f.absent && e.Type().IsRegular() {
+			out[e.Name()] = f
+		}
+	}
+	return out
+}
+
+// fileIdentity names the file at path by device and inode: a replaced file is another one.
+func fileIdentity(path string) string {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "absent"
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d", sys.Dev, sys.Ino)
+	}
+	return "present"
+}
+
+// checkGit compares the guarded places with the snapshot, restores what it can and returns one
+// line per change: the path (relative to the repository) and what became of it.
+func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
+	var found []string
+	add := func(path, fate string) { found = append(found, fmt.Sprintf("%s (%s)", g.rel(path), fate)) }
+	restored := func(err error, done string) string {
+		if err != nil {
+			return "could not restore: " + err.Error()
+		}
+		return done
+	}
+	// Configs first: until they are set back (core.bare, say) git itself may not work here.
+	for _, p := range g.configPaths() {
+		var now []configEntry
+		if data, err := os.ReadFile(p); err == nil {
+			now = configEntries(data)
+		}
+		if keys := configChanges(s.configs[p], now); len(keys) > 0 {
+			found = append(found, fmt.Sprintf("%s: %s (%s)", g.rel(p), strings.Join(keys, ", "),
+				restored(g.app.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
+		}
+	}
+	for _, f := range s.files {
+		if !f.same(saveFile(f.path)) {
+			add(f.path, restored(f.restore(), "restored"))
+		}
+	}
+	if s.hooksDir != "" {
+		now := saveHooks(s.hooksDir)
+		for _, name := range sortedKeys(now, s.hooks) {
+			before, had := s.hooks[name]
+			after, has := now[name]
+			switch {
+			case !had:
+				add(after.path, restored(os.Remove(after.path), "removed"))
+			case !has || !before.same(after):
+				add(before.path, restored(before.restore(), "restored"))
+			}
+		}
+	}
+	landed := g.checkRefs(ctx, s, add)
+	if head, _ := os.ReadFile(filepath.Join(g.app.Repo.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
+		add(filepath.Join(g.app.Repo.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
+	}
+	found = append(found, g.checkIndex(ctx, s.index, landed)...)
+	found = append(found, g.checkStore(ctx, s)...)
+	sort.Strings(found)
+	return found
+}
+
+func sortedKeys[V any](maps ...map[string]V) []string {
+	var out []string
+	for _, m := range maps {
+		for k := range m {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (g *guardState) rel(p string) string {
+	if rel, err := filepath.Rel(g.app.Repo.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// refs reads the target's and the task branches' values.
+func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
+	return readBranches(ctx, g.app, func(name string) bool {
+		return name == "refs/heads/"+g.target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
+	})
+}
+
+// checkRefs reports a guarded ref that moved and sets it back, compare-and-swap, so a move
+// made after the check is never undone. It returns the target's old and new values when a
+// landing of git-norma's moved it (a parallel run's: that also changes the main checkout).
+//   - The run's own task branch is the workspace's, checked when the step is committed.
+//   - Another task's branch may be moved by a run or a landing of that task going on meanwhile
+//     (its lock held before or after the step, or a run that started or ended during it); a
+//     deleted one was landed or pruned. Neither counts.
+//   - The target counts unless it moved to a commit a landing recorded.
+func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(path, fate string)) (landed [2]string) {
+	now, err := g.refs(ctx)
+	if err != nil {
+		add(filepath.Join(g.app.Repo.GitDir, "refs"), "could not read: "+err.Error())
+		return landed
+	}
+	var busy map[string]bool // read once, when a task branch moved
+	isBusy := func(task string) bool {
+		if busy == nil {
+			busy = g.liveTasks()
+			if g.st != nil {
+				for t := range g.tasksActiveSince(ctx, s.at) {
+					busy[t] = true
+				}
+			}
+		}
+		return s.live[task] || busy[task]
+	}
+	own := "refs/heads/" + worktree.TaskBranch(g.taskID)
+	target := "refs/heads/" + g.target
+	for _, name := range sortedKeys(now, s.refs) {
+		before, after := s.refs[name], now[name]
+		if before == after || name == own {
+			continue
+		}
+		if name == target && g.st != nil && after != "" {
+			if ok, _ := g.st.HasKVValue(ctx, "landed_commit", after); ok {
+				landed = [2]string{before, after}
+				continue
+			}
+		}
+		if name != target && (after == "" || isBusy(strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix))) {
+			continue
+		}
+		fate := "moved back"
+		var err error
+		switch {
+		case before == "":
+			_, err = g.app.Repo.Git.Output(ctx, "update-ref", "-d", name, after)
+			fate = "removed"
+		default:
+			_, err = g.app.Repo.Git.Output(ctx, "update-ref", name, before, orZero(after))
+		}
+		if err != nil {
+			fate = "not moved back: it moved again since (" + strings.TrimSpace(firstLine(err.Error())) + ")"
+		}
+		add(name, fate)
+	}
+	return landed
+}
+
+func orZero(oid string) string {
+	if oid == "" {
+		return strings.Repeat("0", 40)
+	}
+	return oid
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// liveTasks are the tasks whose lock a live process holds: a run of the task, its landing
+// (which may move the task branch after the run's end is recorded), or git norma land.
+func (g *guardState) liveTasks() map[string]bool {
+	out := map[string]bool{}
+	paths, _ := filepath.Glob(g.app.Repo.Path("locks", "task-*.lock"))
+	for _, p := range paths {
+		if _, ok := LiveLockHolder(p); ok {
+			out[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")] = true
+		}
+	}
+	return out
+}
+
+// tasksActiveSince are the tasks with a run going on, or one that started or ended since t.
+func (g *guardState) tasksActiveSince(ctx context.Context, t time.Time) map[string]bool {
+	out := map[string]bool{}
+	runs, err := g.st.RecentRuns(ctx, 200)
+	if err != nil {
+		return out
+	}
+	for _, r := range runs {
+		if r.Status == store.StatusRunning || !r.CreatedAt.Before(t) || !r.EndedAt.Before(t) {
+			out[r.TaskID] = true
+		}
+	}
+	return out
+}
+
+// checkStore reports records of this run or its task that the run did not write, and removes
+// the runs an agent forged (a task's run can only be started by the process holding its lock:
+// this one).
+func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string {
+	if g.st == nil {
+		return nil
+	}
+	db := g.rel(g.app.Repo.Path("norma.db"))
+	if id := fileIdentity(g.app.Repo.Path("norma.db")); id != s.dbFile {
+		return []string{db + " (replaced by another file; not restored: move it away and run git norma doctor)"}
+	}
+	now, err := g.st.TaskRecords(ctx, g.runID, g.taskID)
+	if err != nil {
+		return []string{fmt.Sprintf("%s (could not read: %v)", db, err)}
+	}
+	var forged, changed []string
+	for id, digest := range now {
+		switch before, had := s.db[id]; {
+		case !had && id != g.runID:
+			forged = append(forged, id)
+		case digest != before:
+			changed = append(changed, id)
+		}
+	}
+	sort.Strings(forged)
+	sort.Strings(changed)
+	var found []string
+	if len(forged) > 0 {
+		fate := "removed"
+		if err := g.st.RemoveRuns(ctx, forged); err != nil {
+			fate = "could not remove: " + err.Error()
+		}
+		found = append(found, fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate))
+	}
+	if len(changed) > 0 {
+		found = append(found, fmt.Sprintf("%s: records of runs %s (not restored)", db, strings.Join(changed, ", ")))
+	}
+	return found
+}

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"hash"
+	"strings"
+)
+
+// TaskRecords is what the store says about one run and every run of its task — the runs'
+// rows, their steps and their metadata — as a digest per run. While a run holds its task's
+// lock nobody but that run writes these (landing, checks and the other runs of a parallel loop
+// write their own runs; retention only deletes finished ones), so a run that appears or
+// changes without the run writing it is forged. Events are left out: mirrors append them at
+// any time.
+type TaskRecords map[string]string
+
+// TaskRecords reads the records of runID and of the runs of taskID.
+func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskRecords, error) {
+	task, err := encodeJSON(taskID)
+	if err != nil {
+		return nil, err
+	}
+	const runsOf = `SELECT run_id FROM kv_run WHERE key = 'task_id' AND value_json = ?1 UNION SELECT ?2`
+	queries := []string{
+		`SELECT run_id, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir
+			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
+		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, '')
+			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,
+		`SELECT run_id, key, value_json FROM kv_run WHERE run_id IN (` + runsOf + `) ORDER BY run_id, key`,
+	}
+	hashes := map[string]hash.Hash{}
+	for i, q := range queries {
+		rows, err := s.db.QueryContext(ctx, q, task, runID)
+		if err != nil {
+			return nil, err
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for j := range vals {
+				ptrs[j] = &vals[j]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			parts := make([]string, len(vals))
+			for j, v := range vals {
+				parts[j] = v.String
+			}
+			h := hashes[parts[0]]
+			if h == nil {
+				h = sha256.New()
+				hashes[parts[0]] = h
+			}
+			fmt.Fprintf(h, "%d\x00%s\n", i, strings.Join(parts, "\x00"))
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := TaskRecords{}
+	for id, h := range hashes {
+		out[id] = fmt.Sprintf("%x", h.Sum(nil))
+	}
+	return out, nil
+}
+
+// RemoveRuns deletes runs with their steps, events and metadata whatever their status: the
+// runs an agent forged.
+func (s *Store) RemoveRuns(ctx context.Context, runIDs []string) error {
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		for _, id := range runIDs {
+			for _, table := range []string{"events", "kv_run", "steps", "runs"} {
+				if _, err := conn.ExecContext(ctx, `DELETE FROM `+table+` WHERE run_id = ?`, id); err != nil {
+					return fmt.Errorf("store: remove run %s: %w", id, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// KVWithKey returns every run's value of one metadata key, by run id.
+func (s *Store) KVWithKey(ctx context.Context, key string) (map[string]json.RawMessage, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT run_id, value_json FROM kv_run WHERE key = ?`, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, err
+		}
+		out[id] = json.RawMessage(v)
+	}
+	return out, rows.Err()
+}
+
+// HasKVValue says whether some run has key set to value (JSON-encoded as SetKV does).
+func (s *Store) HasKVValue(ctx context.Context, key string, value any) (bool, error) {
+	v, err := encodeJSON(value)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM kv_run WHERE key = ? AND value_json = ?`, key, v).Scan(&n)
+	return n > 0, err
+}

@@ -1,0 +1,188 @@
+package gitnorma
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+)
+
+// kvGuardViolation is the run metadata key of a guard violation: an agent of that run wrote
+// where no agent may. It stays pending — run and loop refuse to start — until the user has
+// seen it and cleared it with git norma resume (or starts a run with --force).
+const kvGuardViolation = "guard_violation"
+
+// guardViolation is what the store keeps of a violation.
+type guardViolation struct {
+	TaskID    string     `json:"task_id"`
+	Paths     []string   `json:"paths"`
+	At        time.Time  `json:"at"`
+	ClearedAt *time.Time `json:"cleared_at,omitempty"`
+}
+
+// Violation is a guard violation the user has not cleared yet.
+type Violation struct {
+	RunID  string    `json:"run_id"`
+	TaskID string    `json:"task_id"`
+	Paths  []string  `json:"paths"`
+	At     time.Time `json:"at"`
+}
+
+// Summary is the violation in one line: the run, its task, and each path with its fate.
+func (v Violation) Summary() string {
+	return fmt.Sprintf("run %s (task %s): %s", v.RunID, v.TaskID, strings.Join(v.Paths, ", "))
+}
+
+// recordViolation stores a violation of this run, with an event on its timeline.
+func (g *guardState) recordViolation(ctx context.Context, paths []string) {
+	if g.st == nil {
+		return
+	}
+	v := guardViolation{TaskID: g.taskID, Paths: paths, At: g.app.Now()}
+	_ = g.st.SetKV(ctx, g.runID, kvGuardViolation, v)
+	_ = g.st.AppendEvent(ctx, g.runID, store.Event{TS: v.At, Type: kvGuardViolation,
+		Message: "an agent wrote outside the places it may write: " + strings.Join(paths, ", "), Data: v})
+}
+
+// withStore runs fn on the shared store of a parallel loop, or on one opened for it. A
+// repository without a store has no violation on record, and none is created for it.
+func (a *App) withStore(ctx context.Context, fn func(*store.Store) error) error {
+	if a.shared != nil {
+		return fn(a.shared)
+	}
+	if _, err := os.Stat(a.Repo.Path("norma.db")); err != nil {
+		return nil
+	}
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// Violations lists the guard violations not cleared yet, oldest first.
+func (a *App) Violations(ctx context.Context) ([]Violation, error) {
+	var out []Violation
+	err := a.withStore(ctx, func(st *store.Store) error {
+		var err error
+		out, err = pendingViolations(ctx, st)
+		return err
+	})
+	return out, err
+}
+
+func pendingViolations(ctx context.Context, st *store.Store) ([]Violation, error) {
+	all, err := st.KVWithKey(ctx, kvGuardViolation)
+	if err != nil {
+		return nil, err
+	}
+	var out []Violation
+	for runID, raw := range all {
+		var v guardViolation
+		if json.Unmarshal(raw, &v) != nil || v.ClearedAt != nil {
+			continue
+		}
+		out = append(out, Violation{RunID: runID, TaskID: v.TaskID, Paths: v.Paths, At: v.At})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RunID < out[j].RunID })
+	return out, nil
+}
+
+// refuseViolated is the refusal of run and loop while a violation is pending.
+func (a *App) refuseViolated(ctx context.Context) error {
+	pending, err := a.Violations(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return &Error{Code: ExitStopped, Err: fmt.Errorf("a guard violation is pending: %s", violationText(pending)),
+		Hint: "look at what the agent did (git norma status <run>), then clear it: git norma resume; or start anyway: --force"}
+}
+
+func violationText(pending []Violation) string {
+	var parts []string
+	for _, v := range pending {
+		parts = append(parts, v.Summary())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ClearViolations marks every pending violation seen by the user (git norma resume).
+func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
+	var cleared []Violation
+	err := a.withStore(ctx, func(st *store.Store) error {
+		pending, err := pendingViolations(ctx, st)
+		if err != nil {
+			return err
+		}
+		now := a.Now()
+		for _, v := range pending {
+			rec := guardViolation{TaskID: v.TaskID, Paths: v.Paths, At: v.At, ClearedAt: &now}
+			if err := st.SetKV(ctx, v.RunID, kvGuardViolation, rec); err != nil {
+				return err
+			}
+			_ = st.AppendEvent(ctx, v.RunID, store.Event{TS: now, Type: "guard_violation_cleared", Message: "cleared by git norma resume"})
+			cleared = append(cleared, v)
+		}
+		return nil
+	})
+	return cleared, withCode(ExitFail, err)
+}
+
+// violationSince is a violation another run recorded since this one started, which stops it
+// before its next step as a pause would ("" when there is none). One recorded before it
+// started was either cleared or overridden with --force.
+func (r *run) violationSince() string {
+	pending, err := pendingViolations(context.Background(), r.st)
+	if err != nil {
+		return ""
+	}
+	for _, v := range pending {
+		if v.RunID != r.id && !v.At.Before(r.started) {
+			return "a guard violation: " + v.Summary()
+		}
+	}
+	return ""
+}
+
+// pauseReason is why the run must stop before its next step: a pause, or a violation.
+func (r *run) pauseReason() string {
+	if reason := r.app.PauseReason(); reason != "" {
+		return reason
+	}
+	return r.violationSince()
+}
+
+// newGuard is the run's fallback guard.
+func (r *run) newGuard() *guardState {
+	return &guardState{app: r.app, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
+		jsonlBacklog: r.app.TrackerKind() == "jsonl"}
+}
+
+// violationSince summarises a violation recorded since t ("" when there is none).
+func (a *App) violationSince(ctx context.Context, t time.Time) string {
+	pending, _ := a.Violations(ctx)
+	for _, v := range pending {
+		if !v.At.Before(t) {
+			return "guard violation: " + v.Summary()
+		}
+	}
+	return ""
+}
+
+// doctorViolations reports each pending violation.
+func doctorViolations(ctx context.Context, st *store.Store, rep *DoctorReport) {
+	pending, err := pendingViolations(ctx, st)
+	if err != nil {
+		return
+	}
+	for _, v := range pending {
+		rep.add("guard", "warn", "violation pending: "+v.Summary(),
+			"look at what the agent did (git norma status "+v.RunID+"), then: git norma resume")
+	}
+}
