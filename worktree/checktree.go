@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // checkLockReason is the lock reason of a task's check worktree (see CheckTree).
@@ -48,18 +50,16 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	if locked == nil {
 		locked = func(fn func() error) error { return fn() }
 	}
-	admin, err := m.AdminDir(ctx, o.Path)
-	if err == nil && exists(o.Path) {
-		g := m.Git.Pinned(admin, o.Path)
-		if err := g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit); err != nil {
-			return out, fmt.Errorf("check out %.10s in the check worktree %s: %w", o.Commit, o.Path, err)
-		}
-		if err := g.Run(ctx, "clean", "-ffdq"); err != nil {
-			return out, fmt.Errorf("clean the check worktree %s: %w", o.Path, err)
-		}
-	} else {
-		// Missing or broken (its git directory pruned, its .git file gone): nothing in it is
-		// anyone's work, so it is made again from scratch.
+	moved := false
+	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) {
+		moved = m.moveCheckTree(ctx, m.Git.Pinned(admin, o.Path), o.Commit) == nil
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	if !moved {
+		// Missing or broken (its git directory pruned, its .git file gone, an index.lock a
+		// killed git left): nothing in it is anyone's work, so it is made again from scratch.
 		if err := locked(func() error { return m.addCheckTree(ctx, o) }); err != nil {
 			return out, err
 		}
@@ -78,6 +78,15 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	return out, err
 }
 
+// moveCheckTree brings an existing check worktree to exactly commit: its tracked files forced
+// to the commit's, what is untracked and not ignored removed (nested repositories included).
+func (m *Manager) moveCheckTree(ctx context.Context, g git.Runner, commit string) error {
+	if err := g.Run(ctx, "checkout", "-q", "--detach", "--force", commit); err != nil {
+		return err
+	}
+	return g.Run(ctx, "clean", "-ffdq")
+}
+
 func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 	if err := m.RemoveCheckTree(ctx, o.Path); err != nil {
 		return err
@@ -93,16 +102,15 @@ func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 }
 
 // RemoveCheckTree removes a task's check worktree and everything in it (the checks' outputs
-// and caches; nothing there is anyone's work). A missing one is fine.
+// and caches; nothing there is anyone's work), whatever state it is in. A missing one is fine.
 func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
 	if _, err := m.AdminDir(ctx, path); err == nil {
-		// Twice forced: once for what the checks left, once for the lock.
-		if err := m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil && exists(path) {
-			return fmt.Errorf("remove the check worktree %s: %w", path, err)
-		}
+		// Twice forced: once for what the checks left, once for the lock. Should git still
+		// refuse (a stale index.lock), the directory goes below and prune forgets it.
+		_ = m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path)
 	}
 	if err := os.RemoveAll(path); err != nil {
-		return err
+		return fmt.Errorf("remove the check worktree %s: %w", path, err)
 	}
 	// Its git directory, if git still knows it without its directory, goes too.
 	_ = m.Git.Run(ctx, "worktree", "unlock", path)

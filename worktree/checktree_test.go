@@ -57,6 +57,15 @@ func TestCheckTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f.rev(c1+"^{tree}"), ct.Tree)
 
+	// a git killed in it left its index locked: made again
+	admin, err := f.m.AdminDir(f.ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "index.lock"), nil, 0o644))
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	assert.Equal(t, c1, f.gitIn(path, "rev-parse", "HEAD"))
+
 	// deleted behind git's back: made again
 	require.NoError(t, os.RemoveAll(path))
 	ct, err = f.m.CheckTree(f.ctx, o)
