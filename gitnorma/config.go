@@ -46,6 +46,15 @@ type Config struct {
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
+	// Worktree prepares each new run workspace and check worktree.
+	Worktree WorktreeConfig `json:"worktree"`
+}
+
+// WorktreeConfig is the "worktree" section.
+type WorktreeConfig struct {
+	// Setup are argv commands run once in each new run workspace and check worktree, after the
+	// ignored files .worktreeinclude names were copied there (e.g. ["npm", "ci"]).
+	Setup [][]string `json:"setup"`
 }
 
 // Agents configures the agent of each role.
@@ -144,6 +153,7 @@ func DefaultConfig() Config {
 		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
 		Retention:   Retention{KeepLast: 50, KeepDays: 30},
 		Gates:       []loop.Gate{},
+		Worktree:    WorktreeConfig{Setup: [][]string{}},
 		MaxParallel: 1,
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
@@ -237,6 +247,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("gates[%d].cmd: the gate %q has no command", i, g.Name)
 		}
 		seen[g.Name] = true
+	}
+	for i, argv := range c.Worktree.Setup {
+		if len(argv) == 0 || argv[0] == "" {
+			return fmt.Errorf("worktree.setup[%d]: an empty command; give an argv such as [\"npm\", \"ci\"]", i)
+		}
 	}
 	if c.MaxParallel < 1 {
 		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)

@@ -196,6 +196,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return withCode(ExitFail, err)
 	}
+	if err := r.setUpWorkspace(ctx); err != nil {
+		return err
+	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
 	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
@@ -205,6 +208,19 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 	}
 	r.claimed = true
 	return r.st.SetKV(ctx, r.id, "claimed", true)
+}
+
+// setUpWorkspace prepares the new workspace as the repository asks (.worktreeinclude,
+// worktree.setup); its output goes to the run dir's setup.txt. A failure ends the run.
+func (r *run) setUpWorkspace(ctx context.Context) error {
+	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
+	defer log.Close()
+	if err := r.wm.SetUp(ctx, r.ws.Dir(), r.app.worktreeSetup(log)); err != nil {
+		r.finish(ctx, store.StatusFailed, "", "", err.Error())
+		r.removeWorktree(ctx)
+		return withCode(ExitFail, err)
+	}
+	return nil
 }
 
 // stepJournal is the run's journal: while the run holds its task lock nobody else writes
@@ -282,7 +298,10 @@ func (r *run) freeBranch(ctx context.Context) error {
 // loopWorkspace is the run's worktree as the loop works with it.
 func (r *run) loopWorkspace(ctx context.Context) workspace {
 	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, git: r.app.gitGuard(ctx),
-		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) }}
+		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
+		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
+			return r.app.checkTree(ctx, r.pre.task.ID, commit)
+		}}
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {

@@ -48,6 +48,8 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 	case RoleCheck:
 		e.check = out.Check
 		e.checkedHead = s.snap.Head // resumed only when the branch is where that check left it
+		// What it says is a hint from the tracker, not evidence this run produced: no tree.
+		e.checkedTree = ""
 		if e.check.Verdict.Status != VerdictPass {
 			e.failedChecks++
 			e.facts[FactLastFailure] = NewFailure(e.iteration, e.check)
