@@ -215,12 +215,32 @@ func (r *run) begin(ctx context.Context, lock *RunLock, live io.Writer) error {
 func (r *run) setUpWorkspace(ctx context.Context) error {
 	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
 	defer log.Close()
-	if err := r.wm.SetUp(ctx, r.ws.Dir(), r.app.worktreeSetup(log)); err != nil {
+	setup := r.app.worktreeSetup(log)
+	err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
+	if err == nil && len(setup.Commands) > 0 {
+		err = r.setupWroteOnlyIgnored(ctx)
+	}
+	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		r.removeWorktree(ctx)
 		return withCode(ExitFail, err)
 	}
 	return nil
+}
+
+// setupWroteOnlyIgnored refuses setup commands that changed what git tracks or does not ignore:
+// the Do step's commit would take it for the task's work. What they wrote is dropped.
+func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
+	now, err := r.ws.State(ctx)
+	if err != nil {
+		return err
+	}
+	changed, err := r.ws.Changes(ctx, worktree.State{Head: now.Head})
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	_ = r.ws.Discard(ctx, now)
+	return fmt.Errorf("worktree.setup changed files git tracks or does not ignore (%s): make it write only ignored paths (or ignore them in .gitignore)", strings.Join(changed, ", "))
 }
 
 // stepJournal is the run's journal: while the run holds its task lock nobody else writes
