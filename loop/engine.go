@@ -116,8 +116,7 @@ type Result struct {
 	Check   *Check
 	// VerifiedHead is the workspace commit a PASS holds for: the one its Check ran on.
 	VerifiedHead string
-	// VerifiedTree is the tree id VerifiedHead's Check ran its commands on ("" when the PASS
-	// was resumed, not checked by this run: landing then refuses it).
+	// VerifiedTree is the tree id VerifiedHead's Check ran its commands on.
 	VerifiedTree string
 	// Discovered collects what every Do step reported as found work, for the orchestrator
 	// to file.
@@ -168,7 +167,7 @@ type engine struct {
 	check        *Check
 	// checkedHead is the workspace HEAD the last Check verified: a PASS holds for it only.
 	checkedHead string
-	// checkedTree is the tree the last Check's commands ran on ("" for a resumed Check).
+	// checkedTree is the tree the last Check's commands ran on.
 	checkedTree string
 	// reusePlan: Act decided continue, so the next iteration keeps the plan.
 	reusePlan bool
