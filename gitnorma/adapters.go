@@ -164,9 +164,15 @@ type workspace struct {
 	guard        *guardState
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
+	// checks brings the task's check worktree to a commit (App.checkTree).
+	checks func(ctx context.Context, commit string) (loop.CheckTree, error)
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }
+
+func (w workspace) CheckTree(ctx context.Context, commit string) (loop.CheckTree, error) {
+	return w.checks(ctx, commit)
+}
 
 func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
 	s, err := w.ws.State(ctx)

@@ -26,9 +26,12 @@ type CheckReport struct {
 	Results  []loop.AcceptanceResult `json:"acceptance_results"`
 	Evidence []loop.Evidence         `json:"evidence"`
 	Log      string                  `json:"log"`
-	// Recorded says whether the verdict counts for Head: only a check of a clean worktree
-	// speaks for the commit (hooks and land look for a recorded PASS).
+	// Recorded says whether the verdict counts for Head: only a check of a clean worktree,
+	// run on exactly Head's tree in the task's check worktree, speaks for the commit (hooks
+	// and land look for a recorded PASS).
 	Recorded bool `json:"recorded"`
+	// Tree is the tree id the checks ran on when Recorded.
+	Tree string `json:"tree,omitempty"`
 }
 
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
@@ -58,6 +61,21 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	rep.Head, _ = a.Repo.Git.In(top).Output(ctx, "rev-parse", "HEAD")
 	dirty, _ := a.Repo.Git.In(top).Output(ctx, "status", "--porcelain", "--untracked-files=no")
 	rep.Recorded = dirty == ""
+	checkDir := top
+	if rep.Recorded {
+		// A clean worktree's commit is checked where nothing but its tree is: the task's check
+		// worktree (under the task's lock). Files the worktree ignores cannot make the PASS.
+		if lock, err := a.acquireTaskLock(taskID); err != nil {
+			rep.Recorded = false // a run of the task is under way: its own Check decides
+		} else {
+			defer lock.Release()
+			ct, err := a.checkTree(ctx, taskID, rep.Head)
+			if err != nil {
+				return rep, err
+			}
+			checkDir, rep.Tree = ct.Dir, ct.Tree
+		}
+	}
 	logDir := a.Repo.Path("runs", rep.RunID)
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return rep, withCode(ExitFail, err)
@@ -68,7 +86,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return rep, withCode(ExitFail, err)
 	}
 	defer log.Close()
-	rep.Evidence, err = loop.RunChecks(ctx, top, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout))
+	rep.Evidence, err = loop.RunChecks(ctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout))
 	if err != nil {
 		return rep, withCode(ExitFail, err)
 	}
@@ -106,7 +124,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
 	if rep.Verdict == loop.VerdictPass {
 		status, verdict = store.StatusPassed, "PASS"
 		if rep.Recorded {
-			_ = st.SetKV(ctx, rep.RunID, "pass_head", rep.Head)
+			_ = st.RecordPass(ctx, rep.RunID, rep.Head, rep.Tree)
 		}
 	}
 	summary := fmt.Sprintf("check %s at %s in %s", rep.Verdict, short10(rep.Head), rep.Dir)

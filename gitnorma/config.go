@@ -50,6 +50,15 @@ type Config struct {
 	// landed: "land" lands it from the recorded PASS (re-checked when the target moved),
 	// "reopen" gives the task back to be run again.
 	RecoverPassed string `json:"recover_passed"`
+	// Worktree prepares each new run workspace and check worktree.
+	Worktree WorktreeConfig `json:"worktree"`
+}
+
+// WorktreeConfig is the "worktree" section.
+type WorktreeConfig struct {
+	// Setup are argv commands run once in each new run workspace and check worktree, after the
+	// ignored files .worktreeinclude names were copied there (e.g. ["npm", "ci"]).
+	Setup [][]string `json:"setup"`
 }
 
 // What recovery does with a PASS that did not land (Config.RecoverPassed).
@@ -154,6 +163,7 @@ func DefaultConfig() Config {
 		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
 		Retention:   Retention{KeepLast: 50, KeepDays: 30},
 		Gates:       []loop.Gate{},
+		Worktree:    WorktreeConfig{Setup: [][]string{}},
 		MaxParallel: 1,
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
@@ -251,6 +261,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("gates[%d].cmd: the gate %q has no command", i, g.Name)
 		}
 		seen[g.Name] = true
+	}
+	for i, argv := range c.Worktree.Setup {
+		if len(argv) == 0 || argv[0] == "" {
+			return fmt.Errorf("worktree.setup[%d]: an empty command; give an argv such as [\"npm\", \"ci\"]", i)
+		}
 	}
 	if c.MaxParallel < 1 {
 		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)

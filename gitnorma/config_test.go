@@ -187,6 +187,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"bool for string", `{"tracker": false}`, []string{`tracker: expected a string, got false`}},
 		{"array for map", `{"commit": {"type_map": ["bug"]}}`, []string{`commit.type_map: expected an object, got an array`}},
 		{"top-level array", `[]`, []string{`expected an object, got an array`}},
+		{"string for setup command", `{"worktree": {"setup": ["npm ci"]}}`, []string{`worktree.setup[0]: expected an array, got the string "npm ci"`}},
+		{"empty setup command", `{"worktree": {"setup": [[]]}}`, []string{`worktree.setup[0]: an empty command`}},
 
 		// durations
 		{"duration in words", `{"agents": {"do": {"timeout": "10 minutes"}}}`, []string{`agents.do.timeout: "10 minutes" is not a positive duration`}},

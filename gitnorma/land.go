@@ -85,6 +85,10 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
+	// The task's check worktree served its last check: landed, the task needs no other.
+	if err := a.removeCheckTree(ctx, req.task.ID); err != nil {
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "worktree_kept", Message: "check worktree: " + err.Error()})
+	}
 	if a.Config.DeleteBranchOnLand {
 		a.deleteTaskBranch(ctx, st, req, branch, head)
 	}

@@ -49,7 +49,9 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", err
 	}
 	if onBranch, err := a.isAncestor(ctx, tip, head); err == nil && onBranch {
-		return head, nil // the target is where the branch was verified: nothing new to check against
+		// The target is where the branch was verified: what lands is head's tree, and the
+		// PASS's evidence must name exactly that tree.
+		return head, a.checkPassTree(ctx, st, req, head)
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
@@ -62,7 +64,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if err != nil || len(effective) == 0 {
 		return head, err
 	}
-	evidence, logPath, err := a.checksAt(ctx, a.Repo.Path("runs", req.runID, "recheck"), merge, effective)
+	evidence, tree, logPath, err := a.checksInCheckTree(ctx, a.Repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
 	if err != nil {
 		return "", withCode(ExitFail, err)
 	}
@@ -75,7 +77,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_rechecked",
 		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
-		Data:    map[string]any{"target_tip": tip, "merge": merge, "verdict": verdict, "evidence": evidence, "log": logPath}})
+		Data:    map[string]any{"target_tip": tip, "merge": merge, "tree": tree, "verdict": verdict, "evidence": evidence, "log": logPath}})
 	if verdict != loop.VerdictPass {
 		return "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
@@ -83,7 +85,29 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if err := a.Repo.Git.Run(ctx, "update-ref", "-m", "norma: merge "+req.target+" checked before landing", "refs/heads/"+branch, merge, head); err != nil {
 		return "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
 	}
-	return merge, st.SetKV(ctx, req.runID, "pass_head", merge)
+	return merge, st.RecordPass(ctx, req.runID, merge, tree)
+}
+
+// checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
+// tree its check commands ran on. A PASS without one was not produced by a Check step of this
+// git-norma (a resumed step, a record made some other way).
+func (a *App) checkPassTree(ctx context.Context, st *store.Store, req landRequest, head string) error {
+	checked, err := st.PassTree(ctx, req.runID)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	tree, err := a.Repo.Git.CommitTree(ctx, a.Repo.GitDir, head)
+	if err != nil {
+		return withCode(ExitFail, err)
+	}
+	hint := "verify it again, on exactly this tree: git norma run " + req.task.ID
+	switch {
+	case checked == "":
+		return &landRefusal{reason: fmt.Errorf("the PASS of run %s names no checked tree, and %.10s has tree %.10s: only the tree a Check step ran its commands on lands", req.runID, head, tree), hint: hint}
+	case checked != tree:
+		return &landRefusal{reason: fmt.Errorf("the PASS of run %s was checked on tree %.10s, but %.10s, which would land, has tree %.10s: only the tree a Check step ran its commands on lands", req.runID, checked, head, tree), hint: hint}
+	}
+	return nil
 }
 
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
@@ -98,13 +122,10 @@ func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest
 }
 
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is
-// thrown away after; the output goes to dir/checks.txt, whose path it returns.
+// thrown away after; the output goes to dir/checks.txt, whose path it returns. (A parent's
+// completion checks there: it holds no lock of that task.)
 func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", err
-	}
-	logPath := filepath.Join(dir, "checks.txt")
-	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	log, logPath, err := openChecksLog(dir)
 	if err != nil {
 		return nil, "", err
 	}
@@ -126,4 +147,31 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	crashPoint("rechecking")
 	evidence, err := loop.RunChecks(ctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, logPath, err
+}
+
+// checksInCheckTree runs the criteria's checks on commit in the task's check worktree,
+// brought to exactly that commit (see App.checkTree), with what its setup installed and the
+// checks cached there; the output goes to dir/checks.txt. It returns the evidence, the checked
+// tree and the log's path. The caller holds the task's lock.
+func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
+	log, logPath, err := openChecksLog(dir)
+	if err != nil {
+		return nil, "", "", err
+	}
+	defer log.Close()
+	ct, err := a.checkTree(ctx, taskID, commit)
+	if err != nil {
+		return nil, "", "", err
+	}
+	evidence, err := loop.RunChecks(ctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	return evidence, ct.Tree, logPath, err
+}
+
+func openChecksLog(dir string) (*os.File, string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", err
+	}
+	logPath := filepath.Join(dir, "checks.txt")
+	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	return log, logPath, err
 }

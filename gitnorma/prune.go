@@ -116,7 +116,30 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	if err := a.pruneBranches(ctx, o, retained, &rep); err != nil {
 		return rep, err
 	}
+	if !o.DryRun {
+		a.pruneCheckTrees(ctx, retained)
+	}
 	return rep, a.pruneKept(ctx, o, runs, rep.Runs, &rep)
+}
+
+// pruneCheckTrees removes the check worktrees (.norma/checks/<task>) of tasks none of whose
+// runs is retained any more — the task's workspace state is gone, so are its caches — each
+// under its task's lock; a task a live run holds keeps its own. A failure leaves it for the
+// next prune.
+func (a *App) pruneCheckTrees(ctx context.Context, retained map[string]string) {
+	entries, _ := os.ReadDir(a.Repo.Path("checks"))
+	for _, e := range entries {
+		task := e.Name()
+		if !e.IsDir() || retained[task] != "" || strings.HasPrefix(task, ".") {
+			continue
+		}
+		lock, err := a.acquireTaskLock(task)
+		if err != nil {
+			continue
+		}
+		_ = a.removeCheckTree(ctx, task)
+		lock.Release()
+	}
 }
 
 // stillNeeded says why a finished run that retention would remove has to stay, or "": its

@@ -224,6 +224,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live io.Write
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return withCode(ExitFail, err)
 	}
+	if err := r.setUpWorkspace(ctx); err != nil {
+		return err
+	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
 	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
@@ -240,6 +243,39 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live io.Write
 	crashPoint("claimed")
 	r.claimed = true
 	return r.st.SetKV(ctx, r.id, "claimed", true)
+}
+
+// setUpWorkspace prepares the new workspace as the repository asks (.worktreeinclude,
+// worktree.setup); its output goes to the run dir's setup.txt. A failure ends the run.
+func (r *run) setUpWorkspace(ctx context.Context) error {
+	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
+	defer log.Close()
+	setup := r.app.worktreeSetup(log)
+	err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
+	if err == nil && len(setup.Commands) > 0 {
+		err = r.setupWroteOnlyIgnored(ctx)
+	}
+	if err != nil {
+		r.finish(ctx, store.StatusFailed, "", "", err.Error())
+		r.removeWorktree(ctx)
+		return withCode(ExitFail, err)
+	}
+	return nil
+}
+
+// setupWroteOnlyIgnored refuses setup commands that changed what git tracks or does not ignore:
+// the Do step's commit would take it for the task's work. What they wrote is dropped.
+func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
+	now, err := r.ws.State(ctx)
+	if err != nil {
+		return err
+	}
+	changed, err := r.ws.Changes(ctx, worktree.State{Head: now.Head})
+	if err != nil || len(changed) == 0 {
+		return err
+	}
+	_ = r.ws.Discard(ctx, now)
+	return fmt.Errorf("worktree.setup changed files git tracks or does not ignore (%s): make it write only ignored paths (or ignore them in .gitignore)", strings.Join(changed, ", "))
 }
 
 // stepJournal is the run's journal: while the run holds its task lock nobody else writes
@@ -317,7 +353,10 @@ func (r *run) freeBranch(ctx context.Context) error {
 // loopWorkspace is the run's worktree as the loop works with it.
 func (r *run) loopWorkspace(ctx context.Context) workspace {
 	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
-		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) }}
+		events: func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
+		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
+			return r.app.checkTree(ctx, r.pre.task.ID, commit)
+		}}
 }
 
 func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {

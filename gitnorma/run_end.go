@@ -35,8 +35,9 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, rep.Message)
 		r.release(fctx, true)
 	case res.Status == loop.RunPassed:
-		// The PASS holds for the commit its Check ran on; landing refuses a branch moved since.
-		_ = r.st.SetKV(fctx, r.id, "pass_head", res.VerifiedHead)
+		// The PASS holds for the commit its Check ran on, and the tree its commands saw;
+		// landing refuses a branch moved since, or a tree other than the checked one.
+		_ = r.st.RecordPass(fctx, r.id, res.VerifiedHead, res.VerifiedTree)
 		if noLand {
 			rep.Message = fmt.Sprintf("PASS, not landed (--no-land); review with: git diff %s...%s, then: git norma land %s", rep.Target, rep.Branch, rep.TaskID)
 			r.finish(fctx, store.StatusPassed, verdict, "", rep.Message, store.Event{Type: "land_skipped", Message: "--no-land"})

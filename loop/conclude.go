@@ -147,9 +147,10 @@ func (e *engine) concludeCheck(s *stepRun) {
 			s.out.Summary.Warnings = append(s.out.Summary.Warnings, msg)
 		}
 	}
+	final.Tree = s.tree
 	s.out.Check = final
 	e.check = final
-	e.checkedHead = s.snap.Head
+	e.checkedHead, e.checkedTree = s.snap.Head, s.tree
 	s.events = append(s.events, Event{Type: "verdict", Message: final.Verdict.Status,
 		Data: map[string]any{"verdict": final.Verdict.Status, "iteration": e.iteration}})
 	if final.Verdict.Status != VerdictPass {

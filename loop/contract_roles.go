@@ -137,6 +137,9 @@ type Check struct {
 	Verdict           Verdict            `json:"verdict"`
 	ProcessNotes      []ProcessNote      `json:"process_notes"`
 	Evidence          []Evidence         `json:"evidence,omitempty"`
+	// Tree is the id of the tree the evidence's commands ran on (the commit Do produced,
+	// checked out in the check worktree); filled by the orchestrator.
+	Tree string `json:"tree,omitempty"`
 }
 
 // PlanMatch compares planned and executed ids.

@@ -120,6 +120,8 @@ type Result struct {
 	Check   *Check
 	// VerifiedHead is the workspace commit a PASS holds for: the one its Check ran on.
 	VerifiedHead string
+	// VerifiedTree is the tree id VerifiedHead's Check ran its commands on.
+	VerifiedTree string
 	// Discovered collects what every Do step reported as found work, for the orchestrator
 	// to file.
 	Discovered []Discovery
@@ -169,6 +171,8 @@ type engine struct {
 	check        *Check
 	// checkedHead is the workspace HEAD the last Check verified: a PASS holds for it only.
 	checkedHead string
+	// checkedTree is the tree the last Check's commands ran on.
+	checkedTree string
 	// reusePlan: Act decided continue, so the next iteration keeps the plan.
 	reusePlan bool
 	// preDo is the workspace head before this iteration's Do, for a rollback.
@@ -255,7 +259,7 @@ func (e *engine) finish(r *Result) Result {
 func (e *engine) afterAct(out Output) *Result {
 	verdict := e.check.Verdict.Status
 	if out.Status == StatusOK && out.Act.Decision == DecisionClose && verdict == VerdictPass && e.head == e.checkedHead {
-		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified", VerifiedHead: e.checkedHead}
+		return &Result{Status: RunPassed, StopReason: StopNone, Message: "PASS: every acceptance criterion verified", VerifiedHead: e.checkedHead, VerifiedTree: e.checkedTree}
 	}
 	b := e.o.Budgets
 	switch {

@@ -541,15 +541,50 @@ func TestRunReadOnlyAgentMustNotWrite(t *testing.T) {
 		})
 	}
 
-	t.Run("built-in check whose commands write is restored, not failed", func(t *testing.T) {
+	t.Run("a workspace changed during a built-in check is restored, not failed", func(t *testing.T) {
+		// The fake's check worktree is the workspace itself: what the check commands write
+		// there stands for a leftover process writing during the check.
 		te := newTestEngine(t, always(planWith("echo out > generated.txt")), always(doneAll()), BuiltinCheck{}, BuiltinAct{})
 		res := te.run(t, context.Background())
 		assert.Equal(t, RunPassed, res.Status)
 		assert.NoFileExists(t, filepath.Join(te.ws.dir, "generated.txt"), "check output must not leak into the next commit")
 		rec := te.rec.byDir(t, "003-check")
 		assert.Equal(t, "ok", rec.Status)
-		assert.Contains(t, strings.Join(rec.Output.Summary.Warnings, "\n"), "check commands changed the workspace")
-		assert.Contains(t, te.progress(t), "check commands changed the workspace")
+		assert.Contains(t, strings.Join(rec.Output.Summary.Warnings, "\n"), "the workspace changed during the check step")
+		assert.Contains(t, te.progress(t), "the workspace changed during the check step")
+	})
+}
+
+// TestChecksRunInTheCheckTree: the check commands run where Workspace.CheckTree says, on the
+// commit Do produced, never in the agent's working directory; the check output and the PASS
+// name the tree they ran on.
+func TestChecksRunInTheCheckTree(t *testing.T) {
+	do := script(func(_ context.Context, _ int, req Request) (Output, error) {
+		// written where the agent works, but not where the checks run
+		require.NoError(t, os.WriteFile(filepath.Join(req.WorkDir, "done.txt"), []byte("x"), 0o600))
+		return doneAll(), nil
+	})
+	t.Run("a file only in the agent's directory does not pass", func(t *testing.T) {
+		te := newTestEngine(t, always(planWith("test -f done.txt")), do, BuiltinCheck{}, BuiltinAct{})
+		te.ws.checkDir = t.TempDir()
+		te.opts.Budgets.MaxIterations = 1
+		res := te.run(t, context.Background())
+		assert.NotEqual(t, RunPassed, res.Status)
+		assert.Equal(t, VerdictFail, res.Verdict)
+		rec := te.rec.byDir(t, "003-check")
+		require.NotNil(t, rec.Output.Check)
+		assert.Equal(t, "tree-of-"+te.ws.checkedAt[0], rec.Output.Check.Tree)
+	})
+	t.Run("the PASS names the checked commit and its tree", func(t *testing.T) {
+		te := newTestEngine(t, always(planWith("test -f done.txt")), do, BuiltinCheck{}, BuiltinAct{})
+		te.ws.checkDir = t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(te.ws.checkDir, "done.txt"), []byte("x"), 0o600))
+		res := te.run(t, context.Background())
+		require.Equal(t, RunPassed, res.Status)
+		require.Len(t, te.ws.checkedAt, 1)
+		assert.Equal(t, te.ws.checkedAt[0], res.VerifiedHead, "checked at the commit Do produced")
+		assert.NotEqual(t, "head-0", res.VerifiedHead)
+		assert.Equal(t, "tree-of-"+res.VerifiedHead, res.VerifiedTree)
 	})
 }
 

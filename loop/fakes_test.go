@@ -31,6 +31,10 @@ type fakeWorkspace struct {
 	snapErr    error
 	rollbacks  []string
 	outside    []string
+	// checkDir, when set, is where CheckTree says the checks run (else dir, the workspace, as
+	// if the commit's tree were exactly what is there); checkedAt lists the commits asked for.
+	checkDir  string
+	checkedAt []string
 }
 
 func newFakeWorkspace(t *testing.T) *fakeWorkspace {
@@ -39,6 +43,17 @@ func newFakeWorkspace(t *testing.T) *fakeWorkspace {
 }
 
 func (w *fakeWorkspace) Dir() string { return w.dir }
+
+func (w *fakeWorkspace) CheckTree(_ context.Context, commit string) (CheckTree, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkedAt = append(w.checkedAt, commit)
+	dir := w.dir
+	if w.checkDir != "" {
+		dir = w.checkDir
+	}
+	return CheckTree{Dir: dir, Tree: "tree-of-" + commit}, nil
+}
 
 func (w *fakeWorkspace) Snapshot(context.Context) (Snapshot, error) {
 	w.mu.Lock()

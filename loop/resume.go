@@ -9,7 +9,9 @@ import (
 // resumed returns the restored output of role when this is the first iteration of a resumed
 // run and the earlier run completed that role.
 func (e *engine) resumed(role Role) (Output, bool) {
-	if e.iteration != 1 {
+	// A Check always runs again: its result may land, and what the tracker says it found is a
+	// hint, not evidence this run produced on the tree it would land.
+	if e.iteration != 1 || role == RoleCheck {
 		return Output{}, false
 	}
 	return e.o.Resume.output(role)

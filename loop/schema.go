@@ -14,7 +14,7 @@ import (
 // OpenAI-strict subset (every object closed and requiring all its properties, optional
 // fields nullable, no free-form maps), so the same schema serves claude --json-schema and
 // codex --output-schema. It covers only what an agent produces: the orchestrator fills
-// logs, timing, usage, progress links and check evidence.
+// logs, timing, usage, progress links, check evidence and the checked tree.
 func Schema(role Role, which string) ([]byte, error) {
 	if !slices.Contains(Roles, role) {
 		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, Roles)
@@ -51,7 +51,7 @@ func Schema(role Role, which string) ([]byte, error) {
 // other roles' sections.
 func outputExcluded(role Role) map[string]bool {
 	ex := map[string]bool{"Output.logs": true, "Output.timing": true, "Output.usage": true,
-		"Progress.links": true, "Check.evidence": true}
+		"Progress.links": true, "Check.evidence": true, "Check.tree": true}
 	for _, r := range Roles {
 		if r != role {
 			ex["Output."+string(r)] = true

@@ -22,6 +22,8 @@ type stepRun struct {
 	stderr  *os.File
 	out     Output
 	commit  string
+	// tree is the tree id the Check step's commands ran on.
+	tree    string
 	events  []Event
 	skipped bool
 }
@@ -92,7 +94,13 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	timeout := e.stepTimeout(ra)
 	if s.role == RoleCheck && e.plan != nil {
 		ref := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role), "logs", "stdout.txt"))
-		s.input.Evidence, err = RunChecks(ctx, e.o.Workspace.Dir(), e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
+		// The evidence comes from the commit Do produced, checked out where no agent runs.
+		ct, err := e.o.Workspace.CheckTree(ctx, s.snap.Head)
+		if err != nil {
+			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
+		}
+		s.tree = ct.Tree
+		s.input.Evidence, err = RunChecks(ctx, ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
 		if err != nil {
 			return runErr(ctx, err)
 		}
@@ -163,9 +171,10 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		return nil, err
 	}
 	if _, builtin := e.o.Agents[s.role].Agent.(BuiltinCheck); builtin {
-		// The user's own check commands wrote files: not an agent fault, but they must not
-		// leak into the next Do commit.
-		s.out.Summary.Warnings = append(s.out.Summary.Warnings, fmt.Sprintf("check commands changed the workspace (%s); restored", oneLine(fmt.Sprint(changed), 120)))
+		// The check commands run in the check worktree; whatever changed the workspace meanwhile
+		// (a process left behind) is not the built-in Check's fault, but must not leak into the
+		// next Do commit.
+		s.out.Summary.Warnings = append(s.out.Summary.Warnings, fmt.Sprintf("the workspace changed during the check step (%s); restored", oneLine(fmt.Sprint(changed), 120)))
 		return nil, ws.Discard(ctx, s.snap)
 	}
 	if err := ws.Discard(ctx, s.snap); err != nil {

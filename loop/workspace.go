@@ -8,8 +8,12 @@ import (
 // Workspace is the run's git worktree as the engine sees it. The application implements it
 // with real git; the engine only asks for snapshots and orchestrator commits.
 type Workspace interface {
-	// Dir is the worktree's absolute path, where agents and checks run.
+	// Dir is the worktree's absolute path, where agents run.
 	Dir() string
+	// CheckTree brings the task's check worktree to exactly commit and says where it is and
+	// which tree it holds: the check commands run there, never in Dir, so nothing an agent
+	// wrote without committing (an ignored file, a nested repository) decides a verdict.
+	CheckTree(ctx context.Context, commit string) (CheckTree, error)
 	// Snapshot records the workspace state before a step.
 	Snapshot(ctx context.Context) (Snapshot, error)
 	// Changes lists what differs from the snapshot (paths, or a note that HEAD moved).
@@ -25,6 +29,13 @@ type Workspace interface {
 	// OutsideChanges lists what changed since the snapshot in the places no agent may write,
 	// each with what became of it (restored or not). Any makes the step a guard violation.
 	OutsideChanges(ctx context.Context, snap Snapshot) ([]string, error)
+}
+
+// CheckTree is a checkout of exactly one commit, where the check commands run.
+type CheckTree struct {
+	Dir string
+	// Tree is the commit's tree id, recorded with the evidence.
+	Tree string
 }
 
 // Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.

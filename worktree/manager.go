@@ -169,7 +169,7 @@ const lockReason = "git-norma run "
 // LockedByRun says git-norma locked the worktree for a run (see Create).
 func (i Info) LockedByRun() bool { return strings.HasPrefix(i.Locked, lockReason) }
 
-// forgetVanished unlocks the run worktrees whose directories are gone, so that git worktree
+// forgetVanished unlocks the run (and check) worktrees whose directories are gone, so that git worktree
 // prune forgets them: nothing is left in them to save, and they would keep their task
 // branches checked out.
 func (m *Manager) forgetVanished(ctx context.Context) error {
@@ -178,7 +178,7 @@ func (m *Manager) forgetVanished(ctx context.Context) error {
 		return err
 	}
 	for _, wt := range list {
-		if wt.LockedByRun() && !exists(wt.Path) {
+		if (wt.LockedByRun() || wt.LockedForChecks()) && !exists(wt.Path) {
 			// Best effort: someone may have unlocked it meanwhile.
 			_ = m.Git.Run(ctx, "worktree", "unlock", wt.Path)
 		}

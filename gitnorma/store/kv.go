@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -102,4 +103,33 @@ func decodeKVString(ns sql.NullString) string {
 		return ns.String
 	}
 	return s
+}
+
+// KeyPassHead is the kv key of the commit a run's PASS holds for.
+const KeyPassHead = "pass_head"
+
+// RecordPass records what a run's PASS holds for, in one transaction: the commit (kv
+// pass_head) and the tree id its checks ran on (runs.pass_tree; "" records none, and landing
+// then refuses it).
+func (s *Store) RecordPass(ctx context.Context, runID, head, tree string) error {
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		res, err := conn.ExecContext(ctx, `UPDATE runs SET pass_tree = ? WHERE run_id = ?`, nullString(tree), runID)
+		if err != nil {
+			return fmt.Errorf("store: record the PASS of %s: %w", runID, err)
+		}
+		if err := mustAffect(res, runID); err != nil {
+			return err
+		}
+		return setKV(ctx, conn, runID, KeyPassHead, head)
+	})
+}
+
+// PassTree is the tree id a run's PASS was checked on ("" when none is recorded).
+func (s *Store) PassTree(ctx context.Context, runID string) (string, error) {
+	var tree sql.NullString
+	err := s.db.QueryRowContext(ctx, `SELECT pass_tree FROM runs WHERE run_id = ?`, runID).Scan(&tree)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	return tree.String, err
 }

@@ -232,3 +232,26 @@ func TestRunListings(t *testing.T) {
 	plan = queryPlan(t, s, runsWithKVQuery, "claimed", "true")
 	assert.Contains(t, plan, "idx_kv_run_key_value", plan)
 }
+
+func TestRecordPass(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "g", RunDir: "d"}, nil))
+	tree, err := s.PassTree(ctx, "r1")
+	require.NoError(t, err)
+	assert.Empty(t, tree, "no PASS recorded yet")
+
+	head, want := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	require.NoError(t, s.RecordPass(ctx, "r1", head, want))
+	tree, err = s.PassTree(ctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, want, tree)
+	kv, err := s.KV(ctx, "r1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `"`+head+`"`, string(kv[KeyPassHead]))
+
+	assert.Error(t, s.RecordPass(ctx, "r1", head, "not a tree id"), "the column takes object ids only")
+	assert.ErrorIs(t, s.RecordPass(ctx, "nope", head, want), ErrNotFound)
+	_, err = s.PassTree(ctx, "nope")
+	assert.ErrorIs(t, err, ErrNotFound)
+}

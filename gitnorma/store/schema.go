@@ -68,6 +68,12 @@ CREATE TABLE kv_run (
 -- "runs of task X" looks up (key='task_id', value_json=<json id>).
 CREATE INDEX idx_kv_run_key_value ON kv_run(key, value_json);
 `,
+	// Version 2: the tree id a run's PASS was checked on (its evidence's check.tree), beside
+	// the commit in kv pass_head: landing refuses a tree other than the checked one.
+	`
+ALTER TABLE runs ADD COLUMN pass_tree TEXT NULL
+	CHECK (pass_tree IS NULL OR (length(pass_tree) IN (40, 64) AND pass_tree NOT GLOB '*[^0-9a-f]*'));
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

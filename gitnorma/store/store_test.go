@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,6 +55,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			{Name: "iteration", Type: "INTEGER", NotNull: true, Default: zero},
 			{Name: "current_step_index", Type: "INTEGER", NotNull: true, Default: zero},
 			col("verdict", "TEXT", false, 0), col("run_dir", "TEXT", true, 0),
+			col("pass_tree", "TEXT", false, 0), // not in the spec: the tree a PASS was checked on
 		},
 		"steps": {
 			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
@@ -111,7 +113,11 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		require.NoError(t, rows.Scan(&v))
 		versions = append(versions, v)
 	}
-	assert.Equal(t, []int{1}, versions)
+	var all []int
+	for v := 1; v <= SchemaVersion; v++ {
+		all = append(all, v)
+	}
+	assert.Equal(t, all, versions)
 	v, err := s.SchemaVersion(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, SchemaVersion, v)
@@ -174,7 +180,7 @@ func TestReopenIsIdempotent(t *testing.T) {
 		require.NoError(t, err)
 		var n int
 		require.NoError(t, s2.DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
-		assert.Equal(t, 1, n)
+		assert.Equal(t, SchemaVersion, n)
 		_, err = s2.Run(ctx, "r1")
 		assert.NoError(t, err)
 		require.NoError(t, s2.Close())
@@ -240,7 +246,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 			s, err := Open(ctx, path)
 			require.ErrorIs(t, err, ErrSchemaTooNew)
 			assert.Nil(t, s)
-			assert.Contains(t, err.Error(), "schema version 7 but this git-norma knows only up to 1: upgrade git-norma")
+			assert.Contains(t, err.Error(), fmt.Sprintf("schema version 7 but this git-norma knows only up to %d: upgrade git-norma", SchemaVersion))
 			assert.Equal(t, before, fileHash(t, path), "refused database must be unmodified")
 		})
 	}

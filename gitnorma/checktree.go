@@ -1,0 +1,82 @@
+package gitnorma
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// checkTreeDir is where a task's check worktree lives: .norma/checks/<task>/worktree, beside
+// the log of its setup. Only the orchestrator moves it, and only under the task's lock.
+func (a *App) checkTreeDir(taskID string) string {
+	return a.Repo.Path("checks", taskID)
+}
+
+// checkTree brings the task's check worktree to exactly commit (created and set up on first
+// use). The caller holds the task's lock.
+func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
+	dir := a.checkTreeDir(taskID)
+	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
+	defer log.Close()
+	ct, err := a.Repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
+		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: a.worktreeSetup(log),
+		Locked: func(fn func() error) error { return a.withWorktreeLock(ctx, fn) },
+	})
+	if err != nil {
+		return loop.CheckTree{}, withCode(ExitFail, err)
+	}
+	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree}, nil
+}
+
+// removeCheckTree removes the task's check worktree (its task landed, or its runs were
+// pruned); the caller holds the task's lock. A failure leaves it for the next prune.
+func (a *App) removeCheckTree(ctx context.Context, taskID string) error {
+	dir := a.checkTreeDir(taskID)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	err := a.withWorktreeLock(ctx, func() error {
+		return a.Repo.Worktrees().RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
+	})
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+// worktreeSetup is the repository's preparation of a new worktree: .worktreeinclude and the
+// config's worktree.setup commands, their output to log.
+func (a *App) worktreeSetup(log *lazyLog) worktree.Setup {
+	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log}
+}
+
+// lazyLog is a log file created on its first write: most worktrees need no setup, and then
+// leave no empty file behind.
+type lazyLog struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyLog) Write(p []byte) (int, error) {
+	if l.f == nil {
+		if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+			return 0, err
+		}
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyLog) Close() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}

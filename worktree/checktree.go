@@ -1,0 +1,118 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// checkLockReason is the lock reason of a task's check worktree (see CheckTree).
+const checkLockReason = "git-norma checks of "
+
+// LockedForChecks says git-norma locked the worktree as a task's check worktree.
+func (i Info) LockedForChecks() bool { return strings.HasPrefix(i.Locked, checkLockReason) }
+
+// CheckedOut is a check worktree brought to one commit.
+type CheckedOut struct {
+	// Dir is the worktree, holding exactly the commit's tree plus what earlier check commands
+	// left there under ignored paths (their caches: node_modules/, target/, .venv/).
+	Dir string
+	// Tree is the commit's tree id: what the checks run there verify.
+	Tree string
+	// Created says the worktree was made (and set up) by this call.
+	Created bool
+}
+
+// CheckTreeOptions say which task's check worktree to bring where.
+type CheckTreeOptions struct {
+	TaskID string
+	// Path is the worktree (.norma/checks/<task>/worktree).
+	Path   string
+	Commit string
+	// Setup prepares the worktree when it is created.
+	Setup Setup
+	// Locked runs fn under the lock that serialises adding and removing worktrees.
+	Locked func(fn func() error) error
+}
+
+// CheckTree brings the task's check worktree to exactly opts.Commit: the check commands run
+// there, never where an agent works, so a file the agent wrote (ignored, excluded, in a nested
+// repository) cannot decide a verdict. Only the orchestrator moves it: created detached and
+// locked on first use, then on every call `checkout --detach --force` and `clean -ffd` (not
+// -x: the ignored caches the checks built survive). The caller holds the task's lock.
+func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut, error) {
+	out := CheckedOut{Dir: o.Path}
+	locked := o.Locked
+	if locked == nil {
+		locked = func(fn func() error) error { return fn() }
+	}
+	moved := false
+	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) {
+		moved = m.moveCheckTree(ctx, m.Git.Pinned(admin, o.Path), o.Commit) == nil
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	if !moved {
+		// Missing or broken (its git directory pruned, its .git file gone, an index.lock a
+		// killed git left): nothing in it is anyone's work, so it is made again from scratch.
+		if err := locked(func() error { return m.addCheckTree(ctx, o) }); err != nil {
+			return out, err
+		}
+		if err := m.SetUp(ctx, o.Path, o.Setup); err != nil {
+			// Removed, so that the next check sets it up again instead of using it half made.
+			_ = locked(func() error { return m.RemoveCheckTree(context.WithoutCancel(ctx), o.Path) })
+			return out, err
+		}
+		out.Created = true
+	}
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Tree, err = m.Git.CommitTree(ctx, common, o.Commit)
+	return out, err
+}
+
+// moveCheckTree brings an existing check worktree to exactly commit: its tracked files forced
+// to the commit's, what is untracked and not ignored removed (nested repositories included).
+func (m *Manager) moveCheckTree(ctx context.Context, g git.Runner, commit string) error {
+	if err := g.Run(ctx, "checkout", "-q", "--detach", "--force", commit); err != nil {
+		return err
+	}
+	return g.Run(ctx, "clean", "-ffdq")
+}
+
+func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
+	if err := m.RemoveCheckTree(ctx, o.Path); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
+		return err
+	}
+	err := m.Git.Run(ctx, "worktree", "add", "-q", "--detach", "--lock", "--reason", checkLockReason+o.TaskID, o.Path, o.Commit)
+	if err != nil {
+		return fmt.Errorf("create the check worktree of %s: %w", o.TaskID, err)
+	}
+	return nil
+}
+
+// RemoveCheckTree removes a task's check worktree and everything in it (the checks' outputs
+// and caches; nothing there is anyone's work), whatever state it is in. A missing one is fine.
+func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
+	if _, err := m.AdminDir(ctx, path); err == nil {
+		// Twice forced: once for what the checks left, once for the lock. Should git still
+		// refuse (a stale index.lock), the directory goes below and prune forgets it.
+		_ = m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("remove the check worktree %s: %w", path, err)
+	}
+	// Its git directory, if git still knows it without its directory, goes too.
+	_ = m.Git.Run(ctx, "worktree", "unlock", path)
+	return m.Git.Run(ctx, "worktree", "prune")
+}

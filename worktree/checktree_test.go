@@ -1,0 +1,118 @@
+package worktree
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckTree: the check worktree holds exactly the asked commit's tracked files; what the
+// checks left untracked goes, what they cached under ignored paths stays; only created once.
+func TestCheckTree(t *testing.T) {
+	f := newFixture(t)
+	f.repo.WriteFile(".gitignore", "cache/\n")
+	f.repo.WriteFile("app.conf", "port=80\n")
+	c1 := f.repo.Commit("one")
+	f.repo.WriteFile("app.conf", "port=81\n")
+	c2 := f.repo.Commit("two")
+	path := filepath.Join(t.TempDir(), "checks", "t1", "worktree")
+	o := CheckTreeOptions{TaskID: "t1", Path: path, Commit: c1}
+
+	ct, err := f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	assert.Equal(t, path, ct.Dir)
+	assert.Equal(t, f.rev(c1+"^{tree}"), ct.Tree)
+	assert.FileExists(t, filepath.Join(path, "app.conf"))
+
+	// what the check commands leave behind
+	require.NoError(t, os.MkdirAll(filepath.Join(path, "cache"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(path, "cache", "deps"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(path, "junk.txt"), []byte("x"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(path, "app.conf"), []byte("edited\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(path, "nested", "sub"), 0o755))
+	f.gitIn(filepath.Join(path, "nested"), "init", "-q")
+
+	o.Commit = c2
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.False(t, ct.Created)
+	assert.Equal(t, f.rev(c2+"^{tree}"), ct.Tree)
+	data, err := os.ReadFile(filepath.Join(path, "app.conf"))
+	require.NoError(t, err)
+	assert.Equal(t, "port=81\n", string(data))
+	assert.NoFileExists(t, filepath.Join(path, "junk.txt"))
+	assert.NoDirExists(t, filepath.Join(path, "nested"))
+	assert.FileExists(t, filepath.Join(path, "cache", "deps"), "ignored caches survive")
+	assert.Equal(t, c2, f.gitIn(path, "rev-parse", "HEAD"))
+	assert.Empty(t, f.gitIn(path, "status", "--porcelain"))
+
+	// a packed commit: the tree comes from git
+	f.git("gc", "-q")
+	o.Commit = c1
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.Equal(t, f.rev(c1+"^{tree}"), ct.Tree)
+
+	// a git killed in it left its index locked: made again
+	admin, err := f.m.AdminDir(f.ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "index.lock"), nil, 0o644))
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	assert.Equal(t, c1, f.gitIn(path, "rev-parse", "HEAD"))
+
+	// deleted behind git's back: made again
+	require.NoError(t, os.RemoveAll(path))
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	assert.FileExists(t, filepath.Join(path, "app.conf"))
+
+	require.NoError(t, f.m.RemoveCheckTree(f.ctx, path))
+	assert.NoDirExists(t, path)
+	list, err := f.m.List(f.ctx)
+	require.NoError(t, err)
+	assert.Len(t, list, 1, "only the main worktree is left")
+}
+
+// TestSetUp: .worktreeinclude copies only ignored files from the main checkout; the setup
+// commands run in the new worktree; a failing one is an error naming it, and a check worktree
+// whose setup failed is not left half made.
+func TestSetUp(t *testing.T) {
+	f := newFixture(t)
+	f.repo.WriteFile(".gitignore", ".env\nsecrets/\n")
+	f.repo.WriteFile(IncludeFile, ".env\nsecrets/\nnotes.txt\n")
+	head := f.repo.Commit("setup")
+	f.repo.WriteFile(".env", "PORT=80\n")
+	f.repo.WriteFile("secrets/key", "k\n")
+	f.repo.WriteFile("notes.txt", "untracked but not ignored\n")
+	f.repo.WriteFile(".norma/runs/x", "git-norma state\n")
+	require.NoError(t, os.Chmod(filepath.Join(f.repo.Dir, ".env"), 0o600))
+
+	path := filepath.Join(t.TempDir(), "checks", "t1", "worktree")
+	setup := Setup{Root: f.repo.Dir, Commands: [][]string{{"sh", "-c", "cat .env > installed"}}}
+	_, err := f.m.CheckTree(f.ctx, CheckTreeOptions{TaskID: "t1", Path: path, Commit: head, Setup: setup})
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(path, "installed"))
+	require.NoError(t, err)
+	assert.Equal(t, "PORT=80\n", string(data), "the setup ran after the include copy, in the worktree")
+	st, err := os.Stat(filepath.Join(path, ".env"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	assert.FileExists(t, filepath.Join(path, "secrets", "key"))
+	assert.NoFileExists(t, filepath.Join(path, "notes.txt"), "only ignored files are copied")
+	assert.NoDirExists(t, filepath.Join(path, ".norma"))
+
+	path2 := filepath.Join(t.TempDir(), "checks", "t2", "worktree")
+	_, err = f.m.CheckTree(f.ctx, CheckTreeOptions{TaskID: "t2", Path: path2, Commit: head,
+		Setup: Setup{Commands: [][]string{{"sh", "-c", "echo no network; exit 3"}}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `worktree.setup command ["sh" "-c" "echo no network; exit 3"] failed`)
+	assert.Contains(t, err.Error(), "no network")
+	assert.NoDirExists(t, path2, "a failed setup leaves no half-made check worktree")
+}
