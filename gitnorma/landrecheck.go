@@ -163,6 +163,7 @@ func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string,
 	if err != nil {
 		return nil, "", "", err
 	}
+	crashPoint("rechecking")
 	evidence, err := loop.RunChecks(ctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, ct.Tree, logPath, err
 }
