@@ -96,7 +96,7 @@ func (a *App) checkPassTree(ctx context.Context, st *store.Store, req landReques
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
-	tree, err := a.Repo.Git.CommitTree(ctx, a.Repo.GitDir, head)
+	tree, err := a.Repo.Git.CommitTree(ctx, head)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}

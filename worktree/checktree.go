@@ -70,11 +70,8 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		}
 		out.Created = true
 	}
-	common, err := m.commonDir(ctx)
-	if err != nil {
-		return out, err
-	}
-	out.Tree, err = m.Git.CommitTree(ctx, common, o.Commit)
+	var err error
+	out.Tree, err = m.Git.CommitTree(ctx, o.Commit)
 	return out, err
 }
 
