@@ -201,7 +201,9 @@ func TestCLIAgentTimeoutKillsTheGroup(t *testing.T) {
 	for _, c := range []string{"hang", "hang-ignore-term"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
-			r := newCLIRig(t, RoleDo, 300*time.Millisecond)
+			// Long enough for the fake and its child to start and write their pids on a busy
+			// machine: the test is about what happens at the timeout, not before it.
+			r := newCLIRig(t, RoleDo, 1500*time.Millisecond)
 			fake := newFakeCLI(t, "gemini")
 			a := fake.agent(t, RoleDo, CLIOptions{}, c)
 			start := time.Now()
