@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 // Config is .norma/config.json (spec section 6.2). Every key is documented in the README's
@@ -46,6 +47,20 @@ type Config struct {
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
+	// Sandbox confines agents and check commands (loop/sandbox).
+	Sandbox SandboxConfig `json:"sandbox"`
+}
+
+// SandboxConfig is the "sandbox" section: how agents and check commands are confined.
+type SandboxConfig struct {
+	// Mode is auto (confine where the kernel can), required (refuse to run unconfined) or off;
+	// GIT_NORMA_SANDBOX overrides it.
+	Mode string `json:"mode"`
+	// AllowWrite are extra paths confined processes may write ("~" is the home directory),
+	// e.g. an agent CLI's own state directory.
+	AllowWrite []string `json:"allow_write"`
+	// Network allows TCP bind and connect.
+	Network bool `json:"network"`
 }
 
 // Agents configures the agent of each role.
@@ -145,6 +160,7 @@ func DefaultConfig() Config {
 		Retention:   Retention{KeepLast: 50, KeepDays: 30},
 		Gates:       []loop.Gate{},
 		MaxParallel: 1,
+		Sandbox:     SandboxConfig{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
 			DefaultType: "feat",
@@ -237,6 +253,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("gates[%d].cmd: the gate %q has no command", i, g.Name)
 		}
 		seen[g.Name] = true
+	}
+	if _, err := sandbox.ParseMode(c.Sandbox.Mode); err != nil {
+		return fmt.Errorf("sandbox.mode: %v", err)
 	}
 	if c.MaxParallel < 1 {
 		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)

@@ -45,6 +45,8 @@ type Options struct {
 	Paused func() string
 	// Gates are added to every plan's effective criteria.
 	Gates []Gate
+	// Sandbox confines every process a step starts; nil starts them as plain children.
+	Sandbox *Sandbox
 }
 
 // Resume is the completed prefix (plan, then do, then check) of an interrupted iteration.

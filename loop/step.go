@@ -24,6 +24,8 @@ type stepRun struct {
 	commit  string
 	events  []Event
 	skipped bool
+	// sandbox confines the step's processes (nil: they run as plain children).
+	sandbox *stepSandbox
 }
 
 // step runs one role end to end: files, agent, validation, workspace, commit point, journal.
@@ -38,7 +40,16 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if err := s.open(); err != nil {
 		return Output{}, nil, err
 	}
-	agentErr, err := e.execute(withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile)), s)
+	sctx := withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile))
+	if e.o.Sandbox != nil {
+		s.sandbox = &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir}
+		defer s.sandbox.close()
+		sctx = withStepSandbox(sctx, s.sandbox)
+	}
+	agentErr, err := e.execute(sctx, s)
+	if ev, ok := s.sandbox.event(); ok {
+		s.events = append(s.events, ev)
+	}
 	s.stdout.Close()
 	s.stderr.Close()
 	if err != nil {
@@ -92,7 +103,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	timeout := e.stepTimeout(ra)
 	if s.role == RoleCheck && e.plan != nil {
 		ref := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role), "logs", "stdout.txt"))
-		s.input.Evidence, err = RunChecks(ctx, e.o.Workspace.Dir(), e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
+		s.input.Evidence, err = RunChecks(checkScope(ctx), e.o.Workspace.Dir(), e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
 		if err != nil {
 			return runErr(ctx, err)
 		}
@@ -142,7 +153,8 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		e.preDo = s.snap.Head
 	}
 	if s.role == RoleDo || s.role == RoleAct {
-		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
+		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text,
+			ResetIndex: s.sandbox.wroteObjects()})
 		if err != nil {
 			if ctx.Err() != nil {
 				return interrupted(ctx), nil
