@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -12,6 +13,11 @@ import (
 // when p.Network; no signals to processes outside the sandbox (git-norma, the user's shells).
 // Best effort below ABI 6: the parts an older kernel lacks are left out, never the whole.
 func confine(p Policy) error {
+	// Best effort must not mean none: asked to confine, the launcher refuses to run
+	// unconfined.
+	if abi, why := ABI(); abi == 0 {
+		return errors.New(why)
+	}
 	cfg := landlock.V6.BestEffort()
 	if p.Network {
 		cfg.HandledAccessNet = 0
