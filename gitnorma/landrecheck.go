@@ -115,6 +115,11 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 		return nil, "", err
 	}
 	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
-	evidence, err := loop.RunChecks(ctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	cctx, done, err := a.confineChecks(ctx, dir, log)
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
+	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, logPath, err
 }

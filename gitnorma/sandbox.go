@@ -42,16 +42,46 @@ func (a *App) confinement() (confinement, error) {
 
 // loopSandbox is the sandbox the engine starts every agent and check command in.
 func (r *run) loopSandbox() (*loop.Sandbox, error) {
+	sb, err := r.app.sandbox(r.pre.sandbox)
+	if err != nil {
+		return nil, err
+	}
+	sb.AdminDir = r.ws.GitDir()
+	return sb, nil
+}
+
+// sandbox is the sandbox for processes confined as c says: the workspace's admin dir is the
+// caller's to add.
+func (a *App) sandbox(c confinement) (*loop.Sandbox, error) {
 	launcher, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
 	}
-	cfg := r.app.Config.Sandbox
+	cfg := a.Config.Sandbox
 	return &loop.Sandbox{
-		Launcher: launcher, Landlock: r.pre.sandbox.landlock(), Network: cfg.Network,
+		Launcher: launcher, Landlock: c.landlock(), Network: cfg.Network,
 		AllowWrite: expandHome(cfg.AllowWrite),
-		ObjectsDir: filepath.Join(r.app.Repo.GitDir, "objects"),
-		AdminDir:   r.ws.GitDir(),
+		ObjectsDir: filepath.Join(a.Repo.GitDir, "objects"),
+	}, nil
+}
+
+// confineChecks confines the check commands run outside a step (the re-check before landing)
+// as the run's are; dir is their directory of logs. done records what was left running in
+// the log.
+func (a *App) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
+	c, err := a.confinement()
+	if err != nil {
+		return ctx, nil, err
+	}
+	sb, err := a.sandbox(c)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, done := loop.ConfineChecks(ctx, sb, dir)
+	return ctx, func() {
+		if ev, ok := done(); ok {
+			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
+		}
 	}, nil
 }
 

@@ -163,3 +163,15 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 	l, err := sandbox.Wrap(cmd, s.cfg.Launcher, sandbox.Policy{Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network})
 	return s, l, err
 }
+
+// ConfineChecks is the context under which RunChecks confines and contains the check commands
+// it starts outside a run's steps (the re-check before landing), with dir as their step
+// directory. done removes their private directory and returns the sandbox_killed event, if
+// any process was left running.
+func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool)) {
+	s := &stepSandbox{cfg: sb, stepDir: dir}
+	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool) {
+		s.close()
+		return s.event()
+	}
+}
