@@ -8,9 +8,11 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which the syscall
+// package does not name.
+const prSetChildSubreaper = 36
 
 // stopGrace is how long the command gets between the SIGTERM the launcher forwards and its
 // SIGKILL. It must leave the launcher time to sweep and report within git-norma's own grace
@@ -48,8 +50,8 @@ func run(args []string, rep *Report) int {
 	}
 	os.Unsetenv(policyEnv)
 	// Orphans of the command are reparented to us instead of init, so none escapes the sweep.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		rep.StartError = "cannot become the child subreaper: " + err.Error()
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		rep.StartError = "cannot become the child subreaper: " + errno.Error()
 		return 126
 	}
 	if p.Landlock {
