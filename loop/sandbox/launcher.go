@@ -20,8 +20,8 @@ const prSetChildSubreaper = 36
 const stopGrace = time.Second
 
 // sweepBound bounds the sweep of leftover descendants: a process forking as fast as it is
-// killed must not keep the step from ending.
-const sweepBound = time.Second
+// killed must not keep the step from ending. stopGrace + sweepBound stays under killGrace.
+const sweepBound = 500 * time.Millisecond
 
 // Main is the launcher: args are the command's path and its argv. It returns the exit status
 // git-norma sees: the command's own, or 128+signal when a signal ended it.
