@@ -44,10 +44,10 @@ func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...stri
 // fake's log) is in allow_write, and cannot write it when it is not.
 func TestCLIAgentsRunConfined(t *testing.T) {
 	requireLandlock(t)
-	t.Parallel()
+	// Not parallel: the launcher is this whole test binary, and eight of its starts at once
+	// would crowd the timing-bound tests (TestCLIAgentTimeoutKillsTheGroup gives 300 ms).
 	for _, kind := range CLIKinds {
 		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
 			r := newCLIRig(t, RoleDo, 10*time.Second)
 			fake := newFakeCLI(t, kind)
 			a := fake.agent(t, RoleDo, CLIOptions{}, kind+"/do-ok")
