@@ -13,6 +13,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 // Config is .norma/config.json (spec section 6.2). Every key is documented in the README's
@@ -52,6 +53,20 @@ type Config struct {
 	RecoverPassed string `json:"recover_passed"`
 	// Worktree prepares each new run workspace and check worktree.
 	Worktree WorktreeConfig `json:"worktree"`
+	// Sandbox confines agents and check commands (loop/sandbox).
+	Sandbox SandboxConfig `json:"sandbox"`
+}
+
+// SandboxConfig is the "sandbox" section: how agents and check commands are confined.
+type SandboxConfig struct {
+	// Mode is auto (confine where the kernel can), required (refuse to run unconfined) or off;
+	// GIT_NORMA_SANDBOX overrides it.
+	Mode string `json:"mode"`
+	// AllowWrite are extra paths confined processes may write ("~" is the home directory),
+	// e.g. an agent CLI's own state directory.
+	AllowWrite []string `json:"allow_write"`
+	// Network allows TCP bind and connect.
+	Network bool `json:"network"`
 }
 
 // WorktreeConfig is the "worktree" section.
@@ -165,6 +180,7 @@ func DefaultConfig() Config {
 		Gates:       []loop.Gate{},
 		Worktree:    WorktreeConfig{Setup: [][]string{}},
 		MaxParallel: 1,
+		Sandbox:     SandboxConfig{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
 			DefaultType: "feat",
@@ -266,6 +282,9 @@ func (c *Config) validate() error {
 		if len(argv) == 0 || argv[0] == "" {
 			return fmt.Errorf("worktree.setup[%d]: an empty command; give an argv such as [\"npm\", \"ci\"]", i)
 		}
+	}
+	if _, err := sandbox.ParseMode(c.Sandbox.Mode); err != nil {
+		return fmt.Errorf("sandbox.mode: %v", err)
 	}
 	if c.MaxParallel < 1 {
 		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)

@@ -45,6 +45,7 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorGit(ctx, &rep)
 	a.doctorTracker(ctx, &rep)
 	a.doctorAgents(ctx, &rep)
+	a.doctorSandbox(&rep)
 	a.doctorStore(ctx, &rep)
 	a.doctorCrashWindows(ctx, &rep)
 	a.doctorRuntime(ctx, &rep)

@@ -144,8 +144,13 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 		return nil, "", err
 	}
 	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	cctx, done, err := a.confineChecks(ctx, dir, log)
+	if err != nil {
+		return nil, "", err
+	}
+	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(ctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, logPath, err
 }
 
@@ -163,8 +168,13 @@ func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string,
 	if err != nil {
 		return nil, "", "", err
 	}
+	cctx, done, err := a.confineChecks(ctx, dir, log)
+	if err != nil {
+		return nil, "", "", err
+	}
+	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(ctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
 	return evidence, ct.Tree, logPath, err
 }
 

@@ -20,6 +20,8 @@ type preflight struct {
 	task   tracker.Task
 	target string
 	agents map[loop.Role]loop.RoleAgent
+	// sandbox is how the run's agents will be confined (sandbox.go).
+	sandbox confinement
 }
 
 // prepare validates the id, the repository, the task, the target and the agents.
@@ -42,6 +44,10 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err != nil {
 		return nil, nil, err
 	}
+	conf, err := a.confinement()
+	if err != nil {
+		return nil, nil, err
+	}
 	tr, err := a.Tracker()
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +62,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if task.Status != tracker.StatusOpen && task.Status != tracker.StatusInProgress {
 		return nil, nil, failf("", "task %s is %s; only open tasks can be run", taskID, task.Status)
 	}
-	return &preflight{task: task, target: target, agents: agents}, tr, nil
+	return &preflight{task: task, target: target, agents: agents, sandbox: conf}, tr, nil
 }
 
 // targetBranch is the configured target, or the branch checked out in the main worktree.

@@ -147,7 +147,11 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err
 	}
-	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
+	opts, err := r.loopOptions(ctx, o.Live)
+	if err != nil {
+		return RunReport{}, r.abort(err)
+	}
+	res, err := loop.Run(ctx, opts)
 	r.rec.finishMirrors(context.WithoutCancel(ctx))
 	if err != nil {
 		return r.report(res), r.abort(err)
@@ -359,7 +363,7 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 		}}
 }
 
-func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
+func (r *run) loopOptions(ctx context.Context, live io.Writer) (loop.Options, error) {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
 		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact}
 	o := loop.Options{
@@ -372,6 +376,11 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 		Paused: r.pauseReason,
 		Gates:  r.app.Config.Gates,
 	}
+	var err error
+	if o.Sandbox, err = r.loopSandbox(); err != nil {
+		return o, err
+	}
+	r.noteUnconfined(ctx, live)
 	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
 			ok, _ := r.app.isAncestor(ctx, a, b)
@@ -381,7 +390,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) loop.Options {
 	if o.Resume != nil {
 		fmt.Fprintf(live, "resuming task %s from run %s (its completed steps are not run again)\n", r.pre.task.ID, o.Resume.From)
 	}
-	return o
+	return o, nil
 }
 
 // taskInput is the task as agents see it, with the Ready Contract parsed.

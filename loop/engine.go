@@ -50,6 +50,8 @@ type Options struct {
 	// Gates are added to every plan's effective criteria; like the task's Verify commands, no
 	// plan may drop or alter them (required.go).
 	Gates []Gate
+	// Sandbox confines every process a step starts; nil starts them as plain children.
+	Sandbox *Sandbox
 }
 
 // Resume is the completed prefix (plan, then do) of an interrupted iteration, read from the

@@ -24,10 +24,21 @@ type processResult struct {
 // the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's children die with
 // it; after a normal exit any member still alive is killed too. cmd's streams must be files
 // (or nil): a pipe held open by a stray child would make Wait block.
+//
+// Within a step (a step sandbox in ctx) cmd starts through the sandbox launcher: confined,
+// and contained — whatever it leaves running is killed when it ends, and named in an event.
 func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (processResult, error) {
+	sb, launch, err := confine(ctx, cmd)
+	if err != nil {
+		return processResult{ExitCode: -1}, err
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if launch != nil {
+		launch.Started()
+	}
+	if err != nil {
 		return processResult{ExitCode: -1}, err
 	}
 	pgid := cmd.Process.Pid
@@ -60,6 +71,13 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	res.Duration = time.Since(start)
 	res.ExitCode = exitCodeOf(cmd, waitErr)
+	if launch != nil {
+		rep := launch.Report()
+		sb.record(rep.Killed)
+		if err := rep.Err(); err != nil && ctx.Err() == nil && !res.TimedOut {
+			return processResult{ExitCode: -1}, err
+		}
+	}
 	if ctx.Err() != nil && !res.TimedOut {
 		return res, ctx.Err()
 	}

@@ -26,6 +26,8 @@ type stepRun struct {
 	tree    string
 	events  []Event
 	skipped bool
+	// sandbox confines the step's processes (nil: they run as plain children).
+	sandbox *stepSandbox
 }
 
 // step runs one role end to end: files, agent, validation, workspace, commit point, journal.
@@ -40,7 +42,16 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if err := s.open(); err != nil {
 		return Output{}, nil, err
 	}
-	agentErr, err := e.execute(withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile)), s)
+	sctx := withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile))
+	if e.o.Sandbox != nil {
+		s.sandbox = &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir}
+		defer s.sandbox.close()
+		sctx = withStepSandbox(sctx, s.sandbox)
+	}
+	agentErr, err := e.execute(sctx, s)
+	if ev, ok := s.sandbox.event(); ok {
+		s.events = append(s.events, ev)
+	}
 	s.stdout.Close()
 	s.stderr.Close()
 	if err != nil {
@@ -100,7 +111,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
 		}
 		s.tree = ct.Tree
-		s.input.Evidence, err = RunChecks(ctx, ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
+		s.input.Evidence, err = RunChecks(checkScope(ctx), ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
 		if err != nil {
 			return runErr(ctx, err)
 		}
@@ -150,7 +161,8 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		e.preDo = s.snap.Head
 	}
 	if s.role == RoleDo || s.role == RoleAct {
-		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
+		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text,
+			ResetIndex: s.sandbox.wroteObjects()})
 		if err != nil {
 			if ctx.Err() != nil {
 				return interrupted(ctx), nil

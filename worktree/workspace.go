@@ -40,6 +40,9 @@ type Workspace struct {
 // Dir is the worktree's absolute path.
 func (w *Workspace) Dir() string { return w.dir }
 
+// GitDir is the worktree's own git directory (<common>/worktrees/<name>): its HEAD and index.
+func (w *Workspace) GitDir() string { return w.gitDir }
+
 // Branch is the task branch checked out in the worktree.
 func (w *Workspace) Branch() string { return w.branch }
 
@@ -198,6 +201,10 @@ type StepCommit struct {
 	// starts from `git add -A` instead of a status read, one git call fewer, and a step that
 	// changed nothing after all pays two more.
 	ExpectChanges bool
+	// ResetIndex rebuilds the index from HEAD before adding the changes: an agent confined to
+	// a private object store (loop/sandbox) may have staged objects the repository lacks, and
+	// one with a false name would corrupt it. Re-adding hashes the files into the repository.
+	ResetIndex bool
 }
 
 // Commit commits everything a writing step changed since `since`, as the orchestrator. Commits
@@ -223,6 +230,11 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 		w.settled = &now.state
 		res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
 		return res, err
+	}
+	if sc.ResetIndex {
+		if err := w.git.Run(ctx, "reset", "-q"); err != nil {
+			return res, err
+		}
 	}
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
 		return res, err

@@ -10,6 +10,7 @@ package main
 // docs/performance.md records the figures and the targets.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 var bench struct {
@@ -315,4 +318,48 @@ func BenchmarkParallelThroughput(b *testing.B) {
 		norma = append(norma, r.timed("git-norma", "-q", "loop", "--parallel", "4"))
 	}
 	reportRatio(b, norma, floor)
+}
+
+// BenchmarkSandboxLauncher is what the sandbox launcher adds to starting one agent or check
+// command: `sh -c true` started through `git-norma __sandbox-exec` (Landlock where the kernel
+// has it, the subreaper, the sweep for leftovers, the report) vs started directly. The target
+// is "ms-added" ≤ 5.
+func BenchmarkSandboxLauncher(b *testing.B) {
+	launcher := filepath.Join(benchBinDir(b), "git-norma")
+	dir := b.TempDir()
+	abi, _ := sandbox.ABI()
+	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true}
+	run := func(wrap bool) time.Duration {
+		cmd := exec.Command("sh", "-c", "true")
+		cmd.Dir = dir
+		var l *sandbox.Launch
+		if wrap {
+			var err error
+			if l, err = sandbox.Wrap(cmd, launcher, policy); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		err := cmd.Start()
+		if l != nil {
+			l.Started()
+		}
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if l != nil {
+			err = errors.Join(err, l.Report().Err())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var norma, floor []time.Duration
+	for i := 0; i < b.N*20; i++ {
+		norma = append(norma, run(true))
+		floor = append(floor, run(false))
+	}
+	reportRatio(b, norma, floor)
+	b.ReportMetric(float64((median(norma)-median(floor)).Microseconds())/1000, "ms-added")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 // IO are the streams a command uses: data on Out, progress and diagnostics on Err.
@@ -79,6 +80,12 @@ func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // Main runs git-norma with args and returns the process exit code. Nothing below it exits.
 func Main(args []string, stdio IO) (code int) {
+	// git-norma re-executes itself as the sandbox launcher of every agent and check command
+	// (loop/sandbox). That hidden entry is no command: kong, help, completion and the man
+	// pages never see it.
+	if len(args) > 0 && args[0] == sandbox.Entry {
+		return sandbox.Main(args[1:])
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 // fakeBDDir holds the fake bd that replays bd 1.0.5's recorded outputs (tracker's testdata).
@@ -63,7 +65,8 @@ func TestScripts(t *testing.T) {
 const gitBashCompletion = "/usr/share/bash-completion/completions/git"
 
 // scriptCondition adds [gitbashcompletion]: git's own bash completion script is installed, and
-// [tmpfs]: this process may mount a tmpfs (a small disk to fill up; root on Linux).
+// [tmpfs]: this process may mount a tmpfs (a small disk to fill up; root on Linux), and
+// [landlock]: the kernel can confine agents.
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "gitbashcompletion":
@@ -71,6 +74,9 @@ func scriptCondition(cond string) (bool, error) {
 		return err == nil, nil
 	case "tmpfs":
 		return canMountTmpfs(), nil
+	case "landlock":
+		abi, _ := sandbox.ABI()
+		return abi > 0, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -129,9 +129,17 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), usageText(s.Usage), s.Summary)
 	}
 	w.Flush()
+	for _, e := range d.Events {
+		if noticeEvents[e.Type] {
+			fmt.Fprintf(out, "%s: %s\n", e.Type, e.Message)
+		}
+	}
 	printFindings(out, d.Events)
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
 }
+
+// noticeEvents are the events the run view shows under the steps: what the sandbox did.
+var noticeEvents = map[string]bool{loop.KilledEvent: true, "sandbox_unavailable": true}
 
 // printFindings lists the events that record something an agent tried and the orchestrator
 // undid, such as a plan that weakened the task's checks.

@@ -1,0 +1,132 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/sandbox"
+)
+
+// confinement is how this machine and config confine a run's agents.
+type confinement struct {
+	mode sandbox.Mode
+	// abi is the kernel's Landlock ABI (0: none, why says why).
+	abi int
+	why string
+}
+
+// landlock says whether agents get Landlock: the mode allows it and the kernel has it.
+func (c confinement) landlock() bool { return c.mode != sandbox.ModeOff && c.abi > 0 }
+
+// confinement reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
+// Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
+func (a *App) confinement() (confinement, error) {
+	mode, err := sandbox.EffectiveMode(sandbox.Mode(a.Config.Sandbox.Mode))
+	if err != nil {
+		return confinement{}, usagef("set "+sandbox.ModeEnv+" to auto, required or off (or unset it)", "%v", err)
+	}
+	c := confinement{mode: mode}
+	c.abi, c.why = sandbox.ABI()
+	if mode == sandbox.ModeRequired && c.abi == 0 {
+		return c, fatalf(`run on a Linux kernel with Landlock (5.13+, "landlock" in /sys/kernel/security/lsm), or set "sandbox": {"mode": "auto"} in .norma/config.json to run agents unconfined`,
+			"sandbox mode is required but agents cannot be confined: %s; nothing was started", c.why)
+	}
+	return c, nil
+}
+
+// loopSandbox is the sandbox the engine starts every agent and check command in.
+func (r *run) loopSandbox() (*loop.Sandbox, error) {
+	sb, err := r.app.sandbox(r.pre.sandbox)
+	if err != nil {
+		return nil, err
+	}
+	sb.AdminDir = r.ws.GitDir()
+	return sb, nil
+}
+
+// sandbox is the sandbox for processes confined as c says: the workspace's admin dir is the
+// caller's to add.
+func (a *App) sandbox(c confinement) (*loop.Sandbox, error) {
+	launcher, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
+	}
+	cfg := a.Config.Sandbox
+	return &loop.Sandbox{
+		Launcher: launcher, Landlock: c.landlock(), Network: cfg.Network,
+		AllowWrite: expandHome(cfg.AllowWrite),
+		ObjectsDir: filepath.Join(a.Repo.GitDir, "objects"),
+	}, nil
+}
+
+// confineChecks confines the check commands run outside a step (the re-check before landing)
+// as the run's are; dir is their directory of logs. done records what was left running in
+// the log.
+func (a *App) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
+	c, err := a.confinement()
+	if err != nil {
+		return ctx, nil, err
+	}
+	sb, err := a.sandbox(c)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, done := loop.ConfineChecks(ctx, sb, dir)
+	return ctx, func() {
+		if ev, ok := done(); ok {
+			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
+		}
+	}, nil
+}
+
+// noteUnconfined says once per run, live and as an event, that mode auto found no Landlock.
+func (r *run) noteUnconfined(ctx context.Context, live io.Writer) {
+	c := r.pre.sandbox
+	if c.mode != sandbox.ModeAuto || c.landlock() {
+		return
+	}
+	msg := "agents run unconfined: " + c.why + ` (set "sandbox": {"mode": "required"} to refuse instead)`
+	fmt.Fprintln(live, msg)
+	_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "sandbox_unavailable", Message: msg})
+}
+
+// expandHome turns a leading "~" into the home directory.
+func expandHome(paths []string) []string {
+	home, _ := os.UserHomeDir()
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+			p = filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// doctorSandbox reports the Landlock ABI and the mode in force.
+func (a *App) doctorSandbox(rep *DoctorReport) {
+	c, err := a.confinement()
+	switch {
+	case err != nil && c.mode == "":
+		rep.add("sandbox", "fail", err.Error(), hintOf(err))
+	case err != nil:
+		rep.add("sandbox", "fail", fmt.Sprintf("mode %s, but %s", c.mode, c.why), hintOf(err))
+	case c.mode == sandbox.ModeOff:
+		rep.add("sandbox", "warn", fmt.Sprintf("mode off: agents are not confined (Landlock ABI %d); leftover processes are still killed", c.abi),
+			`set "sandbox": {"mode": "auto"} in .norma/config.json`)
+	case c.abi == 0:
+		rep.add("sandbox", "warn", fmt.Sprintf("mode %s: agents run unconfined: %s", c.mode, c.why), "run on a Linux kernel with Landlock (5.13+)")
+	default:
+		detail := fmt.Sprintf("mode %s, Landlock ABI %d", c.mode, c.abi)
+		if !a.Config.Sandbox.Network && c.abi < sandbox.NetworkABI {
+			detail += fmt.Sprintf(" (network: false needs ABI %d; agents keep the network)", sandbox.NetworkABI)
+		}
+		rep.add("sandbox", "ok", detail, "")
+	}
+}

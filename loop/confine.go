@@ -1,0 +1,177 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
+)
+
+// Sandbox is how a run confines the processes its steps start (agents and check commands):
+// each goes through git-norma's launcher (package sandbox), which contains it always and
+// restricts its writes with Landlock when Landlock is set.
+type Sandbox struct {
+	// Launcher is the binary to re-execute as the launcher: git-norma itself.
+	Launcher string
+	// Landlock confines writes; without it processes are only contained.
+	Landlock bool
+	// Network allows TCP bind and connect.
+	Network bool
+	// AllowWrite are the user's extra writable paths (sandbox.allow_write).
+	AllowWrite []string
+	// ObjectsDir is the repository's object store: each step's private one borrows from it
+	// (an alternate) and never writes into it.
+	ObjectsDir string
+	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
+	// and HEAD), which an agent's git add must write. Check commands do not get it.
+	AdminDir string
+}
+
+// KilledEvent is the step event naming the processes a step left running, which were killed.
+const KilledEvent = "sandbox_killed"
+
+// stepSandbox is the sandbox of one step: its private directory (TMPDIR and git objects,
+// created when the first process starts, removed when the step ends) and what was killed.
+type stepSandbox struct {
+	cfg     *Sandbox
+	stepDir string
+
+	once    sync.Once
+	private string
+	err     error
+
+	mu     sync.Mutex
+	killed []sandbox.Process
+}
+
+type stepSandboxKey struct{}
+
+// checkScopeKey marks the context of check commands: they run in their own directory and
+// must not write the workspace's git admin dir.
+type checkScopeKey struct{}
+
+func withStepSandbox(ctx context.Context, s *stepSandbox) context.Context {
+	return context.WithValue(ctx, stepSandboxKey{}, s)
+}
+
+func checkScope(ctx context.Context) context.Context {
+	return context.WithValue(ctx, checkScopeKey{}, true)
+}
+
+func (s *stepSandbox) privateDir() (string, error) {
+	s.once.Do(func() {
+		if s.private, s.err = os.MkdirTemp("", "git-norma-step-"); s.err != nil {
+			return
+		}
+		for _, sub := range []string{"tmp", "objects"} {
+			if err := os.Mkdir(filepath.Join(s.private, sub), 0o700); err != nil && s.err == nil {
+				s.err = err
+			}
+		}
+	})
+	return s.private, s.err
+}
+
+// close removes the private directory: what the step's processes left in TMPDIR and the git
+// objects they wrote, which never enter the repository.
+func (s *stepSandbox) close() {
+	if s != nil && s.private != "" {
+		_ = os.RemoveAll(s.private)
+	}
+}
+
+// wroteObjects says whether the step's processes may have staged objects that only exist in
+// the private store: anything in it, or the store gone (then nothing can be proven).
+func (s *stepSandbox) wroteObjects() bool {
+	if s == nil || s.private == "" {
+		return false
+	}
+	found := false
+	err := filepath.WalkDir(filepath.Join(s.private, "objects"), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found || err != nil
+}
+
+// event is the step event naming the processes killed at the end of the step's commands.
+func (s *stepSandbox) event() (Event, bool) {
+	if s == nil {
+		return Event{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.killed) == 0 {
+		return Event{}, false
+	}
+	names := make([]string, len(s.killed))
+	for i, p := range s.killed {
+		names[i] = oneLine(p.String(), 200)
+	}
+	return Event{Type: KilledEvent,
+		Message: fmt.Sprintf("killed %d process(es) left running after the step's command ended: %s", len(s.killed), strings.Join(names, ", ")),
+		Data:    map[string]any{"processes": s.killed}}, true
+}
+
+func (s *stepSandbox) record(killed []sandbox.Process) {
+	s.mu.Lock()
+	s.killed = append(s.killed, killed...)
+	s.mu.Unlock()
+}
+
+// confine rewrites cmd to start through the launcher when ctx carries a step sandbox; nil
+// when it does not (the engine's own tests, git norma check). The writable places are cmd's
+// directory, the step directory, the private directory, the user's allow_write, and for an
+// agent its workspace's git admin dir.
+func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch, error) {
+	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
+	if s == nil {
+		return nil, nil, nil
+	}
+	private, err := s.privateDir()
+	if err != nil {
+		return nil, nil, fmt.Errorf("create the step's private directory: %w", err)
+	}
+	writable := []string{s.stepDir, private}
+	if cmd.Dir != "" {
+		writable = append(writable, cmd.Dir)
+	}
+	if ctx.Value(checkScopeKey{}) == nil && s.cfg.AdminDir != "" {
+		writable = append(writable, s.cfg.AdminDir)
+	}
+	writable = append(writable, s.cfg.AllowWrite...)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+filepath.Join(private, "tmp"))
+	if s.cfg.Landlock && s.cfg.ObjectsDir != "" {
+		// git add, diff and stash work; new objects land in the private store. Only when
+		// confined: an unconfined agent can move refs, and a ref must never name an object
+		// that lives in a store removed with the step.
+		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(private, "objects"),
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+s.cfg.ObjectsDir)
+	}
+	l, err := sandbox.Wrap(cmd, s.cfg.Launcher, sandbox.Policy{Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network})
+	return s, l, err
+}
+
+// ConfineChecks is the context under which RunChecks confines and contains the check commands
+// it starts outside a run's steps (the re-check before landing), with dir as their step
+// directory. done removes their private directory and returns the sandbox_killed event, if
+// any process was left running.
+func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool)) {
+	s := &stepSandbox{cfg: sb, stepDir: dir}
+	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool) {
+		s.close()
+		return s.event()
+	}
+}

@@ -1,0 +1,138 @@
+package loop
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
+)
+
+// TestMain lets the test binary act as the sandbox launcher, as git-norma's own binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.Entry {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi, why := sandbox.ABI(); abi == 0 {
+		t.Skip("the kernel cannot confine: " + why)
+	}
+}
+
+// confinedCtx runs the processes started with it as a step's, through the launcher.
+func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...string) (context.Context, *stepSandbox) {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: landlock, Network: true, AllowWrite: allowWrite}, stepDir: stepDir}
+	t.Cleanup(s.close)
+	return withStepSandbox(context.Background(), s), s
+}
+
+// TestCLIAgentsRunConfined: each of the four CLIs works confined when its state directory (the
+// fake's log) is in allow_write, and cannot write it when it is not.
+func TestCLIAgentsRunConfined(t *testing.T) {
+	requireLandlock(t)
+	// Not parallel: the launcher is this whole test binary, and eight of its starts at once
+	// would crowd the timing-bound tests (TestCLIAgentTimeoutKillsTheGroup gives 300 ms).
+	for _, kind := range CLIKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := newCLIRig(t, RoleDo, 10*time.Second)
+			fake := newFakeCLI(t, kind)
+			a := fake.agent(t, RoleDo, CLIOptions{}, kind+"/do-ok")
+
+			ctx, _ := confinedCtx(t, r.stepDir, true, filepath.Dir(fake.log))
+			_, err := a.Run(ctx, r.req)
+			require.NoError(t, err)
+			calls := fake.calls(t)
+			require.Len(t, calls, 1)
+
+			// the fake goes on after a failed write, but its log stays as it was
+			ctx, _ = confinedCtx(t, r.stepDir, true)
+			_, _ = a.Run(ctx, r.req)
+			assert.Contains(t, r.log(t, "stderr.txt"), "Permission denied")
+			assert.Len(t, fake.calls(t), 1, "without allow_write the fake cannot write its state")
+		})
+	}
+}
+
+// TestConfinedWrites: a confined process writes its working directory, the step dir and
+// TMPDIR, and nothing else.
+func TestConfinedWrites(t *testing.T) {
+	requireLandlock(t)
+	root := t.TempDir()
+	work, step, outside := filepath.Join(root, "work"), filepath.Join(root, "step"), filepath.Join(root, "outside")
+	for _, d := range []string{work, step, outside} {
+		require.NoError(t, os.Mkdir(d, 0o700))
+	}
+	ctx, _ := confinedCtx(t, step, true)
+	script := `touch in-work && touch "$STEP/in-step" && touch "$TMPDIR/in-tmp" && echo ok; ` +
+		`touch "$OUTSIDE/x" 2>/dev/null && echo escaped; exit 0`
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "STEP="+step, "OUTSIDE="+outside)
+	out, err := os.CreateTemp(step, "out")
+	require.NoError(t, err)
+	cmd.Stdout = out
+	res, err := runProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+	data, err := os.ReadFile(out.Name())
+	require.NoError(t, err)
+	assert.Equal(t, "ok\n", string(data))
+	assert.NoFileExists(t, filepath.Join(outside, "x"))
+}
+
+// TestContainedOnTimeout: an agent that ignores SIGTERM and left a setsid child is stopped on
+// timeout within killGrace, and the child dies with it, named in the step's event.
+func TestContainedOnTimeout(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("needs setsid")
+	}
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, false)
+	pidFile := filepath.Join(step, "daemon.pid")
+	cmd := exec.Command("sh", "-c", `trap "" TERM; setsid sh -c 'echo $$ > "$1"; exec sleep 61' x "$PIDFILE" & sleep 62`)
+	cmd.Env = append(os.Environ(), "PIDFILE="+pidFile)
+	cmd.Dir = step
+	start := time.Now()
+	res, err := runProcess(ctx, cmd, 300*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, res.TimedOut)
+	assert.Less(t, time.Since(start), 300*time.Millisecond+killGrace, "the launcher cleans up within git-norma's grace")
+	ev, ok := s.event()
+	require.True(t, ok, "an event names what was killed")
+	assert.Contains(t, ev.Message, "sleep 61")
+	data, err := os.ReadFile(pidFile)
+	require.NoError(t, err)
+	pid := strings.TrimSpace(string(data))
+	_, err = os.Stat("/proc/" + pid)
+	assert.True(t, os.IsNotExist(err), "the setsid child %s is dead", pid)
+}
+
+// TestLauncherStartErrors: a command that cannot be started is reported as exec would.
+func TestLauncherStartErrors(t *testing.T) {
+	step := t.TempDir()
+	ctx, _ := confinedCtx(t, step, false)
+	notExec := filepath.Join(step, "agent")
+	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600))
+	cmd := exec.Command(notExec)
+	cmd.Dir = step
+	_, err := runProcess(ctx, cmd, time.Second)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrPermission)
+	cmd = exec.Command(filepath.Join(step, "missing"))
+	_, err = runProcess(ctx, cmd, time.Second)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}

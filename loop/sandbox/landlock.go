@@ -1,0 +1,44 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// confine restricts the launcher, and so everything it starts: read and execute everywhere,
+// write only in p.Writable and /dev (for /dev/null and terminals); TCP bind and connect only
+// when p.Network; no signals to processes outside the sandbox (git-norma, the user's shells).
+// Best effort below ABI 6: the parts an older kernel lacks are left out, never the whole.
+func confine(p Policy) error {
+	// Best effort must not mean none: asked to confine, the launcher refuses to run
+	// unconfined.
+	if abi, why := ABI(); abi == 0 {
+		return errors.New(why)
+	}
+	cfg := landlock.V6.BestEffort()
+	if p.Network {
+		cfg.HandledAccessNet = 0
+	}
+	// Abstract unix sockets stay usable: tools talk to daemons of their own through them.
+	cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWDirs("/dev").WithIoctlDev(),
+	}
+	for _, path := range p.Writable {
+		st, err := os.Stat(path)
+		switch {
+		case err != nil:
+			continue // a missing path cannot be written into anyway
+		case st.IsDir():
+			// Refer lets files move between writable directories (mv, git's renames).
+			rules = append(rules, landlock.RWDirs(path).WithRefer())
+		default:
+			rules = append(rules, landlock.RWFiles(path))
+		}
+	}
+	return cfg.Restrict(rules...)
+}

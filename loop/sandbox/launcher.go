@@ -1,0 +1,174 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which the syscall
+// package does not name.
+const prSetChildSubreaper = 36
+
+// stopGrace is how long the command gets between the SIGTERM the launcher forwards and its
+// SIGKILL. It must leave the launcher time to sweep and report within git-norma's own grace
+// (loop's killGrace, 2s) before git-norma kills the whole process group.
+const stopGrace = time.Second
+
+// sweepBound bounds the sweep of leftover descendants: a process forking as fast as it is
+// killed must not keep the step from ending. stopGrace + sweepBound stays under killGrace.
+const sweepBound = 500 * time.Millisecond
+
+// Main is the launcher: args are the command's path and its argv. It returns the exit status
+// git-norma sees: the command's own, or 128+signal when a signal ended it.
+func Main(args []string) int {
+	// The report pipe must not leak into the command: a descendant holding it would keep
+	// git-norma waiting for the report, and could write a false one.
+	syscall.CloseOnExec(reportFD)
+	report := os.NewFile(reportFD, "sandbox-report")
+	var rep Report
+	code := run(args, &rep)
+	if report != nil {
+		_ = json.NewEncoder(report).Encode(rep)
+	}
+	return code
+}
+
+func run(args []string, rep *Report) int {
+	if len(args) < 2 {
+		rep.StartError = "the sandbox launcher got no command"
+		return 126
+	}
+	var p Policy
+	if err := json.Unmarshal([]byte(os.Getenv(policyEnv)), &p); err != nil {
+		rep.StartError = "the sandbox launcher got no valid policy: " + err.Error()
+		return 126
+	}
+	os.Unsetenv(policyEnv)
+	// Orphans of the command are reparented to us instead of init, so none escapes the sweep.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		rep.StartError = "cannot become the child subreaper: " + errno.Error()
+		return 126
+	}
+	if p.Landlock {
+		if err := confine(p); err != nil {
+			rep.StartError = "cannot confine the command with Landlock: " + err.Error()
+			return 126
+		}
+	}
+	// Signals first: a SIGTERM arriving between the start and Notify would kill only us.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	proc, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{
+		Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		rep.StartError = args[0]
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			rep.Errno = errno
+		} else {
+			rep.StartError = err.Error()
+		}
+		return 127
+	}
+	status := waitFor(proc.Pid, sigs)
+	rep.Killed = sweep()
+	switch {
+	case status.Exited():
+		return status.ExitStatus()
+	case status.Signaled():
+		return 128 + int(status.Signal())
+	}
+	return 126
+}
+
+// waitFor reaps children until the command itself ended, forwarding SIGTERM and SIGINT to it
+// and forcing it stopGrace after the first one. Other children reaped meanwhile are orphans
+// that already ended.
+func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
+	type exit struct {
+		pid    int
+		status syscall.WaitStatus
+	}
+	exits := make(chan exit, 1)
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			got, err := syscall.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil || got == pid {
+				exits <- exit{got, ws}
+				return
+			}
+		}
+	}()
+	var force <-chan time.Time
+	for {
+		select {
+		case e := <-exits:
+			return e.status
+		case sig := <-sigs:
+			_ = syscall.Kill(pid, sig.(syscall.Signal))
+			if force == nil {
+				force = time.After(stopGrace)
+			}
+		case <-force:
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// sweep kills every process still parented to the launcher — after the command ended those
+// are its orphans — and reaps them, until none is left or sweepBound has passed. Killing one
+// reparents its own children to us, hence the rounds.
+func sweep() []Process {
+	// The usual case costs one call: no child at all (ECHILD) means no descendant is left,
+	// since the subreaper inherits the top of every orphaned chain. Only otherwise is /proc
+	// read.
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+		return nil
+	}
+	var killed []Process
+	seen := map[int]bool{}
+	deadline := time.Now().Add(sweepBound)
+	for time.Now().Before(deadline) {
+		kids := children(os.Getpid())
+		if len(kids) == 0 {
+			break
+		}
+		for _, k := range kids {
+			if !k.zombie && !seen[k.pid] {
+				seen[k.pid] = true
+				killed = append(killed, Process{PID: k.pid, Cmdline: k.cmdline})
+			}
+			_ = syscall.Kill(k.pid, syscall.SIGKILL)
+		}
+		reap()
+	}
+	return killed
+}
+
+// reap collects every child that has ended, waiting briefly for the ones just killed.
+func reap() {
+	for range 50 {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err != nil { // ECHILD: none left
+			return
+		}
+		if pid == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// String describes a killed process for a message.
+func (p Process) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Cmdline) }
