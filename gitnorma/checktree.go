@@ -21,9 +21,14 @@ func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckT
 	dir := a.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
+	// Confined agents cannot write the check worktree, so what the checks cached there under
+	// ignored paths is kept; unconfined ones could have, so it is made afresh every time.
+	c, err := a.confinement()
+	confined := err == nil && c.landlock()
 	ct, err := a.Repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: a.worktreeSetup(log),
 		Locked: func(fn func() error) error { return a.withWorktreeLock(ctx, fn) },
+		Fresh:  !confined,
 	})
 	if err != nil {
 		return loop.CheckTree{}, withCode(ExitFail, err)

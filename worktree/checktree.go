@@ -37,13 +37,17 @@ type CheckTreeOptions struct {
 	Setup Setup
 	// Locked runs fn under the lock that serialises adding and removing worktrees.
 	Locked func(fn func() error) error
+	// Fresh makes the worktree again (and sets it up again) instead of moving it: when agents
+	// run unconfined, one could have written an ignored file into it, which a move keeps.
+	Fresh bool
 }
 
 // CheckTree brings the task's check worktree to exactly opts.Commit: the check commands run
 // there, never where an agent works, so a file the agent wrote (ignored, excluded, in a nested
 // repository) cannot decide a verdict. Only the orchestrator moves it: created detached and
 // locked on first use, then on every call `checkout --detach --force` and `clean -ffd` (not
-// -x: the ignored caches the checks built survive). The caller holds the task's lock.
+// -x: the ignored caches the checks built survive), or made afresh when opts.Fresh says an
+// unconfined agent could have written there. The caller holds the task's lock.
 func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut, error) {
 	out := CheckedOut{Dir: o.Path}
 	locked := o.Locked
@@ -51,7 +55,7 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		locked = func(fn func() error) error { return fn() }
 	}
 	moved := false
-	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) {
+	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh {
 		moved = m.moveCheckTree(ctx, m.Git.Pinned(admin, o.Path), o.Commit) == nil
 	}
 	if err := ctx.Err(); err != nil {
