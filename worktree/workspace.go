@@ -84,8 +84,11 @@ type view struct {
 
 // read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
 // changed path at once (a step is settled several times per iteration, so this adds up).
+// Nested repositories count by the commit they are at, not by their own working trees
+// (--ignore-submodules=dirty): git-norma commits a gitlink, never a submodule's files, and an
+// agent's broken nested repository (git init lib) must not make git itself fail here.
 func (w *Workspace) read(ctx context.Context) (view, error) {
-	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
+	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil {
 		return view{}, err
 	}
@@ -138,7 +141,7 @@ func statusPath(entry string) (path string, renamed bool) {
 }
 
 func (w *Workspace) status(ctx context.Context) (string, error) {
-	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
+	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 }
 
 // statusArgs make a status a pure read: without --no-optional-locks, git status rewrites the
