@@ -62,6 +62,8 @@ func (a *App) sandbox(c confinement) (*loop.Sandbox, error) {
 		Launcher: launcher, Landlock: c.landlock(), Network: cfg.Network,
 		AllowWrite: expandHome(cfg.AllowWrite),
 		ObjectsDir: filepath.Join(a.Repo.GitDir, "objects"),
+		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
+		CacheDir: a.Repo.Path("cache"),
 	}, nil
 }
 

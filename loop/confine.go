@@ -28,6 +28,9 @@ type Sandbox struct {
 	// ObjectsDir is the repository's object store: each step's private one borrows from it
 	// (an alternate) and never writes into it.
 	ObjectsDir string
+	// CacheDir holds the cache homes of confined processes (XDG_CACHE_HOME, GOCACHE, ...):
+	// agentCacheDir and checkCacheDir inside it, kept across steps and runs. Empty: none.
+	CacheDir string
 	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
 	// and HEAD), which an agent's git add must write. Check commands do not get it.
 	AdminDir string
@@ -130,8 +133,8 @@ func (s *stepSandbox) record(killed []sandbox.Process) {
 
 // confine rewrites cmd to start through the launcher when ctx carries a step sandbox; nil
 // when it does not (the engine's own tests, git norma check). The writable places are cmd's
-// directory, the step directory, the private directory, the user's allow_write, and for an
-// agent its workspace's git admin dir.
+// directory, the step directory, the private directory, the user's allow_write, for an agent
+// its workspace's git admin dir, and when confined the cache home of agents or of checks.
 func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch, error) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil {
@@ -153,6 +156,15 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+filepath.Join(private, "tmp"))
+	if s.cfg.Landlock && s.cfg.CacheDir != "" {
+		// Unconfined, the tools keep the user's caches; confined, they could not write them.
+		home, err := s.cacheHome(ctx.Value(checkScopeKey{}) != nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("create the cache home of confined processes: %w", err)
+		}
+		writable = append(writable, home)
+		cmd.Env = withCacheHome(cmd.Env, home, s.cfg.AllowWrite)
+	}
 	if s.cfg.Landlock && s.cfg.ObjectsDir != "" {
 		// git add, diff and stash work; new objects land in the private store. Only when
 		// confined: an unconfined agent can move refs, and a ref must never name an object

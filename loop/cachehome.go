@@ -1,0 +1,102 @@
+package loop
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Confined processes may not write the home directory, where build tools keep their caches
+// (go's ~/.cache/go-build, pip's ~/.cache/pip, npm's ~/.npm): `go test ./...` would fail. So
+// each confined process gets a cache home of its own under Sandbox.CacheDir, kept across steps
+// and runs: agents one, check commands another. Agent-written code runs in the checks, so an
+// agent must not prepare the cache they use; nor may it reach the user's own.
+const (
+	agentCacheDir = "agents"
+	checkCacheDir = "checks"
+)
+
+// cacheVar is an environment variable that places a tool's cache, and where it goes in the
+// cache home ("" for the home itself). Alias names the same setting under other spellings.
+type cacheVar struct {
+	name, sub string
+	aliases   []string
+}
+
+// cacheVars are the caches confined processes commonly write: XDG_CACHE_HOME covers pip,
+// yarn and every tool that follows the XDG spec or Go's os.UserCacheDir; go and npm have
+// their own settings (GOCACHE set in `go env -w` would win over XDG_CACHE_HOME).
+var cacheVars = []cacheVar{
+	{name: "XDG_CACHE_HOME"},
+	{name: "GOCACHE", sub: "go-build"},
+	{name: "npm_config_cache", sub: "npm", aliases: []string{"NPM_CONFIG_CACHE"}},
+}
+
+// cacheHome is the cache home of check commands (check) or agents, created 0700 if missing.
+func (s *stepSandbox) cacheHome(check bool) (string, error) {
+	sub := agentCacheDir
+	if check {
+		sub = checkCacheDir
+	}
+	home := filepath.Join(s.cfg.CacheDir, sub)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// withCacheHome points env's cache settings into home. A setting the user made that lies in
+// a path of allowWrite is kept: the user chose to let confined processes share that cache.
+func withCacheHome(env []string, home string, allowWrite []string) []string {
+	for _, v := range cacheVars {
+		names := append([]string{v.name}, v.aliases...)
+		if value, ok := lookupEnv(env, names); ok && underAny(value, allowWrite) {
+			continue
+		}
+		env = dropEnv(env, names)
+		env = append(env, v.name+"="+filepath.Join(home, v.sub))
+	}
+	return env
+}
+
+// lookupEnv is the value the last of names has in env (the one a process sees).
+func lookupEnv(env []string, names []string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		for _, n := range names {
+			if value, ok := strings.CutPrefix(env[i], n+"="); ok {
+				return value, true
+			}
+		}
+	}
+	return "", false
+}
+
+func dropEnv(env []string, names []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		keep := true
+		for _, n := range names {
+			keep = keep && name != n
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// underAny says whether the absolute path p is one of dirs or inside one.
+func underAny(p string, dirs []string) bool {
+	if !filepath.IsAbs(p) {
+		return false
+	}
+	p = filepath.Clean(p)
+	for _, d := range dirs {
+		d = filepath.Clean(d)
+		if p == d || strings.HasPrefix(p, d+string(filepath.Separator)) || d == string(filepath.Separator) {
+			return true
+		}
+	}
+	return false
+}
