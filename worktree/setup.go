@@ -96,11 +96,35 @@ func (m *Manager) copyIncluded(ctx context.Context, dir, root string) error {
 		if rel == "" || rel == ".norma" || strings.HasPrefix(rel, ".norma/") {
 			continue // git-norma's own state is never copied
 		}
+		if !realDirs(dir, filepath.Dir(rel)) {
+			continue // the worktree's tree put something else there: never write through it
+		}
 		if err := copyFile(filepath.Join(root, rel), filepath.Join(dir, rel)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// realDirs says whether each existing component of rel (a slash-separated path inside dir) is
+// a directory, not a symlink: the worktree holds a commit an agent made, and a symlinked
+// directory there would send the copy of the user's file to wherever the agent chose.
+func realDirs(dir, rel string) bool {
+	p := dir
+	for _, name := range strings.Split(filepath.ToSlash(rel), "/") {
+		if name == "." || name == "" {
+			continue
+		}
+		p = filepath.Join(p, name)
+		st, err := os.Lstat(p)
+		if os.IsNotExist(err) {
+			return true // made below by MkdirAll, as plain directories
+		}
+		if err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // copyFile copies a regular file (with its mode) or a symlink; an existing destination is
