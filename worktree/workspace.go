@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -16,6 +18,8 @@ type Workspace struct {
 	dir string
 	// gitDir is the worktree's own git directory, where its HEAD, index and locks are.
 	gitDir string
+	// common is the repository's common git directory, which gitDir/commondir must name.
+	common string
 	branch string
 	taskID string
 	runID  string
@@ -59,7 +63,34 @@ type State struct {
 var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
+	ErrLinkChanged      = errors.New("the worktree's commondir file was rewritten (restored)")
 )
+
+// relinkCommon restores the worktree's commondir file when it no longer names the repository's
+// common directory, and says so. A confined agent may write the worktree's git directory (its
+// index is there); git takes the ref store's location from that file even under
+// GIT_COMMON_DIR, so git-norma's own commit would read and move refs wherever the agent chose.
+func (w *Workspace) relinkCommon() (bool, error) {
+	if w.common == "" {
+		return false, nil
+	}
+	path := filepath.Join(w.gitDir, "commondir")
+	if data, err := os.ReadFile(path); err == nil {
+		named := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(named) {
+			named = filepath.Join(w.gitDir, named)
+		}
+		if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && sameDir(named, w.common) {
+			return false, nil
+		}
+	}
+	tmp := path + ".norma-restore"
+	_ = os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte(w.common+"\n"), 0o644); err != nil {
+		return true, err
+	}
+	return true, os.Rename(tmp, path)
+}
 
 // State reads HEAD and the status fingerprint. Right after a step was settled (Changes, or a
 // Commit that committed nothing) it is the state that settling read: only git-norma itself
@@ -85,6 +116,9 @@ type view struct {
 // read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
 // changed path at once (a step is settled several times per iteration, so this adds up).
 func (w *Workspace) read(ctx context.Context) (view, error) {
+	if _, err := w.relinkCommon(); err != nil {
+		return view{}, err
+	}
 	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
 	if err != nil {
 		return view{}, err
@@ -213,6 +247,9 @@ type StepCommit struct {
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
 	w.settled = nil
+	if changed, err := w.relinkCommon(); err != nil || changed {
+		return res, errors.Join(ErrLinkChanged, err)
+	}
 	now, err := w.position(ctx, sc.ExpectChanges)
 	if err != nil {
 		return res, err
