@@ -64,7 +64,25 @@ var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
 	ErrLinkChanged      = errors.New("the worktree's commondir file was rewritten (restored)")
+	ErrControlFiles     = errors.New("the step changed git-norma's own files")
 )
+
+// controlDir holds git-norma's configuration (.norma/config.json, tracked): gates, sandbox
+// mode, worktree.setup and notify commands that git-norma runs unconfined. A task's work
+// that changed it would, once landed, let an agent lift its own confinement.
+const controlDir = ".norma"
+
+// keepControlFiles refuses a commit whose staged tree differs from head under controlDir.
+func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
+	out, err := w.git.Output(ctx, "diff", "--cached", "--name-only", "--no-renames", "-z", head, "--", controlDir)
+	if err != nil {
+		return err
+	}
+	if paths := strings.Split(strings.Trim(out, "\x00"), "\x00"); out != "" {
+		return fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
+	}
+	return nil
+}
 
 // relinkCommon restores the worktree's commondir file when it no longer names the repository's
 // common directory, and says so. A confined agent may write the worktree's git directory (its
@@ -274,6 +292,9 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 		}
 	}
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
+		return res, err
+	}
+	if err := w.keepControlFiles(ctx, since.Head); err != nil {
 		return res, err
 	}
 	// The task's patch is the diff from the base to what is staged now, which is what the
