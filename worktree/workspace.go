@@ -64,17 +64,20 @@ var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
 	ErrLinkChanged      = errors.New("the worktree's commondir file was rewritten (restored)")
-	ErrControlFiles     = errors.New("the step changed git-norma's own files")
+	ErrControlFiles     = errors.New("the step changed git-norma's config or backlog")
 )
 
-// controlDir holds git-norma's configuration (.norma/config.json, tracked): gates, sandbox
-// mode, worktree.setup and notify commands that git-norma runs unconfined. A task's work
-// that changed it would, once landed, let an agent lift its own confinement.
-const controlDir = ".norma"
+// controlDirs hold what only the user changes: git-norma's configuration (.norma/config.json,
+// tracked: gates, sandbox mode, worktree.setup and notify commands that git-norma runs
+// unconfined) and the backlog (.beads/, every task's Verify). A task's work that changed
+// them would, once landed, let an agent lift its own confinement or weaken another task's
+// checks.
+var controlDirs = []string{".norma", ".beads"}
 
-// keepControlFiles refuses a commit whose staged tree differs from head under controlDir.
+// keepControlFiles refuses a commit whose staged tree differs from head under controlDirs.
 func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
-	out, err := w.git.Output(ctx, "diff", "--cached", "--name-only", "--no-renames", "-z", head, "--", controlDir)
+	args := []string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}
+	out, err := w.git.Output(ctx, append(args, controlDirs...)...)
 	if err != nil {
 		return err
 	}
