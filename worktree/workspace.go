@@ -64,7 +64,7 @@ var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
 	ErrLinkChanged      = errors.New("the worktree's commondir file was rewritten (restored)")
-	ErrControlFiles     = errors.New("the step changed git-norma's config or backlog")
+	ErrControlFiles     = errors.New("the step changed git-norma's config, the backlog or the hooks")
 )
 
 // controlDirs hold what only the user changes: git-norma's configuration (.norma/config.json,
@@ -74,10 +74,15 @@ var (
 // checks.
 var controlDirs = []string{".norma", ".beads"}
 
-// keepControlFiles refuses a commit whose staged tree differs from head under controlDirs.
+// keepControlFiles refuses a commit whose staged tree differs from head under controlDirs or
+// the work tree's hooks directory.
 func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
 	args := []string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}
-	out, err := w.git.Output(ctx, append(args, controlDirs...)...)
+	args = append(args, controlDirs...)
+	if hooks := w.treeHooksDir(ctx); hooks != "" {
+		args = append(args, hooks)
+	}
+	out, err := w.git.Output(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -85,6 +90,23 @@ func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
 		return fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
 	}
 	return nil
+}
+
+// treeHooksDir is the directory inside the work tree a relative core.hooksPath names (for
+// husky's ".husky/_", ".husky", where its hook scripts are), or "": hook files there are run
+// by git commands in the user's checkout — git-norma's own fast-forward at landing first.
+func (w *Workspace) treeHooksDir(ctx context.Context) string {
+	g := w.git
+	g.NoHooks = false // which would answer its own /dev/null
+	path, err := g.Output(ctx, "config", "--get", "core.hooksPath")
+	path = filepath.ToSlash(filepath.Clean(strings.TrimSpace(path)))
+	if err != nil || path == "." || filepath.IsAbs(path) || strings.HasPrefix(path, "~") || strings.HasPrefix(path, "../") {
+		return ""
+	}
+	if dir, base := filepath.Split(path); base == "_" && dir != "" {
+		return strings.TrimSuffix(dir, "/")
+	}
+	return path
 }
 
 // relinkCommon restores the worktree's commondir file when it no longer names the repository's
