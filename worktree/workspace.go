@@ -162,7 +162,7 @@ func (w *Workspace) read(ctx context.Context) (view, error) {
 	if _, err := w.relinkCommon(); err != nil {
 		return view{}, err
 	}
-	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
+	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil {
 		return view{}, err
 	}
@@ -215,7 +215,7 @@ func statusPath(entry string) (path string, renamed bool) {
 }
 
 func (w *Workspace) status(ctx context.Context) (string, error) {
-	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")...)
+	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 }
 
 // statusArgs make a status a pure read: without --no-optional-locks, git status rewrites the

@@ -30,6 +30,9 @@ type Runner struct {
 	// NoHooks runs git with no hooks at all (core.hooksPath=/dev/null): for work trees an
 	// agent wrote, where a relative core.hooksPath (.husky/_, .githooks) names hook files the
 	// agent may have written, which git-norma's own commit or checkout would run unconfined.
+	// Nor does git run itself in a nested repository there (diff.ignoreSubmodules=dirty:
+	// submodule commits count, their work trees are not asked), whose config (core.fsmonitor,
+	// filters) is the agent's too; core.fsmonitor is off.
 	NoHooks bool
 }
 
@@ -115,7 +118,8 @@ func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
 func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
 	argv := args
 	if r.NoHooks {
-		argv = append([]string{"-c", "core.hooksPath=/dev/null"}, args...)
+		argv = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+			"-c", "diff.ignoreSubmodules=dirty"}, args...)
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = r.Dir
