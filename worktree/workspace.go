@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,9 +21,13 @@ type Workspace struct {
 	gitDir string
 	// common is the repository's common git directory, which gitDir/commondir must name.
 	common string
-	branch string
-	taskID string
-	runID  string
+	// worktreeConfig is gitDir/config.worktree as git made it (nil: none), which git reads
+	// under extensions.worktreeConfig: filters, fsmonitor and hooks a confined agent could
+	// otherwise set there for git-norma's own git to run.
+	worktreeConfig []byte
+	branch         string
+	taskID         string
+	runID          string
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
@@ -63,7 +68,7 @@ type State struct {
 var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
-	ErrLinkChanged      = errors.New("the worktree's commondir file was rewritten (restored)")
+	ErrLinkChanged      = errors.New("the worktree's commondir or config.worktree file was rewritten (restored)")
 	ErrControlFiles     = errors.New("the step changed git-norma's config, the backlog or the hooks")
 )
 
@@ -109,13 +114,35 @@ func (w *Workspace) treeHooksDir(ctx context.Context) string {
 	return path
 }
 
+// restoreWorktreeConfig puts gitDir/config.worktree back as git made it, and says whether it
+// had to.
+func (w *Workspace) restoreWorktreeConfig() (bool, error) {
+	path := filepath.Join(w.gitDir, "config.worktree")
+	data, err := os.ReadFile(path)
+	st, lerr := os.Lstat(path)
+	switch {
+	case w.worktreeConfig == nil && os.IsNotExist(lerr):
+		return false, nil
+	case err == nil && lerr == nil && st.Mode().IsRegular() && bytes.Equal(data, w.worktreeConfig):
+		return false, nil
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return true, err
+	}
+	if w.worktreeConfig == nil {
+		return true, nil
+	}
+	return true, os.WriteFile(path, w.worktreeConfig, 0o644)
+}
+
 // relinkCommon restores the worktree's commondir file when it no longer names the repository's
 // common directory, and says so. A confined agent may write the worktree's git directory (its
 // index is there); git takes the ref store's location from that file even under
 // GIT_COMMON_DIR, so git-norma's own commit would read and move refs wherever the agent chose.
 func (w *Workspace) relinkCommon() (bool, error) {
-	if w.common == "" {
-		return false, nil
+	changed, err := w.restoreWorktreeConfig()
+	if err != nil || w.common == "" {
+		return changed, err
 	}
 	path := filepath.Join(w.gitDir, "commondir")
 	if data, err := os.ReadFile(path); err == nil {
@@ -124,7 +151,7 @@ func (w *Workspace) relinkCommon() (bool, error) {
 			named = filepath.Join(w.gitDir, named)
 		}
 		if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && sameDir(named, w.common) {
-			return false, nil
+			return changed, nil
 		}
 	}
 	tmp := path + ".norma-restore"
