@@ -234,7 +234,8 @@ func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.Comm
 		// Do is the step that changes the workspace; a CLI Act agent rarely does.
 		ExpectChanges: req.Role == loop.RoleDo, ResetIndex: req.ResetIndex,
 	})
-	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) {
+	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) || errors.Is(err, worktree.ErrLinkChanged) ||
+		errors.Is(err, worktree.ErrControlFiles) {
 		return loop.CommitResult{}, &loop.ProtocolError{Kind: loop.ErrKindWorkspace, Msg: err.Error()}
 	}
 	return loop.CommitResult(res), err

@@ -86,7 +86,13 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return rep, withCode(ExitFail, err)
 	}
 	defer log.Close()
-	rep.Evidence, err = loop.RunChecks(ctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout))
+	// The commit is an agent's: its check commands run its code, confined as in a run.
+	cctx, done, err := a.confineChecks(ctx, logDir, log)
+	if err != nil {
+		return rep, err
+	}
+	rep.Evidence, err = loop.RunChecks(cctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout))
+	done()
 	if err != nil {
 		return rep, withCode(ExitFail, err)
 	}

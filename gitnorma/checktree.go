@@ -55,7 +55,7 @@ func (a *App) removeCheckTree(ctx context.Context, taskID string) error {
 // worktreeSetup is the repository's preparation of a new worktree: .worktreeinclude and the
 // config's worktree.setup commands, their output to log.
 func (a *App) worktreeSetup(log *lazyLog) worktree.Setup {
-	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log}
+	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log, Confine: a.confineSetup}
 }
 
 // lazyLog is a log file created on its first write: most worktrees need no setup, and then

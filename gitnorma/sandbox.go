@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -84,6 +85,37 @@ func (a *App) confineChecks(ctx context.Context, dir string, log io.Writer) (con
 		if ev, ok := done(); ok {
 			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
 		}
+	}, nil
+}
+
+// confineSetup starts a worktree.setup command through the sandbox launcher, as agents are
+// confined: writable are the worktree it prepares, a private TMPDIR and sandbox.allow_write
+// (package caches); the network is open (installing dependencies is what it is for). Mode off
+// (or no Landlock) still contains it.
+func (a *App) confineSetup(cmd *exec.Cmd) (func(), error) {
+	c, err := a.confinement()
+	if err != nil {
+		return nil, err
+	}
+	launcher, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "git-norma-setup-")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	writable := append([]string{cmd.Dir, tmp}, expandHome(a.Config.Sandbox.AllowWrite)...)
+	l, err := sandbox.Wrap(cmd, launcher, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return func() {
+		l.Started()
+		l.Report()
+		os.RemoveAll(tmp)
 	}, nil
 }
 

@@ -183,11 +183,13 @@ func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string,
 
 // fastForwardCheckout advances a checked-out target through git itself. --no-autostash
 // overrides a user's merge.autoStash, which would otherwise stash overlapping edits, move the
-// target anyway and leave conflict markers in the user's files.
+// target anyway and leave conflict markers in the user's files. --no-overwrite-ignore keeps
+// the user's ignored files (.env, local settings): git otherwise treats them as expendable, and
+// a task that turns their directory into a file or symlink would delete them.
 func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
 	var err error
 	for wait := indexLockWait; ; wait -= indexLockPoll {
-		err = m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "-q", "--no-stat", commit)
+		err = m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "--no-overwrite-ignore", "-q", "--no-stat", commit)
 		if err == nil {
 			return nil
 		}
@@ -232,7 +234,8 @@ func firstLine(s string) string {
 
 // overwrittenPaths reads the tab-indented path list of git's "would be overwritten" error.
 func overwrittenPaths(stderr string) []string {
-	if !strings.Contains(stderr, "would be overwritten") && !strings.Contains(stderr, "would be removed") {
+	if !strings.Contains(stderr, "would be overwritten") && !strings.Contains(stderr, "would be removed") &&
+		!strings.Contains(stderr, "would lose untracked files") {
 		return nil
 	}
 	var paths []string

@@ -135,10 +135,16 @@ func (m *Manager) open(ctx context.Context, path, runID string) (*Workspace, err
 	g := m.Git.Pinned(admin, path)
 	// A confined agent may write the admin dir (its index): its commondir file must not be
 	// able to send git-norma's own git commands to a repository (and config) the agent made.
-	if common, err := m.commonDir(ctx); err == nil {
+	// GIT_COMMON_DIR covers config and objects, but git reads the ref store's location from
+	// the commondir file itself: Workspace.relinkCommon restores that file (and
+	// config.worktree, as it is now, before any agent ran).
+	common, err := m.commonDir(ctx)
+	if err == nil {
 		g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
 	}
-	return &Workspace{dir: path, gitDir: admin, runID: runID, git: g}, nil
+	ws := &Workspace{dir: path, gitDir: admin, common: common, runID: runID, git: g}
+	ws.worktreeConfig, _ = os.ReadFile(filepath.Join(admin, "config.worktree"))
+	return ws, nil
 }
 
 // BranchExists reports whether refs/heads/<branch> exists.

@@ -30,6 +30,10 @@ type Setup struct {
 	Log io.Writer
 	// Env is added to the commands' environment.
 	Env []string
+	// Confine, when set, rewrites a setup command to start confined (the sandbox launcher):
+	// the worktree holds an agent's commit, and a command that runs project code (npm ci's
+	// install scripts, make deps) runs the agent's code. done is called once it ended.
+	Confine func(cmd *exec.Cmd) (done func(), err error)
 }
 
 // SetUp copies the ignored files .worktreeinclude names into dir, then runs the setup
@@ -62,6 +66,13 @@ func runSetup(ctx context.Context, dir string, argv []string, s Setup) error {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.Env = append(git.StripRepoVars(os.Environ()), s.Env...)
+	if s.Confine != nil {
+		done, err := s.Confine(cmd)
+		if err != nil {
+			return fmt.Errorf("confine worktree.setup command %q: %w", argv, err)
+		}
+		defer done()
+	}
 	if err := cmd.Run(); err != nil {
 		out := strings.TrimSpace(tail.String())
 		if len(out) > 500 {
@@ -96,11 +107,35 @@ func (m *Manager) copyIncluded(ctx context.Context, dir, root string) error {
 		if rel == "" || rel == ".norma" || strings.HasPrefix(rel, ".norma/") {
 			continue // git-norma's own state is never copied
 		}
+		if !realDirs(dir, filepath.Dir(rel)) {
+			continue // the worktree's tree put something else there: never write through it
+		}
 		if err := copyFile(filepath.Join(root, rel), filepath.Join(dir, rel)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// realDirs says whether each existing component of rel (a slash-separated path inside dir) is
+// a directory, not a symlink: the worktree holds a commit an agent made, and a symlinked
+// directory there would send the copy of the user's file to wherever the agent chose.
+func realDirs(dir, rel string) bool {
+	p := dir
+	for _, name := range strings.Split(filepath.ToSlash(rel), "/") {
+		if name == "." || name == "" {
+			continue
+		}
+		p = filepath.Join(p, name)
+		st, err := os.Lstat(p)
+		if os.IsNotExist(err) {
+			return true // made below by MkdirAll, as plain directories
+		}
+		if err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // copyFile copies a regular file (with its mode) or a symlink; an existing destination is

@@ -1,11 +1,14 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -16,9 +19,15 @@ type Workspace struct {
 	dir string
 	// gitDir is the worktree's own git directory, where its HEAD, index and locks are.
 	gitDir string
-	branch string
-	taskID string
-	runID  string
+	// common is the repository's common git directory, which gitDir/commondir must name.
+	common string
+	// worktreeConfig is gitDir/config.worktree as git made it (nil: none), which git reads
+	// under extensions.worktreeConfig: filters, fsmonitor and hooks a confined agent could
+	// otherwise set there for git-norma's own git to run.
+	worktreeConfig []byte
+	branch         string
+	taskID         string
+	runID          string
 	// base is where the task branch forks from the target; patch sizes are measured from it.
 	base string
 	git  git.Runner
@@ -59,7 +68,99 @@ type State struct {
 var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
+	ErrLinkChanged      = errors.New("the worktree's commondir or config.worktree file was rewritten (restored)")
+	ErrControlFiles     = errors.New("the step changed git-norma's config, the backlog or the hooks")
 )
+
+// controlDirs hold what only the user changes: git-norma's configuration (.norma/config.json,
+// tracked: gates, sandbox mode, worktree.setup and notify commands that git-norma runs
+// unconfined) and the backlog (.beads/, every task's Verify). A task's work that changed
+// them would, once landed, let an agent lift its own confinement or weaken another task's
+// checks.
+var controlDirs = []string{".norma", ".beads"}
+
+// keepControlFiles refuses a commit whose staged tree differs from head under controlDirs or
+// the work tree's hooks directory.
+func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
+	args := []string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}
+	args = append(args, controlDirs...)
+	if hooks := w.treeHooksDir(ctx); hooks != "" {
+		args = append(args, hooks)
+	}
+	out, err := w.git.Output(ctx, args...)
+	if err != nil {
+		return err
+	}
+	if paths := strings.Split(strings.Trim(out, "\x00"), "\x00"); out != "" {
+		return fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
+	}
+	return nil
+}
+
+// treeHooksDir is the directory inside the work tree a relative core.hooksPath names (for
+// husky's ".husky/_", ".husky", where its hook scripts are), or "": hook files there are run
+// by git commands in the user's checkout — git-norma's own fast-forward at landing first.
+func (w *Workspace) treeHooksDir(ctx context.Context) string {
+	g := w.git
+	g.NoHooks = false // which would answer its own /dev/null
+	path, err := g.Output(ctx, "config", "--get", "core.hooksPath")
+	path = filepath.ToSlash(filepath.Clean(strings.TrimSpace(path)))
+	if err != nil || path == "." || filepath.IsAbs(path) || strings.HasPrefix(path, "~") || strings.HasPrefix(path, "../") {
+		return ""
+	}
+	if dir, base := filepath.Split(path); base == "_" && dir != "" {
+		return strings.TrimSuffix(dir, "/")
+	}
+	return path
+}
+
+// restoreWorktreeConfig puts gitDir/config.worktree back as git made it, and says whether it
+// had to.
+func (w *Workspace) restoreWorktreeConfig() (bool, error) {
+	path := filepath.Join(w.gitDir, "config.worktree")
+	data, err := os.ReadFile(path)
+	st, lerr := os.Lstat(path)
+	switch {
+	case w.worktreeConfig == nil && os.IsNotExist(lerr):
+		return false, nil
+	case err == nil && lerr == nil && st.Mode().IsRegular() && bytes.Equal(data, w.worktreeConfig):
+		return false, nil
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return true, err
+	}
+	if w.worktreeConfig == nil {
+		return true, nil
+	}
+	return true, os.WriteFile(path, w.worktreeConfig, 0o644)
+}
+
+// relinkCommon restores the worktree's commondir file when it no longer names the repository's
+// common directory, and says so. A confined agent may write the worktree's git directory (its
+// index is there); git takes the ref store's location from that file even under
+// GIT_COMMON_DIR, so git-norma's own commit would read and move refs wherever the agent chose.
+func (w *Workspace) relinkCommon() (bool, error) {
+	changed, err := w.restoreWorktreeConfig()
+	if err != nil || w.common == "" {
+		return changed, err
+	}
+	path := filepath.Join(w.gitDir, "commondir")
+	if data, err := os.ReadFile(path); err == nil {
+		named := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(named) {
+			named = filepath.Join(w.gitDir, named)
+		}
+		if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && sameDir(named, w.common) {
+			return changed, nil
+		}
+	}
+	tmp := path + ".norma-restore"
+	_ = os.Remove(tmp)
+	if err := os.WriteFile(tmp, []byte(w.common+"\n"), 0o644); err != nil {
+		return true, err
+	}
+	return true, os.Rename(tmp, path)
+}
 
 // State reads HEAD and the status fingerprint. Right after a step was settled (Changes, or a
 // Commit that committed nothing) it is the state that settling read: only git-norma itself
@@ -88,6 +189,9 @@ type view struct {
 // (--ignore-submodules=dirty): git-norma commits a gitlink, never a submodule's files, and an
 // agent's broken nested repository (git init lib) must not make git itself fail here.
 func (w *Workspace) read(ctx context.Context) (view, error) {
+	if _, err := w.relinkCommon(); err != nil {
+		return view{}, err
+	}
 	out, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v2", "--branch", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil {
 		return view{}, err
@@ -216,6 +320,9 @@ type StepCommit struct {
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
 	res := CommitResult{}
 	w.settled = nil
+	if changed, err := w.relinkCommon(); err != nil || changed {
+		return res, errors.Join(ErrLinkChanged, err)
+	}
 	now, err := w.position(ctx, sc.ExpectChanges)
 	if err != nil {
 		return res, err
@@ -240,6 +347,9 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 		}
 	}
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
+		return res, err
+	}
+	if err := w.keepControlFiles(ctx, since.Head); err != nil {
 		return res, err
 	}
 	// The task's patch is the diff from the base to what is staged now, which is what the

@@ -27,6 +27,13 @@ type Runner struct {
 	Dir string
 	// Env is appended to the cleaned process environment.
 	Env []string
+	// NoHooks runs git with no hooks at all (core.hooksPath=/dev/null): for work trees an
+	// agent wrote, where a relative core.hooksPath (.husky/_, .githooks) names hook files the
+	// agent may have written, which git-norma's own commit or checkout would run unconfined.
+	// Nor does git run itself in a nested repository there (diff.ignoreSubmodules=dirty:
+	// submodule commits count, their work trees are not asked), whose config (core.fsmonitor,
+	// filters) is the agent's too; core.fsmonitor is off.
+	NoHooks bool
 }
 
 // Error is a git command that exited non-zero or could not start.
@@ -67,17 +74,17 @@ func StderrOf(err error) string {
 
 // In returns a runner for another directory with the same extra environment.
 func (r Runner) In(dir string) Runner {
-	return Runner{Dir: dir, Env: r.Env}
+	return Runner{Dir: dir, Env: r.Env, NoHooks: r.NoHooks}
 }
 
 // Pinned returns a runner for the work tree dir whose git directory is gitDir, named to git
 // through GIT_DIR and GIT_WORK_TREE: git then never looks for the repository itself. Left to
 // look, git reads dir/.git, and where that file is gone it walks up the directories above — a
 // linked worktree inside another checkout would send the command to that checkout's
-// repository, index and branch.
+// repository, index and branch. It runs no hooks (see NoHooks): the work tree is an agent's.
 func (r Runner) Pinned(gitDir, dir string) Runner {
 	env := append(append([]string{}, r.Env...), "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
-	return Runner{Dir: dir, Env: env}
+	return Runner{Dir: dir, Env: env, NoHooks: true}
 }
 
 // Output runs git and returns its stdout with the trailing newline trimmed. The output is
@@ -109,7 +116,12 @@ func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
 }
 
 func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	argv := args
+	if r.NoHooks {
+		argv = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+			"-c", "diff.ignoreSubmodules=dirty"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = r.Dir
 	cmd.Env = append(CleanEnv(os.Environ()), r.Env...)
 	cmd.Stdin = stdin

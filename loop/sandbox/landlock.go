@@ -22,8 +22,9 @@ func confine(p Policy) error {
 	if p.Network {
 		cfg.HandledAccessNet = 0
 	}
-	// Abstract unix sockets stay usable: tools talk to daemons of their own through them.
-	cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal)
+	// Abstract unix sockets only within the sandbox: daemons the agent started stay usable,
+	// while a daemon of the user's (X11, an IDE, a session bus) would take its orders.
+	cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal | llsys.ScopeAbstractUnixSocket)
 	rules := []landlock.Rule{
 		landlock.RODirs("/"),
 		landlock.RWDirs("/dev").WithIoctlDev(),
