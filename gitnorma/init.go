@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -32,6 +33,16 @@ type InitResult struct {
 	Hint    string `json:"hint,omitempty"`
 	// Chose says which agent a new config got from what is installed.
 	Chose string `json:"chose,omitempty"`
+}
+
+// cliState are the places each agent CLI keeps its own state (login, sessions, settings),
+// which it must write even when confined: init lists them in sandbox.allow_write for the CLI it
+// chooses, so the first confined run of it works.
+var cliState = map[string][]string{
+	AgentClaude:   {"~/.claude", "~/.claude.json"},
+	AgentCodex:    {"~/.codex"},
+	AgentGemini:   {"~/.gemini"},
+	AgentOpencode: {"~/.local/share/opencode", "~/.config/opencode"},
 }
 
 // firstInstalledCLI is the first agent CLI on PATH, in the order of preference.
@@ -79,7 +90,9 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	initial := DefaultConfig()
 	if kind, path := firstInstalledCLI(); kind != "" {
 		initial.Agents.Do = AgentConfig{Type: kind, Timeout: initial.Agents.Do.Timeout}
-		res.Chose = fmt.Sprintf("the Do agent is %s (found %s); plan, check and act are built in", kind, path)
+		initial.Sandbox.AllowWrite = cliState[kind]
+		res.Chose = fmt.Sprintf("the Do agent is %s (found %s); plan, check and act are built in; confined, it may write its own state (sandbox.allow_write: %s)",
+			kind, path, strings.Join(cliState[kind], ", "))
 	}
 	defaults, _ := json.MarshalIndent(initial, "", "  ")
 	if err := res.writeOnce(repo, repo.Path("config.json"), append(defaults, '\n')); err != nil {
