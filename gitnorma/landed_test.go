@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -17,11 +16,7 @@ import (
 // landing from before the task existed (a reused id).
 func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	ctx := context.Background()
-	repo := gittest.NewRepo(t)
-	_, err := Init(ctx, repo.Dir, InitOptions{})
-	require.NoError(t, err)
-	a, err := Open(ctx, repo.Dir)
-	require.NoError(t, err)
+	a, repo := initApp(t)
 	st, err := a.OpenStore(ctx)
 	require.NoError(t, err)
 	defer st.Close()

@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
 // prune deletes a task branch only as it judged it: never while a run of its task holds the
@@ -16,11 +14,7 @@ import (
 // it; a branch already gone, or with a name that is no task id, fails nothing.
 func TestPruneDeletesABranchOnlyAsJudged(t *testing.T) {
 	ctx := context.Background()
-	repo := gittest.NewRepo(t)
-	_, err := Init(ctx, repo.Dir, InitOptions{})
-	require.NoError(t, err)
-	a, err := Open(ctx, repo.Dir)
-	require.NoError(t, err)
+	a, repo := initApp(t)
 	const branch = "norma/task/norma-t1"
 	judged := repo.Must("rev-parse", "HEAD")
 	repo.Must("branch", branch, judged)

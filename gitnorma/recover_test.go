@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
@@ -18,11 +17,7 @@ import (
 // another tool made (another assignee), never a task that is not in progress.
 func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 	ctx := context.Background()
-	repo := gittest.NewRepo(t)
-	_, err := Init(ctx, repo.Dir, InitOptions{})
-	require.NoError(t, err)
-	a, err := Open(ctx, repo.Dir)
-	require.NoError(t, err)
+	a, _ := initApp(t)
 	a.Config.Tracker = "jsonl"
 	st, err := a.OpenStore(ctx)
 	require.NoError(t, err)
