@@ -162,6 +162,9 @@ type workspace struct {
 	// guard's (nil in tests of the run dir and backlog alone).
 	root, runDir string
 	guard        *guardState
+	// confined says every process a step starts runs under Landlock, which keeps it from
+	// writing any of the places the fingerprint and the guard watch (see guarded).
+	confined bool
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
 	// checks brings the task's check worktree to a commit (App.checkTree).
@@ -174,13 +177,23 @@ func (w workspace) CheckTree(ctx context.Context, commit string) (loop.CheckTree
 	return w.checks(ctx, commit)
 }
 
-func (w workspace) Snapshot(ctx context.Context) (loop.Snapshot, error) {
-	s, err := w.ws.State(ctx)
+func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, error) {
+	var s worktree.State
+	var err error
+	if writing {
+		s.Head, err = w.ws.Head(ctx)
+	} else {
+		s, err = w.ws.State(ctx)
+	}
 	if err != nil {
 		return loop.Snapshot{}, err
 	}
+	snap := loop.Snapshot{Head: s.Head, Status: s.Status}
+	if w.confined {
+		return snap, nil
+	}
 	w.linkBacklog()
-	snap := loop.Snapshot{Head: s.Head, Status: s.Status, Outside: w.fingerprint()}
+	snap.Outside = w.fingerprint()
 	if w.guard.active() {
 		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {
 			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)

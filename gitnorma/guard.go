@@ -93,6 +93,9 @@ func statPath(line string) string {
 // each with what became of it — the fallback guard restores what it kept a copy of — and, if
 // there is any, the violation recorded for the user to see (see violation.go).
 func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]string, error) {
+	if w.confined {
+		return nil, nil // the kernel refused every such write (see Snapshot)
+	}
 	// Under the landing lock no landing of a parallel run is half done (the target moved, the
 	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
 	// Under the backlog lock no git-norma write is half done and the stamp is current.

@@ -25,6 +25,33 @@ type confinement struct {
 // landlock says whether agents get Landlock: the mode allows it and the kernel has it.
 func (c confinement) landlock() bool { return c.mode != sandbox.ModeOff && c.abi > 0 }
 
+// shields says the kernel keeps every process a step starts out of the places the fallback
+// guard and the run dir's fingerprint watch: Landlock confines them, and sandbox.allow_write
+// opens none of the repository's shared directories (the main checkout, its git directory).
+func (a *App) shields(c confinement) bool {
+	if !c.landlock() {
+		return false
+	}
+	for _, p := range expandHome(a.Config.Sandbox.AllowWrite) {
+		p, err := filepath.Abs(p)
+		if err != nil {
+			return false
+		}
+		for _, shared := range []string{a.Repo.Root, a.Repo.GitDir} {
+			if contains(p, shared) || contains(shared, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// contains says path is dir or inside it.
+func contains(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // confinement reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
 // Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
 func (a *App) confinement() (confinement, error) {
@@ -60,7 +87,7 @@ func (a *App) sandbox(c confinement) (*loop.Sandbox, error) {
 	}
 	cfg := a.Config.Sandbox
 	return &loop.Sandbox{
-		Launcher: launcher, Landlock: c.landlock(), Network: cfg.Network,
+		Launcher: launcher, Landlock: c.landlock(), Shields: a.shields(c), Network: cfg.Network,
 		AllowWrite: expandHome(cfg.AllowWrite),
 		ObjectsDir: filepath.Join(a.Repo.GitDir, "objects"),
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.

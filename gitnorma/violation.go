@@ -161,7 +161,7 @@ func (r *run) pauseReason() string {
 // newGuard is the run's fallback guard.
 func (r *run) newGuard() *guardState {
 	return &guardState{app: r.app, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
-		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: r.pre.sandbox.landlock}
+		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: func() bool { return r.app.shields(r.pre.sandbox) }}
 }
 
 // violationSince summarises a violation recorded since t ("" when there is none).

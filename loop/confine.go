@@ -21,6 +21,9 @@ type Sandbox struct {
 	Launcher string
 	// Landlock confines writes; without it processes are only contained.
 	Landlock bool
+	// Shields says Landlock also keeps processes out of the workspace of a step they do not
+	// work in and the repository's shared places: sandbox.allow_write opens none of them.
+	Shields bool
 	// Network allows TCP bind and connect.
 	Network bool
 	// AllowWrite are the user's extra writable paths (sandbox.allow_write).

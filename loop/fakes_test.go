@@ -55,7 +55,7 @@ func (w *fakeWorkspace) CheckTree(_ context.Context, commit string) (CheckTree, 
 	return CheckTree{Dir: dir, Tree: "tree-of-" + commit}, nil
 }
 
-func (w *fakeWorkspace) Snapshot(context.Context) (Snapshot, error) {
+func (w *fakeWorkspace) Snapshot(context.Context, bool) (Snapshot, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.snapErr != nil {

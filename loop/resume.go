@@ -31,7 +31,7 @@ func (e *engine) skip(ctx context.Context, role Role, out Output) error {
 	var err error
 	if e.head != "" { // nothing runs in a skipped step: the workspace is as last seen
 		s.snap = Snapshot{Head: e.head}
-	} else if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+	} else if s.snap, err = e.o.Workspace.Snapshot(ctx, false); err != nil {
 		return fmt.Errorf("snapshot workspace: %w", err)
 	} else {
 		e.head = s.snap.Head

@@ -94,9 +94,14 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	var err error
 	ra := e.o.Agents[s.role]
 	_, isPure := ra.Agent.(pure)
+	if _, builtin := ra.Agent.(BuiltinCheck); builtin && e.o.Sandbox != nil && e.o.Sandbox.Shields {
+		// Its commands run confined in the check worktree: the kernel keeps them out of the
+		// workspace, so there is nothing to snapshot or settle there.
+		isPure = true
+	}
 	if isPure && e.head != "" {
 		s.snap = Snapshot{Head: e.head}
-	} else if s.snap, err = e.o.Workspace.Snapshot(ctx); err != nil {
+	} else if s.snap, err = e.o.Workspace.Snapshot(ctx, s.role == RoleDo || s.role == RoleAct); err != nil {
 		return nil, fmt.Errorf("snapshot workspace: %w", err)
 	} else {
 		e.head = s.snap.Head

@@ -14,8 +14,9 @@ type Workspace interface {
 	// which tree it holds: the check commands run there, never in Dir, so nothing an agent
 	// wrote without committing (an ignored file, a nested repository) decides a verdict.
 	CheckTree(ctx context.Context, commit string) (CheckTree, error)
-	// Snapshot records the workspace state before a step.
-	Snapshot(ctx context.Context) (Snapshot, error)
+	// Snapshot records the workspace state before a step. For a writing step (one whose
+	// changes are committed, not compared) only HEAD and the outside places are needed.
+	Snapshot(ctx context.Context, writing bool) (Snapshot, error)
 	// Changes lists what differs from the snapshot (paths, or a note that HEAD moved).
 	Changes(ctx context.Context, snap Snapshot) ([]string, error)
 	// Discard returns the workspace to the snapshot's committed state.

@@ -54,28 +54,37 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	if locked == nil {
 		locked = func(fn func() error) error { return fn() }
 	}
+	// The tree id is a fact of the commit: asked while the worktree moves, not after.
+	tree := make(chan error, 1)
+	go func() {
+		var err error
+		out.Tree, err = m.Git.CommitTree(ctx, o.Commit)
+		tree <- err
+	}()
 	moved := false
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh {
 		moved = m.moveCheckTree(ctx, m.Git.Pinned(admin, o.Path), o.Commit) == nil
 	}
 	if err := ctx.Err(); err != nil {
+		<-tree
 		return out, err
 	}
 	if !moved {
 		// Missing or broken (its git directory pruned, its .git file gone, an index.lock a
 		// killed git left): nothing in it is anyone's work, so it is made again from scratch.
 		if err := locked(func() error { return m.addCheckTree(ctx, o) }); err != nil {
+			<-tree
 			return out, err
 		}
 		if err := m.SetUp(ctx, o.Path, o.Setup); err != nil {
+			<-tree
 			// Removed, so that the next check sets it up again instead of using it half made.
 			_ = locked(func() error { return m.RemoveCheckTree(context.WithoutCancel(ctx), o.Path) })
 			return out, err
 		}
 		out.Created = true
 	}
-	var err error
-	out.Tree, err = m.Git.CommitTree(ctx, o.Commit)
+	err := <-tree // before out is read: out.Tree is the goroutine's
 	return out, err
 }
 

@@ -33,6 +33,9 @@ type Workspace struct {
 	git  git.Runner
 	// settled is the state the last settling read, for the next State (see there).
 	settled *State
+	// hooksDir is treeHooksDir's answer, read once per run: core.hooksPath lives in the
+	// shared config, which a confined agent cannot write and the fallback guard restores.
+	hooksDir *string
 	// patch is the last patch size measured, and for which head.
 	patch struct {
 		head  string
@@ -101,6 +104,14 @@ func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
 // husky's ".husky/_", ".husky", where its hook scripts are), or "": hook files there are run
 // by git commands in the user's checkout — git-norma's own fast-forward at landing first.
 func (w *Workspace) treeHooksDir(ctx context.Context) string {
+	if w.hooksDir == nil {
+		dir := w.readHooksDir(ctx)
+		w.hooksDir = &dir
+	}
+	return *w.hooksDir
+}
+
+func (w *Workspace) readHooksDir(ctx context.Context) string {
 	g := w.git
 	g.NoHooks = false // which would answer its own /dev/null
 	path, err := g.Output(ctx, "config", "--get", "core.hooksPath")
@@ -172,6 +183,15 @@ func (w *Workspace) State(ctx context.Context) (State, error) {
 	}
 	v, err := w.read(ctx)
 	return v.state, err
+}
+
+// Head reads HEAD alone, before a step whose changes are committed rather than compared
+// (Commit needs where it started, not what was uncommitted then).
+func (w *Workspace) Head(ctx context.Context) (string, error) {
+	if _, err := w.relinkCommon(); err != nil {
+		return "", err
+	}
+	return w.headCommit(ctx)
 }
 
 // view is the worktree as one `git status` sees it.
