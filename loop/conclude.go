@@ -207,5 +207,10 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	}
 	fmt.Fprintf(e.o.Live, "%03d %-5s %-5s %s (%s)\n", s.index, s.role, live,
 		oneLine(s.out.Summary.Text, 100), ended.Sub(s.started).Round(time.Millisecond))
+	for _, ev := range s.events {
+		if ev.Type == DeniedEvent || ev.Type == KilledEvent {
+			fmt.Fprintf(e.o.Live, "    %s: %s\n", ev.Type, oneLine(ev.Message, 400))
+		}
+	}
 	return nil
 }

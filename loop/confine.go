@@ -84,6 +84,11 @@ func (s *stepSandbox) privateDir() (string, error) {
 	return s.private, s.err
 }
 
+// confinedProcesses says the step started processes, and under Landlock.
+func (s *stepSandbox) confinedProcesses() bool {
+	return s != nil && s.cfg.Landlock && s.private != ""
+}
+
 // close removes the private directory: what the step's processes left in TMPDIR and the git
 // objects they wrote, which never enter the repository.
 func (s *stepSandbox) close() {

@@ -54,6 +54,11 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	}
 	s.stdout.Close()
 	s.stderr.Close()
+	if s.sandbox.confinedProcesses() {
+		if ev, ok := deniedEvent(s.stdout.Name(), s.stderr.Name()); ok {
+			s.events = append(s.events, ev)
+		}
+	}
 	if err != nil {
 		return Output{}, nil, err
 	}
