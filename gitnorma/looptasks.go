@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/git-norma/git-norma/loop"
@@ -18,7 +17,7 @@ type LoopOptions struct {
 	Parallel int
 	Scope    Scope
 	NoLand   bool
-	Live     io.Writer
+	Live     loop.LiveFunc
 	// Force starts runs even while a guard violation is pending (one the loop meets still
 	// stops it).
 	Force bool
@@ -165,13 +164,9 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	l.tried = append(l.tried, sel.TaskID)
 	l.running[sel.TaskID] = true
 	l.started++
-	live := l.o.Live
-	if l.o.Parallel > 1 {
-		live = newPrefixWriter(l.o.Live, "["+sel.TaskID+"] ")
-	}
-	fmt.Fprintf(live, "loop: task %s %q (%s)\n", sel.TaskID, sel.Title, sel.Reason)
+	say(l.o.Live, sel.TaskID, "loop: task %s %q (%s)", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
-		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: live, IgnoreViolation: true})
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true})
 		if err != nil {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
 		}

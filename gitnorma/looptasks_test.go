@@ -1,10 +1,7 @@
 package gitnorma
 
 import (
-	"bytes"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,44 +41,4 @@ func TestRelatedToAny(t *testing.T) {
 			assert.Equal(t, tt.want, relatedToAny(tt.id, tt.busy, all))
 		})
 	}
-}
-
-func TestPrefixWriterKeepsLinesWhole(t *testing.T) {
-	var out lockedBuffer
-	a, b := newPrefixWriter(&out, "[a] "), newPrefixWriter(&out, "[b] ")
-	var wg sync.WaitGroup
-	for _, w := range []*prefixWriter{a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 200; i++ {
-				fmt.Fprintf(w, "line %d ", i) // a line in two writes
-				fmt.Fprintf(w, "end\n")
-			}
-		}()
-	}
-	wg.Wait()
-	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	assert.Len(t, lines, 400)
-	for _, l := range lines {
-		assert.Regexp(t, `^\[[ab]\] line \d+ end$`, l)
-	}
-}
-
-// lockedBuffer is the terminal: one write at a time.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

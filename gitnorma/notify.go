@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,13 +44,13 @@ type NotifyEvent struct {
 
 // notifyRunEnd runs the configured notify command (if any) for a run that ended. A failure
 // is only warned about on warn: notification never changes how a run ended.
-func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, warn io.Writer) {
+func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, live loop.LiveFunc) {
 	if len(a.Config.Notify) == 0 || rep.RunID == "" {
 		return
 	}
 	ev := a.notifyEvent(context.WithoutCancel(ctx), rep, runErr)
-	if err := a.runNotify(context.WithoutCancel(ctx), ev); err != nil && warn != nil {
-		fmt.Fprintf(warn, "warning: notify command failed for run %s: %v\n", rep.RunID, err)
+	if err := a.runNotify(context.WithoutCancel(ctx), ev); err != nil {
+		warn(live, rep.TaskID, "notify command failed for run %s: %v", rep.RunID, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // notifyApp is an App whose notify command is argv, over an embedded backlog in a temp dir.
@@ -31,8 +33,8 @@ func TestNotifySendsTheEventOnStdin(t *testing.T) {
 	a, _ := notifyApp(t, "sh", "-c", `cat > event.json; printf '%s %s' "$NORMA_EVENT" "$NORMA_TASK_ID" > env.txt`)
 	rep := RunReport{RunID: "r-1", TaskID: "norma-a", Title: "A", Status: "passed", Verdict: "PASS",
 		StopReason: "none", Message: "PASS; landed", Landed: "abc123"}
-	var warn bytes.Buffer
-	a.notifyRunEnd(context.Background(), rep, nil, &warn)
+	var warn warnings
+	a.notifyRunEnd(context.Background(), rep, nil, warn.live)
 	assert.Empty(t, warn.String())
 
 	data, err := os.ReadFile(filepath.Join(a.Repo.Root, "event.json"))
@@ -98,9 +100,9 @@ func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a, _ := notifyApp(t, c.argv...)
-			var warn bytes.Buffer
+			var warn warnings
 			start := time.Now()
-			a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1", Status: "passed"}, nil, &warn)
+			a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1", Status: "passed"}, nil, warn.live)
 			assert.Less(t, time.Since(start), 5*time.Second)
 			assert.Contains(t, warn.String(), c.want)
 		})
@@ -109,7 +111,16 @@ func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
 
 func TestNotifyNotConfiguredRunsNothing(t *testing.T) {
 	a, _ := notifyApp(t)
-	var warn bytes.Buffer
-	a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1"}, nil, &warn)
+	var warn warnings
+	a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1"}, nil, warn.live)
 	assert.Empty(t, warn.String())
+}
+
+// warnings collects the warnings said live, one line each as the command line shows them.
+type warnings struct{ bytes.Buffer }
+
+func (w *warnings) live(l loop.Live) {
+	if l.Warning {
+		fmt.Fprintf(&w.Buffer, "warning: %s\n", l.Text)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,7 +67,7 @@ func (a *App) claimAssignee(ctx context.Context) string {
 // (recover_passed "reopen", a --no-land run, a refused landing). It returns the report of a
 // landing (the task is then closed), nil when the run is to go on. It also removes a re-check
 // workspace a killed landing of the task left. The caller holds the task's lock.
-func (r *run) recoverPassed(ctx context.Context, noLand bool, live io.Writer) (*RunReport, error) {
+func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc) (*RunReport, error) {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
 		return nil, err
@@ -98,7 +97,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live io.Writer) (*
 }
 
 // recoverPass finishes one passed run that did not land; see recoverPassed.
-func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool, live io.Writer) (*RunReport, error) {
+func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool, live loop.LiveFunc) (*RunReport, error) {
 	kv, err := r.st.KV(ctx, dead.ID)
 	if err != nil {
 		return nil, err
@@ -148,7 +147,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	}
 	r.releaseDeadClaim(ctx, dead.ID, t.ID, done)
 	line := fmt.Sprintf("recovered run %s of %s: %s", dead.ID, t.ID, done)
-	fmt.Fprintln(live, line)
+	say(live, t.ID, "%s", line)
 	if rep != nil {
 		rep.Message = line
 	}
@@ -286,7 +285,7 @@ func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 // claims given back), and runs that finished but still hold their task's claim are recovered
 // under the task's lock (a PASS that did not land lands, or the task is reopened). A task
 // another process works on is left alone. What it does is said on live.
-func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) error {
+func (a *App) recoverCrashed(ctx context.Context, noLand bool, live loop.LiveFunc) error {
 	st, err := a.OpenStore(ctx)
 	if err != nil {
 		return err
@@ -315,7 +314,7 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) e
 		}
 		seen[h.TaskID] = true
 		if err := a.recoverTask(ctx, base, h, noLand, live); err != nil {
-			fmt.Fprintf(live, "recovering task %s failed: %v\n", h.TaskID, err)
+			say(live, h.TaskID, "recovering task %s failed: %v", h.TaskID, err)
 		}
 	}
 	return nil
@@ -324,7 +323,7 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live io.Writer) e
 // recoverTask recovers the finished runs of held's task that still hold its claim, under the
 // task's lock. A task no longer in progress (closed by a landing killed just after, moved by
 // someone) is held by none of them: that is recorded, so it is not looked at again.
-func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live io.Writer) error {
+func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live loop.LiveFunc) error {
 	taskID := held.TaskID
 	lock, err := a.acquireTaskLock(taskID)
 	if err != nil {
@@ -343,7 +342,7 @@ func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand
 	r.pre = &preflight{task: t, target: base.pre.target}
 	rep, err := r.recoverPassed(ctx, noLand, live)
 	if err == nil && rep == nil && r.recoverClaim(ctx) {
-		fmt.Fprintf(live, "recovered task %s: its claim was left by a run that died; reopened\n", taskID)
+		say(live, taskID, "recovered task %s: its claim was left by a run that died; reopened", taskID)
 	}
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +25,8 @@ type RunOptions struct {
 	// Force runs (and lands) a task whose work already landed on the target; without it such
 	// a task is closed instead (landed.go).
 	Force bool
-	// Live receives one line per step.
-	Live io.Writer
+	// Live receives each step as it starts and ends, and what the run does besides.
+	Live loop.LiveFunc
 	// IgnoreViolation starts the run even while a guard violation is pending (Force does
 	// too): loop sets it, having checked before it started.
 	IgnoreViolation bool
@@ -101,7 +100,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		rep.Message += fmt.Sprintf("; not continuing with %s: %d decompositions in a row (run it yourself)", rep.continueWith, maxHops)
 		return rep, nil
 	}
-	fmt.Fprintf(o.Live, "continuing with %s (%s)\n", rep.continueWith, rep.StopReason)
+	say(o.Live, rep.TaskID, "continuing with %s (%s)", rep.continueWith, rep.StopReason)
 	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, Force: o.Force, IgnoreViolation: o.IgnoreViolation, hops: o.hops + 1})
 	rep.Next, rep.ExitCode = &next, next.ExitCode
 	return rep, err
@@ -187,7 +186,7 @@ func (r *run) autoPrune(ctx context.Context) {
 }
 
 // begin creates the run: id, directory, row, worktree, and the task claim.
-func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live io.Writer) error {
+func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.LiveFunc) error {
 	r.id = newRunID(r.started)
 	r.dir = r.app.Repo.Path("runs", r.id)
 	if err := lock.Record(r.id, r.started); err != nil {
@@ -292,7 +291,7 @@ func (r *run) stepJournal() notes.Journal {
 
 // reportCatchUp records (and says) how the existing task branch was brought up to date with
 // the target: merged, or saved and restarted because it conflicted.
-func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live io.Writer) {
+func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.LiveFunc) {
 	branch, target := worktree.TaskBranch(r.pre.task.ID), r.pre.target
 	ev := store.Event{TS: r.app.Now(), Data: map[string]any{"catch_up": c}}
 	switch {
@@ -304,7 +303,7 @@ func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live io.Wri
 	default:
 		return
 	}
-	fmt.Fprintln(live, ev.Message)
+	say(live, r.pre.task.ID, "%s", ev.Message)
 	_ = r.st.AppendEvent(ctx, r.id, ev)
 }
 
@@ -364,7 +363,7 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 		}}
 }
 
-func (r *run) loopOptions(ctx context.Context, live io.Writer) (loop.Options, error) {
+func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
 		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact}
 	o := loop.Options{
@@ -389,7 +388,7 @@ func (r *run) loopOptions(ctx context.Context, live io.Writer) (loop.Options, er
 		})
 	}
 	if o.Resume != nil {
-		fmt.Fprintf(live, "resuming task %s from run %s (its completed steps are not run again)\n", r.pre.task.ID, o.Resume.From)
+		say(live, r.pre.task.ID, "resuming task %s from run %s (its completed steps are not run again)", r.pre.task.ID, o.Resume.From)
 	}
 	return o, nil
 }

@@ -147,13 +147,13 @@ func (a *App) confineSetup(cmd *exec.Cmd) (func(), error) {
 }
 
 // noteUnconfined says once per run, live and as an event, that mode auto found no Landlock.
-func (r *run) noteUnconfined(ctx context.Context, live io.Writer) {
+func (r *run) noteUnconfined(ctx context.Context, live loop.LiveFunc) {
 	c := r.pre.sandbox
 	if c.mode != sandbox.ModeAuto || c.landlock() {
 		return
 	}
 	msg := "agents run unconfined: " + c.why + ` (set "sandbox": {"mode": "required"} to refuse instead)`
-	fmt.Fprintln(live, msg)
+	say(live, r.pre.task.ID, "%s", msg)
 	_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "sandbox_unavailable", Message: msg})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"time"
 )
 
 // input builds the step's input.json: the common part plus what the role needs (spec 8).
@@ -201,16 +200,19 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	if err := e.writeSummary(nil); err != nil {
 		return err
 	}
-	live := s.out.Status
+	p := Live{Kind: StepEnded, TaskID: e.o.Task.ID, Index: s.index, Role: s.role, Status: s.out.Status,
+		Summary: oneLine(s.out.Summary.Text, 100), Duration: ended.Sub(s.started), LogDir: filepath.Join(s.dir, "logs")}
 	if s.skipped {
-		live = "skip"
+		p.Status = "skip"
 	}
-	fmt.Fprintf(e.o.Live, "%03d %-5s %-5s %s (%s)\n", s.index, s.role, live,
-		oneLine(s.out.Summary.Text, 100), ended.Sub(s.started).Round(time.Millisecond))
+	if s.out.Check != nil {
+		p.Verdict = s.out.Check.Verdict.Status
+	}
 	for _, ev := range s.events {
 		if ev.Type == DeniedEvent || ev.Type == KilledEvent {
-			fmt.Fprintf(e.o.Live, "    %s: %s\n", ev.Type, oneLine(ev.Message, 400))
+			p.Notices = append(p.Notices, ev)
 		}
 	}
+	e.o.Live.report(p)
 	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+
 	"time"
 )
 
@@ -35,8 +35,8 @@ type Options struct {
 	// Workspace and Recorder are the engine's only ways to touch git and the store.
 	Workspace Workspace
 	Recorder  Recorder
-	// Live receives one line per finished step (stderr in the CLI).
-	Live io.Writer
+	// Live receives each step as it starts and ends (rendered on stderr by the CLI).
+	Live LiveFunc
 	// Now is the clock; StartedAt is when the wall-time budget started.
 	Now       func() time.Time
 	StartedAt time.Time
@@ -143,9 +143,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.StartedAt.IsZero() {
 		o.StartedAt = o.Now()
-	}
-	if o.Live == nil {
-		o.Live = io.Discard
 	}
 	e := &engine{o: o, facts: map[string]any{}}
 	for k, v := range o.Facts {

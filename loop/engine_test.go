@@ -57,8 +57,8 @@ func TestRunPassInOneIteration(t *testing.T) {
 	check := always(checkClaim(VerdictPass, AcceptanceResult{ACID: "AC-1", Result: VerdictPass}))
 	act := always(actDecide(DecisionClose))
 	te := newTestEngine(t, plan, do, check, act)
-	var live strings.Builder
-	te.opts.Live = &live
+	var live []Live
+	te.opts.Live = func(l Live) { live = append(live, l) }
 
 	res := te.run(t, context.Background())
 
@@ -159,9 +159,22 @@ func TestRunPassInOneIteration(t *testing.T) {
 	assert.Contains(t, string(summary), "- **AC-1** (baseline) criterion AC-1\n  - `true`\n")
 	assert.Contains(t, string(summary), "## Outcome\n\n- status: passed\n- verdict: PASS\n- stop reason: none\n- iterations: 1, steps: 4\n")
 
-	// One live line per step.
-	assert.Equal(t, 4, strings.Count(live.String(), "\n"), live.String())
-	assert.True(t, strings.HasPrefix(live.String(), "001 plan  ok "), live.String())
+	// Each step starts and ends live, in order; a Check's verdict is a field, not text.
+	require.Len(t, live, 8)
+	for i, l := range live {
+		want := StepStarted
+		if i%2 == 1 {
+			want = StepEnded
+		}
+		assert.Equal(t, want, l.Kind, "live %d", i)
+		assert.Equal(t, i/2+1, l.Index)
+		assert.Equal(t, te.opts.Task.ID, l.TaskID)
+	}
+	assert.Equal(t, RolePlan, live[1].Role)
+	assert.Equal(t, StatusOK, live[1].Status)
+	assert.Equal(t, RoleCheck, live[5].Role)
+	assert.Equal(t, VerdictPass, live[5].Verdict)
+	assert.FileExists(t, filepath.Join(live[5].LogDir, "stdout.txt"))
 }
 
 func TestRunFailsUntilBudget(t *testing.T) {

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,8 +19,8 @@ func TestRunResumesCompletedSteps(t *testing.T) {
 	te := newTestEngine(t, plan, do, check, act)
 	te.opts.Budgets.MaxIterations = 2
 	te.opts.Resume = &Resume{From: "r-old", Plan: planned.Plan, Do: doneAll().Do}
-	var live strings.Builder
-	te.opts.Live = &live
+	var live []Live
+	te.opts.Live = func(l Live) { live = append(live, l) }
 
 	res := te.run(t, context.Background())
 
@@ -36,7 +35,9 @@ func TestRunResumesCompletedSteps(t *testing.T) {
 	assert.Equal(t, "skipped", recs[1].Status)
 	assert.Equal(t, "ok", recs[2].Status)
 	assert.Contains(t, recs[0].Output.Summary.Text, "resumed: plan completed by run r-old")
-	assert.Contains(t, live.String(), "001 plan  skip")
+	require.NotEmpty(t, live)
+	assert.Equal(t, Live{Kind: StepEnded, TaskID: te.opts.Task.ID, Index: 1, Role: RolePlan, Status: "skip",
+		Summary: live[0].Summary, Duration: live[0].Duration, LogDir: live[0].LogDir}, live[0], "a restored step ends without starting")
 	assert.FileExists(t, te.stepDir("001-plan")+"/output.json")
 	// the check of iteration 1 saw the restored plan and do
 	first := check.requests()[0].Input

@@ -27,7 +27,7 @@ func (c *loopCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: env.stepProgress(app),
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: env.live(c.Parallel > 1),
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
 	if err != nil {
 		return err

@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // globalFlags work with every command, before or after it.
@@ -32,62 +32,21 @@ func newEnv(ctx context.Context, stdio IO, dir string, g globalFlags) *Env {
 		Progress: &progressWriter{out: stdio.Err, quiet: g.Quiet, color: col.Err}}
 }
 
-// stepProgress is the progress writer of a run or loop: with -v it also names each step's
-// log files, found through the task lock this process holds (which records the run).
-func (e *Env) stepProgress(app *gitnorma.App) io.Writer {
-	if e.Verbose {
-		e.Progress.logs = func(task, index, role string) string { return stepLogs(app, e.Dir, task, index, role) }
-	}
-	return e.Progress
-}
-
-// stepLogs lists the log files of step NNN-role of this process's run in progress (of task,
-// when parallel runs prefix their lines with it).
-func stepLogs(app *gitnorma.App, cwd, task, index, role string) string {
-	var h gitnorma.LockHolder
-	if task != "" {
-		h, _ = gitnorma.ReadLockHolder(app.TaskLockPath(task))
-	} else {
-		for _, l := range app.LiveRuns() {
-			if l.PID == os.Getpid() && l.RunID != "" {
-				h = l
-				break
-			}
-		}
-	}
-	if h.RunID == "" {
-		return ""
-	}
-	dir := app.Repo.Path("runs", h.RunID, "steps", index+"-"+role, "logs")
-	shown := dir
-	if rel, err := filepath.Rel(cwd, dir); err == nil && !strings.HasPrefix(rel, "..") {
-		shown = rel
-	}
-	entries, _ := os.ReadDir(dir)
-	var files []string
-	for _, en := range entries {
-		files = append(files, filepath.Join(shown, en.Name()))
-	}
-	if len(files) == 0 {
-		return "    logs: " + shown + "/ (empty)"
-	}
-	return "    logs: " + strings.Join(files, " ")
+// live is how a run or loop shows what happens: step lines, notices and warnings; with -v each
+// step's log files; in a parallel loop (prefixTasks) each line starts with "[<task>] ".
+func (e *Env) live(prefixTasks bool) loop.LiveFunc {
+	return func(l loop.Live) { e.Progress.live(l, prefixTasks, e.Verbose, e.Dir) }
 }
 
 // progressWriter is the one writer progress goes through: whole lines to stderr, dropped with
-// -q (except warnings), step lines coloured on a terminal, followed by their log files with -v.
+// -q (except warnings), step lines coloured on a terminal.
 type progressWriter struct {
 	mu    sync.Mutex
 	out   io.Writer
 	quiet bool
 	color bool
-	logs  func(task, index, role string) string
 	buf   []byte
 }
-
-// stepLineRE matches the engine's step lines: "003 check ok    PASS: 1/1 AC passed (17ms)",
-// prefixed with "[<task>] " in a parallel loop.
-var stepLineRE = regexp.MustCompile(`^(\[(\S+)\] )?(\d{3}) (plan|do|check|act)(\s+)(\S+)(\s+)(PASS|FAIL|PARTIAL)?`)
 
 func (p *progressWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
@@ -98,9 +57,10 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			return len(b), nil
 		}
-		line := string(p.buf[:i])
+		if !p.quiet {
+			fmt.Fprintln(p.out, string(p.buf[:i]))
+		}
 		p.buf = p.buf[i+1:]
-		p.line(line)
 	}
 }
 
@@ -116,35 +76,72 @@ func (p *progressWriter) Flush() {
 	}
 }
 
-func (p *progressWriter) line(l string) {
-	task, body := taskPrefix(l) // "[<task>] " in a parallel loop
-	if p.quiet && !strings.HasPrefix(body, "warning:") {
+// live renders what a run reports, its lines written together (parallel runs interleave
+// whole lines only).
+func (p *progressWriter) live(l loop.Live, prefixTasks, verbose bool, cwd string) {
+	if p.quiet && !l.Warning {
 		return
 	}
-	m := stepLineRE.FindStringSubmatch(l)
-	if m != nil && p.color {
-		pal := palette(true)
-		l = m[1] + m[3] + " " + m[4] + m[5] + pal.status(m[6]) + m[7] + pal.status(m[8]) + l[len(m[0]):]
-	}
-	if strings.HasPrefix(body, "warning:") && p.color {
-		l = task + palette(true).paint(ansiYellow, "warning:") + body[len("warning:"):]
-	}
-	fmt.Fprintln(p.out, l)
-	if m != nil && p.logs != nil {
-		if s := p.logs(m[2], m[3], m[4]); s != "" {
-			fmt.Fprintln(p.out, m[1]+s)
+	pal := palette(p.color)
+	var lines []string
+	switch l.Kind {
+	case loop.StepEnded:
+		summary := l.Summary
+		if l.Verdict != "" && strings.HasPrefix(summary, l.Verdict) {
+			summary = pal.status(l.Verdict) + summary[len(l.Verdict):]
 		}
+		status := fmt.Sprintf("%-5s", l.Status)
+		status = pal.status(l.Status) + status[len(l.Status):]
+		lines = append(lines, fmt.Sprintf("%03d %-5s %s %s (%s)", l.Index, l.Role, status, summary, l.Duration.Round(time.Millisecond)))
+		for _, ev := range l.Notices {
+			lines = append(lines, "    "+ev.Type+": "+clip(ev.Message, 400))
+		}
+		if verbose {
+			lines = append(lines, stepLogs(l.LogDir, cwd))
+		}
+	case loop.Notice:
+		if l.Warning {
+			lines = append(lines, pal.paint(ansiYellow, "warning:")+" "+l.Text)
+		} else {
+			lines = append(lines, l.Text)
+		}
+	default:
+		return
+	}
+	prefix := ""
+	if prefixTasks && l.TaskID != "" {
+		prefix = "[" + l.TaskID + "] "
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range lines {
+		fmt.Fprintln(p.out, prefix+line)
 	}
 }
 
-// taskPrefix splits a line into its "[<task>] " prefix (empty when there is none) and the rest.
-func taskPrefix(l string) (prefix, body string) {
-	if strings.HasPrefix(l, "[") {
-		if i := strings.Index(l, "] "); i > 1 && !strings.ContainsAny(l[1:i], " []") {
-			return l[:i+2], l[i+2:]
-		}
+// clip cuts text to n runes, marking the cut.
+func clip(text string, n int) string {
+	if r := []rune(text); len(r) > n {
+		return string(r[:n-1]) + "…"
 	}
-	return "", l
+	return text
+}
+
+// stepLogs names the log files in dir, relative to cwd when inside it.
+func stepLogs(dir, cwd string) string {
+	shown := dir
+	if rel, err := filepath.Rel(cwd, dir); err == nil && !strings.HasPrefix(rel, "..") {
+		shown = rel
+	}
+	entries, _ := os.ReadDir(dir)
+	var files []string
+	for _, en := range entries {
+		files = append(files, filepath.Join(shown, en.Name()))
+	}
+	if len(files) == 0 {
+		return "    logs: " + shown + "/ (empty)"
+	}
+	return "    logs: " + strings.Join(files, " ")
 }
 
 // colors says which of the two streams may carry ANSI colour.

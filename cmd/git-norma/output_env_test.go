@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 func TestColorEnabled(t *testing.T) {
@@ -60,46 +66,82 @@ func TestIsTerminal(t *testing.T) {
 }
 
 func TestProgressWriter(t *testing.T) {
-	step := "003 check ok    PASS: 1/1 AC passed (17ms)\n"
+	check := loop.Live{Kind: loop.StepEnded, TaskID: "norma-a1", Index: 3, Role: loop.RoleCheck, Status: "ok",
+		Verdict: "PASS", Summary: "PASS: 1/1 AC passed", Duration: 17 * time.Millisecond}
+	const line = "003 check ok    PASS: 1/1 AC passed (17ms)\n"
 	t.Run("plain", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out}
-		_, _ = p.Write([]byte(step[:10]))
-		_, _ = p.Write([]byte(step[10:] + "loop: task x\n"))
-		assert.Equal(t, step+"loop: task x\n", out.String())
+		p.live(check, false, false, "")
+		_, _ = p.Write([]byte("paused"))
+		_, _ = p.Write([]byte(": x\n"))
+		p.live(loop.Live{Kind: loop.StepStarted, Index: 4, Role: loop.RoleAct}, false, false, "")
+		p.live(loop.Live{Kind: loop.Notice, TaskID: "norma-a1", Text: "loop: task x"}, false, false, "")
+		assert.Equal(t, line+"paused: x\nloop: task x\n", out.String())
 	})
 	t.Run("quiet keeps warnings", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out, quiet: true}
 		p.Printf("paused: ...")
-		_, _ = p.Write([]byte(step + "warning: notify command failed\n"))
+		p.live(check, false, false, "")
+		p.live(loop.Live{Kind: loop.Notice, Text: "notify command failed", Warning: true}, false, false, "")
 		assert.Equal(t, "warning: notify command failed\n", out.String())
 	})
 	t.Run("quiet keeps a parallel run's warnings", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out, quiet: true, color: true}
-		_, _ = p.Write([]byte("[norma-a1] " + step + "[norma-a1] warning: notify command failed\n"))
+		p.live(check, true, false, "")
+		p.live(loop.Live{Kind: loop.Notice, TaskID: "norma-a1", Text: "notify command failed", Warning: true}, true, false, "")
 		assert.Equal(t, "[norma-a1] \x1b[33mwarning:\x1b[0m notify command failed\n", out.String())
 	})
 	t.Run("colour", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out, color: true}
-		_, _ = p.Write([]byte(step + "008 act   stop  stop: no budget left (1ms)\n"))
+		p.live(check, false, false, "")
+		p.live(loop.Live{Kind: loop.StepEnded, Index: 8, Role: loop.RoleAct, Status: "stop", Summary: "stop: no budget left", Duration: time.Millisecond}, false, false, "")
 		assert.Equal(t, "003 check \x1b[32mok\x1b[0m    \x1b[32mPASS\x1b[0m: 1/1 AC passed (17ms)\n"+
 			"008 act   \x1b[33mstop\x1b[0m  stop: no budget left (1ms)\n", out.String())
 	})
+	t.Run("notices follow their step", func(t *testing.T) {
+		var out bytes.Buffer
+		p := &progressWriter{out: &out}
+		do := loop.Live{Kind: loop.StepEnded, Index: 2, Role: loop.RoleDo, Status: "ok", Summary: "done", Duration: time.Second,
+			Notices: []loop.Event{{Type: loop.DeniedEvent, Message: strings.Repeat("x", 500)}}}
+		p.live(do, false, false, "")
+		assert.Equal(t, "002 do    ok    done (1s)\n    sandbox_denied: "+strings.Repeat("x", 399)+"…\n", out.String())
+	})
 	t.Run("verbose names the logs", func(t *testing.T) {
 		var out bytes.Buffer
-		p := &progressWriter{out: &out, logs: func(task, index, role string) string { return "    logs: " + task + "/" + index + "-" + role }}
-		_, _ = p.Write([]byte(step + "continuing with x\n"))
-		assert.Equal(t, step+"    logs: /003-check\ncontinuing with x\n", out.String())
-	})
-	t.Run("parallel lines keep colour and logs", func(t *testing.T) {
-		var out bytes.Buffer
-		p := &progressWriter{out: &out, color: true, logs: func(task, index, role string) string { return "    logs: " + task + "/" + index + "-" + role }}
-		_, _ = p.Write([]byte("[norma-a1] " + step))
+		cwd := t.TempDir()
+		logs := filepath.Join(cwd, ".norma", "runs", "r-1", "steps", "003-check", "logs")
+		require.NoError(t, os.MkdirAll(logs, 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(logs, "stdout.txt"), nil, 0o600))
+		withLogs := check
+		withLogs.LogDir = logs
+		p := &progressWriter{out: &out, color: true}
+		p.live(withLogs, true, true, cwd)
 		assert.Equal(t, "[norma-a1] 003 check \x1b[32mok\x1b[0m    \x1b[32mPASS\x1b[0m: 1/1 AC passed (17ms)\n"+
-			"[norma-a1]     logs: norma-a1/003-check\n", out.String())
+			"[norma-a1]     logs: .norma/runs/r-1/steps/003-check/logs/stdout.txt\n", out.String())
+	})
+	t.Run("parallel runs interleave whole lines", func(t *testing.T) {
+		var out bytes.Buffer
+		p := &progressWriter{out: &out}
+		var wg sync.WaitGroup
+		for _, task := range []string{"a", "b"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 200 {
+					p.live(loop.Live{Kind: loop.Notice, TaskID: task, Text: fmt.Sprintf("line %d end", i)}, true, false, "")
+				}
+			}()
+		}
+		wg.Wait()
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		assert.Len(t, lines, 400)
+		for _, l := range lines {
+			assert.Regexp(t, `^\[[ab]\] line \d+ end$`, l)
+		}
 	})
 	t.Run("flush", func(t *testing.T) {
 		var out bytes.Buffer

@@ -20,7 +20,7 @@ func (c *runCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: env.stepProgress(app)})
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: env.live(false)})
 	if err != nil {
 		return err
 	}
