@@ -116,6 +116,9 @@ type Budgets struct {
 	MaxPatchKB         int `json:"max_patch_kb"`
 	// MaxCostUSD stops a run once its agents' reported cost reaches it (0: no limit).
 	MaxCostUSD float64 `json:"max_cost_usd"`
+	// MaxSameFailures stops a run (no_progress) once this many iterations in a row failed
+	// exactly alike (0: never).
+	MaxSameFailures int `json:"max_same_failures"`
 }
 
 // NotesConfig is the "notes" section.
@@ -175,7 +178,7 @@ func DefaultConfig() Config {
 			Check: builtin(10 * time.Minute),
 			Act:   builtin(time.Minute),
 		},
-		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024},
+		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024, MaxSameFailures: 2},
 		Retention:   Retention{KeepLast: 50, KeepDays: 30},
 		Gates:       []loop.Gate{},
 		Worktree:    WorktreeConfig{Setup: [][]string{}},
@@ -294,7 +297,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("budgets.max_cost_usd: must be 0 (no limit) or more, got %g", b.MaxCostUSD)
 	}
 	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,
-		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB} {
+		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB, "max_same_failures": b.MaxSameFailures} {
 		if v < 0 {
 			return fmt.Errorf("budgets.%s: must be 0 (no limit) or more, got %d", name, v)
 		}

@@ -40,6 +40,8 @@ type NotifyEvent struct {
 	ExitCode     int    `json:"exit_code"`
 	Message      string `json:"message"`
 	LandedCommit string `json:"landed_commit"`
+	// Failure says why the run's last Check failed, when it did not pass.
+	Failure *loop.Failure `json:"failure,omitempty"`
 }
 
 // notifyRunEnd runs the configured notify command (if any) for a run that ended. A failure
@@ -58,7 +60,7 @@ func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, liv
 func (a *App) notifyEvent(ctx context.Context, rep RunReport, runErr error) NotifyEvent {
 	ev := NotifyEvent{Event: EventRunEnded, RunID: rep.RunID, TaskID: rep.TaskID, Title: rep.Title,
 		Status: rep.Status, Verdict: rep.Verdict, StopReason: rep.StopReason, ExitCode: rep.ExitCode,
-		Message: rep.Message, LandedCommit: rep.Landed}
+		Message: rep.Message, LandedCommit: rep.Landed, Failure: rep.Failure}
 	if runErr != nil {
 		ev.Status, ev.ExitCode, ev.Message = "error", codeOf(runErr), runErr.Error()
 	}

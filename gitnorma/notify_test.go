@@ -49,6 +49,18 @@ func TestNotifySendsTheEventOnStdin(t *testing.T) {
 	assert.Equal(t, "run_ended norma-a", string(env))
 }
 
+func TestNotifyEventSaysWhyItFailed(t *testing.T) {
+	a, _ := notifyApp(t, "true")
+	f := &loop.Failure{Iteration: 2, Verdict: "FAIL", Summary: "iteration 2 FAIL: `make` exited 2",
+		Failing: []loop.FailedCheck{{ACID: "AC-1", CheckID: "CHK-AC-1", Cmd: "make", ExitCode: 2, OutputTail: "expected 3, got 4\n"}}}
+	ev := a.notifyEvent(context.Background(), RunReport{RunID: "r-1", Status: "stopped", Verdict: "FAIL", StopReason: "no_progress",
+		ExitCode: ExitStopped, Failure: f}, nil)
+	data, err := json.Marshal(ev)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"failure":{"iteration":2,"verdict":"FAIL","failing":[{"ac_id":"AC-1","check_id":"CHK-AC-1","cmd":"make","exit_code":2,"output_tail":"expected 3, got 4\n"}]`)
+	assert.Equal(t, EventNeedsHuman, ev.Event)
+}
+
 func TestNotifyEventNeedsHuman(t *testing.T) {
 	a, tr := notifyApp(t, "true")
 	blocked, err := tr.Create(context.Background(), tracker.NewTask{Title: "B", Labels: []string{LabelBlocked}})

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // secretNameRE matches environment variable names that hold credentials (ANTHROPIC_API_KEY,
@@ -36,6 +38,33 @@ func newRedactor(env []string) redactor {
 	// Longest first, so a secret containing another is replaced whole.
 	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
 	return r
+}
+
+// failure is f with every secret removed from its commands and output, for the places it is
+// shown beyond the run directory (the terminal, the notify payload, the tracker).
+func (r redactor) failure(f *loop.Failure) *loop.Failure {
+	if f == nil {
+		return nil
+	}
+	out := *f
+	out.Summary, out.Changes = r.apply(f.Summary), r.apply(f.Changes)
+	out.Failing = make([]loop.FailedCheck, len(f.Failing))
+	for i, c := range f.Failing {
+		c.Cmd, c.OutputTail = r.apply(c.Cmd), r.apply(c.OutputTail)
+		out.Failing[i] = c
+	}
+	return &out
+}
+
+// live passes on what a run reports with every secret removed from the agents' words.
+func (r redactor) live(f loop.LiveFunc) loop.LiveFunc {
+	if f == nil {
+		return nil
+	}
+	return func(l loop.Live) {
+		l.Summary, l.Failure = r.apply(l.Summary), r.failure(l.Failure)
+		f(l)
+	}
 }
 
 // apply returns s with every secret value replaced by [redacted].

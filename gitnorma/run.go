@@ -57,6 +57,9 @@ type RunReport struct {
 	// Created lists issues made from Plan's outcome; Discovered those filed from Do.
 	Created    []string `json:"created,omitempty"`
 	Discovered []string `json:"discovered,omitempty"`
+	// Failure says why the last Check failed (the failing checks, their exit codes and the
+	// tails of their output), when the run did not pass.
+	Failure *loop.Failure `json:"failure,omitempty"`
 	// Next is the run of the task Plan's outcome named, when the run went on with it.
 	Next *RunReport `json:"next,omitempty"`
 
@@ -371,7 +374,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: r.loopWorkspace(ctx),
 		Recorder:  r.rec,
-		Live:      live, Now: r.app.Now, StartedAt: r.started,
+		Live:      r.app.redact.live(live), Now: r.app.Now, StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.pauseReason,
 		Gates:  r.app.Config.Gates,

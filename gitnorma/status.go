@@ -162,6 +162,8 @@ type RunDetail struct {
 	Steps  []StepRow  `json:"steps"`
 	Events []EventRow `json:"events"`
 	Landed string     `json:"landed_commit,omitempty"`
+	// Failure says why the run's last Check failed, when the run did not pass.
+	Failure *loop.Failure `json:"failure,omitempty"`
 }
 
 // StepRow is one step of a run.
@@ -221,6 +223,9 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if err != nil {
 		return d, withCode(ExitFail, err)
 	}
+	if r.Status != store.StatusPassed {
+		d.Failure = a.redact.failure(lastFailure(events))
+	}
 	usage := stepUsage(events)
 	for i := range d.Steps {
 		d.Steps[i].Usage = usage[d.Steps[i].Index]
@@ -238,6 +243,17 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 		}
 	}
 	return d, nil
+}
+
+// lastFailure is the Failure of the run's last failed Check (nil when none failed).
+func lastFailure(events []store.Event) *loop.Failure {
+	for i := len(events) - 1; i >= 0; i-- {
+		var f loop.Failure
+		if events[i].Type == loop.FailureEvent && json.Unmarshal([]byte(events[i].DataJSON), &f) == nil {
+			return &f
+		}
+	}
+	return nil
 }
 
 // stepUsage reads each step's reported usage from its step_committed event.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // input builds the step's input.json: the common part plus what the role needs (spec 8).
@@ -72,7 +73,9 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 			e.discovered = append(e.discovered, s.out.Do.Discovered...)
 		}
 	case RoleCheck:
-		e.concludeCheck(s)
+		if end := e.concludeCheck(s); end != nil {
+			return end
+		}
 	case RoleAct:
 		closing := s.out.Status == StatusOK && s.out.Act.Decision == DecisionClose
 		switch {
@@ -132,8 +135,9 @@ func (e *engine) concludePlan(s *stepRun) {
 }
 
 // concludeCheck replaces whatever the agent concluded with the evidence-based result, keeping
-// only the agent's findings that make it stricter.
-func (e *engine) concludeCheck(s *stepRun) {
+// only the agent's findings that make it stricter. A failure exactly like the previous
+// iteration's ends the run (no_progress).
+func (e *engine) concludeCheck(s *stepRun) *Result {
 	claimed := s.out.Check
 	final := evaluate(e.plan, e.do, s.input.Evidence)
 	if claimed != nil {
@@ -152,10 +156,29 @@ func (e *engine) concludeCheck(s *stepRun) {
 	e.checkedHead, e.checkedTree = s.snap.Head, s.tree
 	s.events = append(s.events, Event{Type: "verdict", Message: final.Verdict.Status,
 		Data: map[string]any{"verdict": final.Verdict.Status, "iteration": e.iteration}})
-	if final.Verdict.Status != VerdictPass {
-		e.failedChecks++
-		e.facts[FactLastFailure] = NewFailure(e.iteration, final)
+	if final.Verdict.Status == VerdictPass {
+		e.failure, e.sameFailures = nil, 0
+		return nil
 	}
+	e.failedChecks++
+	f := NewFailure(e.iteration, final)
+	switch prev := e.failure; {
+	case prev == nil:
+		e.sameFailures = 1
+	case f.Same(*prev):
+		e.sameFailures++
+	default:
+		f.Changes = f.ChangesFrom(*prev)
+		e.sameFailures = 1
+	}
+	e.failure = &f
+	e.facts[FactLastFailure] = f
+	s.events = append(s.events, Event{Type: FailureEvent, Message: f.Summary, Data: f})
+	if n := e.o.Budgets.MaxSameFailures; n > 0 && e.sameFailures >= n && s.out.Status == StatusOK {
+		return stopped(StopNoProgress, "no progress: %d iterations in a row failed exactly alike (%s)",
+			e.sameFailures, strings.TrimPrefix(f.Summary, fmt.Sprintf("iteration %d %s: ", f.Iteration, f.Verdict)))
+	}
+	return nil
 }
 
 // record writes output.json, commits the step to the store (the commit point), then appends
@@ -207,6 +230,9 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	}
 	if s.out.Check != nil {
 		p.Verdict = s.out.Check.Verdict.Status
+		if p.Verdict != VerdictPass && e.failure != nil {
+			p.Failure = e.failure
+		}
 	}
 	for _, ev := range s.events {
 		if ev.Type == DeniedEvent || ev.Type == KilledEvent {

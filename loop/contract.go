@@ -125,6 +125,9 @@ type Budgets struct {
 	MaxPatchKB         int `json:"max_patch_kb"`
 	// MaxCostUSD stops the run once the agents' reported cost reaches it (0: no limit).
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// MaxSameFailures stops the run (no_progress) once this many iterations in a row failed
+	// exactly alike (Failure.Same); 0: never.
+	MaxSameFailures int `json:"max_same_failures,omitempty"`
 }
 
 // Context carries facts from earlier iterations, notably the last failure.

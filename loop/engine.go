@@ -25,6 +25,10 @@ const StopPaused = "paused"
 // write (see ErrKindGuard).
 const StopGuardViolation = "guard_violation"
 
+// StopNoProgress is the stop reason of a run whose Check failed twice in a row in exactly the
+// same way (Failure.Same): another iteration would most likely burn its budget the same way.
+const StopNoProgress = "no_progress"
+
 // Options configure one run of the engine.
 type Options struct {
 	RunID   string
@@ -120,6 +124,9 @@ type Result struct {
 	Message string
 	Plan    *Plan
 	Check   *Check
+	// Failure is the last failed Check's, when the run did not pass: what the user needs to
+	// know why.
+	Failure *Failure
 	// VerifiedHead is the workspace commit a PASS holds for: the one its Check ran on.
 	VerifiedHead string
 	// VerifiedTree is the tree id VerifiedHead's Check ran its commands on.
@@ -164,6 +171,10 @@ type engine struct {
 	iteration    int
 	index        int
 	failedChecks int
+	// failure is this run's last failed Check, which the next one is compared with;
+	// sameFailures counts the iterations in a row that failed exactly like it.
+	failure      *Failure
+	sameFailures int
 	facts        map[string]any
 	plan         *Plan
 	do           *Do
@@ -247,6 +258,9 @@ func (e *engine) pauseRequested(role Role) *Result {
 // finish fills the fields every result carries.
 func (e *engine) finish(r *Result) Result {
 	r.Iterations, r.LastStep, r.Plan, r.Check = e.iteration, e.index, e.plan, e.check
+	if r.Status != RunPassed {
+		r.Failure = e.failure
+	}
 	r.Discovered = e.discovered
 	if e.check != nil {
 		r.Verdict = e.check.Verdict.Status

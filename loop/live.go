@@ -31,6 +31,8 @@ type Live struct {
 	Duration time.Duration
 	// LogDir holds the step's stdout.txt and stderr.txt.
 	LogDir string
+	// Failure is a failed Check's: the failing checks, and what changed since the last try.
+	Failure *Failure
 	// Notices are the step's events the user should see at once (sandbox_killed,
 	// sandbox_denied).
 	Notices []Event

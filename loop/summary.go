@@ -51,8 +51,28 @@ func runSummary(o Options, plan *Plan, res *Result) string {
 	if res != nil {
 		fmt.Fprintf(&b, "\n## Outcome\n\n- status: %s\n- verdict: %s\n- stop reason: %s\n- iterations: %d, steps: %d\n- %s\n",
 			res.Status, orDash(res.Verdict), orDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
+		writeFailure(&b, res.Failure)
 	}
 	return b.String()
+}
+
+// writeFailure adds why the last Check failed: each failing command, its exit code and the
+// tail of its output.
+func writeFailure(b *strings.Builder, f *Failure) {
+	if f == nil || len(f.Failing) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Failed checks (iteration %d)\n", f.Iteration)
+	for _, c := range f.Failing {
+		how := fmt.Sprintf("exited %d", c.ExitCode)
+		if c.TimedOut {
+			how = "timed out"
+		}
+		fmt.Fprintf(b, "\n- **%s** %s: `%s`\n\n```\n%s\n```\n", c.CheckID, how, c.Cmd, strings.Join(c.Tail(20), "\n"))
+	}
+	if f.Changes != "" {
+		fmt.Fprintf(b, "\nChanged since the previous try:\n\n```\n%s\n```\n", f.Changes)
+	}
 }
 
 func orDash(s string) string {

@@ -86,13 +86,16 @@ func (p *progressWriter) live(l loop.Live, prefixTasks, verbose bool, cwd string
 	var lines []string
 	switch l.Kind {
 	case loop.StepEnded:
-		summary := l.Summary
-		if l.Verdict != "" && strings.HasPrefix(summary, l.Verdict) {
-			summary = pal.status(l.Verdict) + summary[len(l.Verdict):]
+		// A Check that ran says its verdict where other steps say ok: "ok" before a FAIL
+		// would read as success.
+		status, summary := l.Status, l.Summary
+		if l.Verdict != "" && status == loop.StatusOK {
+			status, summary = l.Verdict, strings.TrimPrefix(summary, l.Verdict+": ")
 		}
-		status := fmt.Sprintf("%-5s", l.Status)
-		status = pal.status(l.Status) + status[len(l.Status):]
-		lines = append(lines, fmt.Sprintf("%03d %-5s %s %s (%s)", l.Index, l.Role, status, summary, l.Duration.Round(time.Millisecond)))
+		column := fmt.Sprintf("%-5s", status)
+		column = pal.status(status) + column[len(status):]
+		lines = append(lines, fmt.Sprintf("%03d %-5s %s %s (%s)", l.Index, l.Role, column, summary, l.Duration.Round(time.Millisecond)))
+		lines = append(lines, failureLines(l.Failure, 3, pal)...)
 		for _, ev := range l.Notices {
 			lines = append(lines, "    "+ev.Type+": "+clip(ev.Message, 400))
 		}
@@ -117,6 +120,32 @@ func (p *progressWriter) live(l loop.Live, prefixTasks, verbose bool, cwd string
 	for _, line := range lines {
 		fmt.Fprintln(p.out, prefix+line)
 	}
+}
+
+// failureLines say why a Check failed: each failing check's command and exit code with the
+// last tail lines of its output, then what changed since the previous try.
+func failureLines(f *loop.Failure, tail int, pal palette) []string {
+	if f == nil {
+		return nil
+	}
+	var lines []string
+	for _, c := range f.Failing {
+		how := fmt.Sprintf("exited %d", c.ExitCode)
+		if c.TimedOut {
+			how = "timed out"
+		}
+		lines = append(lines, fmt.Sprintf("    %s %s: %s", c.CheckID, pal.paint(ansiRed, how), c.Cmd))
+		for _, l := range c.Tail(tail) {
+			lines = append(lines, "      | "+clip(l, 200))
+		}
+	}
+	if f.Changes != "" {
+		lines = append(lines, "    changed since the last try:")
+		for _, l := range strings.Split(f.Changes, "\n") {
+			lines = append(lines, "      "+clip(l, 200))
+		}
+	}
+	return lines
 }
 
 // clip cuts text to n runes, marking the cut.

@@ -68,7 +68,7 @@ func TestIsTerminal(t *testing.T) {
 func TestProgressWriter(t *testing.T) {
 	check := loop.Live{Kind: loop.StepEnded, TaskID: "norma-a1", Index: 3, Role: loop.RoleCheck, Status: "ok",
 		Verdict: "PASS", Summary: "PASS: 1/1 AC passed", Duration: 17 * time.Millisecond}
-	const line = "003 check ok    PASS: 1/1 AC passed (17ms)\n"
+	const line = "003 check PASS  1/1 AC passed (17ms)\n"
 	t.Run("plain", func(t *testing.T) {
 		var out bytes.Buffer
 		p := &progressWriter{out: &out}
@@ -99,8 +99,20 @@ func TestProgressWriter(t *testing.T) {
 		p := &progressWriter{out: &out, color: true}
 		p.live(check, false, false, "")
 		p.live(loop.Live{Kind: loop.StepEnded, Index: 8, Role: loop.RoleAct, Status: "stop", Summary: "stop: no budget left", Duration: time.Millisecond}, false, false, "")
-		assert.Equal(t, "003 check \x1b[32mok\x1b[0m    \x1b[32mPASS\x1b[0m: 1/1 AC passed (17ms)\n"+
+		assert.Equal(t, "003 check \x1b[32mPASS\x1b[0m  1/1 AC passed (17ms)\n"+
 			"008 act   \x1b[33mstop\x1b[0m  stop: no budget left (1ms)\n", out.String())
+	})
+	t.Run("a failed check says why", func(t *testing.T) {
+		var out bytes.Buffer
+		p := &progressWriter{out: &out, color: true}
+		fail := loop.Live{Kind: loop.StepEnded, Index: 7, Role: loop.RoleCheck, Status: "ok", Verdict: "FAIL",
+			Summary: "FAIL: 0/1 AC passed, plan MATCH", Duration: 20 * time.Millisecond,
+			Failure: &loop.Failure{Failing: []loop.FailedCheck{{CheckID: "CHK-AC-1", Cmd: "make test", ExitCode: 2,
+				OutputTail: "a\nb\nc\nexpected 3, got 4\n"}}, Changes: "CHK-AC-1: - expected 2, got 4\nCHK-AC-1: + expected 3, got 4"}}
+		p.live(fail, false, false, "")
+		assert.Equal(t, "007 check \x1b[31mFAIL\x1b[0m  0/1 AC passed, plan MATCH (20ms)\n"+
+			"    CHK-AC-1 \x1b[31mexited 2\x1b[0m: make test\n      | b\n      | c\n      | expected 3, got 4\n"+
+			"    changed since the last try:\n      CHK-AC-1: - expected 2, got 4\n      CHK-AC-1: + expected 3, got 4\n", out.String())
 	})
 	t.Run("notices follow their step", func(t *testing.T) {
 		var out bytes.Buffer
@@ -120,7 +132,7 @@ func TestProgressWriter(t *testing.T) {
 		withLogs.LogDir = logs
 		p := &progressWriter{out: &out, color: true}
 		p.live(withLogs, true, true, cwd)
-		assert.Equal(t, "[norma-a1] 003 check \x1b[32mok\x1b[0m    \x1b[32mPASS\x1b[0m: 1/1 AC passed (17ms)\n"+
+		assert.Equal(t, "[norma-a1] 003 check \x1b[32mPASS\x1b[0m  1/1 AC passed (17ms)\n"+
 			"[norma-a1]     logs: .norma/runs/r-1/steps/003-check/logs/stdout.txt\n", out.String())
 	})
 	t.Run("parallel runs interleave whole lines", func(t *testing.T) {

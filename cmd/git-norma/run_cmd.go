@@ -47,6 +47,12 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 	fmt.Fprintf(out, "run %s: task %s %s%s after %d iteration(s), %d steps, %s\n",
 		rep.RunID, rep.TaskID, pal.status(rep.Status), verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
 	fmt.Fprintf(out, "%s\n", rep.Message)
+	if rep.Failure != nil && len(rep.Failure.Failing) > 0 {
+		fmt.Fprintf(out, "failed checks (iteration %d):\n", rep.Failure.Iteration)
+		for _, l := range failureLines(rep.Failure, 10, pal) {
+			fmt.Fprintln(out, l)
+		}
+	}
 	if rep.StopReason == loop.StopGuardViolation {
 		fmt.Fprintf(env.IO.Err, "hint: look at what the agent did (git norma status %s); no run or loop starts until you clear it: git norma resume\n", rep.RunID)
 	}

@@ -134,6 +134,12 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 			fmt.Fprintf(out, "%s: %s\n", e.Type, e.Message)
 		}
 	}
+	if d.Failure != nil && len(d.Failure.Failing) > 0 {
+		fmt.Fprintf(out, "\nfailed checks (iteration %d):\n", d.Failure.Iteration)
+		for _, l := range failureLines(d.Failure, 10, palette(false)) {
+			fmt.Fprintln(out, l)
+		}
+	}
 	printFindings(out, d.Events)
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
 }
