@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -164,6 +166,18 @@ type RunDetail struct {
 	Landed string     `json:"landed_commit,omitempty"`
 	// Failure says why the run's last Check failed, when the run did not pass.
 	Failure *loop.Failure `json:"failure,omitempty"`
+	// Running is the step under way, while the run runs.
+	Running *RunningStep `json:"running,omitempty"`
+}
+
+// RunningStep is a step under way: started, not recorded yet.
+type RunningStep struct {
+	Index     int       `json:"step_index"`
+	Role      string    `json:"role"`
+	Started   time.Time `json:"started_at"`
+	ElapsedMS int64     `json:"elapsed_ms"`
+	// Activity is what its agent does now, from its newest output (see loop.Activity).
+	Activity string `json:"activity"`
 }
 
 // StepRow is one step of a run.
@@ -226,6 +240,9 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if r.Status != store.StatusPassed {
 		d.Failure = a.redact.failure(lastFailure(events))
 	}
+	if r.Status == store.StatusRunning {
+		d.Running = a.runningStep(runID)
+	}
 	usage := stepUsage(events)
 	for i := range d.Steps {
 		d.Steps[i].Usage = usage[d.Steps[i].Index]
@@ -243,6 +260,27 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 		}
 	}
 	return d, nil
+}
+
+// runningStep is the run's newest step when it has no output.json yet. Its logs directory was
+// made when it started and is not touched since (its files are written, not created).
+func (a *App) runningStep(runID string) *RunningStep {
+	steps := a.Repo.Path("runs", runID, "steps")
+	dirs := stepDirs(steps)
+	if len(dirs) == 0 {
+		return nil
+	}
+	dir := filepath.Join(steps, dirs[len(dirs)-1])
+	if _, err := os.Stat(filepath.Join(dir, "output.json")); err == nil {
+		return nil
+	}
+	st, err := os.Stat(filepath.Join(dir, "logs"))
+	if err != nil {
+		return nil
+	}
+	index, role, _ := stepOf(dirs[len(dirs)-1])
+	return &RunningStep{Index: index, Role: role, Started: st.ModTime().UTC(), ElapsedMS: a.Now().Sub(st.ModTime()).Milliseconds(),
+		Activity: a.redact.apply(loop.Activity(filepath.Join(dir, "logs")))}
 }
 
 // lastFailure is the Failure of the run's last failed Check (nil when none failed).

@@ -105,7 +105,7 @@ type StepRecord struct {
 
 // Event is a timeline entry recorded with a step.
 type Event struct {
-	Type    string
-	Message string
-	Data    any
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
 }

@@ -51,6 +51,7 @@ type CLI struct {
 	Check   checkCmd   `cmd:"" help:"Run a task's checks (its Verify commands and the project gates) in this worktree."`
 	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
 	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`
+	Logs    logsCmd    `cmd:"" help:"Print a step's logs (stdout.txt, stderr.txt); -f follows a running run."`
 	Prune   pruneCmd   `cmd:"" help:"Remove old runs (dirs, rows, worktrees) and landed task branches, by the retention config."`
 	Notes   notesCmd   `cmd:"" help:"Share the journal notes with a remote."`
 	Hooks   hooksCmd   `cmd:"" help:"Install or remove the git hooks that trigger checks and guard merges and pushes."`

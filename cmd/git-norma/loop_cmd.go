@@ -12,7 +12,8 @@ type loopCmd struct {
 	ActiveFeature string `help:"Only run tasks under this feature." placeholder:"ID"`
 	ActiveEpic    string `help:"Only run tasks under this epic." placeholder:"ID"`
 	NoLand        bool   `help:"Leave PASSed tasks on their branches for review."`
-	JSON          bool   `help:"Print the loop report as JSON."`
+	JSON          bool   `xor:"format" help:"Print the loop report as JSON."`
+	Stream        bool   `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind loop_ended)."`
 	Force         bool   `help:"Start even while a guard violation is pending (see git norma resume)."`
 }
 
@@ -27,10 +28,20 @@ func (c *loopCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: env.live(c.Parallel > 1),
+	live := env.live(c.Parallel > 1)
+	var stream *jsonStream
+	if c.Stream {
+		stream = newJSONStream(env.IO.Out)
+		live = stream.live(live)
+	}
+	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: live,
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
 	if err != nil {
 		return err
+	}
+	if stream != nil {
+		stream.write(streamEvent{Kind: "loop_ended", Report: rep})
+		return silentExit(rep.ExitCode)
 	}
 	if c.JSON {
 		if err := printJSON(env.IO.Out, rep); err != nil {

@@ -19,7 +19,7 @@ import (
 type globalFlags struct {
 	NoColor bool `name:"no-color" help:"Never colour the output (colour is only used on a terminal, and never with NO_COLOR set)."`
 	Quiet   bool `short:"q" xor:"verbosity" help:"Print no progress lines on stderr; errors and warnings still go there."`
-	Verbose bool `short:"v" xor:"verbosity" help:"Print more detail on stderr: each step's log files as the step ends."`
+	Verbose bool `short:"v" xor:"verbosity" help:"Print more detail on stderr: the agents' output as it comes, and each step's log files as the step ends."`
 }
 
 // newEnv builds the environment every command runs with from the global flags.
@@ -29,7 +29,8 @@ func newEnv(ctx context.Context, stdio IO, dir string, g globalFlags) *Env {
 		Err: colorEnabled(isTerminal(stdio.Err), g.NoColor, os.Getenv, gitColorBool),
 	}
 	return &Env{Ctx: ctx, IO: stdio, Dir: dir, Verbose: g.Verbose, Color: col,
-		Progress: &progressWriter{out: stdio.Err, quiet: g.Quiet, color: col.Err}}
+		Progress: &progressWriter{out: stdio.Err, quiet: g.Quiet, color: col.Err, tty: isTerminal(stdio.Err) && os.Getenv("TERM") != "dumb",
+			interval: time.Second, now: time.Now}}
 }
 
 // live is how a run or loop shows what happens: step lines, notices and warnings; with -v each
@@ -39,13 +40,23 @@ func (e *Env) live(prefixTasks bool) loop.LiveFunc {
 }
 
 // progressWriter is the one writer progress goes through: whole lines to stderr, dropped with
-// -q (except warnings), step lines coloured on a terminal.
+// -q (except warnings), step lines coloured on a terminal, and while steps run a live line
+// (output_live.go).
 type progressWriter struct {
 	mu    sync.Mutex
 	out   io.Writer
 	quiet bool
 	color bool
 	buf   []byte
+	// tty says out is a terminal: the running steps are shown on a line redrawn in place.
+	tty bool
+	// interval is how often the running steps are looked at (0: only when tick is called).
+	interval time.Duration
+	// running are the steps under way; drawn says the live line is on the terminal now.
+	running map[string]*runningStep
+	drawn   bool
+	ticking bool
+	now     func() time.Time
 }
 
 func (p *progressWriter) Write(b []byte) (int, error) {
@@ -58,7 +69,7 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 			return len(b), nil
 		}
 		if !p.quiet {
-			fmt.Fprintln(p.out, string(p.buf[:i]))
+			p.emit([]string{string(p.buf[:i])})
 		}
 		p.buf = p.buf[i+1:]
 	}
@@ -69,56 +80,16 @@ func (p *progressWriter) Printf(format string, args ...any) {
 	fmt.Fprintf(p, strings.TrimSuffix(format, "\n")+"\n", args...)
 }
 
-// Flush writes a last line that did not end in a newline.
+// Flush writes a last line that did not end in a newline, and clears the live line.
 func (p *progressWriter) Flush() {
 	if len(p.buf) > 0 {
 		_, _ = p.Write([]byte("\n"))
 	}
-}
-
-// live renders what a run reports, its lines written together (parallel runs interleave
-// whole lines only).
-func (p *progressWriter) live(l loop.Live, prefixTasks, verbose bool, cwd string) {
-	if p.quiet && !l.Warning {
-		return
-	}
-	pal := palette(p.color)
-	var lines []string
-	switch l.Kind {
-	case loop.StepEnded:
-		// A Check that ran says its verdict where other steps say ok: "ok" before a FAIL
-		// would read as success.
-		status, summary := l.Status, l.Summary
-		if l.Verdict != "" && status == loop.StatusOK {
-			status, summary = l.Verdict, strings.TrimPrefix(summary, l.Verdict+": ")
-		}
-		column := fmt.Sprintf("%-5s", status)
-		column = pal.status(status) + column[len(status):]
-		lines = append(lines, fmt.Sprintf("%03d %-5s %s %s (%s)", l.Index, l.Role, column, summary, l.Duration.Round(time.Millisecond)))
-		lines = append(lines, failureLines(l.Failure, 3, pal)...)
-		for _, ev := range l.Notices {
-			lines = append(lines, "    "+ev.Type+": "+clip(ev.Message, 400))
-		}
-		if verbose {
-			lines = append(lines, stepLogs(l.LogDir, cwd))
-		}
-	case loop.Notice:
-		if l.Warning {
-			lines = append(lines, pal.paint(ansiYellow, "warning:")+" "+l.Text)
-		} else {
-			lines = append(lines, l.Text)
-		}
-	default:
-		return
-	}
-	prefix := ""
-	if prefixTasks && l.TaskID != "" {
-		prefix = "[" + l.TaskID + "] "
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, line := range lines {
-		fmt.Fprintln(p.out, prefix+line)
+	if p.drawn {
+		fmt.Fprint(p.out, "\r\x1b[K")
+		p.drawn = false
 	}
 }
 

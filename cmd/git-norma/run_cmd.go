@@ -12,7 +12,8 @@ type runCmd struct {
 	Task   string `arg:"" help:"The task to run."`
 	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
 	Force  bool   `help:"Run (and land) the task even though its work already landed on the target, or a guard violation is pending (see git norma resume)."`
-	JSON   bool   `help:"Print the run report as JSON."`
+	JSON   bool   `xor:"format" help:"Print the run report as JSON."`
+	Stream bool   `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind run_ended)."`
 }
 
 func (c *runCmd) Run(env *Env) error {
@@ -20,15 +21,24 @@ func (c *runCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: env.live(false)})
+	live := env.live(false)
+	var stream *jsonStream
+	if c.Stream {
+		stream = newJSONStream(env.IO.Out)
+		live = stream.live(live)
+	}
+	rep, err := app.Run(env.Ctx, gitnorma.RunOptions{TaskID: c.Task, NoLand: c.NoLand, Force: c.Force, Live: live})
 	if err != nil {
 		return err
 	}
-	if c.JSON {
+	switch {
+	case stream != nil:
+		stream.write(streamEvent{Kind: "run_ended", TaskID: rep.TaskID, Report: rep})
+	case c.JSON:
 		if err := printJSON(env.IO.Out, rep); err != nil {
 			return err
 		}
-	} else {
+	default:
 		printRunReport(env, rep)
 	}
 	return silentExit(rep.ExitCode)

@@ -129,6 +129,13 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 		fmt.Fprintf(w, "%03d\t%s\t%d\t%s\t%s\t%s\t%s\n", s.Index, s.Role, s.Iteration, s.Status, durationText(s.DurationMS), usageText(s.Usage), s.Summary)
 	}
 	w.Flush()
+	if r := d.Running; r != nil {
+		line := fmt.Sprintf("running: %03d %s (%s)", r.Index, r.Role, durationText(r.ElapsedMS))
+		if r.Activity != "" {
+			line += " · " + r.Activity
+		}
+		fmt.Fprintln(out, line)
+	}
 	for _, e := range d.Events {
 		if noticeEvents[e.Type] {
 			fmt.Fprintf(out, "%s: %s\n", e.Type, e.Message)
