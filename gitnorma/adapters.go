@@ -134,7 +134,7 @@ func (r *recorder) mirrorFailed(ctx context.Context, rec loop.StepRecord, mirror
 // after the step and the one replayed at landing (or by a repair) are identical.
 func stepEntry(taskID string, s store.Step, redact redactor) notes.Entry {
 	return notes.Entry{TS: notes.Stamp(s.EndedAt), Kind: notes.KindStep, Task: taskID, Run: s.RunID,
-		Step: s.Index, Role: s.Role, Status: s.Status, Summary: redact.apply(s.Summary)}
+		Step: s.Index, Iteration: s.Iteration, Role: s.Role, Status: s.Status, Summary: redact.apply(s.Summary)}
 }
 
 // rel stores paths relative to the repository root, so the db survives moving the repo.

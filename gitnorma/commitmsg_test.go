@@ -36,7 +36,7 @@ func TestCommitHeaderType(t *testing.T) {
 		{"plan type wins over the default", Commit{DefaultType: "chore"}, task("spike"), planWith("docs", "", false), "docs: Fix the login redirect"},
 		{"invalid plan type falls back to the map", defaults, task("bug"), planWith("bugfix", "", false), "fix: Fix the login redirect"},
 		{"capitalised plan type is invalid", defaults, task("chore"), planWith("Fix", "", false), "chore: Fix the login redirect"},
-		{"empty plan type", defaults, task("docs"), planWith("", "", false), "docs: Fix the login redirect"},
+		{"empty plan type", defaults, task("chore"), planWith("", "", false), "chore: Fix the login redirect"},
 		{"plan without a commit proposal", defaults, task("bug"), &loop.Plan{Goal: "x"}, "fix: Fix the login redirect"},
 		{"no plan, type_map by issue type", defaults, task("bug"), nil, "fix: Fix the login redirect"},
 		{"type_map feature", defaults, task("feature"), nil, "feat: Fix the login redirect"},

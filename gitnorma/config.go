@@ -185,7 +185,7 @@ func DefaultConfig() Config {
 		MaxParallel: 1,
 		Sandbox:     SandboxConfig{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
 		Commit: Commit{
-			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"},
+			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "task": "feat"},
 			DefaultType: "feat",
 		},
 		RecoverPassed: RecoverLand,

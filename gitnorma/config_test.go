@@ -64,7 +64,7 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	assert.Equal(t, Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024, MaxSameFailures: 2}, cfg.Budgets)
 	assert.Equal(t, Retention{KeepLast: 50, KeepDays: 30}, cfg.Retention)
-	assert.Equal(t, map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "docs": "docs", "task": "feat"}, cfg.Commit.TypeMap)
+	assert.Equal(t, map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "task": "feat"}, cfg.Commit.TypeMap)
 	assert.Equal(t, "feat", cfg.Commit.DefaultType)
 	assert.Empty(t, cfg.Commit.CoAuthor)
 	require.NoError(t, cfg.validate(), "the defaults must pass their own validation")

@@ -68,7 +68,8 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 	}
 	entries, err = a.notesJournal(ctx, target, isRun)
 	if err == nil && len(entries) == 0 {
-		return nil, failf("list runs with: git norma status", "no journal for %s in the store or in %s", target, notes.Ref)
+		return nil, failf("list runs with: git norma status; runs made in another clone: git norma notes pull origin (or another remote), then log again",
+			"no journal for %s in the store or in %s", target, notes.Ref)
 	}
 	return entries, withCode(ExitFail, err)
 }
@@ -132,7 +133,7 @@ func (a *App) notesJournal(ctx context.Context, target string, isRun bool) ([]Jo
 			continue
 		}
 		ts, _ := time.Parse(time.RFC3339Nano, n.TS)
-		entries = append(entries, JournalEntry{TS: ts, Kind: n.Kind, Task: n.Task, Run: n.Run, Step: n.Step, Role: n.Role,
+		entries = append(entries, JournalEntry{TS: ts, Kind: n.Kind, Task: n.Task, Run: n.Run, Step: n.Step, Iteration: n.Iteration, Role: n.Role,
 			Status: n.Status, Summary: n.Summary, Commit: n.Commit, Source: "notes"})
 	}
 	return entries, nil

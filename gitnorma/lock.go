@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -100,7 +101,15 @@ func (e lockError) Unwrap() error { return ErrLocked }
 // function that releases it. For short critical sections: landing, worktrees, notes, the
 // backlog.
 func waitLock(ctx context.Context, path string) (func(), error) {
-	return flock.Acquire(ctx, path, 0o600, flock.Exclusive)
+	release, err := flock.Acquire(ctx, path, 0o600, flock.Exclusive)
+	if errors.Is(err, fs.ErrNotExist) {
+		// .norma/locks is not in git: a fresh clone has the config but no locks yet.
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		return flock.Acquire(ctx, path, 0o600, flock.Exclusive)
+	}
+	return release, err
 }
 
 // LiveRuns lists the runs live processes hold task locks for, newest first.

@@ -330,5 +330,12 @@ func (a *App) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow,
 	for _, r := range runs {
 		rows = append(rows, a.runRow(r))
 	}
+	if len(rows) == 0 {
+		// No run: a task of the backlog that never ran, or a mistyped id, which must not look
+		// like the first.
+		if _, err := a.ShowTask(ctx, taskID); err != nil {
+			return nil, err
+		}
+	}
 	return rows, nil
 }

@@ -32,7 +32,8 @@ func (a *App) AddTask(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 		}
 	}
 	if s.Type != "" && !tracker.ValidType(s.Type) {
-		return tracker.Task{}, usagef("use one of: task, bug, feature, epic, chore, decision, spike, story, milestone", "unknown task type %q", s.Type)
+		return tracker.Task{}, usagef(`use one of: task, bug, feature, epic, chore, decision, spike, story, milestone (for another kind of commit, start the title with it: "docs: ...")`,
+			"unknown task type %q", s.Type)
 	}
 	for _, v := range s.Verify {
 		if strings.TrimSpace(v) == "" || strings.Contains(v, "\n") {

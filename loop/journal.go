@@ -32,7 +32,11 @@ func ProgressEntry(taskID, runID string, rec StepRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s — %03d %s — %s/%s\n", rec.EndedAt.UTC().Format(time.RFC3339), rec.Index,
 		strings.ToUpper(string(rec.Role)), out.Status, out.StopReason)
-	fmt.Fprintf(&b, "**Task:** %s  \n**Run:** %s · **Iteration:** %d\n\n", taskID, runID, rec.Iteration)
+	if rec.Iteration > 0 {
+		fmt.Fprintf(&b, "**Task:** %s  \n**Run:** %s · **Iteration:** %d\n\n", taskID, runID, rec.Iteration)
+	} else { // a journal note written before notes kept the iteration
+		fmt.Fprintf(&b, "**Task:** %s  \n**Run:** %s\n\n", taskID, runID)
+	}
 	title := out.Progress.Title
 	if title == "" {
 		title = out.Summary.Text

@@ -226,8 +226,14 @@ func (e *engine) noteCommit(s *stepRun, res CommitResult) {
 
 // interrupted is the step error of a run stopped by Ctrl-C or SIGTERM; it wraps ctx.Err().
 func interrupted(ctx context.Context) error {
-	return fmt.Errorf("interrupted: the step's processes were stopped (%w)", ctx.Err())
+	return interruption{ctx.Err()}
 }
+
+// interruption reads as what the user did, not as Go's "context canceled", which it wraps.
+type interruption struct{ cause error }
+
+func (interruption) Error() string   { return "interrupted: the step's processes were stopped" }
+func (i interruption) Unwrap() error { return i.cause }
 
 func shortID(id string) string {
 	if len(id) > 10 {

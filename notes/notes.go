@@ -25,16 +25,18 @@ const Ref = "refs/notes/norma"
 
 // Entry is one journal line. Field order matters: ts first, so lines sort by time.
 type Entry struct {
-	TS      string `json:"ts"`
-	Kind    string `json:"kind"`
-	Task    string `json:"task"`
-	Run     string `json:"run"`
-	Step    int    `json:"step,omitempty"`
-	Role    string `json:"role,omitempty"`
-	Status  string `json:"status,omitempty"`
-	Verdict string `json:"verdict,omitempty"`
-	Summary string `json:"summary,omitempty"`
-	Commit  string `json:"commit,omitempty"`
+	TS   string `json:"ts"`
+	Kind string `json:"kind"`
+	Task string `json:"task"`
+	Run  string `json:"run"`
+	Step int    `json:"step,omitempty"`
+	// Iteration is the step's iteration of its run (0 in entries written before it was kept).
+	Iteration int    `json:"iteration,omitempty"`
+	Role      string `json:"role,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Verdict   string `json:"verdict,omitempty"`
+	Summary   string `json:"summary,omitempty"`
+	Commit    string `json:"commit,omitempty"`
 }
 
 // Kinds of entries.

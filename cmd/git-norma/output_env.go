@@ -17,9 +17,10 @@ import (
 
 // globalFlags work with every command, before or after it.
 type globalFlags struct {
-	NoColor bool `name:"no-color" help:"Never colour the output (colour is only used on a terminal, and never with NO_COLOR set)."`
-	Quiet   bool `short:"q" xor:"verbosity" help:"Print no progress lines on stderr; errors and warnings still go there."`
-	Verbose bool `short:"v" xor:"verbosity" help:"Print more detail on stderr: the agents' output as it comes, and each step's log files as the step ends."`
+	NoColor bool        `name:"no-color" help:"Never colour the output (colour is only used on a terminal, and never with NO_COLOR set)."`
+	Quiet   bool        `short:"q" xor:"verbosity" help:"Print no progress lines on stderr; errors and warnings still go there."`
+	Verbose bool        `short:"v" xor:"verbosity" help:"Print more detail on stderr: the agents' output as it comes, and each step's log files as the step ends."`
+	Version versionFlag `name:"version" help:"Print the git-norma version and exit (as git norma version does)."`
 }
 
 // newEnv builds the environment every command runs with from the global flags.

@@ -56,7 +56,9 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 	}
 	fmt.Fprintf(out, "run %s: task %s %s%s after %d iteration(s), %d steps, %s\n",
 		rep.RunID, rep.TaskID, pal.status(rep.Status), verdict, rep.Iterations, rep.Steps, durationText(rep.DurationMS))
-	fmt.Fprintf(out, "%s\n", rep.Message)
+	if rep.Landed == "" { // else the landed line below says it, with what to do next
+		fmt.Fprintf(out, "%s\n", rep.Message)
+	}
 	if rep.Failure != nil && len(rep.Failure.Failing) > 0 {
 		fmt.Fprintf(out, "failed checks (iteration %d):\n", rep.Failure.Iteration)
 		for _, l := range failureLines(rep.Failure, 10, pal) {

@@ -36,6 +36,10 @@ func (c *statusCmd) Run(env *Env) error {
 		if err != nil || c.JSON {
 			return jsonOr(env, runs, err)
 		}
+		if len(runs) == 0 {
+			fmt.Fprintf(env.IO.Out, "task %s has no run yet; start one with: git norma run %s\n", c.Target, c.Target)
+			return nil
+		}
 		printRuns(env.IO.Out, runs)
 	default:
 		rep, err := app.Status(env.Ctx, c.Limit)

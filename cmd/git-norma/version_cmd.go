@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/alecthomas/kong"
 )
 
 // version and commit are set by install.sh with -ldflags "-X main.version=... -X main.commit=...".
@@ -43,6 +45,21 @@ func (c *versionCmd) Run(env *Env) error {
 	if c.JSON {
 		return printJSON(env.IO.Out, map[string]string{"version": v, "commit": rev, "go": runtime.Version()})
 	}
-	fmt.Fprintf(env.IO.Out, "git-norma version %s (commit %.12s, %s)\n", v, rev, runtime.Version())
+	fmt.Fprintln(env.IO.Out, versionLine())
+	return nil
+}
+
+func versionLine() string {
+	v, rev := versionInfo()
+	return fmt.Sprintf("git-norma version %s (commit %.12s, %s)", v, rev, runtime.Version())
+}
+
+// versionFlag is --version, as most programs (and git itself) take it: the version, exit 0.
+type versionFlag bool
+
+// BeforeReset prints the version before anything else is parsed or required.
+func (versionFlag) BeforeReset(app *kong.Kong) error {
+	fmt.Fprintln(app.Stdout, versionLine())
+	app.Exit(0)
 	return nil
 }
