@@ -88,6 +88,6 @@ Shell completion for "git norma <TAB>" (git's own completion calls it):
   bash  loaded on demand from $completion_dir with bash-completion;
         without it, add to ~/.bashrc:  source <(git norma completion bash)
   zsh   git norma completion zsh > ~/.zfunc/_git-norma   (with fpath+=(~/.zfunc) before compinit in ~/.zshrc)
-  fish  git norma completion fish > ~/.config/fish/completions/git-norma.fish
+  fish  git norma completion fish > ~/.config/fish/conf.d/git-norma.fish
 Manual: git norma --help (man pages in $man_dir), or git norma help <command> without man.
 EOF

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -169,7 +170,9 @@ func criterionText(plan *loop.Plan, id string) string {
 	return ""
 }
 
-// wrapText wraps at spaces to width, indenting continuation lines of list items.
+// wrapText wraps at spaces to width, indenting continuation lines of list items. A command in
+// backticks is never broken (nor its spaces changed): a line may run long instead, so that
+// it can be copied whole.
 func wrapText(text string, width int) string {
 	indent := ""
 	if strings.HasPrefix(text, "- ") {
@@ -177,7 +180,7 @@ func wrapText(text string, width int) string {
 	}
 	var lines []string
 	line := ""
-	for _, w := range strings.Fields(text) {
+	for _, w := range wrapWords(text) {
 		if line != "" && len([]rune(line))+1+len([]rune(w)) > width {
 			lines = append(lines, line)
 			line = indent + w
@@ -192,4 +195,29 @@ func wrapText(text string, width int) string {
 		}
 	}
 	return strings.Join(append(lines, line), "\n")
+}
+
+// wrapWords splits text at whitespace outside backtick spans; a span stays one word, as is.
+func wrapWords(text string) []string {
+	var words []string
+	var cur strings.Builder
+	quoted := false
+	for _, r := range text {
+		switch {
+		case r == '`':
+			quoted = !quoted
+			cur.WriteRune(r)
+		case !quoted && unicode.IsSpace(r):
+			if cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	return words
 }

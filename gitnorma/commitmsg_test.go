@@ -372,3 +372,15 @@ func TestCommitMessageInRealCommit(t *testing.T) {
 	}
 	assert.Equal(t, "fix: Fix the login redirect", repo.Must("log", "-1", "--format=%s", commit))
 }
+
+func TestWrapTextKeepsCommandsWhole(t *testing.T) {
+	cmd := "`go test -run 'TestLogin|TestRedirect'   -count=1 ./login/... ./session/...`"
+	got := wrapText("- AC-1 PASS: "+cmd+" succeeds on the patched tree", 40)
+	assert.Contains(t, got, cmd, "the command, spaces and all, on one line:\n%s", got)
+	for _, l := range strings.Split(got, "\n") {
+		if !strings.Contains(l, "`") {
+			assert.LessOrEqual(t, utf8.RuneCountInString(l), 40, "line %q", l)
+		}
+	}
+	assert.Equal(t, "- a b\n  c d", wrapText("- a  b c d", 5), "outside backticks, whitespace is still folded")
+}
