@@ -171,7 +171,7 @@ echo '{"status":"ok","stop_reason":"none","summary":{"text":"done"},"do":{"execu
 // update-ref.
 func BenchmarkIteration(b *testing.B) {
 	r := newBenchRepo(b, `{"agents": {"do": {"type": "exec", "cmd": ["./agents/do.sh"]}},
-		"budgets": {"max_iterations": 10, "max_failed_checks": 10}, "retention": {"keep_last": 0, "keep_days": 0}}`)
+		"budgets": {"max_iterations": 10, "max_failed_checks": 10, "max_same_failures": 0}, "retention": {"keep_last": 0, "keep_days": 0}}`)
 	r.write("agents/do.sh", doAgent)
 	r.write("floor.sh", `set -e
 sh agents/do.sh </dev/null >/dev/null
