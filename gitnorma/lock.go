@@ -37,11 +37,6 @@ type LockHolder struct {
 // ErrLocked means another live git-norma process holds the lock.
 var ErrLocked = errors.New("another git norma run is in progress in this repository")
 
-// AcquireRunLock takes the lock without waiting.
-func AcquireRunLock(path string) (*RunLock, error) {
-	return acquireLock(path, ErrLocked.Error())
-}
-
 // TaskLockPath is the lock of one task's runs.
 func (a *App) TaskLockPath(taskID string) string {
 	return a.Repo.Path("locks", "task-"+taskID+".lock")

@@ -23,7 +23,7 @@ func lockPath(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "run.lock")
 }
 
-// requireLocked checks the error of an AcquireRunLock that found the lock held by pid for run.
+// requireLocked checks the error of an acquireLock that found the lock held by pid for run.
 func requireLocked(t *testing.T, err error, pid int, runID string) {
 	t.Helper()
 	require.Error(t, err)
@@ -40,7 +40,7 @@ func TestRunLockHeldAndReleased(t *testing.T) {
 	path := lockPath(t)
 	started := time.Date(2026, 3, 1, 12, 30, 0, 0, time.FixedZone("CET", 3600))
 
-	l, err := AcquireRunLock(path)
+	l, err := acquireLock(path, ErrLocked.Error())
 	require.NoError(t, err)
 	require.NoError(t, l.Record("20260301-113000-ab12", started))
 
@@ -55,7 +55,7 @@ func TestRunLockHeldAndReleased(t *testing.T) {
 
 	// flock conflicts between open file descriptions, so the same process cannot take it twice.
 	for i := range 2 {
-		l2, err := AcquireRunLock(path)
+		l2, err := acquireLock(path, ErrLocked.Error())
 		assert.Nil(t, l2, "attempt %d", i)
 		requireLocked(t, err, os.Getpid(), "20260301-113000-ab12")
 		assert.Contains(t, err.Error(), "since 2026-03-01T11:30:00Z")
@@ -68,7 +68,7 @@ func TestRunLockHeldAndReleased(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, data, "Release empties the file")
 
-	again, err := AcquireRunLock(path)
+	again, err := acquireLock(path, ErrLocked.Error())
 	require.NoError(t, err, "the lock can be taken again after Release")
 	require.NoError(t, again.Record("run-2", started))
 	h, live = LiveLockHolder(path)
@@ -79,7 +79,7 @@ func TestRunLockHeldAndReleased(t *testing.T) {
 
 func TestRunLockRecordOverwrites(t *testing.T) {
 	path := lockPath(t)
-	l, err := AcquireRunLock(path)
+	l, err := acquireLock(path, ErrLocked.Error())
 	require.NoError(t, err)
 	defer l.Release()
 	require.NoError(t, l.Record(strings.Repeat("long-run-id-", 20), time.Now()))
@@ -111,11 +111,11 @@ func TestRunLockFree(t *testing.T) {
 			assert.False(t, live, "nothing holds the flock")
 			assert.Equal(t, LockHolder{}, h)
 
-			l, err := AcquireRunLock(path)
+			l, err := acquireLock(path, ErrLocked.Error())
 			require.NoError(t, err)
 			require.NoError(t, l.Record("new-run", time.Now()))
 			h, live = LiveLockHolder(path)
-			assert.True(t, live, "held after AcquireRunLock")
+			assert.True(t, live, "held after acquireLock")
 			assert.Equal(t, "new-run", h.RunID)
 			assert.Equal(t, os.Getpid(), h.PID)
 			l.Release()
@@ -127,7 +127,7 @@ func TestRunLockFree(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// Between AcquireRunLock and Record (and for the whole of `land`, which never records) the file
+// Between acquireLock and Record (and for the whole of `land`, which never records) the file
 // holds whatever was there before: nothing, or the record of a holder that died. A second run
 // must then not be told to `kill -INT 0` (which signals the user's own process group) or to
 // kill the dead holder's pid (which may belong to another process by now), and `status` must
@@ -148,11 +148,11 @@ func TestRunLockHeldButNotRecorded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := lockPath(t)
 			require.NoError(t, os.WriteFile(path, []byte(tt.before), 0o600))
-			l, err := AcquireRunLock(path)
+			l, err := acquireLock(path, ErrLocked.Error())
 			require.NoError(t, err)
 			defer l.Release()
 
-			_, err = AcquireRunLock(path)
+			_, err = acquireLock(path, ErrLocked.Error())
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, ErrLocked))
 			var e *Error
@@ -176,7 +176,7 @@ func TestRunLockHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestRunLockHolderDies")
 	}
-	l, err := AcquireRunLock(path)
+	l, err := acquireLock(path, ErrLocked.Error())
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -214,7 +214,7 @@ func TestRunLockHolderDies(t *testing.T) {
 	assert.True(t, live)
 	assert.Equal(t, pid, h.PID)
 	assert.Equal(t, "helper-run", h.RunID)
-	_, err = AcquireRunLock(path)
+	_, err = acquireLock(path, ErrLocked.Error())
 	requireLocked(t, err, pid, "helper-run")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -225,7 +225,7 @@ func TestRunLockHolderDies(t *testing.T) {
 	assert.Equal(t, pid, h.PID, "the dead holder's record is still in the file")
 	_, live = LiveLockHolder(path)
 	assert.False(t, live, "a dead holder holds nothing")
-	l, err := AcquireRunLock(path)
+	l, err := acquireLock(path, ErrLocked.Error())
 	require.NoError(t, err)
 	l.Release()
 }

@@ -148,3 +148,12 @@ func realPath(t *testing.T, p string) string {
 	require.NoError(t, err)
 	return r
 }
+
+// NewManager returns a manager for the repository whose main worktree is root.
+func NewManager(root string) *Manager {
+	m := &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
+	if l, ok := git.Discover(root); ok {
+		m.CommonDir = l.CommonDir
+	}
+	return m
+}

@@ -33,15 +33,6 @@ type Manager struct {
 	CommonDir string
 }
 
-// NewManager returns a manager for the repository whose main worktree is root.
-func NewManager(root string) *Manager {
-	m := &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
-	if l, ok := git.Discover(root); ok {
-		m.CommonDir = l.CommonDir
-	}
-	return m
-}
-
 // CreateOptions say which task workspace to create and where.
 type CreateOptions struct {
 	TaskID string

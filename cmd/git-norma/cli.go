@@ -121,7 +121,7 @@ func Main(args []string, stdio IO) (code int) {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
 		return gitnorma.ExitFatal
 	}
-	env := newEnv(ctx, stdio, dir, p.globals())
+	env := newEnv(ctx, stdio, dir, p.globals)
 	defer env.Progress.Flush()
 	p.ctx.Bind(p.parser.Model)
 	return report(stdio.Err, p.ctx.Run(env))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 	"strings"
 
@@ -116,24 +115,4 @@ func walkConfig(t reflect.Type, prefix string, leaf func(path string, t reflect.
 			leaf(path, ft)
 		}
 	}
-}
-
-// configKeyDocs are the terms of the KEYS section of the config page.
-func configKeyDocs() ([]string, error) {
-	secs, err := prose(configPage)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range secs {
-		if s.title == "KEYS" {
-			var terms []string
-			for _, b := range s.blocks {
-				if b.kind == blockItem {
-					terms = append(terms, b.term)
-				}
-			}
-			return terms, nil
-		}
-	}
-	return nil, fmt.Errorf("doc/%s.txt has no KEYS section", configPage)
 }

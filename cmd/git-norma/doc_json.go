@@ -27,16 +27,6 @@ type jsonField struct {
 	text     string
 }
 
-// rootType is the type of the whole value: an object unless "." says otherwise.
-func (s *jsonShape) rootType() string {
-	for _, f := range s.fields {
-		if f.path == "." {
-			return f.typ
-		}
-	}
-	return "object"
-}
-
 var jsonShapes = sync.OnceValues(func() (map[string]*jsonShape, error) {
 	data, err := docFS.ReadFile("doc/json-shapes.txt")
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -275,4 +276,24 @@ func cmdNoEscapes(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s holds an escape code at byte %d", f, i)
 		}
 	}
+}
+
+// configKeyDocs are the terms of the KEYS section of the config page.
+func configKeyDocs() ([]string, error) {
+	secs, err := prose(configPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range secs {
+		if s.title == "KEYS" {
+			var terms []string
+			for _, b := range s.blocks {
+				if b.kind == blockItem {
+					terms = append(terms, b.term)
+				}
+			}
+			return terms, nil
+		}
+	}
+	return nil, fmt.Errorf("doc/%s.txt has no KEYS section", configPage)
 }

@@ -210,3 +210,13 @@ func TestJSONShapesAreReferenced(t *testing.T) {
 	}
 	assert.True(t, slices.Contains(pageShapes(t), "notify"), "the notify event is documented in a page")
 }
+
+// rootType is the type of the whole value: an object unless "." says otherwise.
+func (s *jsonShape) rootType() string {
+	for _, f := range s.fields {
+		if f.path == "." {
+			return f.typ
+		}
+	}
+	return "object"
+}

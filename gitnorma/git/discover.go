@@ -94,21 +94,6 @@ func layoutOf(top, gitDir string) (Layout, bool) {
 	return Layout{CommonDir: common, GitDir: gitDir, TopLevel: top}, true
 }
 
-// gitDirOf is the git directory of the work tree top: its .git directory, or where its .git
-// file points.
-func gitDirOf(top string) (string, bool) {
-	dotGit := filepath.Join(top, ".git")
-	fi, err := os.Lstat(dotGit)
-	switch {
-	case err != nil:
-		return "", false
-	case fi.Mode().IsRegular():
-		return readGitFile(top, dotGit)
-	default:
-		return dotGit, fi.IsDir()
-	}
-}
-
 // commonDirOf is the directory gitDir shares with the other worktrees: what its commondir file
 // names (relative to gitDir), or gitDir itself.
 func commonDirOf(gitDir string) (string, bool) {

@@ -176,20 +176,12 @@ func isObjectID(s string) bool {
 	return true
 }
 
-// ReadHead reads what HEAD of the work tree at dir points at — the branch ("" when detached)
-// and its commit — from the files, the way git would resolve it, without starting git. ok is
-// false whenever the answer would need git: a reftable repository, a symbolic ref behind the
-// branch, an unborn branch, a HEAD that names no branch under refs/heads/.
-func ReadHead(dir string) (branch, oid string, ok bool) {
-	gitDir, ok := gitDirOf(dir)
-	if !ok {
-		return "", "", false
-	}
-	return ReadHeadAt(gitDir)
-}
-
-// ReadHeadAt is ReadHead of the work tree whose git directory is gitDir, known beforehand
-// (a worktree's .git file may be gone or point elsewhere; see Runner.Pinned).
+// ReadHeadAt reads what HEAD of the work tree whose git directory is gitDir points at — the
+// branch ("" when detached) and its commit — from the files, the way git would resolve it,
+// without starting git. gitDir is known beforehand (a worktree's .git file may be gone or
+// point elsewhere; see Runner.Pinned). ok is false whenever the answer would need git: a
+// reftable repository, a symbolic ref behind the branch, an unborn branch, a HEAD that
+// names no branch under refs/heads/.
 func ReadHeadAt(gitDir string) (branch, oid string, ok bool) {
 	common, ok := commonDirOf(gitDir)
 	if !ok {

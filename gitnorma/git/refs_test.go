@@ -104,9 +104,12 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 	linkedDir := filepath.Join(t.TempDir(), "linked")
 	r.Must("worktree", "add", "-q", "-b", "norma/task/t-1", linkedDir)
 	linked := gittest.Open(t, linkedDir)
+	readHead := func(w *gittest.Repo) (string, string, bool) {
+		return git.ReadHeadAt(w.Must("rev-parse", "--absolute-git-dir"))
+	}
 	same := func(w *gittest.Repo) {
 		t.Helper()
-		branch, oid, ok := git.ReadHead(w.Dir)
+		branch, oid, ok := readHead(w)
 		require.True(t, ok, "ReadHead left %s to git", w.Dir)
 		want, _ := w.Git.Output(context.Background(), "symbolic-ref", "-q", "HEAD")
 		require.Equal(t, want, branch)
@@ -125,11 +128,11 @@ func TestReadHeadAgreesWithGit(t *testing.T) {
 	same(linked)
 
 	r.Must("checkout", "-q", "--orphan", "unborn")
-	_, _, ok := git.ReadHead(r.Dir)
+	_, _, ok := readHead(r)
 	require.False(t, ok, "an unborn branch is left to git")
 	r.Must("checkout", "-q", "-f", "main")
 	r.Must("symbolic-ref", "refs/heads/alias", "refs/heads/main")
 	r.Must("symbolic-ref", "HEAD", "refs/heads/alias")
-	_, _, ok = git.ReadHead(r.Dir)
+	_, _, ok = readHead(r)
 	require.False(t, ok, "a branch that is a symbolic ref is left to git")
 }
