@@ -91,7 +91,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if err != nil {
 		return rep, err
 	}
-	rep.Evidence, err = loop.RunChecks(cctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout))
+	rep.Evidence, err = loop.RunChecks(cctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
 	done()
 	if err != nil {
 		return rep, withCode(ExitFail, err)

@@ -150,7 +150,7 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout), processEnv())
 	return evidence, logPath, err
 }
 
@@ -174,7 +174,7 @@ func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string,
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout))
+	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout), processEnv())
 	return evidence, ct.Tree, logPath, err
 }
 

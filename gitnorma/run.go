@@ -374,7 +374,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
 		Workspace: r.loopWorkspace(ctx),
 		Recorder:  r.rec,
-		Live:      r.app.redact.live(live), Now: r.app.Now, StartedAt: r.started,
+		Live:      r.app.redact.live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.pauseReason,
 		Gates:  r.app.Config.Gates,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/loop/sandbox"
@@ -156,6 +157,11 @@ func (r *run) noteUnconfined(ctx context.Context, live loop.LiveFunc) {
 	say(live, r.pre.task.ID, "%s", msg)
 	_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "sandbox_unavailable", Message: msg})
 }
+
+// processEnv is what every agent, check and setup command starts from: this process's
+// environment without the variables that pin git to a repository (a hook's GIT_DIR), so each
+// works on the worktree it runs in.
+func processEnv() []string { return git.StripRepoVars(os.Environ()) }
 
 // expandHome turns a leading "~" into the home directory.
 func expandHome(paths []string) []string {

@@ -33,6 +33,8 @@ type Request struct {
 	StdoutPath string
 	// Timeout bounds the step; zero means no limit beyond ctx.
 	Timeout time.Duration
+	// Env is the environment the agent's process starts from (Options.Env).
+	Env []string
 }
 
 // Protocol error kinds, recorded with the failed step.

@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"slices"
 	"time"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // tailBytes is how much of a check's output is kept as evidence (the full output stays in the
@@ -26,8 +24,9 @@ type checkRun struct {
 // RunChecks runs every check of every effective criterion in workDir with `sh -c` — the only
 // place git-norma uses a shell, because these are the user's own commands — each bounded by
 // timeout, and appends their combined output to log. A command shared by several criteria
-// runs once. logRef is how evidence refers to the log (relative to the run dir).
-func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriterion, log *os.File, logRef string, timeout time.Duration) ([]Evidence, error) {
+// runs once. logRef is how evidence refers to the log (relative to the run dir); env is what
+// the commands' environment starts from (see Options.Env).
+func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriterion, log *os.File, logRef string, timeout time.Duration, env []string) ([]Evidence, error) {
 	var evidence []Evidence
 	ran := map[string]checkRun{}
 	for _, ac := range effective {
@@ -35,7 +34,7 @@ func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriteri
 			r, ok := ran[c.Cmd]
 			if !ok {
 				var err error
-				if r, err = runCheck(ctx, workDir, c, log, timeout); err != nil {
+				if r, err = runCheck(ctx, workDir, c, log, timeout, env); err != nil {
 					return evidence, err
 				}
 				ran[c.Cmd] = r
@@ -58,7 +57,7 @@ func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriteri
 	return evidence, nil
 }
 
-func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, timeout time.Duration) (checkRun, error) {
+func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, timeout time.Duration, env []string) (checkRun, error) {
 	if _, err := fmt.Fprintf(log, "==> %s: %s\n", c.ID, c.Cmd); err != nil {
 		return checkRun{}, err
 	}
@@ -70,7 +69,7 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 	cmd.Dir = workDir
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(git.StripRepoVars(os.Environ()), CeilingEnv(workDir))
+	cmd.Env = append(baseEnv(env), CeilingEnv(workDir))
 	res, err := runProcess(ctx, cmd, timeout)
 	if err != nil {
 		return checkRun{}, err
@@ -87,6 +86,14 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 		return checkRun{}, err
 	}
 	return checkRun{res: res, tail: tail, offset: start}, nil
+}
+
+// baseEnv is env, or this process's environment when there is none.
+func baseEnv(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return slices.Clone(env)
 }
 
 // readTail returns up to tailBytes of f written since offset start, leaving f at its end.

@@ -45,7 +45,7 @@ func TestRunChecksExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := RunChecks(context.Background(), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second)
+			ev, err := RunChecks(context.Background(), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
 			require.NoError(t, err)
 			require.Len(t, ev, 1)
 			e := ev[0]
@@ -60,13 +60,16 @@ func TestRunChecksExitCodes(t *testing.T) {
 	}
 }
 
-func TestRunChecksRunsInWorkDirWithoutRepoVars(t *testing.T) {
+// The commands start from the environment the application gives (without a hook's GIT_DIR),
+// not from this process's.
+func TestRunChecksRunsInWorkDirWithTheGivenEnv(t *testing.T) {
 	t.Setenv("GIT_DIR", "/somewhere/else/.git")
 	t.Setenv("GIT_INDEX_FILE", "/somewhere/else/index")
 	work := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
+	env := []string{"PATH=" + os.Getenv("PATH"), "GIVEN=yes"}
 	ev, err := RunChecks(context.Background(), work,
-		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE"`), checkLog(t), "log", 10*time.Second)
+		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE" && test "$GIVEN" = yes`), checkLog(t), "log", 10*time.Second, env)
 	require.NoError(t, err)
 	require.Len(t, ev, 1)
 	assert.True(t, ev[0].Passed, "exit %d: %s", ev[0].ExitCode, ev[0].OutputTail)
@@ -79,7 +82,7 @@ func TestRunChecksTimeout(t *testing.T) {
 	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-SLOW", Cmd: "echo started; sleep 30 & echo $! > child.pid; wait"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-FAST", Cmd: "true"}}},
-	}, checkLog(t), "log", timeout)
+	}, checkLog(t), "log", timeout, nil)
 	elapsed := time.Since(start)
 	require.NoError(t, err)
 	require.Len(t, ev, 2)
@@ -102,7 +105,7 @@ func TestRunChecksOutputTailAndLog(t *testing.T) {
 	ev, err := RunChecks(context.Background(), t.TempDir(), []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "echo hello; echo oops >&2"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "printf '%s' " + big + "; echo END; exit 4"}}},
-	}, log, "steps/003-check/logs/stdout.txt", 10*time.Second)
+	}, log, "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
 	require.NoError(t, err)
 	require.Len(t, ev, 2)
 
@@ -136,7 +139,7 @@ func TestRunChecksSharedCommandRunsOnce(t *testing.T) {
 	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-AC-1-1", Cmd: shared, ExpectExitCodes: []int{2}}, {ID: "CHK-AC-1-2", Cmd: "echo other >> counter.txt"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-AC-2-1", Cmd: shared}}},
-	}, checkLog(t), "log", 10*time.Second)
+	}, checkLog(t), "log", 10*time.Second, nil)
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(work, "counter.txt"))
 	require.NoError(t, err)
@@ -164,7 +167,7 @@ func TestRunChecksCancelled(t *testing.T) {
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "true"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "sleep 30 & echo $! > child.pid; wait"}}},
 		{ID: "AC-3", Checks: []CheckSpec{{ID: "CHK-3", Cmd: "touch ran-after-cancel"}}},
-	}, checkLog(t), "log", 0)
+	}, checkLog(t), "log", 0, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 3*time.Second)
 	assert.Len(t, ev, 1, "evidence gathered before the cancel is returned")

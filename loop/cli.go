@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // CLIOptions configure one role's agent CLI.
@@ -22,8 +20,7 @@ type CLIOptions struct {
 	// --dangerously-bypass-approvals-and-sandbox / -s danger-full-access, gemini yolo for
 	// read-only roles, opencode --auto ...), and write-enabling flags for plan and check.
 	AllowUnsandboxed bool
-	// Env is added to the environment the CLI inherits (after git's repository variables are
-	// removed from it).
+	// Env is added to the environment the CLI starts from (Request.Env); no GIT_ variable.
 	Env []string
 }
 
@@ -145,8 +142,8 @@ func (a *cliAgent) vetEnv() error {
 		if !ok || name == "" {
 			return fmt.Errorf("%s: env entry %q is not NAME=value", a.o.Kind, kv)
 		}
-		if len(git.StripRepoVars([]string{kv})) == 0 {
-			return fmt.Errorf("%s: env %s would point the agent's git at another repository; git-norma runs every agent in the run's workspace, remove it", a.o.Kind, name)
+		if strings.HasPrefix(name, "GIT_") {
+			return fmt.Errorf("%s: env %s would point the agent's git at another repository, or change what it does; git-norma runs every agent in the run's workspace, remove it", a.o.Kind, name)
 		}
 		r := a.b.vetEnv(a.role, name, value)
 		arg := cliArg{flag: &flagSpec{name: name}, raw: []string{"env " + name}}
@@ -190,7 +187,7 @@ func envValue(env []string, name string) string {
 // backend's settings, the step's NORMA_* variables, then the configured entries (the last
 // value of a name wins).
 func (a *cliAgent) environ(req Request) []string {
-	env := append(git.StripRepoVars(os.Environ()), a.b.env(a.role)...)
+	env := append(baseEnv(req.Env), a.b.env(a.role)...)
 	env = append(env, stepEnv(req)...)
 	return append(env, a.o.Env...)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -254,9 +255,10 @@ func assertDead(t *testing.T, pid int) {
 }
 
 // TestCLIAgentStripsGitVariables: git's repository variables from a hook never reach the CLI.
-func TestCLIAgentStripsGitVariables(t *testing.T) {
+func TestCLIAgentStartsFromTheGivenEnv(t *testing.T) {
 	t.Setenv("GIT_DIR", "/somewhere/else/.git")
 	r := newCLIRig(t, RoleDo, 10*time.Second)
+	r.req.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GIT_DIR=") })
 	fake := newFakeCLI(t, "opencode")
 	_, err := fake.agent(t, RoleDo, CLIOptions{Env: []string{"IS_SANDBOX=1"}}, "opencode/do-ok").Run(context.Background(), r.req)
 	require.NoError(t, err)

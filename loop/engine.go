@@ -39,6 +39,10 @@ type Options struct {
 	// Workspace and Recorder are the engine's only ways to touch git and the store.
 	Workspace Workspace
 	Recorder  Recorder
+	// Env is the environment every process of the run starts from, agents and check commands
+	// alike: the application's own, without the variables that would point git at another
+	// repository (a hook's GIT_DIR, say). nil: this process's environment.
+	Env []string
 	// Live receives each step as it starts and ends (rendered on stderr by the CLI).
 	Live LiveFunc
 	// Now is the clock; StartedAt is when the wall-time budget started.

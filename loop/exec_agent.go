@@ -11,8 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // MaxOutputBytes bounds the stdout an agent may produce as its JSON answer. Anything longer
@@ -42,7 +40,7 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	cmd.Env = append(git.StripRepoVars(os.Environ()), a.agentEnv(req)...)
+	cmd.Env = append(baseEnv(req.Env), a.agentEnv(req)...)
 	// The check step's log already holds the check commands' output; the answer is only
 	// what the agent prints after it.
 	offset, err := logSize(req.StdoutPath)

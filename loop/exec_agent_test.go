@@ -134,8 +134,11 @@ echo '{"status":"ok","do":{"execution":{}}}'`,
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// The agent starts from the environment it is given (the app's, without a hook's
+			// GIT_DIR), not from this process's.
 			t.Setenv("GIT_DIR", "/not/the/workspace/.git")
 			f := newExecFixture(t, 10*time.Second)
+			f.req.Env = []string{"PATH=" + os.Getenv("PATH")}
 			a := f.agent(t, tc.body)
 			a.Env = []string{"EXTRA=extra-value"}
 			out, err := a.Run(context.Background(), f.req)

@@ -122,7 +122,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
 		}
 		s.tree = ct.Tree
-		s.input.Evidence, err = RunChecks(checkScope(ctx), ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout)
+		s.input.Evidence, err = RunChecks(checkScope(ctx), ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
 		if err != nil {
 			return runErr(ctx, err)
 		}
@@ -133,7 +133,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	}
 	out, agentErr := ra.Agent.Run(ctx, Request{
 		Input: s.input, InputPath: inputPath, StepDir: s.dir, WorkDir: e.o.Workspace.Dir(),
-		Stdout: s.stdout, Stderr: s.stderr, StdoutPath: s.stdout.Name(), Timeout: timeout,
+		Stdout: s.stdout, Stderr: s.stderr, StdoutPath: s.stdout.Name(), Timeout: timeout, Env: e.o.Env,
 	})
 	if agentErr == nil {
 		agentErr = ValidateOutput(s.role, e.o.Task.ID, &out)
