@@ -57,10 +57,14 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return CheckReport{}, &Error{Code: ExitStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
 	}
-	rep := CheckReport{TaskID: taskID, Dir: top, RunID: newRunID(a.Now())}
+	started := a.Now()
+	rep := CheckReport{TaskID: taskID, Dir: top, RunID: newRunID(started)}
 	rep.Head, _ = a.Repo.Git.In(top).Output(ctx, "rev-parse", "HEAD")
 	dirty, _ := a.Repo.Git.In(top).Output(ctx, "status", "--porcelain", "--untracked-files=no")
-	rep.Recorded = dirty == ""
+	// A verdict speaks for the task's work only when what was checked is it: a clean
+	// worktree at the tip of the task's branch (not, say, main in the user's checkout).
+	tip, _ := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+worktree.TaskBranch(taskID)+"^{commit}")
+	rep.Recorded = dirty == "" && tip == rep.Head
 	checkDir := top
 	if rep.Recorded {
 		// A clean worktree's commit is checked where nothing but its tree is: the task's check
@@ -98,7 +102,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	rep.Results = loop.ResultsFromEvidence(effective, rep.Evidence)
 	rep.Verdict = loop.ComputeVerdict(effective, rep.Results, loop.PlanMatch{}).Status
-	return rep, a.recordCheck(ctx, rep)
+	return rep, a.recordCheck(ctx, rep, started)
 }
 
 // taskCriteria are a task's own criteria (its Verify commands) and the project gates: what
@@ -113,7 +117,7 @@ func (a *App) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
 
 // recordCheck stores a check as a run of its task (kind "check"), with pass_head set when it
 // passed on a clean worktree, and notes the result on the checked commit.
-func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
+func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time) error {
 	st, err := a.OpenStore(ctx)
 	if err != nil {
 		return err
@@ -121,7 +125,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
 	defer st.Close()
 	now := a.Now()
 	kv := map[string]any{"kind": "check", "head": rep.Head}
-	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, CreatedAt: now, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
+	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
 		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID}, kv)
 	if err != nil {
 		return withCode(ExitFail, err)
@@ -135,7 +139,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport) error {
 	}
 	summary := fmt.Sprintf("check %s at %s in %s", rep.Verdict, short10(rep.Head), rep.Dir)
 	if !rep.Recorded {
-		summary += " (uncommitted changes: not a verdict on the commit)"
+		summary += " (not the tip of " + worktree.TaskBranch(rep.TaskID) + ", or uncommitted changes: not a verdict on the task's work)"
 	}
 	if err := st.FinishRun(ctx, rep.RunID, status, verdict, "", now, store.Event{TS: now, Type: "check", Message: summary}); err != nil {
 		return withCode(ExitFail, err)
