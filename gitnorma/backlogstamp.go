@@ -81,18 +81,26 @@ func (s stampedTracker) AddDependency(ctx context.Context, issue, dependsOn, dep
 	return s.locked(ctx, true, func() error { return s.inner.AddDependency(ctx, issue, dependsOn, depType) })
 }
 
-// backlogFingerprint is one line for .beads/, each of its entries and issues.jsonl: name,
+// backlogFingerprint is one line for each entry of .beads/ (bd's bookkeeping aside) and issues.jsonl: name,
 // size, mode and modification time (a few stat calls, never a walk).
 func backlogFingerprint(root string) []string {
 	dir := filepath.Join(root, ".beads")
-	lines := []string{statLine(dir), statLine(filepath.Join(dir, "issues.jsonl"))}
+	lines := []string{statLine(filepath.Join(dir, "issues.jsonl"))}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		lines = append(lines, statLine(filepath.Join(dir, e.Name())))
+		if !bdBookkeeping[e.Name()] {
+			lines = append(lines, statLine(filepath.Join(dir, e.Name())))
+		}
 	}
 	sort.Strings(lines)
 	return lines
 }
+
+// bdBookkeeping are files bd rewrites on its own account, reads included (bd show writes
+// last-touched): a person's bd command during a run changes them, which says nothing of an
+// agent's edit of the backlog. The directory .beads itself is left out for the same reason:
+// its time moves whenever bd replaces one of them.
+var bdBookkeeping = map[string]bool{"last-touched": true, "export-state.json": true}
 
 func backlogLockPath(root string) string {
 	return filepath.Join(root, ".norma", "locks", "backlog.lock")
