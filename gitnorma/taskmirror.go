@@ -254,14 +254,26 @@ func (m *taskMirror) move(add, remove []string) {
 // there: the new notes, and the labels it should carry that the last successful write did not
 // leave on it (or left on it, to remove).
 func (m *taskMirror) prepare(status string) (func(context.Context) error, error) {
-	text, err := m.state.Encode()
+	state := m.state
+	text, err := state.Encode()
 	if err != nil {
 		return nil, err
 	}
 	text = m.redact.apply(text)
+	// People's notes as they are when the write happens, where the tracker can tell: a note
+	// appended during the run stays beside the new state.
+	edit := func(current string) (string, error) {
+		now, err := DecodeTaskState(current)
+		if err != nil {
+			return text, nil // what does not read is replaced, as Notes would
+		}
+		state.ForeignNotes = now.ForeignNotes
+		edited, err := state.Encode()
+		return m.redact.apply(edited), err
+	}
 	want := slices.Clone(m.labels)
 	return func(ctx context.Context) error {
-		u := tracker.Update{Notes: &text, Status: status,
+		u := tracker.Update{Notes: &text, EditNotes: edit, Status: status,
 			AddLabels:    slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) }),
 			RemoveLabels: slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })}
 		if err := m.tr.Update(ctx, m.taskID, u); err != nil {

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/loop"
@@ -12,13 +13,13 @@ import (
 // and bd before 1.0.5 breaks once an issue's JSON passes ~64 KiB (beads CONTRACT §6).
 const TaskStateCap = 32 << 10
 
-// maxForeignNotes is how much of a user's own notes git-norma will carry inside its state.
+// maxForeignNotes is how much of people's own notes git-norma carries along beside its state.
 const maxForeignNotes = 16 << 10
 
 // TaskState is the JSON git-norma keeps in a task's notes (spec 0, "Task Notes as State
 // Object"): the latest step outputs and a compact journal, so a run on this or another
-// machine can resume where the last one stopped. Notes git-norma did not write are kept, inside
-// the state, in ForeignNotes.
+// machine can resume where the last one stopped. People's notes live beside it (ForeignNotes,
+// not part of the JSON: see Encode).
 type TaskState struct {
 	// Version marks the notes as git-norma's and says how to read them.
 	Version   int    `json:"norma_state"`
@@ -41,7 +42,9 @@ type TaskState struct {
 	Completion string        `json:"completion,omitempty"`
 	Journal    []JournalLine `json:"journal"`
 	// Folded summarises journal lines dropped to stay under TaskStateCap.
-	Folded       string `json:"folded,omitempty"`
+	Folded string `json:"folded,omitempty"`
+	// ForeignNotes are people's notes: written after the state, never inside it (states
+	// written before this were read with them inside, as foreign_notes).
 	ForeignNotes string `json:"foreign_notes,omitempty"`
 }
 
@@ -58,37 +61,87 @@ type JournalLine struct {
 // taskStateVersion is the current TaskState format.
 const taskStateVersion = 1
 
-// DecodeTaskState reads a task's notes. Empty notes give a fresh state; notes that are not a
-// TaskState are somebody else's and are kept verbatim in ForeignNotes.
+// DecodeTaskState reads a task's notes: git-norma's state — the JSON object starting
+// {"norma_state": at the start of a line, wherever people's text put it — and people's text
+// around it, kept in ForeignNotes (bd update --append-notes and bd note append after it; a
+// note may come before it too). Empty notes give a fresh state. Notes that name a git-norma
+// state that does not read are an error saying what to do, never taken for people's text:
+// that would silently reset the strike count and the resume state.
 func DecodeTaskState(notes string) (TaskState, error) {
 	st := TaskState{Version: taskStateVersion}
-	trimmed := strings.TrimSpace(notes)
-	if trimmed == "" {
-		return st, nil
+	at := stateStart(notes)
+	if at < 0 {
+		return st, foreign(&st, strings.TrimSpace(notes))
 	}
-	if strings.HasPrefix(trimmed, "{") {
-		var probe struct {
-			Version int `json:"norma_state"`
-		}
-		if json.Unmarshal([]byte(trimmed), &probe) == nil && probe.Version > 0 {
-			if probe.Version > taskStateVersion {
-				return st, fmt.Errorf("the task's notes hold a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", probe.Version, taskStateVersion)
-			}
-			err := json.Unmarshal([]byte(trimmed), &st)
-			return st, err
-		}
+	dec := json.NewDecoder(strings.NewReader(notes[at:]))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return st, badState(err)
 	}
-	if len(notes) > maxForeignNotes {
-		return st, fmt.Errorf("the task's notes (%d KiB) were not written by git-norma and are too large to keep inside its state (limit %d KiB); move them to the description or a comment, then run again",
-			len(notes)>>10, maxForeignNotes>>10)
+	var probe struct {
+		Version int `json:"norma_state"`
 	}
-	st.ForeignNotes = notes
-	return st, nil
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return st, badState(err)
+	}
+	if probe.Version > taskStateVersion {
+		return st, fmt.Errorf("the task's notes hold a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", probe.Version, taskStateVersion)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, badState(err)
+	}
+	// Written before people's text lived beside the state, it was kept inside it.
+	parts := []string{strings.TrimSpace(notes[:at]), strings.TrimSpace(st.ForeignNotes), strings.TrimSpace(notes[at+int(dec.InputOffset()):])}
+	st.ForeignNotes = ""
+	return st, foreign(&st, strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "\n\n"))
 }
 
-// Encode renders the state as notes no larger than TaskStateCap, shedding detail oldest first:
-// evidence output tails, then journal lines (folded into a summary), then the step outputs.
+// stateMark begins git-norma's state in a task's notes.
+const stateMark = `{"norma_state":`
+
+// stateStart is where git-norma's state begins in notes (-1: nowhere): at a line start.
+func stateStart(notes string) int {
+	for i := 0; ; {
+		j := strings.Index(notes[i:], stateMark)
+		if j < 0 {
+			return -1
+		}
+		if at := i + j; at == 0 || notes[at-1] == '\n' {
+			return at
+		}
+		i += j + len(stateMark)
+	}
+}
+
+func badState(err error) error {
+	return fmt.Errorf("the git-norma state in the task's notes does not read (%v): restore the line that starts with %s from the tracker's history, or delete that line to start the task's state afresh (its strike count and resume point are then lost)", err, stateMark)
+}
+
+// foreign keeps people's text beside the state.
+func foreign(st *TaskState, text string) error {
+	if len(text) > maxForeignNotes {
+		return fmt.Errorf("the task's notes hold %d KiB besides git-norma's state, more than git-norma carries along (limit %d KiB); move them to the description or a comment, then run again",
+			(len(text)+1023)>>10, maxForeignNotes>>10)
+	}
+	st.ForeignNotes = text
+	return nil
+}
+
+// Encode renders the notes: the state as one JSON line no larger than TaskStateCap —
+// shedding detail oldest first: evidence output tails, then journal lines (folded into a
+// summary), then the step outputs — followed by people's text (ForeignNotes), as they wrote
+// it.
 func (s TaskState) Encode() (string, error) {
+	people := s.ForeignNotes
+	s.ForeignNotes = ""
+	state, err := s.encodeState()
+	if err != nil || people == "" {
+		return state, err
+	}
+	return state + "\n\n" + people, nil
+}
+
+func (s TaskState) encodeState() (string, error) {
 	s.Version = taskStateVersion
 	data, err := json.Marshal(s)
 	if err != nil || len(data) <= TaskStateCap {

@@ -23,7 +23,16 @@ func TestDecodeTaskState(t *testing.T) {
 		{name: "a human's text", notes: "call Ann first", foreign: "call Ann first"},
 		{name: "someone else's JSON", notes: `{"version":1,"phase":"plan"}`, foreign: `{"version":1,"phase":"plan"}`},
 		{name: "newer state", notes: `{"norma_state":9}`, wantErr: "version 9"},
-		{name: "huge foreign notes", notes: strings.Repeat("x", maxForeignNotes+1), wantErr: "too large to keep"},
+		{name: "huge foreign notes", notes: strings.Repeat("x", maxForeignNotes+1), wantErr: "more than git-norma carries along"},
+		// bd update --append-notes and bd note append after the state (a newline between)
+		{name: "a note appended after ours", notes: `{"norma_state":1,"run_id":"r-1","failed_runs":2,"journal":[]}` + "\ncall Ann first",
+			foreign: "call Ann first", run: "r-1"},
+		{name: "notes before and after ours", notes: "before\n" + `{"norma_state":1,"run_id":"r-1","journal":[]}` + "\n\nafter\nmore",
+			foreign: "before\n\nafter\nmore", run: "r-1"},
+		{name: "written with people's text inside", notes: `{"norma_state":1,"run_id":"r-1","journal":[],"foreign_notes":"inside"}` + "\nappended",
+			foreign: "inside\n\nappended", run: "r-1"},
+		{name: "a mention mid-line is not ours", notes: `see {"norma_state":1} in the docs`, foreign: `see {"norma_state":1} in the docs`},
+		{name: "ours, broken", notes: `{"norma_state":1,"run_id":"r-1",` + "\nappended", wantErr: "does not read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := DecodeTaskState(tc.notes)
@@ -78,4 +87,19 @@ func mustJSON(t *testing.T, v any) []byte {
 	data, err := json.Marshal(v)
 	require.NoError(t, err)
 	return data
+}
+
+// The state goes first, people's text after it, as they wrote it; both read back, and a note
+// appended after (bd update --append-notes) reads back too.
+func TestEncodeKeepsPeoplesNotes(t *testing.T) {
+	st := TaskState{RunID: "r-1", FailedRuns: 2, ForeignNotes: "ask Ann\n\nsecond paragraph"}
+	text, err := st.Encode()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(text, stateMark), text)
+	assert.True(t, strings.HasSuffix(text, "\n\nask Ann\n\nsecond paragraph"), text)
+	assert.NotContains(t, text, "foreign_notes", "people's text is beside the state, not inside it")
+	back, err := DecodeTaskState(text + "\nappended by bd note")
+	require.NoError(t, err)
+	assert.Equal(t, 2, back.FailedRuns)
+	assert.Equal(t, "ask Ann\n\nsecond paragraph\nappended by bd note", back.ForeignNotes)
 }

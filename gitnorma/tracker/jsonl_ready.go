@@ -144,7 +144,14 @@ func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 			return fmt.Errorf("task %s: %w", id, ErrNotFound)
 		}
 		now := bump(j.now(), rec.wire.UpdatedAt)
-		if u.Notes != nil {
+		switch {
+		case u.EditNotes != nil:
+			notes, err := u.EditNotes(rec.wire.Notes)
+			if err != nil {
+				return err
+			}
+			rec.wire.Notes = notes
+		case u.Notes != nil:
 			rec.wire.Notes = *u.Notes
 		}
 		labels := slices.DeleteFunc(slices.Clone(rec.wire.Labels), func(l string) bool { return slices.Contains(u.RemoveLabels, l) })

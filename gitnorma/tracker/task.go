@@ -131,7 +131,11 @@ func ValidDependencyType(t string) bool { return dependencyTypes[t] }
 // Update is a batch of changes to one task.
 type Update struct {
 	// Notes replaces the notes when non-nil.
-	Notes        *string
+	Notes *string
+	// EditNotes, where the backend can apply it to the notes as they are at the moment of
+	// the write (the embedded backlog, under its lock), makes the new notes from them instead
+	// of Notes: a note a person appended meanwhile survives. bd writes Notes.
+	EditNotes    func(current string) (string, error)
 	AddLabels    []string
 	RemoveLabels []string
 	// Status, when set, moves the task like SetStatus (without a reason).
