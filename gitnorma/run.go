@@ -145,6 +145,9 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		} else if p.Commit != "" {
 			return r.alreadyLanded(ctx, p)
 		}
+		if err := refuseBlocked(ctx, tr, r.pre.task); err != nil {
+			return RunReport{}, err
+		}
 	}
 	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err

@@ -301,8 +301,8 @@ func exitStatus() section {
 	}{
 		{gitnorma.ExitOK, "PASS and landed (or left on its branch with `--no-land`), or the command succeeded."},
 		{gitnorma.ExitFail, "FAIL verdict, a step failed (agent error, invalid output, timeout), or the command failed."},
-		{gitnorma.ExitStopped, "a budget or stop rule ended the run (`budget_exceeded`, `verify_missing`, ...)."},
-		{gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS."},
+		{gitnorma.ExitStopped, "a budget or stop rule ended the run (`budget_exceeded`, `no_progress`, `verify_missing`, ...)."},
+		{gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task (`--force` runs it)."},
 		{gitnorma.ExitFatal, "fatal: not a git repository, not initialised, malformed config, corrupt or newer database, git too old."},
 		{gitnorma.ExitUsage, "usage error, including an invalid task id."},
 		{gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM)."},

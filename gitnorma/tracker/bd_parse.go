@@ -23,6 +23,7 @@ type bdIssue struct {
 type bdDep struct {
 	depWire
 	ID             string `json:"id"`
+	Status         string `json:"status"`
 	DependencyType string `json:"dependency_type"`
 }
 
@@ -61,7 +62,7 @@ func bdDeps(id string, raw json.RawMessage) ([]Dependency, error) {
 				CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
 			})
 		case w.ID != "" && w.DependencyType != "": // show: the depended-on issue itself
-			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType})
+			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType, DependsOnStatus: w.Status})
 		default:
 			return nil, fmt.Errorf("dependency without depends_on_id or id and dependency_type")
 		}

@@ -249,9 +249,9 @@ func TestBDGetParsesShow(t *testing.T) {
 	assert.Equal(t, "norma-uq0.1", got.Parent)
 	assert.Empty(t, got.Labels)
 	assert.Equal(t, []Dependency{
-		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1", Type: "parent-child"},
-		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1.1", Type: "blocks"},
-	}, got.Dependencies)
+		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1", Type: "parent-child", DependsOnStatus: "open"},
+		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1.1", Type: "blocks", DependsOnStatus: "open"},
+	}, got.Dependencies, "show gives the status of the issue depended on")
 
 	f.setTable(entry("show_epic", "show", "norma-uq0", "--json"))
 	epic, err := f.bd.Get(context.Background(), "norma-uq0")

@@ -48,6 +48,9 @@ type Dependency struct {
 	CreatedBy   string    `json:"created_by"`
 	// Metadata is bd's JSON-encoded metadata, normally "{}".
 	Metadata string `json:"metadata,omitempty"`
+	// DependsOnStatus is the status of the task depended on, where the tracker gives it
+	// with the dependency (bd show does); "" when it does not.
+	DependsOnStatus string `json:"-"`
 }
 
 // Task is one backlog item as git-norma sees it, whichever backend stored it. Field names and
