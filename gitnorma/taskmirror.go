@@ -103,10 +103,13 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 	m.record(rec)
 	var add, remove []string
 	if rec.Status == "ok" {
-		if l, ok := phaseLabels[rec.Role]; ok {
+		if l, ok := phaseLabels[rec.Role]; ok && !settledElsewhere(rec) {
 			add = []string{l}
 		}
 		remove = laterLabels(rec.Role)
+		if settledElsewhere(rec) {
+			remove = append(remove, LabelHasPlan)
+		}
 	}
 	m.move(add, remove)
 	if rec.Builtin && !closes(rec) {
@@ -130,6 +133,13 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 			failed(err)
 		}
 	})
+}
+
+// settledElsewhere says a Plan decided the task is not ready to work on (BLOCKED, DECOMPOSE):
+// the orchestrator applies that, and the next run of the task plans again rather than
+// resuming a plan that has nothing for Do.
+func settledElsewhere(rec loop.StepRecord) bool {
+	return rec.Role == loop.RolePlan && rec.Output.Plan != nil && rec.Output.Plan.Outcome != loop.OutcomeReady
 }
 
 // closes says Act decided to close the task. Its write goes out before the landing (the run
@@ -195,6 +205,9 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 	switch rec.Role {
 	case loop.RolePlan:
 		s.Plan, s.Do, s.Check, s.Act = out.Plan, nil, nil, nil
+		if settledElsewhere(rec) {
+			s.Plan = nil
+		}
 	case loop.RoleDo:
 		s.Do, s.Check = out.Do, nil
 	case loop.RoleCheck:
