@@ -57,6 +57,12 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 		if errors.As(agentErr, &pe) && pe.Kind == ErrKindGuard {
 			return &Result{Status: RunStopped, StopReason: StopGuardViolation, Message: agentErr.Error(), Err: agentErr}
 		}
+		if _, left := e.remaining(); errors.As(agentErr, &pe) && pe.Kind == ErrKindTimeout && !left {
+			// The step was cut to the wall time that was left: the budget ran out, the agent
+			// did not fail.
+			s.out.Status, s.out.StopReason = StatusStop, StopBudgetExceeded
+			return stopped(StopBudgetExceeded, "max_wall_time_minutes (%d) used up during %s; its processes were stopped", e.o.Budgets.MaxWallTimeMinutes, s.role)
+		}
 		return failed(fmt.Errorf("%s step %03d: %w", s.role, s.index, agentErr))
 	}
 	switch s.role {

@@ -989,3 +989,26 @@ func TestRunGuardViolationStopsTheRun(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, "fail", recs[0].Status)
 }
+
+// A step cut to the wall time that was left, and stopped when it ran out, ends the run as a
+// budget stop (exit 2), not as the agent's failure; its output.json says stop.
+func TestRunWallTimeRunsOutDuringAStep(t *testing.T) {
+	var te *testEngine
+	do := script(func(ctx context.Context, _ int, req Request) (Output, error) {
+		te.clock.Advance(2 * time.Minute) // the agent works past the budget, and is stopped
+		return Output{}, protocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
+	})
+	te = newTestEngine(t, always(planWith("true")), do, BuiltinCheck{}, BuiltinAct{})
+	te.opts.Budgets = Budgets{MaxIterations: 3, MaxWallTimeMinutes: 1}
+	te.opts.StartedAt = te.clock.Now()
+
+	res := te.run(t, context.Background())
+
+	assert.Equal(t, RunStopped, res.Status, res.Message)
+	assert.Equal(t, StopBudgetExceeded, res.StopReason)
+	assert.Contains(t, res.Message, "max_wall_time_minutes (1) used up during do")
+	var out Output
+	te.readStepJSON(t, "002-do", "output.json", &out)
+	assert.Equal(t, StatusStop, out.Status)
+	assert.Equal(t, StopBudgetExceeded, out.StopReason)
+}
