@@ -84,12 +84,20 @@ func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool
 	return r
 }
 
-// facts seeds the first Plan with the previous run's failure.
+// facts seed the first Plan with what the previous run left: its last failure, and its last
+// Act's decision (rationale, next.notes).
 func (m *taskMirror) facts() map[string]any {
-	if m.state.LastFailure == nil {
+	facts := map[string]any{}
+	if m.state.LastFailure != nil {
+		facts[loop.FactLastFailure] = *m.state.LastFailure
+	}
+	if m.state.Act != nil {
+		facts[loop.FactLastAct] = *m.state.Act
+	}
+	if len(facts) == 0 {
 		return nil
 	}
-	return map[string]any{loop.FactLastFailure: *m.state.LastFailure}
+	return facts
 }
 
 // afterStep records a finished step in the state and moves the labels: a completed step sets

@@ -99,6 +99,9 @@ func (e *engine) conclude(ctx context.Context, s *stepRun, agentErr error) *Resu
 			s.out = errorOutput(err)
 			return failed(err)
 		}
+		if s.out.Status == StatusOK && s.out.Act != nil {
+			e.facts[FactLastAct] = *s.out.Act
+		}
 	}
 	switch s.out.Status {
 	case StatusStop:

@@ -76,6 +76,9 @@ const (
 	FactFailedChecks = "failed_checks"
 	// FactLastFailure is the previous iteration's failure (a Failure), fed to the next one.
 	FactLastFailure = "last_failure"
+	// FactLastAct is the last Act's decision (an Act: its rationale and next.notes say
+	// what the next iteration should change), fed to the next Plan and Do.
+	FactLastAct = "last_act"
 )
 
 // RunRef identifies the run and iteration.
