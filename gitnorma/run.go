@@ -205,6 +205,13 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := os.MkdirAll(filepath.Join(r.dir, "artifacts"), 0o700); err != nil {
 		return withCode(ExitFatal, err)
 	}
+	// The task's journal so far opens the run's progress.md (spec invariant 11): an agent
+	// reads there what the task's earlier runs did.
+	if prior := r.mirror.priorProgress(); prior != "" {
+		if err := os.WriteFile(filepath.Join(r.dir, "artifacts", "progress.md"), []byte(prior), 0o600); err != nil {
+			return withCode(ExitFail, err)
+		}
+	}
 	host, _ := os.Hostname()
 	err := r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,

@@ -3,10 +3,12 @@ package gitnorma
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -184,6 +186,29 @@ func (m *taskMirror) catchUp(lines []JournalLine) {
 	if added {
 		slices.SortStableFunc(m.state.Journal, func(a, b JournalLine) int { return strings.Compare(a.TS, b.TS) })
 	}
+}
+
+// priorProgress renders the task's journal (its earlier runs' steps, as the task's state
+// keeps them) in progress.md's template, with what was folded away said first.
+func (m *taskMirror) priorProgress() string {
+	var b strings.Builder
+	if m.state.Folded != "" {
+		fmt.Fprintf(&b, "_Earlier: %s._\n\n", m.state.Folded)
+	}
+	entries := make([]JournalEntry, 0, len(m.state.Journal))
+	for _, l := range m.state.Journal {
+		ts, _ := time.Parse(time.RFC3339Nano, l.TS)
+		entries = append(entries, JournalEntry{TS: ts, Kind: notes.KindStep, Task: m.taskID, Run: l.Run, Step: l.Step,
+			Role: l.Role, Status: l.Status, Summary: l.Summary,
+			Stdout: stepLogPath(l, "stdout.txt"), Stderr: stepLogPath(l, "stderr.txt")})
+	}
+	b.WriteString(RenderJournal(entries))
+	return b.String()
+}
+
+// stepLogPath is where an earlier run's step log is, relative to the repository root.
+func stepLogPath(l JournalLine, name string) string {
+	return filepath.ToSlash(filepath.Join(".norma", "runs", l.Run, "steps", loop.StepDirName(l.Step, loop.Role(l.Role)), "logs", name))
 }
 
 func journalKey(l JournalLine) [2]string { return [2]string{l.Run, strconv.Itoa(l.Step)} }
