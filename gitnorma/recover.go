@@ -183,7 +183,7 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 			status = tracker.StatusOpen
 		}
 		if m, err := newTaskMirror(r.tr, t, r.app.redact); err == nil {
-			_ = m.finishRun(ctx, loop.VerdictPass, status)
+			_, _ = m.finishRun(ctx, loop.VerdictPass, status)
 		}
 	}
 	_ = r.st.SetKV(ctx, runID, kvClaimed, false)

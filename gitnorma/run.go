@@ -57,6 +57,9 @@ type RunReport struct {
 	// Created lists issues made from Plan's outcome; Discovered those filed from Do.
 	Created    []string `json:"created,omitempty"`
 	Discovered []string `json:"discovered,omitempty"`
+	// Blocked says why this run's failure blocked the task (the third in a row): selection
+	// skips it until someone unblocks it.
+	Blocked string `json:"blocked,omitempty"`
 	// Failure says why the last Check failed (the failing checks, their exit codes and the
 	// tails of their output), when the run did not pass.
 	Failure *loop.Failure `json:"failure,omitempty"`
@@ -77,6 +80,8 @@ type run struct {
 	wm      *worktree.Manager
 	ws      *worktree.Workspace
 	claimed bool
+	// blocked is why this run's failure blocked the task ("" when it did not).
+	blocked string
 	started time.Time
 	mirror  *taskMirror
 	rec     *recorder

@@ -60,6 +60,7 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, res.Message)
 		r.release(fctx, true)
 	}
+	rep.Blocked = r.blocked
 	return rep, nil
 }
 
@@ -154,8 +155,13 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
 		status = "" // closed by the landing, or moved by someone else: leave the status alone
 	}
-	if err := r.mirror.finishRun(ctx, r.verdict, status); err != nil {
+	blocked, err := r.mirror.finishRun(ctx, r.verdict, status)
+	if err != nil {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "task notes: " + err.Error()})
+	}
+	if blocked != "" {
+		r.blocked = blocked
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "task_blocked", Message: "task " + r.pre.task.ID + " blocked: " + blocked})
 	}
 }
 

@@ -255,8 +255,9 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 }
 
 // finishRun applies the three-strike rule and hands the task back (status open) in one write.
-// verdict is the run's last Check verdict ("" when it never reached Check).
-func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) error {
+// verdict is the run's last Check verdict ("" when it never reached Check). blocked says why,
+// when this run's failure blocked the task.
+func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blocked string, err error) {
 	m.queue.wait()
 	var add, remove []string
 	switch {
@@ -269,14 +270,15 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) erro
 			m.state.Blocked = fmt.Sprintf("checks failed in %d consecutive runs (last: run %s, %s); a human should look before it is selected again",
 				m.state.FailedRuns, m.state.RunID, lastFailureText(m.state.LastFailure))
 			add = []string{LabelBlocked}
+			blocked = m.state.Blocked
 		}
 	}
 	m.move(add, remove)
 	w, err := m.prepare(status)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return w(ctx)
+	return blocked, w(ctx)
 }
 
 func lastFailureText(f *loop.Failure) string {

@@ -57,7 +57,8 @@ func TestTaskMirrorWritesInOrderAndCarriesFailedLabels(t *testing.T) {
 	m.afterStep(ctx, step(1, loop.RolePlan), failed) // fails: has-plan not on the task yet
 	m.queue.wait()                                   // (queued behind it, step 2 would replace it)
 	m.afterStep(ctx, step(2, loop.RoleDo), failed)
-	require.NoError(t, m.finishRun(ctx, "", ""))
+	_, err = m.finishRun(ctx, "", "")
+	require.NoError(t, err)
 
 	mu.Lock()
 	require.Len(t, failures, 1)
@@ -150,7 +151,8 @@ func TestTaskMirrorSkipsToTheLatestStateWhenBehind(t *testing.T) {
 	f.after(2, loop.RoleDo, false, loop.Output{})
 	f.after(3, loop.RoleCheck, false, loop.Output{})
 	close(f.tr.release)
-	require.NoError(t, f.m.finishRun(f.ctx, "", ""))
+	_, err := f.m.finishRun(f.ctx, "", "")
+	require.NoError(t, err)
 
 	require.Equal(t, []int{1, 3, 3}, f.tr.written(), "step 2's update was dropped for step 3's; then the run's last write")
 	labels, st := f.stored()
@@ -173,7 +175,8 @@ func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
 	f.after(4, loop.RoleAct, true, loop.Output{})
 	f.m.queue.wait()
 	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, labels(), "the act is not written yet")
-	require.NoError(t, f.m.finishRun(f.ctx, "", ""))
+	_, err := f.m.finishRun(f.ctx, "", "")
+	require.NoError(t, err)
 
 	got, st := f.stored()
 	assert.Empty(t, got, "the act's end of the iteration came with the run's last write")

@@ -65,6 +65,9 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 			fmt.Fprintln(out, l)
 		}
 	}
+	if rep.Blocked != "" {
+		fmt.Fprintf(out, "task %s is now blocked: %s; selection skips it until: git norma task unblock %s\n", rep.TaskID, rep.Blocked, rep.TaskID)
+	}
 	if rep.StopReason == loop.StopGuardViolation {
 		fmt.Fprintf(env.IO.Err, "hint: look at what the agent did (git norma status %s); no run or loop starts until you clear it: git norma resume\n", rep.RunID)
 	}

@@ -2,7 +2,8 @@ package main
 
 // taskCmd groups the embedded backlog's commands.
 type taskCmd struct {
-	Add  taskAddCmd  `cmd:"" help:"Add a task; prints its id."`
-	List taskListCmd `cmd:"" help:"List every task."`
-	Show taskShowCmd `cmd:"" help:"Show one task."`
+	Add     taskAddCmd     `cmd:"" help:"Add a task; prints its id."`
+	List    taskListCmd    `cmd:"" help:"List every task."`
+	Show    taskShowCmd    `cmd:"" help:"Show one task."`
+	Unblock taskUnblockCmd `cmd:"" help:"Give a task blocked by three failing runs back to selection (clears its strike count)."`
 }

@@ -1,0 +1,48 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// UnblockTask gives a task blocked by the three-strike rule back to selection: the
+// norma-blocked label goes, and the strike count and its reason in the task's state are
+// cleared (people's notes stay as they are). It says whether the task was blocked.
+func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
+	t, err := a.ShowTask(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	st, err := DecodeTaskState(t.Notes)
+	if err != nil {
+		return false, failf("repair the task's notes first", "task %s: %v", id, err)
+	}
+	if !slices.Contains(t.Labels, LabelBlocked) && st.FailedRuns == 0 && st.Blocked == "" {
+		return false, nil
+	}
+	st.FailedRuns, st.Blocked = 0, ""
+	text, err := st.Encode()
+	if err != nil {
+		return false, withCode(ExitFail, err)
+	}
+	edit := func(current string) (string, error) {
+		now, err := DecodeTaskState(current)
+		if err != nil {
+			return "", err
+		}
+		now.FailedRuns, now.Blocked = 0, ""
+		return now.Encode()
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return false, err
+	}
+	err = tr.Update(ctx, id, tracker.Update{Notes: &text, EditNotes: edit, RemoveLabels: []string{LabelBlocked}})
+	if errors.Is(err, tracker.ErrNotFound) {
+		return false, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
+	}
+	return true, withCode(ExitFail, err)
+}
