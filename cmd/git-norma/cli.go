@@ -48,6 +48,7 @@ type CLI struct {
 	Pause   pauseCmd   `cmd:"" help:"Stop runs between steps and loops between tasks (.norma/PAUSE)."`
 	Resume  resumeCmd  `cmd:"" help:"Undo git norma pause."`
 	Status  statusCmd  `cmd:"" help:"Show recent runs, the live run and task branches; or one run's steps, or one task's runs."`
+	Config  configCmd  `cmd:"" help:"Get, set or list keys of .norma/config.json (git norma help config says what each does)."`
 	Check   checkCmd   `cmd:"" help:"Run a task's checks (its Verify commands and the project gates) in this worktree."`
 	Land    landCmd    `cmd:"" help:"Land a task branch whose head passed verification (after run --no-land)."`
 	Log     logCmd     `cmd:"" help:"Show the journal of a run or a task (from the store, or from git notes)."`
