@@ -149,7 +149,11 @@ func (a *App) withWorktreeLock(ctx context.Context, fn func() error) error {
 
 // ValidateTaskID refuses anything that is not a task id before it becomes a path or a ref.
 func (a *App) ValidateTaskID(id string) error {
-	if err := tracker.ValidateID(a.Config.IDPrefix, id); err != nil {
+	validate := func(id string) error { return tracker.ValidateID(a.Config.IDPrefix, id) }
+	if a.TrackerKind() == "beads" {
+		validate = tracker.ValidateBDID // bd's workspace prefix, not id_prefix, names its tasks
+	}
+	if err := validate(id); err != nil {
 		return usagef("list tasks with: git norma task list", "%v", err)
 	}
 	return nil

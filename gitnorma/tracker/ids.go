@@ -46,6 +46,22 @@ func ValidateID(prefix, id string) error {
 	return nil
 }
 
+// bdIDRE is any id bd makes: its workspace's prefix, which bd derives from the directory name
+// when none was given (letters, digits, '_' for '.', inner dashes), a dash and the hash.
+var bdIDRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*-[a-z0-9]+(\.[0-9]+)*$`)
+
+// ValidateBDID is ValidateID for the bd backend, whose prefix is bd's own: any prefix bd could
+// have made, still nothing a file name, branch or ref could be hurt by.
+func ValidateBDID(id string) error {
+	if id == "" {
+		return errors.New("task id is empty")
+	}
+	if !bdIDRE.MatchString(id) {
+		return fmt.Errorf("invalid task id %q: bd's task ids look like <prefix>-a3f or <prefix>-a3f.1", id)
+	}
+	return nil
+}
+
 // randomBase36 returns n lowercase base36 characters from randReader, without modulo bias.
 func randomBase36(n int) (string, error) {
 	out := make([]byte, 0, n)

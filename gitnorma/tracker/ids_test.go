@@ -108,3 +108,12 @@ func TestRandomIDsAreBase36(t *testing.T) {
 		assert.Regexp(t, `^norma-[0-9a-z]{4}$`, task.ID)
 	}
 }
+
+func TestValidateBDID(t *testing.T) {
+	for _, id := range []string{"norma-a3f", "proj-9oo", "my-proj-9oo.1.2", "bd_1x-k2", "My_Repo-abc"} {
+		assert.NoError(t, ValidateBDID(id), id)
+	}
+	for _, id := range []string{"", "-abc", "proj", "../x-abc", "proj-a/b", "proj-abc.lock", "proj-ABC", "pro j-abc", "proj-a..b", "proj-abc.x"} {
+		assert.Error(t, ValidateBDID(id), id)
+	}
+}
