@@ -161,12 +161,31 @@ func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) err
 		}
 		return withCode(ExitFail, err)
 	}
+	if n := embeddedTasks(app.Repo.Root); n > 0 {
+		return failf(fmt.Sprintf("move them into Beads first: bd init --prefix %s --non-interactive --skip-agents --skip-hooks && bd import .beads/issues.jsonl, then run git norma init --beads again", app.Config.IDPrefix),
+			"the embedded backlog (.beads/issues.jsonl) holds %d task(s), which bd init does not import: with --beads they would vanish from git norma task list", n)
+	}
 	out, err := tracker.NewBD(app.Repo.Root).Init(ctx, tracker.InitOptions{Prefix: app.Config.IDPrefix, Hooks: o.BeadsHooks, Agents: o.BeadsAgents})
 	if err != nil {
 		return failf("", "bd init: %v\n%s", err, out)
 	}
 	r.note(app.Repo, filepath.Join(app.Repo.Root, ".beads"), true)
 	return nil
+}
+
+// embeddedTasks counts the records of the embedded backlog (0 when there is none).
+func embeddedTasks(root string) int {
+	data, err := os.ReadFile(filepath.Join(root, ".beads", "issues.jsonl"))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *InitResult) mkdir(repo *Repo, dir string) error {
