@@ -6,4 +6,8 @@ type taskCmd struct {
 	List    taskListCmd    `cmd:"" help:"List every task."`
 	Show    taskShowCmd    `cmd:"" help:"Show one task."`
 	Unblock taskUnblockCmd `cmd:"" help:"Give a task blocked by three failing runs back to selection (clears its strike count)."`
+	Close   taskCloseCmd   `cmd:"" help:"Close a task by hand."`
+	Reopen  taskReopenCmd  `cmd:"" help:"Open a closed task again."`
+	Label   taskLabelCmd   `cmd:"" help:"Add or remove a task's labels."`
+	Dep     taskDepCmd     `cmd:"" help:"Add a dependency between tasks."`
 }

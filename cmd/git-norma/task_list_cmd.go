@@ -8,7 +8,10 @@ import (
 )
 
 type taskListCmd struct {
-	JSON bool `help:"Print the tasks as a JSON array."`
+	Status string   `help:"Only tasks with this status (open, in_progress, blocked, deferred, closed)."`
+	Label  []string `help:"Only tasks with this label (repeatable: all of them)."`
+	Ready  bool     `help:"Only tasks ready to work on, as bd ready says (open, not blocked by an open task)."`
+	JSON   bool     `help:"Print the tasks as a JSON array."`
 }
 
 func (c *taskListCmd) Run(env *Env) error {
@@ -16,7 +19,7 @@ func (c *taskListCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := app.ListTasks(env.Ctx)
+	tasks, err := app.FilterTasks(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready})
 	if err != nil {
 		return err
 	}

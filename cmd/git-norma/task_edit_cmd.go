@@ -1,0 +1,90 @@
+package main
+
+import "github.com/git-norma/git-norma/gitnorma"
+
+type taskCloseCmd struct {
+	ID     string `arg:"" help:"Task id."`
+	Reason string `help:"Why, for the tracker's history (default: closed by hand)."`
+}
+
+func (c *taskCloseCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.CloseTask(env.Ctx, c.ID, c.Reason); err != nil {
+		return err
+	}
+	env.Progress.Printf("closed %s", c.ID)
+	return nil
+}
+
+type taskReopenCmd struct {
+	ID string `arg:"" help:"Task id."`
+}
+
+func (c *taskReopenCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.ReopenTask(env.Ctx, c.ID); err != nil {
+		return err
+	}
+	env.Progress.Printf("reopened %s", c.ID)
+	return nil
+}
+
+// taskLabelCmd groups label add and remove, as bd label does.
+type taskLabelCmd struct {
+	Add    taskLabelAddCmd    `cmd:"" help:"Add labels to a task."`
+	Remove taskLabelRemoveCmd `cmd:"" help:"Remove labels from a task."`
+}
+
+type taskLabels struct {
+	ID     string   `arg:"" help:"Task id."`
+	Labels []string `arg:"" name:"label" help:"The labels."`
+}
+
+type taskLabelAddCmd struct{ taskLabels }
+
+func (c *taskLabelAddCmd) Run(env *Env) error { return c.change(env, c.Labels, nil) }
+
+type taskLabelRemoveCmd struct{ taskLabels }
+
+func (c *taskLabelRemoveCmd) Run(env *Env) error { return c.change(env, nil, c.Labels) }
+
+func (c *taskLabels) change(env *Env, add, remove []string) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.LabelTask(env.Ctx, c.ID, add, remove); err != nil {
+		return err
+	}
+	env.Progress.Printf("labels of %s changed", c.ID)
+	return nil
+}
+
+// taskDepCmd groups dependency changes, as bd dep does.
+type taskDepCmd struct {
+	Add taskDepAddCmd `cmd:"" help:"Record that a task depends on another (blocks unless --type says otherwise)."`
+}
+
+type taskDepAddCmd struct {
+	ID        string `arg:"" help:"The task that waits."`
+	DependsOn string `arg:"" help:"The task it waits for."`
+	Type      string `default:"blocks" enum:"blocks,related,discovered-from,waits-for,conditional-blocks" help:"The kind of dependency (${enum})."`
+}
+
+func (c *taskDepAddCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.AddTaskDependency(env.Ctx, c.ID, c.DependsOn, c.Type); err != nil {
+		return err
+	}
+	env.Progress.Printf("%s now depends on %s (%s)", c.ID, c.DependsOn, c.Type)
+	return nil
+}

@@ -1,0 +1,119 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// TaskFilter narrows task list: by status, by label (all of them), or to what the tracker
+// calls ready (bd ready: open, not blocked by an open task).
+type TaskFilter struct {
+	Status string
+	Labels []string
+	Ready  bool
+}
+
+// FilterTasks lists the tasks f lets through, in storage order.
+func (a *App) FilterTasks(ctx context.Context, f TaskFilter) ([]tracker.Task, error) {
+	if f.Status != "" && !tracker.ValidStatus(f.Status) {
+		return nil, usagef("use open, in_progress, blocked, deferred or closed", "unknown status %q", f.Status)
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return nil, err
+	}
+	list := tr.List
+	if f.Ready {
+		list = tr.Ready
+	}
+	tasks, err := list(ctx)
+	if err != nil {
+		return nil, withCode(ExitFail, err)
+	}
+	return slices.DeleteFunc(tasks, func(t tracker.Task) bool {
+		if f.Status != "" && t.Status != f.Status {
+			return true
+		}
+		for _, l := range f.Labels {
+			if !slices.Contains(t.Labels, l) {
+				return true
+			}
+		}
+		return false
+	}), nil
+}
+
+// CloseTask closes a task by hand (reason: why, for the tracker's history).
+func (a *App) CloseTask(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "closed by hand (git norma task close)"
+	}
+	return a.setTaskStatus(ctx, id, tracker.StatusClosed, reason)
+}
+
+// ReopenTask makes a closed (or any) task open again.
+func (a *App) ReopenTask(ctx context.Context, id string) error {
+	return a.setTaskStatus(ctx, id, tracker.StatusOpen, "")
+}
+
+func (a *App) setTaskStatus(ctx context.Context, id, status, reason string) error {
+	tr, err := a.trackerFor(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.trackerErr(id, tr.SetStatus(ctx, id, status, reason))
+}
+
+// LabelTask adds and removes labels of a task in one change.
+func (a *App) LabelTask(ctx context.Context, id string, add, remove []string) error {
+	tr, err := a.trackerFor(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.trackerErr(id, tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
+}
+
+// AddTaskDependency records that id depends on dependsOn (a blocks dependency unless depType
+// says otherwise), as bd dep add does.
+func (a *App) AddTaskDependency(ctx context.Context, id, dependsOn, depType string) error {
+	if depType == "" {
+		depType = "blocks"
+	}
+	if err := a.ValidateTaskID(dependsOn); err != nil {
+		return err
+	}
+	if id == dependsOn {
+		return usagef("", "task %s cannot depend on itself", id)
+	}
+	tr, err := a.trackerFor(ctx, id)
+	if err != nil {
+		return err
+	}
+	if _, err := tr.Get(ctx, dependsOn); err != nil {
+		return a.trackerErr(dependsOn, err)
+	}
+	return a.trackerErr(id, tr.AddDependency(ctx, id, dependsOn, depType))
+}
+
+// trackerFor validates id and opens the tracker.
+func (a *App) trackerFor(ctx context.Context, id string) (tracker.Tracker, error) {
+	if err := a.ValidateTaskID(id); err != nil {
+		return nil, err
+	}
+	return a.Tracker()
+}
+
+// trackerErr gives a tracker's error about id its exit code and hint.
+func (a *App) trackerErr(id string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tracker.ErrNotFound):
+		return failf("list tasks with: git norma task list", "no task %s in the backlog", id)
+	}
+	return withCode(ExitFail, fmt.Errorf("task %s: %w", id, err))
+}
