@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -400,8 +401,34 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 		return "its task is " + taskStatus + " (use --force to delete anyway)"
 	}
 	landed, err := a.Repo.Worktrees().LandedRef(ctx, target, b.Head) // the head that may be deleted
+	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
+		// Merging it again changes the target, or conflicts, when later commits touched the
+		// same lines; its landing, naming the run that made its head, still says it landed.
+		landed, err = a.landedAsRecorded(ctx, b.Task, b.Head, target), nil
+	}
 	if err != nil || !landed {
 		return "it has changes that are not on " + target + " (use --force to delete anyway)"
 	}
 	return ""
+}
+
+// landedAsRecorded says head was landed on target as it is: the run that made head (its
+// Norma-Run trailer) is the run a landing of task on target names. Read from git, so it holds
+// after the run's records were pruned, and for branches from other clones.
+func (a *App) landedAsRecorded(ctx context.Context, task, head, target string) bool {
+	run, err := a.Repo.Git.Output(ctx, "log", "-1", "--format=%(trailers:key=Norma-Run,valueonly,separator=%x2C)", head)
+	if err != nil || run == "" {
+		return false
+	}
+	out, err := a.Repo.Git.Output(ctx, "log", "--format=%(trailers:key=Norma-Run,valueonly,separator=%x2C)",
+		"-F", "--grep=Norma-Task: "+task, "refs/heads/"+target, "--")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if slices.Contains(strings.Split(line, ","), run) {
+			return true
+		}
+	}
+	return false
 }
