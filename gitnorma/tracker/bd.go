@@ -287,6 +287,10 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 	if u.Status != "" {
 		args = append(args, "--status", u.Status)
 	}
+	if u.Status == StatusOpen {
+		// A task handed back is nobody's: bd keeps the claim's assignee otherwise.
+		args = append(args, "--assignee", "")
+	}
 	if len(args) == 2 {
 		return nil // nothing to change; bd would print "No updates specified" as text
 	}

@@ -203,6 +203,9 @@ func TestBDArgv(t *testing.T) {
 		{"update labels only", "update_labels", func(ctx context.Context, b *BD) error {
 			return b.Update(ctx, "norma-uq0.1.1", Update{AddLabels: []string{"norma-has-check"}, RemoveLabels: []string{"go"}})
 		}, []string{"update", "norma-uq0.1.1", "--add-label", "norma-has-check", "--remove-label", "go", "--json"}},
+		{"hand back: open, and nobody's", "update_labels", func(ctx context.Context, b *BD) error {
+			return b.Update(ctx, "norma-uq0.1.1", Update{Notes: strPtr("n"), Status: StatusOpen})
+		}, []string{"update", "norma-uq0.1.1", "--notes", "n", "--status", "open", "--assignee", "", "--json"}},
 		{"update clears notes", "update_notes", func(ctx context.Context, b *BD) error {
 			return b.Update(ctx, "norma-uq0.1.1", Update{Notes: strPtr("")})
 		}, []string{"update", "norma-uq0.1.1", "--notes", "", "--json"}},

@@ -159,6 +159,9 @@ func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 		if u.Status != "" {
 			rec.setStatus(u.Status, "", now)
 		}
+		if u.Status == StatusOpen {
+			rec.wire.Assignee = "" // handed back: nobody's, as bd's --assignee "" leaves it
+		}
 		rec.wire.UpdatedAt, rec.dirty = now, true
 		return nil
 	})

@@ -286,3 +286,18 @@ func TestJSONLReadyExcludesChildrenOfABlockedParent(t *testing.T) {
 	assert.NotContains(t, ids, feature.ID)
 	assert.NotContains(t, ids, child.ID)
 }
+
+// A task handed back (status open) is nobody's: the claim's assignee goes, as bd's
+// --assignee "" clears it.
+func TestJSONLHandBackClearsTheAssignee(t *testing.T) {
+	ctx := context.Background()
+	j, _ := newTestJSONL(t)
+	task := mustCreate(t, j, NewTask{Title: "work"})
+	_, err := j.Claim(ctx, task.ID, "Norma Test")
+	require.NoError(t, err)
+	require.NoError(t, j.Update(ctx, task.ID, Update{Status: StatusOpen}))
+	got, err := j.Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusOpen, got.Status)
+	assert.Empty(t, got.Assignee)
+}
