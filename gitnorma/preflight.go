@@ -59,6 +59,10 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err != nil {
 		return nil, nil, withCode(ExitFail, err)
 	}
+	if task.Status == tracker.StatusBlocked {
+		return nil, nil, failf("see why with: git norma task show "+taskID+"; once fixed: git norma task unblock "+taskID,
+			"task %s is blocked (status blocked); only open tasks can be run", taskID)
+	}
 	if task.Status != tracker.StatusOpen && task.Status != tracker.StatusInProgress {
 		return nil, nil, failf("", "task %s is %s; only open tasks can be run", taskID, task.Status)
 	}

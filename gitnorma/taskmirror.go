@@ -271,6 +271,11 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 				m.state.FailedRuns, m.state.RunID, lastFailureText(m.state.LastFailure))
 			add = []string{LabelBlocked}
 			blocked = m.state.Blocked
+			if status == tracker.StatusOpen {
+				// Blocked in the tracker's own terms too: bd ready (and bd blocked) honour the
+				// status, not a label of ours.
+				status = tracker.StatusBlocked
+			}
 		}
 	}
 	m.move(add, remove)

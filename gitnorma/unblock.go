@@ -20,8 +20,12 @@ func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, failf("repair the task's notes first", "task %s: %v", id, err)
 	}
-	if !slices.Contains(t.Labels, LabelBlocked) && st.FailedRuns == 0 && st.Blocked == "" {
+	if !slices.Contains(t.Labels, LabelBlocked) && st.FailedRuns == 0 && st.Blocked == "" && t.Status != tracker.StatusBlocked {
 		return false, nil
+	}
+	status := ""
+	if t.Status == tracker.StatusBlocked {
+		status = tracker.StatusOpen
 	}
 	st.FailedRuns, st.Blocked = 0, ""
 	text, err := st.Encode()
@@ -40,7 +44,7 @@ func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	err = tr.Update(ctx, id, tracker.Update{Notes: &text, EditNotes: edit, RemoveLabels: []string{LabelBlocked}})
+	err = tr.Update(ctx, id, tracker.Update{Notes: &text, EditNotes: edit, RemoveLabels: []string{LabelBlocked}, Status: status})
 	if errors.Is(err, tracker.ErrNotFound) {
 		return false, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
 	}
