@@ -38,6 +38,7 @@ func (r *run) reconcile(ctx context.Context) error {
 			continue
 		}
 		err := r.reconcileOne(ctx, dead)
+		r.reconciledOwn = r.reconciledOwn || dead.TaskID == r.pre.task.ID
 		release()
 		if err != nil {
 			return err

@@ -85,6 +85,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 		if dead.TaskID != r.pre.task.ID || dead.Status != store.StatusPassed {
 			continue
 		}
+		r.reconciledOwn = true // what follows may hand the task back: read it again after
 		t, err := r.tr.Get(ctx, r.pre.task.ID)
 		if err != nil {
 			return nil, withCode(ExitFail, err)

@@ -82,9 +82,14 @@ type run struct {
 	claimed bool
 	// blocked is why this run's failure blocked the task ("" when it did not).
 	blocked string
-	started time.Time
-	mirror  *taskMirror
-	rec     *recorder
+	// closedByLanding says the run's landing closed the task.
+	closedByLanding bool
+	// reconciledOwn says reconciliation met a dead run of this run's task, which may have
+	// changed the task since it was read.
+	reconciledOwn bool
+	started       time.Time
+	mirror        *taskMirror
+	rec           *recorder
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
 }
@@ -325,12 +330,16 @@ func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.L
 	_ = r.st.AppendEvent(ctx, r.id, ev)
 }
 
-// checkClaimable re-reads the task after reconciliation (which reopens tasks our dead runs
-// held): a task still in progress is someone else's.
+// checkClaimable re-reads the task after reconciliation reopened it (a dead run of ours held
+// it), else takes it as prepare read it (bd's claim, a compare-and-swap, still refuses a task
+// someone claimed meanwhile): a task still in progress is someone else's.
 func (r *run) checkClaimable(ctx context.Context) error {
-	t, err := r.tr.Get(ctx, r.pre.task.ID)
-	if err != nil {
-		return withCode(ExitFail, err)
+	t := r.pre.task
+	if r.reconciledOwn {
+		var err error
+		if t, err = r.tr.Get(ctx, r.pre.task.ID); err != nil {
+			return withCode(ExitFail, err)
+		}
 	}
 	if t.Status == tracker.StatusInProgress && r.recoverClaim(ctx) {
 		t.Status = tracker.StatusOpen
@@ -340,6 +349,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
 	}
 	r.pre.task = t
+	var err error
 	if r.mirror, err = newTaskMirror(r.tr, t, r.app.redact); err != nil {
 		return err
 	}

@@ -120,6 +120,7 @@ func (r *run) fileDiscoveries(ctx context.Context, found []loop.Discovery, rep *
 func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error) {
 	r.removeWorktree(ctx)
 	commit, err := r.app.land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed})
+	r.closedByLanding = err == nil
 	r.release(ctx, false)
 	if err != nil {
 		var le *landRefusal
@@ -152,8 +153,10 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	defer r.st.SetKV(ctx, r.id, "claimed", false) //nolint:errcheck // the claim is given back below
 	r.mirror.queue.wait()                         // the steps' task updates first, in order
 	status := tracker.StatusOpen
-	if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
-		status = "" // closed by the landing, or moved by someone else: leave the status alone
+	if r.closedByLanding {
+		status = "" // closed by the landing: no need to ask
+	} else if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
+		status = "" // moved by someone else: leave the status alone
 	}
 	blocked, err := r.mirror.finishRun(ctx, r.verdict, status)
 	if err != nil {

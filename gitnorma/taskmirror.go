@@ -51,6 +51,8 @@ type taskMirror struct {
 
 	queue     chain
 	confirmed []string
+	// written is the notes the last successful write gave the task.
+	written string
 	// queued numbers the step updates given to queue; the last one's number is the one to write.
 	queued atomic.Int64
 }
@@ -329,10 +331,13 @@ func (m *taskMirror) prepare(status string) (func(context.Context) error, error)
 		u := tracker.Update{Notes: &text, EditNotes: edit, Status: status,
 			AddLabels:    slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) }),
 			RemoveLabels: slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })}
+		if text == m.written && status == "" && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
+			return nil // the task already holds exactly this (the run's last write after its close)
+		}
 		if err := m.tr.Update(ctx, m.taskID, u); err != nil {
 			return err
 		}
-		m.confirmed = want
+		m.confirmed, m.written = want, text
 		return nil
 	}, nil
 }
