@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
@@ -97,6 +98,30 @@ func (a *App) AddTaskDependency(ctx context.Context, id, dependsOn, depType stri
 		return a.trackerErr(dependsOn, err)
 	}
 	return a.trackerErr(id, tr.AddDependency(ctx, id, dependsOn, depType))
+}
+
+// TaskEdit is what task edit changes; nil leaves a field as it is.
+type TaskEdit struct {
+	Title, Description, Acceptance *string
+	Priority                       *int
+}
+
+// EditTask changes a task's title, description, acceptance criteria or priority.
+func (a *App) EditTask(ctx context.Context, id string, e TaskEdit) error {
+	if e.Title != nil && strings.TrimSpace(*e.Title) == "" {
+		return usagef("", "the task title is empty")
+	}
+	if e.Priority != nil && (*e.Priority < 0 || *e.Priority > 4) {
+		return usagef("use 0 (highest) to 4", "priority %d is out of range", *e.Priority)
+	}
+	if e == (TaskEdit{}) {
+		return usagef("say what to change: --title, --description, --acceptance or --priority", "nothing to change")
+	}
+	tr, err := a.trackerFor(ctx, id)
+	if err != nil {
+		return err
+	}
+	return a.trackerErr(id, tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
 }
 
 // trackerFor validates id and opens the tracker.

@@ -88,3 +88,24 @@ func (c *taskDepAddCmd) Run(env *Env) error {
 	env.Progress.Printf("%s now depends on %s (%s)", c.ID, c.DependsOn, c.Type)
 	return nil
 }
+
+type taskEditCmd struct {
+	ID          string  `arg:"" help:"Task id."`
+	Title       *string `help:"The new title."`
+	Description *string `short:"d" help:"The new description (Objective, Artifact, Verify: the Ready Contract)."`
+	Acceptance  *string `short:"a" help:"The new acceptance criteria, one '- [ ] ...' per line."`
+	Priority    *int    `short:"p" help:"The new priority, 0 (highest) to 4."`
+}
+
+func (c *taskEditCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	err = app.EditTask(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
+	if err != nil {
+		return err
+	}
+	env.Progress.Printf("edited %s", c.ID)
+	return nil
+}

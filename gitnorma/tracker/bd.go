@@ -284,6 +284,17 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 	for _, l := range remove {
 		args = append(args, "--remove-label", l)
 	}
+	for _, f := range []struct {
+		flag string
+		val  *string
+	}{{"--title", u.Title}, {"--description", u.Description}, {"--acceptance", u.Acceptance}} {
+		if f.val != nil {
+			args = append(args, f.flag, *f.val)
+		}
+	}
+	if u.Priority != nil {
+		args = append(args, "-p", fmt.Sprint(*u.Priority))
+	}
 	if u.Status != "" {
 		args = append(args, "--status", u.Status)
 	}

@@ -162,6 +162,18 @@ func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 		if u.Status == StatusOpen {
 			rec.wire.Assignee = "" // handed back: nobody's, as bd's --assignee "" leaves it
 		}
+		if u.Title != nil {
+			rec.wire.Title = *u.Title
+		}
+		if u.Description != nil {
+			rec.wire.Description = *u.Description
+		}
+		if u.Acceptance != nil {
+			rec.wire.AcceptanceCriteria = *u.Acceptance
+		}
+		if u.Priority != nil {
+			rec.wire.Priority = *u.Priority
+		}
 		rec.wire.UpdatedAt, rec.dirty = now, true
 		return nil
 	})

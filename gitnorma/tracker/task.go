@@ -143,6 +143,9 @@ type Update struct {
 	RemoveLabels []string
 	// Status, when set, moves the task like SetStatus (without a reason).
 	Status string
+	// Title, Description, Acceptance and Priority, when set, replace the task's (task edit).
+	Title, Description, Acceptance *string
+	Priority                       *int
 }
 
 // ErrClaimed means a claim lost: the task is not open or belongs to someone else.
