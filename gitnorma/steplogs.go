@@ -43,6 +43,7 @@ func (a *App) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 	f := &logFollower{w: w, offsets: map[string]int64{}, root: a.Repo.Root}
 	first := "" // the first step shown; following, every later one is shown too, in order
 	for {
+		live := a.runLive(runID) // asked before reading: what it wrote before it ended is shown
 		dirs := stepDirs(steps)
 		dir := ""
 		switch {
@@ -67,7 +68,9 @@ func (a *App) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 		}
 		_, statErr := os.Stat(filepath.Join(steps, dir, "output.json"))
 		ended := dir != "" && statErr == nil
-		if !o.Follow || (o.Step > 0 && ended) || (ended && !a.runLive(runID)) || (dir == "" && !a.runLive(runID)) {
+		// Following ends with the step asked for, or with the run's process: once it is gone
+		// (ended, or killed mid-step) nothing more will be written.
+		if !o.Follow || (o.Step > 0 && ended) || !live {
 			if dir == "" {
 				return failf("", "run %s has no step yet", runID)
 			}
