@@ -119,6 +119,9 @@ type Budgets struct {
 	// MaxSameFailures stops a run (no_progress) once this many iterations in a row failed
 	// exactly alike (0: never).
 	MaxSameFailures int `json:"max_same_failures"`
+	// MaxRetries runs a step whose agent failed again, up to this many times per kind of
+	// failure, before the run stops (0: the run fails at once).
+	MaxRetries int `json:"max_retries"`
 }
 
 // NotesConfig is the "notes" section.
@@ -297,7 +300,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("budgets.max_cost_usd: must be 0 (no limit) or more, got %g", b.MaxCostUSD)
 	}
 	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,
-		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB, "max_same_failures": b.MaxSameFailures} {
+		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB, "max_same_failures": b.MaxSameFailures, "max_retries": b.MaxRetries} {
 		if v < 0 {
 			return fmt.Errorf("budgets.%s: must be 0 (no limit) or more, got %d", name, v)
 		}

@@ -131,6 +131,10 @@ type Budgets struct {
 	// MaxSameFailures stops the run (no_progress) once this many iterations in a row failed
 	// exactly alike (Failure.Same); 0: never.
 	MaxSameFailures int `json:"max_same_failures,omitempty"`
+	// MaxRetries is how many times a step whose agent failed (it exited non-zero, timed out,
+	// answered no valid output) runs again, per kind of failure, before the run stops with
+	// budget_exceeded; 0: never, the run fails at once.
+	MaxRetries int `json:"max_retries,omitempty"`
 }
 
 // Context carries facts from earlier iterations, notably the last failure.

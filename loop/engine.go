@@ -175,6 +175,8 @@ type engine struct {
 	iteration    int
 	index        int
 	failedChecks int
+	// retries counts the steps run again, by kind of agent failure (Budgets.MaxRetries).
+	retries map[string]int
 	// failure is this run's last failed Check, which the next one is compared with;
 	// sameFailures counts the iterations in a row that failed exactly like it.
 	failure      *Failure
@@ -232,7 +234,7 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 				}
 				continue
 			}
-			out, end, err := e.step(ctx, role)
+			out, end, err := e.stepWithRetries(ctx, role)
 			if err != nil {
 				return e.finish(failed(err)), err
 			}

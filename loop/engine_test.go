@@ -1012,3 +1012,43 @@ func TestRunWallTimeRunsOutDuringAStep(t *testing.T) {
 	assert.Equal(t, StatusStop, out.Status)
 	assert.Equal(t, StopBudgetExceeded, out.StopReason)
 }
+
+// A step whose agent fails runs again, as a new step, while max_retries allows for that kind
+// of failure; past it the run stops with budget_exceeded. 0 keeps the old way: failed at once.
+func TestRunRetriesAFailedAgent(t *testing.T) {
+	flaky := func(fails int) *scriptedAgent {
+		return script(func(_ context.Context, call int, _ Request) (Output, error) {
+			if call <= fails {
+				return Output{}, protocolErrorf(ErrKindExit, "agent exited with status 1")
+			}
+			return doneAll(), nil
+		})
+	}
+	t.Run("passes on the retry", func(t *testing.T) {
+		do := flaky(1)
+		te := newTestEngine(t, always(planWith("true")), do, BuiltinCheck{}, BuiltinAct{})
+		te.opts.Budgets.MaxRetries = 1
+		res := te.run(t, context.Background())
+		require.Equal(t, RunPassed, res.Status, res.Message)
+		assert.Len(t, do.requests(), 2)
+		assert.DirExists(t, te.stepDir("002-do"), "the failed step is kept")
+		assert.DirExists(t, te.stepDir("003-do"), "the retry is a step of its own")
+	})
+	t.Run("stops when the retries are used up", func(t *testing.T) {
+		do := flaky(5)
+		te := newTestEngine(t, always(planWith("true")), do, BuiltinCheck{}, BuiltinAct{})
+		te.opts.Budgets.MaxRetries = 2
+		res := te.run(t, context.Background())
+		assert.Equal(t, RunStopped, res.Status)
+		assert.Equal(t, StopBudgetExceeded, res.StopReason)
+		assert.Contains(t, res.Message, "max_retries (2) used up: the do agent failed 3 times with exit_status")
+		assert.Len(t, do.requests(), 3)
+	})
+	t.Run("none by default", func(t *testing.T) {
+		do := flaky(1)
+		te := newTestEngine(t, always(planWith("true")), do, BuiltinCheck{}, BuiltinAct{})
+		res := te.run(t, context.Background())
+		assert.Equal(t, RunFailed, res.Status)
+		assert.Len(t, do.requests(), 1)
+	})
+}
