@@ -64,6 +64,15 @@ func (s stampedTracker) Ready(ctx context.Context) (out []tracker.Task, err erro
 	return out, err
 }
 
+// CloseForced passes a forced close on to a tracker that takes one.
+func (s stampedTracker) CloseForced(ctx context.Context, id, reason string) error {
+	fc, ok := s.inner.(tracker.ForceCloser)
+	if !ok {
+		return s.SetStatus(ctx, id, tracker.StatusClosed, reason)
+	}
+	return s.locked(ctx, true, func() error { return fc.CloseForced(ctx, id, reason) })
+}
+
 func (s stampedTracker) SetStatus(ctx context.Context, id, status, reason string) error {
 	return s.locked(ctx, true, func() error { return s.inner.SetStatus(ctx, id, status, reason) })
 }

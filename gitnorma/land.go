@@ -22,6 +22,9 @@ type landRequest struct {
 	target string
 	// claimedByUs means an in_progress status is this run's own claim, not someone else's.
 	claimedByUs bool
+	// forced is a run made with --force, which may have gone ahead of open tasks that block
+	// this one: its close overrides the tracker's refusal (bd close --force).
+	forced bool
 }
 
 // landRefusal is a landing that did not happen: the target and every checkout are unchanged.
@@ -93,7 +96,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		a.deleteTaskBranch(ctx, st, req, branch, head)
 	}
 	tr, err := a.Tracker()
-	if err == nil {
+	if fc, ok := tr.(tracker.ForceCloser); ok && err == nil && req.forced {
+		err = fc.CloseForced(ctx, req.task.ID, reason)
+	} else if err == nil {
 		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
 	}
 	if err != nil {

@@ -84,6 +84,8 @@ type run struct {
 	blocked string
 	// closedByLanding says the run's landing closed the task.
 	closedByLanding bool
+	// forced is a run made with --force (see landRequest.forced).
+	forced bool
 	// reconciledOwn says reconciliation met a dead run of this run's task, which may have
 	// changed the task since it was read.
 	reconciledOwn bool
@@ -139,7 +141,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	defer st.Close()
-	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now()}
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now(), forced: o.Force}
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}

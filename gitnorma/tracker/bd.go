@@ -242,6 +242,18 @@ func (b *BD) SetStatus(ctx context.Context, id, status, reason string) error {
 	return err
 }
 
+// CloseForced runs `bd close <id> --reason R --force --json`: closed though open tasks block it.
+func (b *BD) CloseForced(ctx context.Context, id, reason string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if strings.TrimSpace(reason) == "" {
+		reason = defaultCloseReason
+	}
+	_, err := b.one(ctx, id, "close", id, "--reason", reason, "--force", "--json")
+	return err
+}
+
 // Claim runs `bd update <id> --claim [--actor <actor>] --json`, bd's compare-and-swap claim.
 func (b *BD) Claim(ctx context.Context, id, actor string) (Task, error) {
 	if err := checkID(id); err != nil {

@@ -179,6 +179,9 @@ func TestBDArgv(t *testing.T) {
 		{"close without reason", "close_task_a", func(ctx context.Context, b *BD) error {
 			return b.SetStatus(ctx, "norma-uq0.1.1", StatusClosed, "  ")
 		}, []string{"close", "norma-uq0.1.1", "--reason", "Closed by git-norma", "--json"}},
+		{"close forced past open blockers", "close_task_a", func(ctx context.Context, b *BD) error {
+			return b.CloseForced(ctx, "norma-uq0.1.1", "Done by git-norma")
+		}, []string{"close", "norma-uq0.1.1", "--reason", "Done by git-norma", "--force", "--json"}},
 		{"other status", "update_status", func(ctx context.Context, b *BD) error {
 			return b.SetStatus(ctx, "norma-uq0.1.1", StatusInProgress, "ignored")
 		}, []string{"update", "norma-uq0.1.1", "--status", "in_progress", "--json"}},

@@ -123,6 +123,12 @@ type Tracker interface {
 	AddDependency(ctx context.Context, issue, dependsOn, depType string) error
 }
 
+// ForceCloser is a tracker that refuses to close a task open tasks block (bd does) and can be
+// told to anyway: for a run the user forced past them.
+type ForceCloser interface {
+	CloseForced(ctx context.Context, id, reason string) error
+}
+
 var dependencyTypes = map[string]bool{
 	"blocks": true, "parent-child": true, "related": true, "discovered-from": true,
 	"conditional-blocks": true, "waits-for": true,
