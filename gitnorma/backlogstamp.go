@@ -86,6 +86,10 @@ func (s stampedTracker) Update(ctx context.Context, id string, u tracker.Update)
 	return s.locked(ctx, true, func() error { return s.inner.Update(ctx, id, u) })
 }
 
+func (s stampedTracker) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
+	return s.locked(ctx, true, func() error { return s.inner.RemoveDependency(ctx, issue, dependsOn) })
+}
+
 func (s stampedTracker) AddDependency(ctx context.Context, issue, dependsOn, depType string) error {
 	return s.locked(ctx, true, func() error { return s.inner.AddDependency(ctx, issue, dependsOn, depType) })
 }

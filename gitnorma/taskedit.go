@@ -124,6 +124,26 @@ func (a *App) EditTask(ctx context.Context, id string, e TaskEdit) error {
 	return a.trackerErr(id, tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
 }
 
+// RemoveTaskDependency removes what id depends on dependsOn for; that there is such a
+// dependency is checked first (bd says "removed" even when there is none).
+func (a *App) RemoveTaskDependency(ctx context.Context, id, dependsOn string) error {
+	if err := a.ValidateTaskID(dependsOn); err != nil {
+		return err
+	}
+	t, err := a.ShowTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool { return d.IssueID == id && d.DependsOnID == dependsOn }) {
+		return failf("see its dependencies with: git norma task show "+id, "task %s does not depend on %s", id, dependsOn)
+	}
+	tr, err := a.Tracker()
+	if err != nil {
+		return err
+	}
+	return a.trackerErr(id, tr.RemoveDependency(ctx, id, dependsOn))
+}
+
 // trackerFor validates id and opens the tracker.
 func (a *App) trackerFor(ctx context.Context, id string) (tracker.Tracker, error) {
 	if err := a.ValidateTaskID(id); err != nil {

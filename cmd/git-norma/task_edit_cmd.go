@@ -68,7 +68,25 @@ func (c *taskLabels) change(env *Env, add, remove []string) error {
 
 // taskDepCmd groups dependency changes, as bd dep does.
 type taskDepCmd struct {
-	Add taskDepAddCmd `cmd:"" help:"Record that a task depends on another (blocks unless --type says otherwise)."`
+	Add    taskDepAddCmd    `cmd:"" help:"Record that a task depends on another (blocks unless --type says otherwise)."`
+	Remove taskDepRemoveCmd `cmd:"" help:"Remove what a task depends on another for."`
+}
+
+type taskDepRemoveCmd struct {
+	ID        string `arg:"" help:"The task that waits."`
+	DependsOn string `arg:"" help:"The task it waits for."`
+}
+
+func (c *taskDepRemoveCmd) Run(env *Env) error {
+	app, err := gitnorma.Open(env.Ctx, env.Dir)
+	if err != nil {
+		return err
+	}
+	if err := app.RemoveTaskDependency(env.Ctx, c.ID, c.DependsOn); err != nil {
+		return err
+	}
+	env.Progress.Printf("%s no longer depends on %s", c.ID, c.DependsOn)
+	return nil
 }
 
 type taskDepAddCmd struct {

@@ -108,6 +108,27 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 	})
 }
 
+// RemoveDependency removes every dependency of issue on dependsOn; none is ErrNotFound.
+func (j *JSONL) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
+	return j.update(ctx, func(f *issueFile) error {
+		rec := f.find(issue)
+		if rec == nil {
+			return fmt.Errorf("task %s: %w", issue, ErrNotFound)
+		}
+		kept := slices.DeleteFunc(slices.Clone(rec.deps), func(d Dependency) bool { return d.DependsOnID == dependsOn })
+		if len(kept) == len(rec.deps) {
+			return fmt.Errorf("task %s does not depend on %s: %w", issue, dependsOn, ErrNotFound)
+		}
+		raw, err := encodeJSON(kept)
+		if err != nil {
+			return err
+		}
+		rec.deps = kept
+		rec.wire.Dependencies, rec.wire.UpdatedAt, rec.dirty = raw, bump(j.now(), rec.wire.UpdatedAt), true
+		return nil
+	})
+}
+
 // dependsOnTransitively reports whether from reaches to over blocking dependencies.
 func dependsOnTransitively(f *issueFile, from, to string) bool {
 	seen := map[string]bool{}

@@ -121,6 +121,8 @@ type Tracker interface {
 	Update(ctx context.Context, id string, u Update) error
 	// AddDependency records that issue depends on dependsOn (blocks, discovered-from, ...).
 	AddDependency(ctx context.Context, issue, dependsOn, depType string) error
+	// RemoveDependency removes every dependency of issue on dependsOn.
+	RemoveDependency(ctx context.Context, issue, dependsOn string) error
 }
 
 // ForceCloser is a tracker that refuses to close a task open tasks block (bd does) and can be
