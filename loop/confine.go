@@ -2,7 +2,9 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -42,18 +44,97 @@ type Sandbox struct {
 // KilledEvent is the step event naming the processes a step left running, which were killed.
 const KilledEvent = "sandbox_killed"
 
-// stepSandbox is the sandbox of one step: its private directory (TMPDIR and git objects,
-// created when the first process starts, removed when the step ends) and what was killed.
+// stepSandbox is the sandbox of one step: the private directory its processes get (TMPDIR
+// and git objects, emptied when the step ends) and what was killed.
 type stepSandbox struct {
 	cfg     *Sandbox
 	stepDir string
-
-	once    sync.Once
-	private string
-	err     error
+	private *privateDir
+	// started says a process of the step was started (and so got the private directory).
+	started bool
 
 	mu     sync.Mutex
 	killed []sandbox.Process
+}
+
+// privateSubdirs are the private directory's parts confined processes may write; the
+// directory itself they may not, so they cannot replace either part.
+var privateSubdirs = []string{"tmp", "objects"}
+
+// privateDir is the directory confined processes get as TMPDIR and as their git object store
+// (tmp/ and objects/). A run makes it once, when its first process starts, and empties it
+// after each step: making and removing three directories per step cost an iteration more
+// than its whole bookkeeping on a disk slow to create files (docs/performance.md).
+type privateDir struct {
+	mu   sync.Mutex
+	path string
+}
+
+// get is the directory, made if there is none yet.
+func (p *privateDir) get() (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.path != "" {
+		return p.path, nil
+	}
+	path, err := os.MkdirTemp("", "git-norma-step-")
+	if err != nil {
+		return "", err
+	}
+	for _, sub := range privateSubdirs {
+		if err := os.Mkdir(filepath.Join(path, sub), 0o700); err != nil {
+			os.RemoveAll(path)
+			return "", err
+		}
+	}
+	p.path = path
+	return path, nil
+}
+
+// empty removes what the step's processes left in it: a subdirectory that is not empty is made
+// again (os.RemoveAll follows no symbolic link, so a tmp/ an unconfined agent replaced by a
+// link to the user's files loses the link only). Should anything resist, the directory goes as
+// a whole and the next step gets a new one: no step sees another's files.
+func (p *privateDir) empty() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.path == "" {
+		return
+	}
+	for _, sub := range privateSubdirs {
+		dir := filepath.Join(p.path, sub)
+		if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+			if f, err := os.Open(dir); err == nil {
+				_, err = f.Readdirnames(1)
+				f.Close()
+				if errors.Is(err, io.EOF) {
+					continue // empty, as nearly always
+				}
+			}
+		}
+		if os.RemoveAll(dir) != nil || os.Mkdir(dir, 0o700) != nil {
+			os.RemoveAll(p.path)
+			p.path = ""
+			return
+		}
+	}
+}
+
+// remove removes the directory and everything in it.
+func (p *privateDir) remove() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.path != "" {
+		os.RemoveAll(p.path)
+		p.path = ""
+	}
+}
+
+// dir is the private directory's path ("" when none was made).
+func (p *privateDir) dir() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.path
 }
 
 type stepSandboxKey struct{}
@@ -70,41 +151,31 @@ func checkScope(ctx context.Context) context.Context {
 	return context.WithValue(ctx, checkScopeKey{}, true)
 }
 
-func (s *stepSandbox) privateDir() (string, error) {
-	s.once.Do(func() {
-		if s.private, s.err = os.MkdirTemp("", "git-norma-step-"); s.err != nil {
-			return
-		}
-		for _, sub := range []string{"tmp", "objects"} {
-			if err := os.Mkdir(filepath.Join(s.private, sub), 0o700); err != nil && s.err == nil {
-				s.err = err
-			}
-		}
-	})
-	return s.private, s.err
-}
-
 // confinedProcesses says the step started processes, and under Landlock.
 func (s *stepSandbox) confinedProcesses() bool {
-	return s != nil && s.cfg.Landlock && s.private != ""
+	return s != nil && s.cfg.Landlock && s.started
 }
 
-// close removes the private directory: what the step's processes left in TMPDIR and the git
+// close empties the private directory: what the step's processes left in TMPDIR and the git
 // objects they wrote, which never enter the repository.
 func (s *stepSandbox) close() {
-	if s != nil && s.private != "" {
-		_ = os.RemoveAll(s.private)
+	if s != nil && s.started {
+		s.private.empty()
 	}
 }
 
 // wroteObjects says whether the step's processes may have staged objects that only exist in
 // the private store: anything in it, or the store gone (then nothing can be proven).
 func (s *stepSandbox) wroteObjects() bool {
-	if s == nil || s.private == "" {
+	if s == nil || !s.started {
 		return false
 	}
+	private := s.private.dir()
+	if private == "" {
+		return true
+	}
 	found := false
-	err := filepath.WalkDir(filepath.Join(s.private, "objects"), func(_ string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(private, "objects"), func(_ string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			found = true
 			return fs.SkipAll
@@ -148,11 +219,15 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 	if s == nil {
 		return nil, nil, nil
 	}
-	private, err := s.privateDir()
+	private, err := s.private.get()
 	if err != nil {
-		return nil, nil, fmt.Errorf("create the step's private directory: %w", err)
+		return nil, nil, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
-	writable := []string{s.stepDir, private}
+	s.started = true
+	writable := []string{s.stepDir}
+	for _, sub := range privateSubdirs {
+		writable = append(writable, filepath.Join(private, sub))
+	}
 	if cmd.Dir != "" {
 		writable = append(writable, cmd.Dir)
 	}
@@ -189,9 +264,9 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 // directory. done removes their private directory and returns the sandbox_killed event, if
 // any process was left running.
 func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool)) {
-	s := &stepSandbox{cfg: sb, stepDir: dir}
+	s := &stepSandbox{cfg: sb, stepDir: dir, private: &privateDir{}}
 	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool) {
-		s.close()
+		s.private.remove()
 		return s.event()
 	}
 }

@@ -35,8 +35,8 @@ func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...stri
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: landlock, Network: true, AllowWrite: allowWrite}, stepDir: stepDir}
-	t.Cleanup(s.close)
+	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: landlock, Network: true, AllowWrite: allowWrite}, stepDir: stepDir, private: &privateDir{}}
+	t.Cleanup(s.private.remove)
 	return withStepSandbox(context.Background(), s), s
 }
 
@@ -135,4 +135,57 @@ func TestLauncherStartErrors(t *testing.T) {
 	cmd = exec.Command(filepath.Join(step, "missing"))
 	_, err = runProcess(ctx, cmd, time.Second)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestPrivateDirBetweenSteps: a step's TMPDIR and object store come back empty for the next
+// step; a confined process cannot replace them, and an unconfined one that replaced its
+// TMPDIR by a link to the user's files loses only the link.
+func TestPrivateDirBetweenSteps(t *testing.T) {
+	requireLandlock(t)
+	step := t.TempDir()
+	user := filepath.Join(t.TempDir(), "user")
+	require.NoError(t, os.Mkdir(user, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(user, "work.txt"), []byte("mine"), 0o600))
+	private := &privateDir{}
+	t.Cleanup(private.remove)
+	run := func(landlock bool, script string) string {
+		t.Helper()
+		s := &stepSandbox{cfg: &Sandbox{Launcher: os.Args[0], Landlock: landlock, Network: true}, stepDir: step, private: private}
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = step
+		cmd.Env = append(os.Environ(), "USERDIR="+user)
+		var out strings.Builder
+		cmd.Stdout = &out
+		_, err := runProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
+		require.NoError(t, err)
+		s.close()
+		return out.String()
+	}
+	run(true, `mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && echo x > "$GIT_OBJECT_DIRECTORY/o"`)
+	dir := private.dir()
+	require.NotEmpty(t, dir)
+	assert.Equal(t, "", run(true, `ls -A "$TMPDIR" "$GIT_OBJECT_DIRECTORY" | grep -v ':$' | grep .`), "the next step finds both empty")
+	assert.Equal(t, "kept\n", run(true, `rmdir "$TMPDIR" 2>/dev/null || mv "$TMPDIR" "$TMPDIR.x" 2>/dev/null || echo kept`))
+	run(false, `rmdir "$TMPDIR" && ln -s "$USERDIR" "$TMPDIR" && echo more > "$TMPDIR/more.txt"`)
+	assert.FileExists(t, filepath.Join(user, "work.txt"), "emptying followed no link")
+	st, err := os.Lstat(filepath.Join(private.dir(), "tmp"))
+	require.NoError(t, err)
+	assert.True(t, st.IsDir(), "TMPDIR is a directory again")
+	assert.Equal(t, dir, private.dir(), "one directory serves the whole run")
+}
+
+// TestStepFileNotThroughLink: output.json written where an agent left a link to a user's file
+// replaces the link and leaves the file alone.
+func TestStepFileNotThroughLink(t *testing.T) {
+	step, user := t.TempDir(), filepath.Join(t.TempDir(), "bashrc")
+	require.NoError(t, os.WriteFile(user, []byte("mine\n"), 0o600))
+	out := filepath.Join(step, "output.json")
+	require.NoError(t, os.Symlink(user, out))
+	require.NoError(t, writeJSON(out, map[string]string{"status": "ok"}))
+	data, err := os.ReadFile(user)
+	require.NoError(t, err)
+	assert.Equal(t, "mine\n", string(data))
+	data, err = os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"status": "ok"`)
 }

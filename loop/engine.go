@@ -155,7 +155,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.StartedAt.IsZero() {
 		o.StartedAt = o.Now()
 	}
-	e := &engine{o: o, facts: map[string]any{}}
+	e := &engine{o: o, facts: map[string]any{}, private: &privateDir{}}
+	defer e.private.remove()
 	for k, v := range o.Facts {
 		e.facts[k] = v
 	}
@@ -201,6 +202,8 @@ type engine struct {
 	cost float64
 	// summary is norma.md as last written.
 	summary string
+	// private is the directory the run's confined processes get (see privateDir).
+	private *privateDir
 }
 
 // chargeCost adds a step's reported cost and stops the run once max_cost_usd is reached.

@@ -2,7 +2,9 @@ package loop
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,17 +55,28 @@ func ProgressEntry(taskID, runID string, rec StepRecord) string {
 	return b.String()
 }
 
-// writeJSON writes a step's input.json or output.json as indented JSON, replaced whole (temp
-// file + rename), so a crash never leaves half a file behind. Neither is synced here: the
-// store commit that follows is the step's commit point, and the run makes the outputs that
-// landing reads durable before its end is committed (see the recorder in gitnorma); a sync per
-// step would hold every step up for a disk write nothing reads.
+// writeJSON writes a step's input.json or output.json as indented JSON. Both are new files of
+// the step written once, and only the store commit that follows makes the step count (its
+// readers look at steps the store has): they are written in place, with no temp file and
+// rename (a file made and a directory entry changed more per step, on a disk slow to make
+// files). Whatever is at path goes first and the file must be new, so a link an agent left in
+// its step directory is replaced, never written through. Nothing is synced here: the run
+// makes the outputs that landing reads durable before its end is committed (see the recorder
+// in gitnorma); a sync per step would hold every step up for a disk write nothing reads.
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(data, '\n'))
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(data, '\n'))
+	return errors.Join(err, f.Close())
 }
 
 // writeFileAtomic replaces path whole, so no reader ever sees half a file. The temp file is

@@ -82,22 +82,25 @@ var (
 // checks.
 var controlDirs = []string{".norma", ".beads"}
 
-// keepControlFiles refuses a commit whose staged tree differs from head under controlDirs or
-// the work tree's hooks directory.
-func (w *Workspace) keepControlFiles(ctx context.Context, head string) error {
+// controlChanges starts the look for staged changes from head under controlDirs or the work
+// tree's hooks directory; the channel delivers ErrControlFiles naming them, or nil. Like the
+// patch measure it only reads the index, so it runs beside the commit.
+func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan error {
 	args := []string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}
 	args = append(args, controlDirs...)
 	if hooks := w.treeHooksDir(ctx); hooks != "" {
 		args = append(args, hooks)
 	}
-	out, err := w.git.Output(ctx, args...)
-	if err != nil {
-		return err
-	}
-	if paths := strings.Split(strings.Trim(out, "\x00"), "\x00"); out != "" {
-		return fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
-	}
-	return nil
+	done := make(chan error, 1)
+	go func() {
+		out, err := w.git.Output(ctx, args...)
+		if err == nil && out != "" {
+			paths := strings.Split(strings.Trim(out, "\x00"), "\x00")
+			err = fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
+		}
+		done <- err
+	}()
+	return done
 }
 
 // treeHooksDir is the directory inside the work tree a relative core.hooksPath names (for
@@ -369,17 +372,22 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
 		return res, err
 	}
-	if err := w.keepControlFiles(ctx, since.Head); err != nil {
-		return res, err
-	}
-	// The task's patch is the diff from the base to what is staged now, which is what the
-	// commit will hold: measured while the commit is made, not after it.
+	// What is staged now is what the commit will hold: the look for control files and the
+	// task's patch measure (the diff from the base) read it while the commit is made. A
+	// commit that holds control files is taken back below, leaving the branch as it was.
+	control := w.controlChanges(ctx, since.Head)
 	patch := w.measureStaged(ctx)
 	msg := stepMessage(w.taskID, w.runID, sc)
 	// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
 	// (one more process per iteration); the user's own git commands still do.
 	_, err = w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
-	measured := <-patch
+	measured, refused := <-patch, <-control
+	if refused != nil {
+		if err == nil {
+			err = w.git.Run(context.WithoutCancel(ctx), "reset", "-q", "--soft", since.Head)
+		}
+		return res, errors.Join(refused, err)
+	}
 	if err != nil && !w.nothingStaged(ctx, err) {
 		return res, err
 	}
