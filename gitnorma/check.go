@@ -115,8 +115,9 @@ func (a *App) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
 	return effective
 }
 
-// recordCheck stores a check as a run of its task (kind "check"), with pass_head set when it
-// passed on a clean worktree, and notes the result on the checked commit.
+// recordCheck stores a check as a run of its task (kind check, its head the checked commit),
+// with the PASS recorded when it passed on a clean worktree, and notes the result on the
+// checked commit.
 func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time) error {
 	st, err := a.OpenStore(ctx)
 	if err != nil {
@@ -124,9 +125,8 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Tim
 	}
 	defer st.Close()
 	now := a.Now()
-	kv := map[string]any{"kind": "check", "head": rep.Head}
-	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
-		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID}, kv)
+	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, Kind: store.KindCheck, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
+		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID, Head: rep.Head}, nil)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -31,7 +30,7 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 		return
 	}
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
-	held, _ := st.RunsWithKV(ctx, kvClaimed, true)
+	held, _ := st.RunsWithClaim(ctx, store.ClaimHeld)
 	seen := map[string]bool{}
 	for _, r := range append(running, held...) {
 		if seen[r.ID] || r.TaskID == "" {
@@ -42,10 +41,10 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 			continue
 		}
 		t, err := tr.Get(ctx, r.TaskID)
-		if err != nil || !a.claimedBy(ctx, st, r.ID, t) {
+		if err != nil || !a.claimedBy(ctx, r, t) {
 			continue
 		}
-		if head := unlandedPass(ctx, st, r); head != "" {
+		if head := unlandedPass(r); head != "" {
 			fix := "git norma loop or git norma run " + r.TaskID + " (lands it, re-checked if the target moved)"
 			if a.Config.RecoverPassed == RecoverReopen {
 				fix = "git norma loop or git norma run " + r.TaskID + " (reopens the task: recover_passed is reopen)"
@@ -59,21 +58,11 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 }
 
 // unlandedPass returns the verified head of a passed run that did not land ("" otherwise).
-func unlandedPass(ctx context.Context, st *store.Store, r store.Run) string {
-	if r.Status != store.StatusPassed {
+func unlandedPass(r store.Run) string {
+	if r.Status != store.StatusPassed || r.LandedCommit != "" {
 		return ""
 	}
-	kv, err := st.KV(ctx, r.ID)
-	if err != nil {
-		return ""
-	}
-	var head, landed string
-	_ = json.Unmarshal(kv["pass_head"], &head)
-	_ = json.Unmarshal(kv["landed_commit"], &landed)
-	if landed != "" {
-		return ""
-	}
-	return head
+	return r.PassHead
 }
 
 // doctorRechecks reports a landing re-check's workspace whose process is gone: git refuses to

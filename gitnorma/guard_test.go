@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -110,7 +111,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, st.AppendEvent(ctx, "r-1", store.Event{Type: "mirror_failed", Message: "meanwhile"}))
 	assert.Empty(t, g.checkGit(ctx, snap))
 
-	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", Status: store.StatusPassed, RunDir: "x", TaskID: "norma-t"}, map[string]any{"pass_head": "abc"}))
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", Status: store.StatusPassed, RunDir: "x", TaskID: "norma-t"}, nil))
 	assert.Equal(t, []string{".norma/norma.db: runs r-forged of task norma-t (removed)"}, g.checkGit(ctx, snap))
 	_, err = st.Run(ctx, "r-forged")
 	assert.ErrorIs(t, err, store.ErrNotFound)
@@ -121,8 +122,12 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, st.DeleteRun(ctx, "r-old"))
 	assert.Empty(t, g.checkGit(ctx, snap), "retention removed an old run of the task")
 
-	require.NoError(t, st.SetKV(ctx, "r-1", "pass_head", "abc"))
+	require.NoError(t, st.RecordPass(ctx, "r-1", strings.Repeat("a", 40), strings.Repeat("b", 40)))
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap))
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.SetKV(ctx, "r-1", "fork_point", "forged"))
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap), "the extras count too")
 }
 
 // Refs: the target and another task's branch moved during the step are moved back
@@ -166,6 +171,6 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	snap, err = g.snapshotGit(ctx)
 	require.NoError(t, err)
 	git("update-ref", "refs/heads/main", other)
-	require.NoError(t, st.SetKV(ctx, "r-busy", "landed_commit", other))
+	require.NoError(t, st.SetLanded(ctx, "r-busy", other))
 	assert.Empty(t, g.checkGit(ctx, snap), "a landing of git-norma's")
 }

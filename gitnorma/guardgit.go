@@ -288,7 +288,7 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 			continue
 		}
 		if name == target && g.st != nil && after != "" {
-			if ok, _ := g.st.HasKVValue(ctx, "landed_commit", after); ok {
+			if ok, _ := g.st.HasLanded(ctx, after); ok {
 				landed = [2]string{before, after}
 				continue
 			}

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -416,13 +415,7 @@ func (r *verdictRecords) of(ctx context.Context, task string) taskVerdicts {
 	}
 	runs, _ := r.st.RunsForTask(ctx, task, 50)
 	for _, run := range runs {
-		kv, err := r.st.KV(ctx, run.ID)
-		if err != nil {
-			continue
-		}
-		var passHead, head string
-		_ = json.Unmarshal(kv["pass_head"], &passHead)
-		_ = json.Unmarshal(kv["head"], &head)
+		passHead, head := run.PassHead, run.Head
 		verdict := fmt.Sprintf("%s (run %s)", orDash(run.Verdict), run.ID)
 		if v.lastRun == "" {
 			v.lastRun = verdict

@@ -82,7 +82,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if res.Empty {
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
 	}
-	_ = st.SetKV(ctx, req.runID, "landed_commit", res.Commit)
+	_ = st.SetLanded(ctx, req.runID, res.Commit)
 	if !res.Empty {
 		a.noteLanding(ctx, st, req, res.Commit)
 	}

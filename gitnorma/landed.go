@@ -66,12 +66,8 @@ func (a *App) storeLanding(ctx context.Context, st *store.Store, task tracker.Ta
 		if r.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
 			continue
 		}
-		kv, err := st.KV(ctx, r.ID)
-		if err != nil {
-			return priorLanding{}, err
-		}
-		var landed string
-		if json.Unmarshal(kv["landed_commit"], &landed) != nil || landed == "" {
+		landed := r.LandedCommit
+		if landed == "" {
 			continue
 		}
 		if on, err := a.isAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
@@ -130,7 +126,7 @@ func (a *App) earlierLanding(ctx context.Context, st *store.Store, req landReque
 // PASS again) is not landed a second time. The run records that landing as its own, and the
 // task is closed with it as its reason.
 func (a *App) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
-	_ = st.SetKV(ctx, req.runID, "landed_commit", p.Commit)
+	_ = st.SetLanded(ctx, req.runID, p.Commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "already_landed",
 		Message: fmt.Sprintf("%s already landed as %.10s on %s by run %s; not landed again", req.task.ID, p.Commit, req.target, orDash(p.RunID)),
 		Data:    map[string]any{"commit": p.Commit, "run": p.RunID, "target": req.target}})

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,12 +30,11 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
 	head, tip := heads[0], heads[1]
-	kv, err := st.KV(ctx, req.runID)
+	run, err := st.Run(ctx, req.runID)
 	if err != nil {
 		return "", withCode(ExitFail, err)
 	}
-	var passHead string
-	_ = json.Unmarshal(kv["pass_head"], &passHead)
+	passHead := run.PassHead
 	switch {
 	case passHead == "":
 		return "", &landRefusal{reason: fmt.Errorf("run %s recorded no verified commit of %s: only verified work lands", req.runID, branch),
@@ -51,7 +49,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if onBranch, err := a.isAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, a.checkPassTree(ctx, st, req, head)
+		return head, a.checkPassTree(ctx, req, run.PassTree, head)
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
@@ -91,11 +89,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
 // tree its check commands ran on. A PASS without one was not produced by a Check step of this
 // git-norma (a resumed step, a record made some other way).
-func (a *App) checkPassTree(ctx context.Context, st *store.Store, req landRequest, head string) error {
-	checked, err := st.PassTree(ctx, req.runID)
-	if err != nil {
-		return withCode(ExitFail, err)
-	}
+func (a *App) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
 	tree, err := a.Repo.Git.CommitTree(ctx, head)
 	if err != nil {
 		return withCode(ExitFail, err)

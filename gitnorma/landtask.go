@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -45,16 +44,17 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return LandReport{}, err
 	}
 	defer st.Close()
-	runID, err := a.passingRun(ctx, st, taskID)
+	run, err := a.passingRun(ctx, st, taskID)
 	if err != nil {
 		return LandReport{}, err
 	}
+	runID := run.ID
 	rep := LandReport{TaskID: taskID, RunID: runID, Target: target}
 	// A run killed while landing may have landed already, and still hold the task's claim.
 	if rep.Commit = a.landedBy(ctx, st, runID, target); rep.Commit != "" {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: runID, task: task, target: target}, rep.Commit)
 	}
-	claimed := a.claimedBy(ctx, st, runID, task)
+	claimed := a.claimedBy(ctx, run, task)
 	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target, claimedByUs: claimed})
 	if claimed {
 		a.giveBackClaim(ctx, st, runID, taskID)
@@ -68,37 +68,27 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 }
 
 // passingRun finds the run whose PASS was recorded on exactly the task branch's current head.
-func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (string, error) {
+func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (store.Run, error) {
 	branch := worktree.TaskBranch(taskID)
 	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
 	if err != nil {
-		return "", &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
+		return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
 			Hint: "run it first: git norma run " + taskID}
 	}
 	runs, err := st.RunsForTask(ctx, taskID, 20)
 	if err != nil {
-		return "", withCode(ExitFail, err)
+		return store.Run{}, withCode(ExitFail, err)
 	}
 	for _, r := range runs {
-		if r.Status != store.StatusPassed {
+		if r.Status != store.StatusPassed || r.PassHead != head {
 			continue
 		}
-		kv, err := st.KV(ctx, r.ID)
-		if err != nil {
-			return "", withCode(ExitFail, err)
+		if r.LandedCommit != "" {
+			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, r.LandedCommit, r.ID)}
 		}
-		var passHead, landed string
-		_ = json.Unmarshal(kv["pass_head"], &passHead)
-		_ = json.Unmarshal(kv["landed_commit"], &landed)
-		if passHead != head {
-			continue
-		}
-		if landed != "" {
-			return "", &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, landed, r.ID)}
-		}
-		return r.ID, nil
+		return r, nil
 	}
-	return "", &Error{Code: ExitLandRefused,
+	return store.Run{}, &Error{Code: ExitLandRefused,
 		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),
 		Hint: "verify it with: git norma run " + taskID + " --no-land"}
 }

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -155,14 +154,8 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, sca
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
 		return "", nil
 	}
-	kv, err := st.KV(ctx, r.ID)
-	if err != nil {
-		return "", err
-	}
-	var landed, passHead string
-	_ = json.Unmarshal(kv["landed_commit"], &landed)
-	_ = json.Unmarshal(kv["pass_head"], &passHead)
-	if landed != "" || passHead == "" {
+	passHead := r.PassHead
+	if r.LandedCommit != "" || passHead == "" {
 		return "", nil // landed, or nothing a landing could take (a check of a dirty worktree)
 	}
 	// Only while its task branch is still where the PASS was recorded: a branch that moved

@@ -205,11 +205,11 @@ func (r *run) recoverClaim(ctx context.Context) bool {
 		return false
 	}
 	for _, dead := range runs {
-		if r.app.claimedBy(ctx, r.st, dead.ID, t) {
+		if r.app.claimedBy(ctx, dead, t) {
 			if r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "") != nil {
 				return false
 			}
-			_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
+			_ = r.st.SetClaim(ctx, dead.ID, store.ClaimReleased)
 			_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
 				Message: "the task was still claimed by this run after its process died; reopened"})
 			return true
@@ -226,12 +226,12 @@ func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
 	if err != nil {
 		return // the tracker could not say: the claim stays recorded for the next recovery
 	}
-	if r.app.claimedBy(ctx, r.st, dead.ID, t) {
+	if r.app.claimedBy(ctx, dead, t) {
 		if r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "") != nil {
 			return
 		}
 		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
 			Message: "the task was still claimed by this run after its process died; reopened"})
 	}
-	_ = r.st.SetKV(ctx, dead.ID, kvClaimed, false)
+	_ = r.st.SetClaim(ctx, dead.ID, store.ClaimReleased)
 }

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,33 +19,23 @@ import (
 // re-check's scratch workspace. reconcile.go repairs runs that died while marked running; this
 // file handles what a run leaves after it was marked finished, and the claim it made.
 
-// kvClaimIntent is written before a run claims its task, kvClaimed (true) after the claim and
-// (false) when it is given back: a run killed in between left a claim the store knows it may
-// have made (see claimedBy).
-const (
-	kvClaimIntent = "claim_intent"
-	kvClaimed     = "claimed"
-)
-
-// claimedBy reports whether run runID holds t's claim: t is in progress and either the run
-// recorded its claim and never gave it back, or it recorded its intent to claim and died
-// before recording the claim itself. In that second case the claim is taken for ours only when
-// its assignee is the one our claim leaves, so a person's or another tool's claim (another
-// assignee) is never released by recovery.
-func (a *App) claimedBy(ctx context.Context, st *store.Store, runID string, t tracker.Task) bool {
+// claimedBy reports whether run holds t's claim: t is in progress and either the run recorded
+// its claim and never gave it back, or it recorded its intent to claim and died before
+// recording the claim itself (a run records the intent before the tracker claim, the claim
+// after it, the release when it gives the task back). In that second case the claim is taken
+// for ours only when its assignee is the one our claim leaves, so a person's or another tool's
+// claim (another assignee) is never released by recovery.
+func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool {
 	if t.Status != tracker.StatusInProgress {
 		return false
 	}
-	kv, err := st.KV(ctx, runID)
-	if err != nil {
-		return false
+	switch run.Claim {
+	case store.ClaimHeld:
+		return true
+	case store.ClaimIntent:
+		return t.Assignee == a.claimAssignee(ctx)
 	}
-	if raw, recorded := kv[kvClaimed]; recorded {
-		var held bool
-		return json.Unmarshal(raw, &held) == nil && held
-	}
-	var intent bool
-	return json.Unmarshal(kv[kvClaimIntent], &intent) == nil && intent && t.Assignee == a.claimAssignee(ctx)
+	return false
 }
 
 // claimAssignee is the assignee our claim leaves on a task: the embedded backlog's claim keeps
@@ -77,7 +66,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 	}
 	// A run reaches PASS only after recording its claim, so "claimed" alone tells which passed
 	// runs may still hold it: one indexed query, and no tracker call when none does.
-	held, err := r.st.RunsWithKV(ctx, kvClaimed, true)
+	held, err := r.st.RunsWithClaim(ctx, store.ClaimHeld)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +79,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 		if err != nil {
 			return nil, withCode(ExitFail, err)
 		}
-		if r.app.claimedBy(ctx, r.st, dead.ID, t) {
+		if r.app.claimedBy(ctx, dead, t) {
 			return r.recoverPass(ctx, dead, t, noLand, live)
 		}
 	}
@@ -99,13 +88,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 
 // recoverPass finishes one passed run that did not land; see recoverPassed.
 func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool, live loop.LiveFunc) (*RunReport, error) {
-	kv, err := r.st.KV(ctx, dead.ID)
-	if err != nil {
-		return nil, err
-	}
-	var passHead, landed string
-	_ = json.Unmarshal(kv["pass_head"], &passHead)
-	_ = json.Unmarshal(kv["landed_commit"], &landed)
+	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
 	if landed == "" {
 		landed = r.app.landedBy(ctx, r.st, dead.ID, r.pre.target)
@@ -187,7 +170,7 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 			_, _ = m.finishRun(ctx, loop.VerdictPass, status)
 		}
 	}
-	_ = r.st.SetKV(ctx, runID, kvClaimed, false)
+	_ = r.st.SetClaim(ctx, runID, store.ClaimReleased)
 	_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "pass_recovered",
 		Message: "the run's process died after its PASS was recorded; recovered: " + what})
 }
@@ -197,9 +180,8 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 // at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
 func (a *App) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
 	args := []string{"log", "-1", "--no-merges", "--format=%H", "--grep=^Norma-Run: " + runID + "$", "refs/heads/" + target}
-	var passHead string
-	if kv, err := st.KV(ctx, runID); err == nil && json.Unmarshal(kv["pass_head"], &passHead) == nil && passHead != "" {
-		args = append(args, "^"+passHead)
+	if run, err := st.Run(ctx, runID); err == nil && run.PassHead != "" {
+		args = append(args, "^"+run.PassHead)
 	}
 	out, err := a.Repo.Git.Output(ctx, append(args, "--")...)
 	if err != nil {
@@ -220,8 +202,8 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 	if err != nil {
 		return withCode(ExitFail, fmt.Errorf("close task %s: %w", req.task.ID, err))
 	}
-	_ = st.SetKV(ctx, req.runID, "landed_commit", commit)
-	_ = st.SetKV(ctx, req.runID, kvClaimed, false)
+	_ = st.SetLanded(ctx, req.runID, commit)
+	_ = st.SetClaim(ctx, req.runID, store.ClaimReleased)
 	a.noteLanding(ctx, st, req, commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
 		Data: map[string]any{"commit": commit, "target": req.target}})
@@ -239,7 +221,7 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 			_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
 		}
 	}
-	_ = st.SetKV(ctx, runID, kvClaimed, false)
+	_ = st.SetClaim(ctx, runID, store.ClaimReleased)
 	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "claim_recovered",
 		Message: "git norma land took over this run's PASS after its process died; its claim is given back"})
 }
@@ -304,7 +286,7 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live loop.LiveFun
 	if err := base.reconcile(ctx); err != nil {
 		return err
 	}
-	held, err := st.RunsWithKV(ctx, kvClaimed, true)
+	held, err := st.RunsWithClaim(ctx, store.ClaimHeld)
 	if err != nil {
 		return err
 	}
@@ -336,7 +318,7 @@ func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand
 		return err
 	}
 	if t.Status != tracker.StatusInProgress {
-		_ = base.st.SetKV(ctx, held.ID, kvClaimed, false)
+		_ = base.st.SetClaim(ctx, held.ID, store.ClaimReleased)
 		return nil
 	}
 	r := *base

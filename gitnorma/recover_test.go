@@ -3,10 +3,8 @@ package gitnorma
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -19,25 +17,17 @@ func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 	ctx := context.Background()
 	a, _ := initApp(t)
 	a.Config.Tracker = "jsonl"
-	st, err := a.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
-	run := func(id string, kv map[string]any) string {
-		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, CreatedAt: time.Now(), Goal: "g", Status: store.StatusRunning,
-			RunDir: ".norma/runs/" + id, TaskID: "norma-t1"}, kv))
-		return id
+	run := func(claim string) store.Run {
+		return store.Run{ID: "r-" + claim, Status: store.StatusRunning, TaskID: "norma-t1", Claim: claim}
 	}
-	held := run("r-held", map[string]any{kvClaimIntent: true, kvClaimed: true})
-	given := run("r-given", map[string]any{kvClaimIntent: true, kvClaimed: false})
-	intent := run("r-intent", map[string]any{kvClaimIntent: true})
-	none := run("r-none", nil)
+	held, given, intent, none := run(store.ClaimHeld), run(store.ClaimReleased), run(store.ClaimIntent), run("")
 	task := func(status, assignee string) tracker.Task {
 		return tracker.Task{ID: "norma-t1", Status: status, Assignee: assignee}
 	}
 
 	tests := []struct {
 		name  string
-		run   string
+		run   store.Run
 		task  tracker.Task
 		ours  bool
 		actor string
@@ -60,7 +50,7 @@ func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 				a.Config.Tracker = "beads"
 				t.Setenv("BEADS_ACTOR", tt.actor)
 			}
-			assert.Equal(t, tt.ours, a.claimedBy(ctx, st, tt.run, tt.task))
+			assert.Equal(t, tt.ours, a.claimedBy(ctx, tt.run, tt.task))
 		})
 	}
 }

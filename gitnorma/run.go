@@ -260,17 +260,17 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		return err
 	}
 	// The intent first: a kill between the claim and its record leaves a claim the store knows.
-	if err := r.st.SetKV(ctx, r.id, kvClaimIntent, true); err != nil {
+	if err := r.st.SetClaim(ctx, r.id, store.ClaimIntent); err != nil {
 		return err
 	}
 	crashPoint("claiming")
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
-		_ = r.st.SetKV(ctx, r.id, kvClaimed, false)
+		_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
 	crashPoint("claimed")
 	r.claimed = true
-	return r.st.SetKV(ctx, r.id, "claimed", true)
+	return r.st.SetClaim(ctx, r.id, store.ClaimHeld)
 }
 
 // setUpWorkspace prepares the new workspace as the repository asks (.worktreeinclude,

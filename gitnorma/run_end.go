@@ -150,8 +150,8 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 		return
 	}
 	r.claimed = false
-	defer r.st.SetKV(ctx, r.id, "claimed", false) //nolint:errcheck // the claim is given back below
-	r.mirror.queue.wait()                         // the steps' task updates first, in order
+	defer r.st.SetClaim(ctx, r.id, store.ClaimReleased) //nolint:errcheck // the claim is given back below
+	r.mirror.queue.wait()                               // the steps' task updates first, in order
 	status := tracker.StatusOpen
 	if r.closedByLanding {
 		status = "" // closed by the landing: no need to ask

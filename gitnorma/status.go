@@ -221,7 +221,7 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if err != nil {
 		return RunDetail{}, withCode(ExitFail, err)
 	}
-	d := RunDetail{Run: a.runRow(r), Steps: []StepRow{}, Events: []EventRow{}}
+	d := RunDetail{Run: a.runRow(r), Steps: []StepRow{}, Events: []EventRow{}, Landed: r.LandedCommit}
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
 		return d, withCode(ExitFail, err)
@@ -253,11 +253,6 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 			row.Data = json.RawMessage(e.DataJSON)
 		}
 		d.Events = append(d.Events, row)
-	}
-	if kv, err := st.KV(ctx, runID); err == nil {
-		if raw, ok := kv["landed_commit"]; ok {
-			d.Landed = strings.Trim(string(raw), `"`)
-		}
 	}
 	return d, nil
 }

@@ -37,8 +37,8 @@ func fillHistory(dbPath string, runs, stepsPerRun, eventsPerRun int) error {
 	}
 	defer tx.Rollback()
 	stmts := map[string]string{
-		"run":   `INSERT INTO runs(run_id, created_at, goal, status, iteration, current_step_index, verdict, run_dir) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`,
-		"kv":    `INSERT INTO kv_run(run_id, key, value_json) VALUES (?, ?, ?)`,
+		"run": `INSERT INTO runs(run_id, created_at, goal, status, iteration, current_step_index, verdict, run_dir, task_id, ended_at)
+			VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`,
 		"step":  `INSERT INTO steps(run_id, step_index, role, iteration, status, step_dir, started_at, ended_at, summary) VALUES (?, ?, ?, 1, 'ok', ?, ?, ?, ?)`,
 		"event": `INSERT INTO events(run_id, seq, ts, type, message, data_json) VALUES (?, ?, ?, ?, ?, NULL)`,
 	}
@@ -62,9 +62,8 @@ func fillHistory(dbPath string, runs, stepsPerRun, eventsPerRun int) error {
 				_, err = prepared[name].ExecContext(ctx, args...)
 			}
 		}
-		exec("run", id, ts, fmt.Sprintf("Synthetic task %d", i), status, stepsPerRun, verdict, ".norma/runs/"+id)
-		exec("kv", id, "task_id", fmt.Sprintf(`"norma-h%d"`, i%500))
-		exec("kv", id, "ended_at", fmt.Sprintf("%q", store.FormatTime(at.Add(30*time.Second))))
+		exec("run", id, ts, fmt.Sprintf("Synthetic task %d", i), status, stepsPerRun, verdict, ".norma/runs/"+id,
+			fmt.Sprintf("norma-h%d", i%500), store.FormatTime(at.Add(30*time.Second)))
 		for s := 1; s <= stepsPerRun; s++ {
 			role := roles[(s-1)%4]
 			exec("step", id, s, role, fmt.Sprintf(".norma/runs/%s/steps/%03d-%s", id, s, role), ts, ts, role+" done")

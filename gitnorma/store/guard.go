@@ -20,13 +20,11 @@ type TaskRecords map[string]string
 
 // TaskRecords reads the records of runID and of the runs of taskID.
 func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskRecords, error) {
-	task, err := encodeJSON(taskID)
-	if err != nil {
-		return nil, err
-	}
-	const runsOf = `SELECT run_id FROM kv_run WHERE key = 'task_id' AND value_json = ?1 UNION SELECT ?2`
+	const runsOf = `SELECT run_id FROM runs WHERE task_id = ?1 UNION SELECT ?2`
 	queries := []string{
-		`SELECT run_id, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir
+		`SELECT run_id, kind, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir,
+			coalesce(task_id, ''), coalesce(stop_reason, ''), coalesce(ended_at, ''), coalesce(head, ''),
+			coalesce(pass_head, ''), coalesce(pass_tree, ''), coalesce(landed_commit, ''), coalesce(claim, '')
 			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
 		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, '')
 			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,
@@ -34,7 +32,7 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 	}
 	hashes := map[string]hash.Hash{}
 	for i, q := range queries {
-		rows, err := s.db.QueryContext(ctx, q, task, runID)
+		rows, err := s.db.QueryContext(ctx, q, taskID, runID)
 		if err != nil {
 			return nil, err
 		}
@@ -104,15 +102,4 @@ func (s *Store) KVWithKey(ctx context.Context, key string) (map[string]json.RawM
 		out[id] = json.RawMessage(v)
 	}
 	return out, rows.Err()
-}
-
-// HasKVValue says whether some run has key set to value (JSON-encoded as SetKV does).
-func (s *Store) HasKVValue(ctx context.Context, key string, value any) (bool, error) {
-	v, err := encodeJSON(value)
-	if err != nil {
-		return false, err
-	}
-	var n int
-	err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM kv_run WHERE key = ? AND value_json = ?`, key, v).Scan(&n)
-	return n > 0, err
 }

@@ -17,10 +17,25 @@ const (
 	StatusStopped = "stopped"
 )
 
-// Run is one row of runs plus the run-scoped metadata from kv_run that
-// every caller wants (the spec's runs table has no columns for it).
+// Run kinds: a run of the loop, or a `git norma check` recorded as a run of its own.
+const (
+	KindRun   = "run"
+	KindCheck = "check"
+)
+
+// Claim states of a run's hold on its task, in the order a run goes through them: the intent
+// is recorded before the tracker claim, held after it, released when the task is handed
+// back or closed ("" for a run that never claimed, such as a check).
+const (
+	ClaimIntent   = "intent"
+	ClaimHeld     = "held"
+	ClaimReleased = "released"
+)
+
+// Run is one row of runs. Every fact a decision reads is a column of its own.
 type Run struct {
 	ID               string
+	Kind             string // KindRun or KindCheck
 	CreatedAt        time.Time
 	Goal             string
 	Status           string
@@ -28,17 +43,23 @@ type Run struct {
 	CurrentStepIndex int
 	Verdict          string // "" when NULL (no verdict yet)
 	RunDir           string
-
-	// Filled from kv_run by the read methods.
-	TaskID     string
-	StopReason string
-	EndedAt    time.Time // zero if the run has not finished
+	TaskID           string
+	StopReason       string
+	EndedAt          time.Time // zero if the run has not finished
+	// Head is the commit a check verified (KindCheck).
+	Head string
+	// PassHead and PassTree are what a run's PASS holds for: the commit and the tree id its
+	// checks ran on (see RecordPass).
+	PassHead, PassTree string
+	// LandedCommit is the commit that landed the run's work on the target.
+	LandedCommit string
+	// Claim is the run's hold on its task (ClaimIntent, ClaimHeld, ClaimReleased or "").
+	Claim string
 }
 
-// CreateRun records a new run, its initial kv metadata and a "run_started"
-// event in one transaction, so a run never exists without its task link or
-// first timeline entry. Status defaults to StatusRunning and CreatedAt to
-// now; r.TaskID is stored as kv "task_id" (overriding kv["task_id"]).
+// CreateRun records a new run, its kv extras and a "run_started" event in one transaction, so
+// a run never exists without its task link or first timeline entry. Status defaults to
+// StatusRunning, Kind to KindRun and CreatedAt to now.
 func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 	if r.ID == "" {
 		return errors.New("store: CreateRun: empty run ID")
@@ -46,21 +67,27 @@ func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 	if r.Status == "" {
 		r.Status = StatusRunning
 	}
+	if r.Kind == "" {
+		r.Kind = KindRun
+	}
 	r.CreatedAt = nowOr(r.CreatedAt)
+	var ended any
+	if !r.EndedAt.IsZero() {
+		ended = FormatTime(r.EndedAt)
+	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
-		if _, err := conn.ExecContext(ctx, `INSERT INTO runs(run_id, created_at, goal, status, iteration,
-			current_step_index, verdict, run_dir) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, FormatTime(r.CreatedAt), r.Goal, r.Status, r.Iteration, r.CurrentStepIndex,
-			nullString(r.Verdict), r.RunDir); err != nil {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO runs(run_id, kind, created_at, goal, status, iteration,
+			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, r.Kind, FormatTime(r.CreatedAt), r.Goal, r.Status, r.Iteration, r.CurrentStepIndex,
+			nullString(r.Verdict), r.RunDir, nullString(r.TaskID), nullString(r.StopReason), ended,
+			nullString(r.Head)); err != nil {
 			return fmt.Errorf("store: create run %s: %w", r.ID, err)
 		}
 		for k, v := range kv {
 			if err := setKV(ctx, conn, r.ID, k, v); err != nil {
 				return err
 			}
-		}
-		if err := setRunKV(ctx, conn, r.ID, r.TaskID, r.StopReason, r.EndedAt); err != nil {
-			return err
 		}
 		data := map[string]string{"run_dir": r.RunDir}
 		if r.TaskID != "" {
@@ -72,9 +99,9 @@ func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 	})
 }
 
-// FinishRun records how a run ended: status, verdict ("" keeps the current
-// one), kv stop_reason (when non-empty) and ended_at (zero means now), plus
-// any closing events, atomically so the timeline and the run row agree.
+// FinishRun records how a run ended: status, verdict ("" keeps the current one), stop reason
+// ("" keeps the current one) and ended_at (zero means now), plus any closing events,
+// atomically so the timeline and the run row agree.
 func (s *Store) FinishRun(ctx context.Context, runID, status, verdict, stopReason string,
 	endedAt time.Time, events ...Event) error {
 	if status == "" {
@@ -82,19 +109,50 @@ func (s *Store) FinishRun(ctx context.Context, runID, status, verdict, stopReaso
 	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		res, err := conn.ExecContext(ctx,
-			`UPDATE runs SET status = ?, verdict = COALESCE(?, verdict) WHERE run_id = ?`,
-			status, nullString(verdict), runID)
+			`UPDATE runs SET status = ?, verdict = COALESCE(?, verdict), stop_reason = COALESCE(?, stop_reason),
+			ended_at = ? WHERE run_id = ?`,
+			status, nullString(verdict), nullString(stopReason), FormatTime(nowOr(endedAt)), runID)
 		if err != nil {
 			return fmt.Errorf("store: finish run %s: %w", runID, err)
 		}
 		if err := mustAffect(res, runID); err != nil {
 			return err
 		}
-		if err := setRunKV(ctx, conn, runID, "", stopReason, nowOr(endedAt)); err != nil {
-			return err
-		}
 		return appendEvents(ctx, conn, runID, events)
 	})
+}
+
+// RecordPass records what a run's PASS holds for: the commit and the tree id its checks ran
+// on ("" records none, and landing then refuses it).
+func (s *Store) RecordPass(ctx context.Context, runID, head, tree string) error {
+	return s.setColumns(ctx, runID, "pass_head = ?, pass_tree = ?", nullString(head), nullString(tree))
+}
+
+// SetLanded records the commit that landed the run's work.
+func (s *Store) SetLanded(ctx context.Context, runID, commit string) error {
+	return s.setColumns(ctx, runID, "landed_commit = ?", nullString(commit))
+}
+
+// SetClaim records the run's hold on its task (ClaimIntent, ClaimHeld or ClaimReleased).
+func (s *Store) SetClaim(ctx context.Context, runID, claim string) error {
+	return s.setColumns(ctx, runID, "claim = ?", nullString(claim))
+}
+
+func (s *Store) setColumns(ctx context.Context, runID, set string, args ...any) error {
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		res, err := conn.ExecContext(ctx, `UPDATE runs SET `+set+` WHERE run_id = ?`, append(args, runID)...)
+		if err != nil {
+			return fmt.Errorf("store: update run %s: %w", runID, err)
+		}
+		return mustAffect(res, runID)
+	})
+}
+
+// HasLanded says whether some run records commit as its landing.
+func (s *Store) HasLanded(ctx context.Context, commit string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE landed_commit = ?`, commit).Scan(&n)
+	return n > 0, err
 }
 
 func mustAffect(res sql.Result, runID string) error {
@@ -108,27 +166,22 @@ func mustAffect(res sql.Result, runID string) error {
 	return nil
 }
 
-// runSelect joins the well-known kv keys so listing runs costs one query
-// rather than one per run. Each join is a primary-key lookup.
-const runSelect = `SELECT r.run_id, r.created_at, r.goal, r.status, r.iteration,
-	r.current_step_index, r.verdict, r.run_dir, t.value_json, sr.value_json, ea.value_json
-FROM runs r
-LEFT JOIN kv_run t  ON t.run_id  = r.run_id AND t.key  = 'task_id'
-LEFT JOIN kv_run sr ON sr.run_id = r.run_id AND sr.key = 'stop_reason'
-LEFT JOIN kv_run ea ON ea.run_id = r.run_id AND ea.key = 'ended_at'
+const runSelect = `SELECT run_id, kind, created_at, goal, status, iteration, current_step_index,
+	verdict, run_dir, task_id, stop_reason, ended_at, head, pass_head, pass_tree, landed_commit, claim
+FROM runs
 `
 
 // The listing queries are named so tests can EXPLAIN exactly what runs.
 const (
-	recentRunsQuery     = runSelect + `ORDER BY r.created_at DESC LIMIT ?`
-	runsForTaskQuery    = runSelect + `WHERE t.value_json = ? ORDER BY r.created_at DESC LIMIT ?`
-	runsWithStatusQuery = runSelect + `WHERE r.status = ? ORDER BY r.created_at DESC`
-	runsWithKVQuery     = runSelect + `WHERE r.run_id IN (SELECT run_id FROM kv_run WHERE key = ? AND value_json = ?) ORDER BY r.created_at DESC`
+	recentRunsQuery     = runSelect + `ORDER BY created_at DESC LIMIT ?`
+	runsForTaskQuery    = runSelect + `WHERE task_id = ? ORDER BY created_at DESC LIMIT ?`
+	runsWithStatusQuery = runSelect + `WHERE status = ? ORDER BY created_at DESC`
+	runsWithClaimQuery  = runSelect + `WHERE claim = ? ORDER BY created_at DESC`
 )
 
 // Run loads one run; a missing run yields an error wrapping ErrNotFound.
 func (s *Store) Run(ctx context.Context, runID string) (Run, error) {
-	runs, err := s.queryRuns(ctx, runSelect+`WHERE r.run_id = ?`, runID)
+	runs, err := s.queryRuns(ctx, runSelect+`WHERE run_id = ?`, runID)
 	if err != nil {
 		return Run{}, err
 	}
@@ -145,14 +198,9 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]Run, error) {
 	return s.queryRuns(ctx, recentRunsQuery, sqlLimit(limit))
 }
 
-// RunsForTask lists a task's runs newest first (limit <= 0: all), found via
-// the kv_run(key, value_json) index rather than by scanning runs.
+// RunsForTask lists a task's runs newest first (limit <= 0: all), an index lookup.
 func (s *Store) RunsForTask(ctx context.Context, taskID string, limit int) ([]Run, error) {
-	v, err := encodeJSON(taskID)
-	if err != nil {
-		return nil, err
-	}
-	return s.queryRuns(ctx, runsForTaskQuery, v, sqlLimit(limit))
+	return s.queryRuns(ctx, runsForTaskQuery, taskID, sqlLimit(limit))
 }
 
 // RunsWithStatus lists runs in a given status, newest first; recovery uses
@@ -161,14 +209,10 @@ func (s *Store) RunsWithStatus(ctx context.Context, status string) ([]Run, error
 	return s.queryRuns(ctx, runsWithStatusQuery, status)
 }
 
-// RunsWithKV lists the runs whose metadata key holds value, newest first; recovery uses it to
-// find runs that still hold their task's claim. It is an index lookup, whatever the history.
-func (s *Store) RunsWithKV(ctx context.Context, key string, value any) ([]Run, error) {
-	v, err := encodeJSON(value)
-	if err != nil {
-		return nil, err
-	}
-	return s.queryRuns(ctx, runsWithKVQuery, key, v)
+// RunsWithClaim lists the runs whose hold on their task is claim, newest first; recovery uses
+// it to find runs that still hold their task. It is an index lookup, whatever the history.
+func (s *Store) RunsWithClaim(ctx context.Context, claim string) ([]Run, error) {
+	return s.queryRuns(ctx, runsWithClaimQuery, claim)
 }
 
 // sqlLimit maps "no limit" to SQLite's LIMIT -1.
@@ -188,26 +232,25 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]Run
 	var out []Run
 	for rows.Next() {
 		var (
-			r                   Run
-			created             string
-			verdict, task, stop sql.NullString
-			ended               sql.NullString
+			r                                 Run
+			created                           string
+			verdict, task, stop, ended, head  sql.NullString
+			passHead, passTree, landed, claim sql.NullString
 		)
-		if err := rows.Scan(&r.ID, &created, &r.Goal, &r.Status, &r.Iteration, &r.CurrentStepIndex,
-			&verdict, &r.RunDir, &task, &stop, &ended); err != nil {
+		if err := rows.Scan(&r.ID, &r.Kind, &created, &r.Goal, &r.Status, &r.Iteration, &r.CurrentStepIndex,
+			&verdict, &r.RunDir, &task, &stop, &ended, &head, &passHead, &passTree, &landed, &claim); err != nil {
 			return nil, err
 		}
 		if r.CreatedAt, err = ParseTime(created); err != nil {
 			return nil, err
 		}
-		r.Verdict = verdict.String
-		r.TaskID = decodeKVString(task)
-		r.StopReason = decodeKVString(stop)
-		if es := decodeKVString(ended); es != "" {
-			if r.EndedAt, err = ParseTime(es); err != nil {
+		if ended.Valid {
+			if r.EndedAt, err = ParseTime(ended.String); err != nil {
 				return nil, err
 			}
 		}
+		r.Verdict, r.TaskID, r.StopReason, r.Head = verdict.String, task.String, stop.String, head.String
+		r.PassHead, r.PassTree, r.LandedCommit, r.Claim = passHead.String, passTree.String, landed.String, claim.String
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -24,18 +24,17 @@ func TestCreateRunRoundTrip(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "fix login", RunDir: "/x/r1", CreatedAt: t0,
-		TaskID: "norma-01"}, map[string]any{"target_branch": "main", "owner_pid": 42, "task_id": "ignored"}))
+		TaskID: "norma-01"}, map[string]any{"target_branch": "main", "owner_pid": 42}))
 
 	r, err := s.Run(ctx, "r1")
 	require.NoError(t, err)
-	assert.Equal(t, Run{ID: "r1", CreatedAt: t0, Goal: "fix login", Status: StatusRunning, RunDir: "/x/r1",
+	assert.Equal(t, Run{ID: "r1", Kind: KindRun, CreatedAt: t0, Goal: "fix login", Status: StatusRunning, RunDir: "/x/r1",
 		TaskID: "norma-01"}, r)
 
 	kv, err := s.KV(ctx, "r1")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]json.RawMessage{
 		"target_branch": json.RawMessage(`"main"`), "owner_pid": json.RawMessage(`42`),
-		"task_id": json.RawMessage(`"norma-01"`),
 	}, kv)
 
 	ev, err := s.Events(ctx, "r1")
@@ -57,8 +56,8 @@ func TestFinishRunAndKV(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	mustCreate(t, s, "r1", "norma-01", t0)
-	require.NoError(t, s.SetKV(ctx, "r1", "landed_commit", "abc"))
-	require.NoError(t, s.SetKV(ctx, "r1", "landed_commit", "def"))
+	require.NoError(t, s.SetLanded(ctx, "r1", strings.Repeat("a", 40)))
+	require.NoError(t, s.SetLanded(ctx, "r1", strings.Repeat("d", 40)))
 	require.NoError(t, s.CommitStep(ctx, StepCommit{Step: Step{RunID: "r1", Index: 3, Role: "check",
 		Iteration: 1, Status: "ok", Dir: "d", StartedAt: t0}, Verdict: "FAIL", Iteration: 1, CurrentStepIndex: 3}))
 
@@ -77,9 +76,11 @@ func TestFinishRunAndKV(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "PASS", r.Verdict)
 
-	kv, err := s.KV(ctx, "r1")
+	assert.Equal(t, strings.Repeat("d", 40), r.LandedCommit)
+	landed, err := s.HasLanded(ctx, strings.Repeat("d", 40))
 	require.NoError(t, err)
-	assert.Equal(t, `"def"`, string(kv["landed_commit"]))
+	assert.True(t, landed)
+	assert.Error(t, s.SetLanded(ctx, "r1", "def"), "the column takes object ids only")
 
 	assert.ErrorIs(t, s.FinishRun(ctx, "nope", StatusFailed, "", "", end), ErrNotFound)
 	assert.Error(t, s.SetKV(ctx, "nope", "k", 1), "foreign key")
@@ -133,6 +134,9 @@ func TestCascadingDelete(t *testing.T) {
 	ctx := context.Background()
 	mustCreate(t, s, "r1", "norma-1", t0)
 	mustCreate(t, s, "r2", "norma-1", t0)
+	for _, id := range []string{"r1", "r2"} {
+		require.NoError(t, s.SetKV(ctx, id, "fork_point", "x"))
+	}
 	require.NoError(t, s.CommitStep(ctx, StepCommit{Step: Step{RunID: "r1", Index: 1, Role: "plan",
 		Iteration: 1, Status: "ok", Dir: "d", StartedAt: t0}, Events: []Event{{Type: "x", Message: "m"}}}))
 
@@ -178,9 +182,9 @@ func TestRunListings(t *testing.T) {
 		mustCreate(t, s, fmt.Sprintf("r%d", i), task, t0.Add(time.Duration(i)*time.Minute))
 	}
 	require.NoError(t, s.FinishRun(ctx, "r2", StatusPassed, "PASS", "", t0))
-	require.NoError(t, s.SetKV(ctx, "r1", "claimed", true))
-	require.NoError(t, s.SetKV(ctx, "r3", "claimed", false))
-	require.NoError(t, s.SetKV(ctx, "r4", "claimed", true))
+	require.NoError(t, s.SetClaim(ctx, "r1", ClaimHeld))
+	require.NoError(t, s.SetClaim(ctx, "r3", ClaimReleased))
+	require.NoError(t, s.SetClaim(ctx, "r4", ClaimHeld))
 	ids := func(rs []Run) []string {
 		var out []string
 		for _, r := range rs {
@@ -203,8 +207,8 @@ func TestRunListings(t *testing.T) {
 		{"running", func() ([]Run, error) { return s.RunsWithStatus(ctx, StatusRunning) },
 			[]string{"r5", "r4", "r3", "r1", "r0"}},
 		{"passed", func() ([]Run, error) { return s.RunsWithStatus(ctx, StatusPassed) }, []string{"r2"}},
-		{"claimed", func() ([]Run, error) { return s.RunsWithKV(ctx, "claimed", true) }, []string{"r4", "r1"}},
-		{"kv unknown", func() ([]Run, error) { return s.RunsWithKV(ctx, "nothing", true) }, nil},
+		{"claimed", func() ([]Run, error) { return s.RunsWithClaim(ctx, ClaimHeld) }, []string{"r4", "r1"}},
+		{"intent", func() ([]Run, error) { return s.RunsWithClaim(ctx, ClaimIntent) }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +216,7 @@ func TestRunListings(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, ids(rs))
 			for _, r := range rs {
-				assert.NotEmpty(t, r.TaskID, "kv fields are filled")
+				assert.NotEmpty(t, r.TaskID, "the task column is read")
 			}
 		})
 	}
@@ -220,38 +224,35 @@ func TestRunListings(t *testing.T) {
 	plan := queryPlan(t, s, recentRunsQuery, 3)
 	assert.Contains(t, plan, "idx_runs_created_at", plan)
 	assert.NotContains(t, plan, "TEMP B-TREE", plan)
-	assert.NotContains(t, plan, "SCAN kv_run", plan)
 
-	plan = queryPlan(t, s, runsForTaskQuery, `"norma-a"`, 3)
-	assert.Contains(t, plan, "idx_kv_run_key_value", plan)
+	plan = queryPlan(t, s, runsForTaskQuery, "norma-a", 3)
+	assert.Contains(t, plan, "idx_runs_task_id", plan)
 	assert.NotContains(t, plan, "SCAN", plan)
+	assert.NotContains(t, plan, "TEMP B-TREE", plan)
 
 	plan = queryPlan(t, s, runsWithStatusQuery, StatusRunning)
 	assert.Contains(t, plan, "idx_runs_status", plan)
 
-	plan = queryPlan(t, s, runsWithKVQuery, "claimed", "true")
-	assert.Contains(t, plan, "idx_kv_run_key_value", plan)
+	plan = queryPlan(t, s, runsWithClaimQuery, ClaimHeld)
+	assert.Contains(t, plan, "idx_runs_claim", plan)
 }
 
 func TestRecordPass(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	require.NoError(t, s.CreateRun(ctx, Run{ID: "r1", Goal: "g", RunDir: "d"}, nil))
-	tree, err := s.PassTree(ctx, "r1")
+	r, err := s.Run(ctx, "r1")
 	require.NoError(t, err)
-	assert.Empty(t, tree, "no PASS recorded yet")
+	assert.Empty(t, r.PassHead+r.PassTree, "no PASS recorded yet")
+	assert.Equal(t, KindRun, r.Kind)
 
 	head, want := strings.Repeat("a", 40), strings.Repeat("b", 40)
 	require.NoError(t, s.RecordPass(ctx, "r1", head, want))
-	tree, err = s.PassTree(ctx, "r1")
+	r, err = s.Run(ctx, "r1")
 	require.NoError(t, err)
-	assert.Equal(t, want, tree)
-	kv, err := s.KV(ctx, "r1")
-	require.NoError(t, err)
-	assert.JSONEq(t, `"`+head+`"`, string(kv[KeyPassHead]))
+	assert.Equal(t, head, r.PassHead)
+	assert.Equal(t, want, r.PassTree)
 
 	assert.Error(t, s.RecordPass(ctx, "r1", head, "not a tree id"), "the column takes object ids only")
 	assert.ErrorIs(t, s.RecordPass(ctx, "nope", head, want), ErrNotFound)
-	_, err = s.PassTree(ctx, "nope")
-	assert.ErrorIs(t, err, ErrNotFound)
 }

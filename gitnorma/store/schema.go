@@ -74,6 +74,50 @@ CREATE INDEX idx_kv_run_key_value ON kv_run(key, value_json);
 ALTER TABLE runs ADD COLUMN pass_tree TEXT NULL
 	CHECK (pass_tree IS NULL OR (length(pass_tree) IN (40, 64) AND pass_tree NOT GLOB '*[^0-9a-f]*'));
 `,
+	// Version 3: the facts that decide landings, claims and listings become columns (they
+	// were kv_run rows read back as JSON). kv_run keeps the spec's free-form extras only.
+	// A value that is not what its column holds (a hand edit) is dropped, not carried: the
+	// migration must not fail on it, and nothing may land on it.
+	`
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run' CHECK (kind IN ('run', 'check'));
+ALTER TABLE runs ADD COLUMN task_id TEXT NULL;
+ALTER TABLE runs ADD COLUMN stop_reason TEXT NULL;
+ALTER TABLE runs ADD COLUMN ended_at TEXT NULL;
+ALTER TABLE runs ADD COLUMN head TEXT NULL
+	CHECK (head IS NULL OR (length(head) IN (40, 64) AND head NOT GLOB '*[^0-9a-f]*'));
+ALTER TABLE runs ADD COLUMN pass_head TEXT NULL
+	CHECK (pass_head IS NULL OR (length(pass_head) IN (40, 64) AND pass_head NOT GLOB '*[^0-9a-f]*'));
+ALTER TABLE runs ADD COLUMN landed_commit TEXT NULL
+	CHECK (landed_commit IS NULL OR (length(landed_commit) IN (40, 64) AND landed_commit NOT GLOB '*[^0-9a-f]*'));
+ALTER TABLE runs ADD COLUMN claim TEXT NULL CHECK (claim IS NULL OR claim IN ('intent', 'held', 'released'));
+
+CREATE TEMP TABLE kv_text AS
+	SELECT run_id, key, CASE WHEN json_valid(value_json) THEN value_json ->> '$' END AS v
+	FROM kv_run WHERE key IN ('kind', 'task_id', 'stop_reason', 'ended_at', 'head', 'pass_head',
+		'landed_commit', 'claim_intent', 'claimed');
+UPDATE runs SET
+	kind = CASE (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'kind') WHEN 'check' THEN 'check' ELSE 'run' END,
+	task_id = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'task_id'),
+	stop_reason = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'stop_reason'),
+	ended_at = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'ended_at'),
+	head = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'head'
+		AND length(v) IN (40, 64) AND v NOT GLOB '*[^0-9a-f]*'),
+	pass_head = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'pass_head'
+		AND length(v) IN (40, 64) AND v NOT GLOB '*[^0-9a-f]*'),
+	landed_commit = (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'landed_commit'
+		AND length(v) IN (40, 64) AND v NOT GLOB '*[^0-9a-f]*'),
+	claim = CASE
+		WHEN (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'claimed') = 1 THEN 'held'
+		WHEN (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'claimed') = 0 THEN 'released'
+		WHEN (SELECT v FROM kv_text k WHERE k.run_id = runs.run_id AND k.key = 'claim_intent') = 1 THEN 'intent'
+	END;
+DELETE FROM kv_run WHERE key IN ('kind', 'task_id', 'stop_reason', 'ended_at', 'head', 'pass_head',
+	'landed_commit', 'claim_intent', 'claimed');
+DROP TABLE kv_text;
+CREATE INDEX idx_runs_task_id ON runs(task_id, created_at);
+CREATE INDEX idx_runs_claim ON runs(claim) WHERE claim IS NOT NULL;
+CREATE INDEX idx_runs_landed_commit ON runs(landed_commit) WHERE landed_commit IS NOT NULL;
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

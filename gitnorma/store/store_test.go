@@ -7,8 +7,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +58,13 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			{Name: "iteration", Type: "INTEGER", NotNull: true, Default: zero},
 			{Name: "current_step_index", Type: "INTEGER", NotNull: true, Default: zero},
 			col("verdict", "TEXT", false, 0), col("run_dir", "TEXT", true, 0),
-			col("pass_tree", "TEXT", false, 0), // not in the spec: the tree a PASS was checked on
+			// Not in the spec: the facts that decide landings, claims and listings (schema
+			// versions 2 and 3).
+			col("pass_tree", "TEXT", false, 0),
+			{Name: "kind", Type: "TEXT", NotNull: true, Default: sql.NullString{String: "'run'", Valid: true}},
+			col("task_id", "TEXT", false, 0), col("stop_reason", "TEXT", false, 0), col("ended_at", "TEXT", false, 0),
+			col("head", "TEXT", false, 0), col("pass_head", "TEXT", false, 0), col("landed_commit", "TEXT", false, 0),
+			col("claim", "TEXT", false, 0),
 		},
 		"steps": {
 			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
@@ -326,4 +335,62 @@ func TestIntegrityCheckFindsAMissingTable(t *testing.T) {
 	res, err = s.IntegrityCheck(ctx)
 	require.NoError(t, err)
 	require.Equal(t, "missing index idx_runs_status, table steps", res)
+}
+
+// TestMigrationToTypedRuns: a version-2 database, whose runs kept their facts as kv_run JSON,
+// opens with every fact in its column and only the free-form extras left in kv_run; a value a
+// hand edit broke is dropped, never carried into a column that decides a landing.
+func TestMigrationToTypedRuns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "norma.db")
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for _, m := range migrations[:2] {
+		_, err = db.Exec(m)
+		require.NoError(t, err)
+	}
+	head, landed := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	_, err = db.Exec(`INSERT INTO schema_migrations VALUES (1, 'x'), (2, 'x');
+		INSERT INTO runs(run_id, created_at, goal, status, run_dir) VALUES
+			('r-landed', '2026-01-01T00:00:00Z', 'g', 'passed', 'd'),
+			('r-check', '2026-01-02T00:00:00Z', 'g', 'failed', 'd'),
+			('r-died', '2026-01-03T00:00:00Z', 'g', 'running', 'd'),
+			('r-edited', '2026-01-04T00:00:00Z', 'g', 'passed', 'd');
+		INSERT INTO kv_run(run_id, key, value_json) VALUES
+			('r-landed', 'task_id', '"norma-1"'), ('r-landed', 'pass_head', '"` + head + `"'),
+			('r-landed', 'landed_commit', '"` + landed + `"'), ('r-landed', 'claim_intent', 'true'),
+			('r-landed', 'claimed', 'false'), ('r-landed', 'stop_reason', '"none"'),
+			('r-landed', 'ended_at', '"2026-01-01T00:01:00Z"'), ('r-landed', 'fork_point', '{"base":"x"}'),
+			('r-check', 'task_id', '"norma-1"'), ('r-check', 'kind', '"check"'), ('r-check', 'head', '"` + head + `"'),
+			('r-died', 'task_id', '"norma-2"'), ('r-died', 'claim_intent', 'true'), ('r-died', 'claimed', 'true'),
+			('r-edited', 'task_id', '"norma-3"'), ('r-edited', 'pass_head', '"HEAD~1"'), ('r-edited', 'claim_intent', 'true');`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	s, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	runs, err := s.RecentRuns(ctx, 0)
+	require.NoError(t, err)
+	got := map[string]Run{}
+	for _, r := range runs {
+		got[r.ID] = r
+	}
+	r := got["r-landed"]
+	assert.Equal(t, []string{"run", "norma-1", head, landed, ClaimReleased, "none"},
+		[]string{r.Kind, r.TaskID, r.PassHead, r.LandedCommit, r.Claim, r.StopReason})
+	assert.Equal(t, "2026-01-01T00:01:00Z", r.EndedAt.UTC().Format(time.RFC3339))
+	r = got["r-check"]
+	assert.Equal(t, []string{KindCheck, head, ""}, []string{r.Kind, r.Head, r.Claim})
+	assert.Equal(t, ClaimHeld, got["r-died"].Claim)
+	r = got["r-edited"]
+	assert.Equal(t, []string{"", ClaimIntent}, []string{r.PassHead, r.Claim}, "a broken pass_head is dropped")
+	held, err := s.RunsWithClaim(ctx, ClaimHeld)
+	require.NoError(t, err)
+	require.Len(t, held, 1)
+	assert.Equal(t, "r-died", held[0].ID)
+
+	kv, err := s.KV(ctx, "r-landed")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fork_point"}, slices.Collect(maps.Keys(kv)), "only the extras stay in kv_run")
 }
