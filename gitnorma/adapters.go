@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -61,9 +62,14 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	if rec.Role == loop.RoleCheck && rec.Output.Check != nil {
 		verdict = runVerdict(rec.Output.Check.Verdict.Status)
 	}
+	output, err := json.Marshal(rec.Output)
+	if err != nil {
+		return err
+	}
 	step := store.Step{
 		RunID: rec.RunID, Index: rec.Index, Role: string(rec.Role), Iteration: rec.Iteration,
 		Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
+		Output: string(output),
 	}
 	crashPoint("step-files")
 	kv := map[string]any{}
@@ -73,7 +79,7 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	if rec.Output.Check != nil {
 		kv[kvLastCheck] = rec.Output.Check
 	}
-	err := r.st.CommitStep(ctx, store.StepCommit{
+	err = r.st.CommitStep(ctx, store.StepCommit{
 		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict, KV: kv,
 	})
 	if err != nil {

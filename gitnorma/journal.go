@@ -87,7 +87,8 @@ func (a *App) journalRuns(ctx context.Context, st *store.Store, target string, i
 	return runs, withCode(ExitFail, err)
 }
 
-// runJournal rebuilds a run's entries from its step rows and output.json files.
+// runJournal rebuilds a run's entries from its step rows, which hold each step's output (a
+// step committed before they did has its output.json file read instead).
 func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]JournalEntry, error) {
 	steps, err := st.Steps(ctx, r.ID)
 	if err != nil {
@@ -97,7 +98,13 @@ func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]J
 	for _, s := range steps {
 		e := JournalEntry{TS: s.EndedAt, Kind: notes.KindStep, Task: r.TaskID, Run: r.ID, Step: s.Index, Role: s.Role,
 			Iteration: s.Iteration, Status: s.Status, Summary: s.Summary, Source: "store"}
-		if out, err := readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir))); err == nil {
+		out, ok := storedOutput(s)
+		if !ok {
+			var err error
+			out, err = readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir)))
+			ok = err == nil
+		}
+		if ok {
 			e.Status, e.StopReason, e.Title, e.Details = out.Status, out.StopReason, out.Progress.Title, out.Progress.Details
 			e.Stdout, e.Stderr, e.Usage = out.Logs.StdoutPath, out.Logs.StderrPath, out.Usage
 		}

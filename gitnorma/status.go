@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,9 +242,10 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if r.Status == store.StatusRunning {
 		d.Running = a.runningStep(runID)
 	}
-	usage := stepUsage(events)
-	for i := range d.Steps {
-		d.Steps[i].Usage = usage[d.Steps[i].Index]
+	for i, s := range steps {
+		if out, ok := storedOutput(s); ok {
+			d.Steps[i].Usage = out.Usage
+		}
 	}
 	for _, e := range events {
 		row := EventRow{Seq: e.Seq, TS: e.TS, Type: e.Type, Message: e.Message}
@@ -289,22 +289,11 @@ func lastFailure(events []store.Event) *loop.Failure {
 	return nil
 }
 
-// stepUsage reads each step's reported usage from its step_committed event.
-func stepUsage(events []store.Event) map[int]*loop.Usage {
-	out := map[int]*loop.Usage{}
-	for _, e := range events {
-		var d struct {
-			Usage *loop.Usage `json:"usage"`
-		}
-		if e.Type != "step_committed" || json.Unmarshal([]byte(e.DataJSON), &d) != nil || d.Usage == nil {
-			continue
-		}
-		var index int
-		if _, err := fmt.Sscanf(e.Message, "%03d-", &index); err == nil {
-			out[index] = d.Usage
-		}
-	}
-	return out
+// storedOutput is the step's output as the store recorded it with the step (false for a step
+// reconciled after a crash or committed before the store kept outputs).
+func storedOutput(s store.Step) (loop.Output, bool) {
+	var out loop.Output
+	return out, s.Output != "" && json.Unmarshal([]byte(s.Output), &out) == nil
 }
 
 // TaskRuns lists the runs of one task, newest first.

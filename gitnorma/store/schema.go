@@ -118,6 +118,11 @@ CREATE INDEX idx_runs_task_id ON runs(task_id, created_at);
 CREATE INDEX idx_runs_claim ON runs(claim) WHERE claim IS NOT NULL;
 CREATE INDEX idx_runs_landed_commit ON runs(landed_commit) WHERE landed_commit IS NOT NULL;
 `,
+	// Version 4: a step's output.json is kept with its row, so status and the journal read the
+	// store (usage, title, details), never the step files or an event's message.
+	`
+ALTER TABLE steps ADD COLUMN output_json TEXT NULL CHECK (output_json IS NULL OR json_valid(output_json));
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

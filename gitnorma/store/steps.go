@@ -20,6 +20,9 @@ type Step struct {
 	StartedAt time.Time
 	EndedAt   time.Time // zero stores NULL
 	Summary   string    // "" stores NULL
+	// Output is the step's output.json as committed ("" stores NULL: a step reconciled after a
+	// crash, or one committed before schema version 4).
+	Output string
 }
 
 // StepCommit is everything spec §4.1 requires to change together when a
@@ -71,9 +74,9 @@ func (s *Store) CommitStep(ctx context.Context, c StepCommit) error {
 
 func insertStep(ctx context.Context, conn *sql.Conn, st Step) error {
 	_, err := conn.ExecContext(ctx, `INSERT INTO steps(run_id, step_index, role, iteration, status,
-		step_dir, started_at, ended_at, summary) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		step_dir, started_at, ended_at, summary, output_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		st.RunID, st.Index, st.Role, st.Iteration, st.Status, st.Dir,
-		FormatTime(st.StartedAt), nullTime(st.EndedAt), nullString(st.Summary))
+		FormatTime(st.StartedAt), nullTime(st.EndedAt), nullString(st.Summary), nullString(st.Output))
 	if err != nil {
 		return fmt.Errorf("store: insert step %s/%d: %w", st.RunID, st.Index, err)
 	}
@@ -83,7 +86,7 @@ func insertStep(ctx context.Context, conn *sql.Conn, st Step) error {
 // Steps returns a run's steps in execution order.
 func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT run_id, step_index, role, iteration, status, step_dir,
-		started_at, ended_at, summary FROM steps WHERE run_id = ? ORDER BY step_index`, runID)
+		started_at, ended_at, summary, output_json FROM steps WHERE run_id = ? ORDER BY step_index`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -93,10 +96,10 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 		var (
 			st             Step
 			started        string
-			ended, summary sql.NullString
+			ended, summary, output sql.NullString
 		)
 		if err := rows.Scan(&st.RunID, &st.Index, &st.Role, &st.Iteration, &st.Status, &st.Dir,
-			&started, &ended, &summary); err != nil {
+			&started, &ended, &summary, &output); err != nil {
 			return nil, err
 		}
 		if st.StartedAt, err = ParseTime(started); err != nil {
@@ -105,7 +108,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 		if st.EndedAt, err = parseNullTime(ended); err != nil {
 			return nil, err
 		}
-		st.Summary = summary.String
+		st.Summary, st.Output = summary.String, output.String
 		out = append(out, st)
 	}
 	return out, rows.Err()

@@ -199,3 +199,23 @@ func TestReconcileStep(t *testing.T) {
 	assert.Error(t, s.ReconcileStep(ctx, "r1", 0, "plan", "d", t0))
 	assert.Error(t, s.ReconcileStep(ctx, "nope", 1, "plan", "d", t0))
 }
+
+// TestStepOutputKept: a step's output comes back with its row; the column takes JSON only, and
+// a step without one (reconciled after a crash) has none.
+func TestStepOutputKept(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	mustCreate(t, s, "r1", "norma-1", t0)
+	step := func(i int, output string) StepCommit {
+		return StepCommit{Step: Step{RunID: "r1", Index: i, Role: "do", Iteration: 1, Status: "ok", Dir: "d",
+			StartedAt: t0, Output: output}, Iteration: 1, CurrentStepIndex: i}
+	}
+	require.NoError(t, s.CommitStep(ctx, step(1, `{"status":"ok","usage":{"input_tokens":3}}`)))
+	require.Error(t, s.CommitStep(ctx, step(2, `{"status":`)), "not JSON")
+	require.NoError(t, s.ReconcileStep(ctx, "r1", 2, "check", "d2", t0))
+	steps, err := s.Steps(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, steps, 2)
+	assert.JSONEq(t, `{"status":"ok","usage":{"input_tokens":3}}`, steps[0].Output)
+	assert.Empty(t, steps[1].Output)
+}

@@ -70,6 +70,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
 			col("iteration", "INTEGER", true, 0), col("status", "TEXT", true, 0), col("step_dir", "TEXT", true, 0),
 			col("started_at", "TEXT", true, 0), col("ended_at", "TEXT", false, 0), col("summary", "TEXT", false, 0),
+			col("output_json", "TEXT", false, 0), // not in the spec: the step's output (version 4)
 		},
 		"events": {
 			col("run_id", "TEXT", true, 1), col("seq", "INTEGER", true, 2), col("ts", "TEXT", true, 0),
