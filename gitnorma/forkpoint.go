@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/worktree"
 )
@@ -59,11 +58,11 @@ func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequ
 
 func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
 	base := fp.Base
-	onTarget, err := a.isAncestor(ctx, base, "refs/heads/"+req.target)
+	onTarget, err := a.Repo.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
 	if err != nil || onTarget {
 		return err
 	}
-	inBranch, err := a.isAncestor(ctx, base, head)
+	inBranch, err := a.Repo.Git.IsAncestor(ctx, base, head)
 	if err != nil || !inBranch {
 		return err // the branch was rebuilt without it since
 	}
@@ -80,13 +79,4 @@ func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoi
 		hint: fmt.Sprintf("rebuild the task branch on %s (git rebase --onto %s %.10s %s) and run the task again, or delete it to start over (git branch -D %s)",
 			req.target, req.target, base, branch, branch),
 	}
-}
-
-// isAncestor asks git whether a is an ancestor of b (or b itself).
-func (a *App) isAncestor(ctx context.Context, anc, desc string) (bool, error) {
-	err := a.Repo.Git.Run(ctx, "merge-base", "--is-ancestor", anc, desc)
-	if git.ExitCodeOf(err) == 1 {
-		return false, nil
-	}
-	return err == nil, err
 }

@@ -70,7 +70,7 @@ func (a *App) storeLanding(ctx context.Context, st *store.Store, task tracker.Ta
 		if landed == "" {
 			continue
 		}
-		if on, err := a.isAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
+		if on, err := a.Repo.Git.IsAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
 			return priorLanding{Commit: landed, RunID: r.ID}, nil
 		}
 	}

@@ -46,7 +46,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 	if err := a.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", err
 	}
-	if onBranch, err := a.isAncestor(ctx, tip, head); err == nil && onBranch {
+	if onBranch, err := a.Repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
 		return head, a.checkPassTree(ctx, req, run.PassTree, head)

@@ -413,7 +413,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 	r.noteUnconfined(ctx, live)
 	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
-			ok, _ := r.app.isAncestor(ctx, a, b)
+			ok, _ := r.app.Repo.Git.IsAncestor(ctx, a, b)
 			return ok
 		})
 	}

@@ -43,8 +43,7 @@ func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (
 // the task on what landed, and nothing of the old branch is lost.
 func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (CatchUp, error) {
 	ref, target := "refs/heads/"+branch, "refs/heads/"+o.Target
-	err := m.Git.Run(ctx, "merge-base", "--is-ancestor", target, ref)
-	if err == nil {
+	if onBranch, err := m.Git.IsAncestor(ctx, target, ref); err == nil && onBranch {
 		return CatchUp{}, nil // nothing landed on the target since the branch forked
 	}
 	old, err := m.Git.Output(ctx, "rev-parse", "--verify", ref)

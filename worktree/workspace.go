@@ -453,11 +453,10 @@ func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
 // foldAgentCommits soft-resets agent-made commits so their content lands in the orchestrator
 // commit; only descendants of the step's starting point are accepted.
 func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int, error) {
-	if err := w.git.Run(ctx, "merge-base", "--is-ancestor", from, to); err != nil {
-		if git.ExitCodeOf(err) == 1 {
-			return 0, fmt.Errorf("%w: %.10s is not an ancestor of %.10s (the agent must not reset, rebase or amend)", ErrHistoryRewritten, from, to)
-		}
+	if onTop, err := w.git.IsAncestor(ctx, from, to); err != nil {
 		return 0, err
+	} else if !onTop {
+		return 0, fmt.Errorf("%w: %.10s is not an ancestor of %.10s (the agent must not reset, rebase or amend)", ErrHistoryRewritten, from, to)
 	}
 	count, err := w.git.Output(ctx, "rev-list", "--count", from+".."+to)
 	if err != nil {

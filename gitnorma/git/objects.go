@@ -14,3 +14,13 @@ func (r Runner) CommitTree(ctx context.Context, commit string) (string, error) {
 	}
 	return tree, nil
 }
+
+// IsAncestor says whether anc is an ancestor of desc (or desc itself). Only git's "no" (exit
+// 1) is false; anything else that failed (an unknown commit) is an error.
+func (r Runner) IsAncestor(ctx context.Context, anc, desc string) (bool, error) {
+	err := r.Run(ctx, "merge-base", "--is-ancestor", anc, desc)
+	if ExitCodeOf(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -94,8 +94,8 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 	var out []Step
 	for rows.Next() {
 		var (
-			st             Step
-			started        string
+			st                     Step
+			started                string
 			ended, summary, output sql.NullString
 		)
 		if err := rows.Scan(&st.RunID, &st.Index, &st.Role, &st.Iteration, &st.Status, &st.Dir,
