@@ -219,8 +219,9 @@ func TestConcurrentCreateLosesNothing(t *testing.T) {
 }
 
 // TestUpdateDecodesOnlyItsTaskInAFileItWrote checks the cost rule of the per-step task update:
-// in a file this process wrote last, only the lines that can hold the task are decoded; a file
-// someone else changed since is checked whole, so a malformed line is still reported.
+// in a file git-norma wrote last (this process or another: the identity is kept beside the
+// lock), only the lines that can hold the task are decoded; a file someone else changed since
+// is checked whole, so a malformed line is still reported.
 func TestUpdateDecodesOnlyItsTaskInAFileItWrote(t *testing.T) {
 	ctx := context.Background()
 	j, path := newTestJSONL(t)
@@ -245,7 +246,24 @@ func TestUpdateDecodesOnlyItsTaskInAFileItWrote(t *testing.T) {
 
 	other := NewJSONL(path, j.lockPath, "norma")
 	require.NoError(t, other.SetStatus(ctx, ids[0], StatusClosed, "done elsewhere"))
-	assert.Equal(t, 5, decoded(), "written by another writer since: checked whole")
+	assert.Equal(t, 1, decoded(), "written by another git-norma since, which checked it")
+	fresh := NewJSONL(path, j.lockPath, "norma")
+	n := 0
+	require.NoError(t, fresh.update(ctx, func(f *issueFile) error {
+		for _, l := range f.lines {
+			if l.parsed {
+				n++
+			}
+		}
+		return nil
+	}))
+	assert.Zero(t, n, "a new process trusts the identity recorded beside the lock")
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path+".bd", data, 0o644))
+	require.NoError(t, os.Rename(path+".bd", path)) // as bd export or a hand edit would
+	assert.Equal(t, 5, decoded(), "written by someone else since: checked whole")
 
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)

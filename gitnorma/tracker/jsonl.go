@@ -1,14 +1,17 @@
 package tracker
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -26,11 +29,18 @@ type JSONL struct {
 	prefix   string
 	now      func() time.Time
 
-	// written identifies the file as this value last wrote it, every line valid. An update
-	// that finds the file still so decodes only the lines it needs; any other file is checked
-	// whole first, so a malformed line is reported rather than carried along.
+	// written identifies the file as git-norma last wrote it, every line valid (kept beside
+	// the lock too, for the next process: see checkedPath). An update that finds the file
+	// still so decodes only the lines it needs; any other file is checked whole first, so a
+	// malformed line is reported rather than carried along.
 	mu      sync.Mutex
 	written fileID
+	// listed is the last List, with the file it was read from: a List of the same file (the
+	// one Ready made, then the selection's own) is not decoded again.
+	listed struct {
+		id    fileID
+		tasks []Task
+	}
 }
 
 // fileID tells one version of a file from another: a rewrite makes a new inode, and an edit
@@ -50,17 +60,38 @@ func idOf(fi fs.FileInfo) fileID {
 		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
-// checkedBefore says whether id is the file as this value last wrote it.
+// checkedBefore says whether id is the file as git-norma last wrote it, in this process or
+// an earlier one.
 func (j *JSONL) checkedBefore(id fileID) bool {
+	if id == (fileID{}) {
+		return false
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return id != fileID{} && id == j.written
+	if id == j.written {
+		return true
+	}
+	data, err := os.ReadFile(j.checkedPath())
+	return err == nil && string(data) == id.String()
 }
 
 func (j *JSONL) remember(id fileID) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.written = id
+	_ = os.WriteFile(j.checkedPath(), []byte(id.String()), 0o644) // a hint: a stale one never matches
+}
+
+// checkedPath holds the identity of the file as git-norma last wrote it, beside the lock
+// (.norma/locks/tasks.checked): a process's first update of a backlog it did not write need
+// not decode 10,000 records to learn what the previous process knew. Any edit by hand or by
+// bd changes the file's size, times or inode, and then the file is checked whole again.
+func (j *JSONL) checkedPath() string {
+	return strings.TrimSuffix(j.lockPath, ".lock") + ".checked"
+}
+
+func (id fileID) String() string {
+	return fmt.Sprintf("%d %d %d %d %d\n", id.dev, id.ino, id.size, id.mtime, id.ctime)
 }
 
 var _ Tracker = (*JSONL)(nil)
@@ -76,6 +107,7 @@ func NewJSONL(path, lockPath, prefix string) *JSONL {
 type line struct {
 	raw    []byte
 	no     int // 1-based, for errors
+	start  int // offset of raw in the file as read (lines added since are parsed)
 	rec    *record
 	parsed bool
 }
@@ -84,7 +116,10 @@ type line struct {
 // task decodes the lines that can hold it, so what it costs does not grow with the notes of
 // every other task in the file (a run updates its task after every step).
 type issueFile struct {
-	path  string
+	path string
+	// data is the file as read; lines[:read] are its lines, in order.
+	data  []byte
+	read  int
 	lines []line
 	// err is the first malformed line decoded; an operation that met one fails, writing nothing.
 	err error
@@ -103,15 +138,29 @@ func (f *issueFile) record(i int) *record {
 	return l.rec
 }
 
-// find returns the task with id. Only lines holding the quoted id are decoded; an id spelled
-// with JSON escapes does not show literally, so a miss looks at every line before giving up.
+// find returns the task with id. Only lines holding the quoted id are decoded (found with one
+// search of the whole file, not one per line); an id spelled with JSON escapes does not show
+// literally, so a miss looks at every line before giving up.
 func (f *issueFile) find(id string) *record {
-	quoted := []byte(`"` + id + `"`)
 	for i := range f.lines {
-		if f.lines[i].parsed || bytes.Contains(f.lines[i].raw, quoted) {
-			if rec := f.record(i); rec != nil && rec.wire.ID == id {
-				return rec
-			}
+		if l := f.lines[i]; l.parsed && l.rec != nil && l.rec.wire.ID == id {
+			return l.rec
+		}
+	}
+	quoted := []byte(`"` + id + `"`)
+	for from := 0; ; {
+		k := bytes.Index(f.data[from:], quoted)
+		if k < 0 {
+			break
+		}
+		pos := from + k
+		from = pos + len(quoted)
+		i := sort.Search(f.read, func(i int) bool { return f.lines[i].start > pos }) - 1
+		if i < 0 || f.lines[i].parsed {
+			continue
+		}
+		if rec := f.record(i); rec != nil && rec.wire.ID == id {
+			return rec
 		}
 	}
 	for _, rec := range f.records() {
@@ -191,14 +240,45 @@ func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
 
 // List returns every task in file order; a missing file is an empty backlog.
 func (j *JSONL) List(ctx context.Context) ([]Task, error) {
-	var out []Task
-	err := j.view(ctx, func(f *issueFile) error {
-		for _, rec := range f.records() {
-			out = append(out, rec.task())
+	unlock, err := lockFile(ctx, j.lockPath, lockShared)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if fi, err := os.Stat(j.path); err == nil {
+		j.mu.Lock()
+		same := j.listed.id == idOf(fi) && j.listed.id != fileID{}
+		tasks := j.listed.tasks
+		j.mu.Unlock()
+		if same {
+			return cloneTasks(tasks), nil
 		}
-		return nil
-	})
-	return out, err
+	}
+	f, id, err := j.load()
+	if err != nil {
+		return nil, err
+	}
+	var out []Task
+	for _, rec := range f.records() {
+		out = append(out, rec.task())
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	j.mu.Lock()
+	j.listed.id, j.listed.tasks = id, cloneTasks(out)
+	j.mu.Unlock()
+	return out, nil
+}
+
+// cloneTasks copies tasks with their slices, so no caller changes another's.
+func cloneTasks(tasks []Task) []Task {
+	out := slices.Clone(tasks)
+	for i := range out {
+		out[i].Labels, out[i].Dependencies = slices.Clone(out[i].Labels), slices.Clone(out[i].Dependencies)
+		out[i].StartedAt, out[i].ClosedAt = copyTime(out[i].StartedAt), copyTime(out[i].ClosedAt)
+	}
+	return out
 }
 
 // SetStatus moves a task to status, keeping bd's invariant that closed_at is set exactly when
@@ -275,35 +355,44 @@ func (j *JSONL) load() (*issueFile, fileID, error) {
 	if err != nil {
 		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
 	}
-	data, err := io.ReadAll(file)
-	if err != nil {
+	// One read into a buffer of the file's size, and lines as slices of it: a run updates its
+	// task after every step, and with 10,000 tasks growing buffers and per-line copies were a
+	// third of what an update cost.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(file); err != nil {
 		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
 	}
-	f := &issueFile{path: j.path}
-	for i, raw := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(raw)) > 0 {
-			f.lines = append(f.lines, line{raw: raw, no: i + 1})
+	data := buf.Bytes()
+	f := &issueFile{path: j.path, data: data, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
+	for no, start := 1, 0; start < len(data); no++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			end = start + i
 		}
+		if raw := data[start:end]; len(bytes.TrimSpace(raw)) > 0 {
+			f.lines = append(f.lines, line{raw: raw, no: no, start: start})
+		}
+		start = end + 1
 	}
+	f.read = len(f.lines)
 	return f, idOf(fi), nil
 }
 
 // save replaces the file atomically: a crash leaves either the old or the new backlog, never a
 // torn one, because the synced temp file is renamed over the original in the same directory.
 func (j *JSONL) save(f *issueFile) error {
-	var buf bytes.Buffer
-	for _, l := range f.lines {
-		b := l.raw
-		if l.rec != nil && (l.rec.dirty || b == nil) {
+	lines := make([][]byte, len(f.lines))
+	for i, l := range f.lines {
+		lines[i] = l.raw
+		if l.rec != nil && (l.rec.dirty || l.raw == nil) {
 			var err error
-			if b, err = l.rec.marshal(); err != nil {
+			if lines[i], err = l.rec.marshal(); err != nil {
 				return fmt.Errorf("encode task %s: %w", l.rec.wire.ID, err)
 			}
 		}
-		buf.Write(b)
-		buf.WriteByte('\n')
 	}
-	written, err := writeAtomic(j.path, buf.Bytes())
+	written, err := writeAtomic(j.path, lines)
 	if err != nil {
 		return err
 	}
@@ -315,9 +404,10 @@ func (j *JSONL) save(f *issueFile) error {
 	return nil
 }
 
-// writeAtomic replaces path with data through a synced temporary file and returns the
-// identity of the file it wrote.
-func writeAtomic(path string, data []byte) (_ fileID, err error) {
+// writeAtomic replaces path with lines, each ended by a newline, through a synced temporary
+// file, and returns the identity of the file it wrote. The lines go out through one buffer,
+// never joined into a copy of the whole backlog.
+func writeAtomic(path string, lines [][]byte) (_ fileID, err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fileID{}, fmt.Errorf("create %s: %w", dir, err)
@@ -335,7 +425,18 @@ func writeAtomic(path string, data []byte) (_ fileID, err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	_, err = tmp.Write(data)
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	for _, l := range lines {
+		if _, err = w.Write(l); err != nil {
+			break
+		}
+		if err = w.WriteByte('\n'); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = tmp.Chmod(mode)
 	}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkBacklogSize is issue 21's: what the embedded backlog's size costs. `next --json`,
+// `task list --json` and a one-task run (--no-land) with 10,000 tasks in .beads/issues.jsonl
+// against the same with 100 (records cloned from ones `git norma task add` wrote, a third of
+// them closed), each as "x-floor" with the peak RSS of the large side in MB. Targets: next and
+// list ≤ 3x and ≤ 40 MB, the run ≤ 1.3x. NORMA_BENCH_BACKLOG sets the large size (50000: no
+// command above 1 s).
+func BenchmarkBacklogSize(b *testing.B) {
+	large := 10000
+	if v := os.Getenv("NORMA_BENCH_BACKLOG"); v != "" {
+		if _, err := fmt.Sscan(v, &large); err != nil {
+			b.Fatalf("NORMA_BENCH_BACKLOG=%q: %v", v, err)
+		}
+	}
+	config := `{"agents": {"do": {"type": "exec", "cmd": ["./agents/do.sh"]}}, "retention": {"keep_last": 0, "keep_days": 0}}`
+	small, big := newBenchRepo(b, config), newBenchRepo(b, config)
+	for _, r := range []*benchRepo{small, big} {
+		r.write("agents/do.sh", doAgent)
+		r.must("git", "add", "agents")
+		r.must("git", "commit", "-q", "-m", "agents")
+	}
+	seeds := small.seedTasks()
+	small.fillBacklog(seeds, 100)
+	big.fillBacklog(seeds, large)
+
+	for _, args := range [][]string{{"next", "--json"}, {"task", "list", "--json"}} {
+		b.Run(args[0], func(b *testing.B) {
+			var norma, floor []time.Duration
+			var peak int64
+			for i := 0; i < b.N; i++ {
+				d, rss := big.timedRSS(args...)
+				norma, peak = append(norma, d), max(peak, rss)
+				d, _ = small.timedRSS(args...)
+				floor = append(floor, d)
+			}
+			reportRatio(b, norma, floor)
+			b.ReportMetric(float64(peak)/1024, "MB-peak-rss")
+		})
+	}
+	b.Run("run", func(b *testing.B) {
+		var norma, floor []time.Duration
+		var peak int64
+		for i := 0; i < b.N; i++ {
+			task := big.addTask(fmt.Sprintf("run %d", i), "count.txt", "test -f count.txt")
+			d, rss := big.timedRSS("-q", "run", task, "--no-land")
+			norma, peak = append(norma, d), max(peak, rss)
+			task = small.addTask(fmt.Sprintf("run %d", i), "count.txt", "test -f count.txt")
+			d, _ = small.timedRSS("-q", "run", task, "--no-land")
+			floor = append(floor, d)
+		}
+		reportRatio(b, norma, floor)
+		b.ReportMetric(float64(peak)/1024, "MB-peak-rss")
+	})
+}
+
+// seedTasks adds three tasks with git-norma and returns their records as it wrote them, then
+// empties the backlog again.
+func (r *benchRepo) seedTasks() [][]byte {
+	r.b.Helper()
+	for i := range 3 {
+		r.addTask(fmt.Sprintf("Seed %d", i), fmt.Sprintf("seed-%d.txt", i), fmt.Sprintf("test -f seed-%d.txt", i))
+	}
+	path := filepath.Join(r.dir, ".beads", "issues.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		r.b.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+}
+
+// fillBacklog writes n tasks cloned from seeds, each with an id, title and created time of its
+// own and every third one closed, into the repository's .beads/issues.jsonl.
+func (r *benchRepo) fillBacklog(seeds [][]byte, n int) {
+	r.b.Helper()
+	var out bytes.Buffer
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range n {
+		var rec map[string]any
+		if err := json.Unmarshal(seeds[i%len(seeds)], &rec); err != nil {
+			r.b.Fatal(err)
+		}
+		at := start.Add(time.Duration(i) * time.Second).Format(time.RFC3339)
+		rec["id"] = fmt.Sprintf("norma-b%05d", i)
+		rec["title"] = fmt.Sprintf("Backlog task %d", i)
+		rec["created_at"], rec["updated_at"] = at, at
+		rec["priority"] = 1 + i%3
+		if i%3 == 0 {
+			rec["status"], rec["closed_at"] = "closed", at
+		}
+		line, err := json.Marshal(rec)
+		if err != nil {
+			r.b.Fatal(err)
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	r.write(".beads/issues.jsonl", out.String())
+}
+
+// timedRSS runs git-norma with args, which has to succeed, and returns how long it took and
+// its peak RSS in KiB.
+func (r *benchRepo) timedRSS(args ...string) (time.Duration, int64) {
+	r.b.Helper()
+	cmd := r.cmd("git-norma", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		r.b.Fatalf("git-norma %v: %v\n%s", args, err, stderr.String())
+	}
+	d := time.Since(start)
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss
+	}
+	return d, rss
+}
