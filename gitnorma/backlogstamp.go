@@ -64,6 +64,22 @@ func (s stampedTracker) Ready(ctx context.Context) (out []tracker.Task, err erro
 	return out, err
 }
 
+// Scan passes a scan on to a tracker that offers one (the embedded backlog), and lists every
+// task otherwise (bd).
+func (s stampedTracker) Scan(ctx context.Context, fn func(tracker.Task) bool) error {
+	sc, ok := s.inner.(scanner)
+	if !ok {
+		tasks, err := s.List(ctx)
+		for _, t := range tasks {
+			if !fn(t) {
+				break
+			}
+		}
+		return err
+	}
+	return s.locked(ctx, s.stampReads, func() error { return sc.Scan(ctx, fn) })
+}
+
 // CloseForced passes a forced close on to a tracker that takes one.
 func (s stampedTracker) CloseForced(ctx context.Context, id, reason string) error {
 	fc, ok := s.inner.(tracker.ForceCloser)

@@ -16,36 +16,69 @@ type TaskFilter struct {
 	Status string
 	Labels []string
 	Ready  bool
+	// Limit is the most tasks listed (0: all).
+	Limit int
 }
 
-// FilterTasks lists the tasks f lets through, in storage order.
-func (a *App) FilterTasks(ctx context.Context, f TaskFilter) ([]tracker.Task, error) {
+// keeps says whether t passes the status and label filters.
+func (f TaskFilter) keeps(t tracker.Task) bool {
+	if f.Status != "" && t.Status != f.Status {
+		return false
+	}
+	for _, l := range f.Labels {
+		if !slices.Contains(t.Labels, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// FilterTasks lists the tasks f lets through, in storage order, at most f.Limit of them; more
+// says some were left out. The embedded backlog decodes only the records it needs to fill the
+// page (the whole graph for --ready).
+func (a *App) FilterTasks(ctx context.Context, f TaskFilter) (tasks []tracker.Task, more bool, err error) {
 	if f.Status != "" && !tracker.ValidStatus(f.Status) {
-		return nil, usagef("use open, in_progress, blocked, deferred or closed", "unknown status %q", f.Status)
+		return nil, false, usagef("use open, in_progress, blocked, deferred or closed", "unknown status %q", f.Status)
+	}
+	if f.Limit < 0 {
+		return nil, false, usagef("use 0 to list every task", "--limit must be 0 or more, got %d", f.Limit)
 	}
 	tr, err := a.Tracker()
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if j, ok := tr.(scanner); ok && !f.Ready {
+		err = j.Scan(ctx, func(t tracker.Task) bool {
+			if !f.keeps(t) {
+				return true
+			}
+			if f.Limit > 0 && len(tasks) == f.Limit {
+				more = true
+				return false
+			}
+			tasks = append(tasks, t)
+			return true
+		})
+		return tasks, more, withCode(ExitFail, err)
 	}
 	list := tr.List
 	if f.Ready {
 		list = tr.Ready
 	}
-	tasks, err := list(ctx)
-	if err != nil {
-		return nil, withCode(ExitFail, err)
+	if tasks, err = list(ctx); err != nil {
+		return nil, false, withCode(ExitFail, err)
 	}
-	return slices.DeleteFunc(tasks, func(t tracker.Task) bool {
-		if f.Status != "" && t.Status != f.Status {
-			return true
-		}
-		for _, l := range f.Labels {
-			if !slices.Contains(t.Labels, l) {
-				return true
-			}
-		}
-		return false
-	}), nil
+	tasks = slices.DeleteFunc(tasks, func(t tracker.Task) bool { return !f.keeps(t) })
+	if f.Limit > 0 && len(tasks) > f.Limit {
+		return tasks[:f.Limit], true, nil
+	}
+	return tasks, false, nil
+}
+
+// scanner is a backlog that can hand its tasks over one by one, in storage order, stopping
+// when told (the embedded one: a page of 50 tasks decodes 50 records, not 10,000).
+type scanner interface {
+	Scan(ctx context.Context, fn func(tracker.Task) bool) error
 }
 
 // CloseTask closes a task by hand (reason: why, for the tracker's history).

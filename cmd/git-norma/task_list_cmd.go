@@ -11,6 +11,7 @@ type taskListCmd struct {
 	Status string   `help:"Only tasks with this status (open, in_progress, blocked, deferred, closed)."`
 	Label  []string `help:"Only tasks with this label (repeatable: all of them)."`
 	Ready  bool     `help:"Only tasks ready to work on, as bd ready says (open, not blocked by an open task)."`
+	Limit  int      `default:"50" help:"At most this many tasks, as bd list (0: all of them)."`
 	JSON   bool     `help:"Print the tasks as a JSON array."`
 }
 
@@ -19,9 +20,12 @@ func (c *taskListCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := app.FilterTasks(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready})
+	tasks, more, err := app.FilterTasks(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready, Limit: c.Limit})
 	if err != nil {
 		return err
+	}
+	if more {
+		defer fmt.Fprintf(env.IO.Err, "the first %d shown; list them all with: git norma task list --limit 0\n", c.Limit)
 	}
 	if c.JSON {
 		if tasks == nil {

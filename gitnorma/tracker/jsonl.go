@@ -271,6 +271,19 @@ func (j *JSONL) List(ctx context.Context) ([]Task, error) {
 	return out, nil
 }
 
+// Scan calls fn with each task in file order until fn returns false, decoding only the records
+// it reaches.
+func (j *JSONL) Scan(ctx context.Context, fn func(Task) bool) error {
+	return j.view(ctx, func(f *issueFile) error {
+		for i := range f.lines {
+			if rec := f.record(i); rec != nil && !fn(rec.task()) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
 // cloneTasks copies tasks with their slices, so no caller changes another's.
 func cloneTasks(tasks []Task) []Task {
 	out := slices.Clone(tasks)
