@@ -102,7 +102,8 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 		}
 		a.backlog = tracker.NewBD(a.Repo.Root)
 	default:
-		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix)
+		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix).
+			WithIndex(a.Repo.Path("cache", "backlog-heads.idx"), hasVerify)
 	}
 	// An agent calling git norma from inside a step writes the backlog as itself: unstamped,
 	// so the guard catches it.

@@ -64,6 +64,19 @@ func (s stampedTracker) Ready(ctx context.Context) (out []tracker.Task, err erro
 	return out, err
 }
 
+// Heads returns the tasks' heads where the tracker keeps them (the embedded backlog); ok is
+// false for one that does not (bd).
+func (s stampedTracker) Heads(ctx context.Context) (heads []tracker.Head, ok bool, err error) {
+	hs, ok := s.inner.(interface {
+		Heads(ctx context.Context) ([]tracker.Head, error)
+	})
+	if !ok {
+		return nil, false, nil
+	}
+	err = s.locked(ctx, s.stampReads, func() (e error) { heads, e = hs.Heads(ctx); return e })
+	return heads, true, err
+}
+
 // Scan passes a scan on to a tracker that offers one (the embedded backlog), and lists every
 // task otherwise (bd).
 func (s stampedTracker) Scan(ctx context.Context, fn func(tracker.Task) bool) error {

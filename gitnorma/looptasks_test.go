@@ -10,17 +10,15 @@ import (
 )
 
 func TestRelatedToAny(t *testing.T) {
-	dep := func(issue, on, typ string) tracker.Dependency {
-		return tracker.Dependency{IssueID: issue, DependsOnID: on, Type: typ}
-	}
-	all := []tracker.Task{
+	dep := func(on, typ string) tracker.DepHead { return tracker.DepHead{On: on, Type: typ} }
+	all := []tracker.Head{
 		{ID: "ep"},
 		{ID: "ep.1", Parent: "ep"},
 		{ID: "ep.1.1", Parent: "ep.1"},
 		{ID: "ep.2", Parent: "ep"},
 		{ID: "solo"},
-		{ID: "after", Dependencies: []tracker.Dependency{dep("after", "solo", "blocks")}},
-		{ID: "loose", Dependencies: []tracker.Dependency{dep("loose", "solo", "related")}},
+		{ID: "after", Deps: []tracker.DepHead{dep("solo", "blocks")}},
+		{ID: "loose", Deps: []tracker.DepHead{dep("solo", "related")}},
 	}
 	tests := []struct {
 		id   string

@@ -29,15 +29,10 @@ type Selection struct {
 	Scope    Scope `json:"scope"`
 }
 
-// candidate is a ready task with what the policy sorts on.
-type candidate struct {
-	task      tracker.Task
-	hasVerify bool
-}
-
 // Next applies the selection policy to the tracker's ready list: leaves only (bd's ready also
 // returns epics and features), not blocked by git-norma's three-strike rule, inside the scope,
-// then by priority, a Verify field first, oldest first. It costs one `ready` and one `list`.
+// then by priority, a Verify field first, oldest first. With bd it costs one `ready` and one
+// `list`; the embedded backlog answers from its index of heads.
 func (a *App) Next(ctx context.Context, scope Scope, exclude []string) (Selection, error) {
 	return a.next(ctx, scope, exclude, nil)
 }
@@ -57,17 +52,13 @@ func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 	if err != nil {
 		return sel, err
 	}
-	ready, err := tr.Ready(ctx)
+	all, err := selectionHeads(ctx, tr)
 	if err != nil {
 		return sel, withCode(ExitFail, err)
 	}
-	all, err := tr.List(ctx)
-	if err != nil {
-		return sel, withCode(ExitFail, err)
-	}
-	cands := eligible(ready, all, sel.Scope, exclude)
+	cands := eligible(all, sel.Scope, exclude)
 	if len(busy) > 0 {
-		cands = slices.DeleteFunc(cands, func(c candidate) bool { return relatedToAny(c.task.ID, busy, all) })
+		cands = slices.DeleteFunc(cands, func(c *tracker.Head) bool { return relatedToAny(c.ID, busy, all) })
 	}
 	sel.Eligible = len(cands)
 	if len(cands) == 0 {
@@ -75,9 +66,49 @@ func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 	}
 	slices.SortStableFunc(cands, byPolicy)
 	best := cands[0]
-	sel.TaskID, sel.Title = best.task.ID, best.task.Title
+	sel.TaskID, sel.Title = best.ID, best.Title
 	sel.Reason = reason(best, cands, sel.Scope)
 	return sel, nil
+}
+
+// selectionHeads is the backlog as selection reads it: the heads of all tasks, marked ready
+// and with children. The embedded backlog keeps them so; bd is asked `list`, and `ready`,
+// whose answer is its own.
+func selectionHeads(ctx context.Context, tr tracker.Tracker) (all []tracker.Head, err error) {
+	if hs, ok := tr.(headSource); ok {
+		if all, ok, err = hs.Heads(ctx); ok || err != nil {
+			return all, err
+		}
+	}
+	readyTasks, err := tr.Ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	allTasks, err := tr.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ready := map[string]bool{}
+	for _, t := range readyTasks {
+		ready[t.ID] = true
+	}
+	for _, t := range allTasks {
+		h := tracker.HeadOf(t, hasVerify)
+		h.Ready = ready[t.ID]
+		all = append(all, h)
+	}
+	tracker.MarkChildren(all)
+	return all, nil
+}
+
+// headSource is a tracker that may keep its tasks' heads (see stampedTracker.Heads).
+type headSource interface {
+	Heads(ctx context.Context) ([]tracker.Head, bool, error)
+}
+
+// hasVerify says a task's description names a Verify command (the ready contract's field).
+func hasVerify(description string) bool {
+	return len(loop.ParseReadyContract(description).Verify) > 0
 }
 
 func (a *App) scope(s Scope) Scope {
@@ -87,40 +118,40 @@ func (a *App) scope(s Scope) Scope {
 	return s
 }
 
-// eligible keeps ready leaves inside the scope that are not blocked or excluded.
-func eligible(ready, all []tracker.Task, scope Scope, exclude []string) []candidate {
-	parents := map[string]string{}
-	hasChildren := map[string]bool{}
-	for _, t := range all {
-		parents[t.ID] = t.Parent
-		if t.Parent != "" {
-			hasChildren[t.Parent] = true
-		}
-	}
+// eligible keeps ready leaves inside the scope that are not blocked or excluded (pointers into
+// all: sorting thousands of them moves pointers, not heads).
+func eligible(all []tracker.Head, scope Scope, exclude []string) []*tracker.Head {
 	root := scope.Feature
 	if root == "" {
 		root = scope.Epic
 	}
-	var cands []candidate
-	for _, t := range ready {
+	var parents map[string]string
+	if root != "" {
+		parents = make(map[string]string, len(all))
+		for _, t := range all {
+			parents[t.ID] = t.Parent
+		}
+	}
+	var cands []*tracker.Head
+	for i, t := range all {
 		switch {
-		case hasChildren[t.ID], t.IssueType == "epic", slices.Contains(t.Labels, LabelBlocked), slices.Contains(exclude, t.ID):
+		case !t.Ready, t.HasChildren, t.IssueType == "epic", slices.Contains(t.Labels, LabelBlocked), slices.Contains(exclude, t.ID):
 			continue
 		case root != "" && !descends(t.ID, root, parents):
 			continue
 		}
-		cands = append(cands, candidate{task: t, hasVerify: len(loop.ParseReadyContract(t.Description).Verify) > 0})
+		cands = append(cands, &all[i])
 	}
 	return cands
 }
 
 // relatedToAny reports whether id depends on, blocks, descends from or contains a busy task.
-func relatedToAny(id string, busy []string, all []tracker.Task) bool {
+func relatedToAny(id string, busy []string, all []tracker.Head) bool {
 	parents := map[string]string{}
-	deps := map[string][]tracker.Dependency{}
+	deps := map[string][]tracker.DepHead{}
 	for _, t := range all {
 		parents[t.ID] = t.Parent
-		deps[t.ID] = t.Dependencies
+		deps[t.ID] = t.Deps
 	}
 	for _, b := range busy {
 		if descends(id, b, parents) || descends(b, id, parents) {
@@ -128,7 +159,7 @@ func relatedToAny(id string, busy []string, all []tracker.Task) bool {
 		}
 		for _, pair := range [][2]string{{id, b}, {b, id}} {
 			for _, d := range deps[pair[0]] {
-				if d.DependsOnID == pair[1] {
+				if d.On == pair[1] {
 					return true
 				}
 			}
@@ -150,44 +181,44 @@ func descends(id, root string, parents map[string]string) bool {
 }
 
 // byPolicy orders by priority (0 first), then tasks with a Verify field, then oldest.
-func byPolicy(a, b candidate) int {
-	if a.task.Priority != b.task.Priority {
-		return a.task.Priority - b.task.Priority
+func byPolicy(a, b *tracker.Head) int {
+	if a.Priority != b.Priority {
+		return a.Priority - b.Priority
 	}
-	if a.hasVerify != b.hasVerify {
-		if a.hasVerify {
+	if a.HasVerify != b.HasVerify {
+		if a.HasVerify {
 			return -1
 		}
 		return 1
 	}
-	if c := a.task.CreatedAt.Compare(b.task.CreatedAt); c != 0 {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 		return c
 	}
-	return strings.Compare(a.task.ID, b.task.ID)
+	return strings.Compare(a.ID, b.ID)
 }
 
 // reason says in one line why the winner won.
-func reason(best candidate, cands []candidate, scope Scope) string {
-	parts := []string{fmt.Sprintf("P%d", best.task.Priority)}
+func reason(best *tracker.Head, cands []*tracker.Head, scope Scope) string {
+	parts := []string{fmt.Sprintf("P%d", best.Priority)}
 	if scope.Feature != "" {
 		parts = append(parts, "under active feature "+scope.Feature)
 	} else if scope.Epic != "" {
 		parts = append(parts, "under active epic "+scope.Epic)
 	}
-	parts = append(parts, "leaf "+orType(best.task.IssueType))
-	if best.hasVerify {
+	parts = append(parts, "leaf "+orType(best.IssueType))
+	if best.HasVerify {
 		parts = append(parts, "has Verify")
 	} else {
 		parts = append(parts, "no Verify field")
 	}
 	tied := 0
 	for _, c := range cands[1:] {
-		if c.task.Priority == best.task.Priority && c.hasVerify == best.hasVerify {
+		if c.Priority == best.Priority && c.HasVerify == best.HasVerify {
 			tied++
 		}
 	}
 	if tied > 0 {
-		parts = append(parts, fmt.Sprintf("oldest of %d tied (created %s)", tied+1, best.task.CreatedAt.UTC().Format(time.RFC3339)))
+		parts = append(parts, fmt.Sprintf("oldest of %d tied (created %s)", tied+1, best.CreatedAt.UTC().Format(time.RFC3339)))
 	}
 	return fmt.Sprintf("%s; %d eligible", strings.Join(parts, ", "), len(cands))
 }

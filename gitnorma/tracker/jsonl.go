@@ -35,6 +35,9 @@ type JSONL struct {
 	// malformed line is reported rather than carried along.
 	mu      sync.Mutex
 	written fileID
+	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex).
+	indexPath string
+	verify    VerifyFunc
 	// listed is the last List, with the file it was read from: a List of the same file (the
 	// one Ready made, then the selection's own) is not decoded again.
 	listed struct {

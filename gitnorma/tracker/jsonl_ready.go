@@ -6,52 +6,26 @@ import (
 	"slices"
 )
 
-// Ready returns the open tasks nothing holds back, with bd's semantics: no open `blocks`
-// (or conditional-blocks, waits-for) dependency and no blocked or deferred ancestor. Like bd,
-// open epics and features are included; callers pick leaves.
+// Ready returns the open tasks nothing holds back, with bd's semantics (see MarkReady), by
+// priority as bd lists them.
 func (j *JSONL) Ready(ctx context.Context) ([]Task, error) {
 	tasks, err := j.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]Task, len(tasks))
-	for _, t := range tasks {
-		byID[t.ID] = t
+	heads := make([]Head, len(tasks))
+	for i, t := range tasks {
+		heads[i] = HeadOf(t, func(string) bool { return false })
 	}
+	MarkReady(heads)
 	var ready []Task
-	for _, t := range tasks {
-		if t.Status == StatusOpen && !blockedByDeps(t, byID) && !heldByAncestor(t, byID) {
-			ready = append(ready, t)
+	for i, h := range heads {
+		if h.Ready {
+			ready = append(ready, tasks[i])
 		}
 	}
 	slices.SortStableFunc(ready, func(a, b Task) int { return a.Priority - b.Priority })
 	return ready, nil
-}
-
-// blockingTypes are the dependency types that keep a task out of `ready` in bd.
-var blockingTypes = map[string]bool{"blocks": true, "conditional-blocks": true, "waits-for": true}
-
-func blockedByDeps(t Task, byID map[string]Task) bool {
-	for _, d := range t.Dependencies {
-		if dep, ok := byID[d.DependsOnID]; ok && blockingTypes[d.Type] && dep.Status != StatusClosed {
-			return true
-		}
-	}
-	return false
-}
-
-// heldByAncestor reports an ancestor that is blocked, deferred, or itself waiting on an open
-// blocker: bd keeps a whole subtree out of `ready` then.
-func heldByAncestor(t Task, byID map[string]Task) bool {
-	seen := map[string]bool{t.ID: true}
-	for p := t.Parent; p != "" && !seen[p]; p = byID[p].Parent {
-		seen[p] = true
-		parent := byID[p]
-		if s := parent.Status; s == StatusBlocked || s == StatusDeferred || blockedByDeps(parent, byID) {
-			return true
-		}
-	}
-	return false
 }
 
 // Claim moves an open task to in_progress under the file lock, so two claims never both win.

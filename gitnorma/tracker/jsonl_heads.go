@@ -1,0 +1,146 @@
+package tracker
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// headIndexVersion names the index's encoding and the meaning of its heads: change it with
+// Head, headIndex, or what the VerifyFunc git-norma passes decides.
+const headIndexVersion = 2
+
+// headIndex is the index file: every line of the backlog, in file order, by a hash of its
+// bytes, with its head (nil for a line that is not a task), and the identity of the file they
+// were read from (see fileID).
+type headIndex struct {
+	Version int
+	File    string
+	Lines   []indexedLine
+}
+
+type indexedLine struct {
+	Key  lineKey
+	Head *Head
+}
+
+// lineKey identifies a line's bytes: a truncated SHA-256, so two different lines never
+// share a head.
+type lineKey [16]byte
+
+func keyOf(raw []byte) lineKey {
+	sum := sha256.Sum256(raw)
+	return lineKey(sum[:16])
+}
+
+// WithIndex makes Heads keep an index of the backlog's heads in path (a cache: it may be
+// removed at any time) and decide each task's HasVerify with verify.
+func (j *JSONL) WithIndex(path string, verify VerifyFunc) *JSONL {
+	j.indexPath, j.verify = path, verify
+	return j
+}
+
+// Heads returns the head of every task, in file order. When the file is the one the index was
+// made from (same identity: any edit changes its size, times or inode) the index answers
+// alone. Otherwise the file is read whole, but only the lines the index does not know by their
+// bytes are decoded — new ones, or ones git-norma, bd or a person changed — so an edit of any
+// kind is seen and a malformed line is reported, while 10,000 unchanged tasks are not decoded
+// again; the index is then written for the file as it is.
+func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
+	unlock, err := lockFile(ctx, j.lockPath, lockShared)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	idx, indexed := j.readIndex()
+	if fi, err := os.Stat(j.path); err == nil && idx != nil && idx.File == idOf(fi).String() {
+		return indexed, nil
+	}
+	f, id, err := j.load()
+	if err != nil {
+		return nil, err
+	}
+	var known map[lineKey]*Head
+	if idx != nil {
+		known = make(map[lineKey]*Head, len(idx.Lines))
+		for _, l := range idx.Lines {
+			known[l.Key] = l.Head
+		}
+	}
+	lines := make([]indexedLine, len(f.lines))
+	heads := make([]Head, 0, len(f.lines))
+	for i := range f.lines {
+		key := keyOf(f.lines[i].raw)
+		head, ok := known[key]
+		if !ok {
+			if rec := f.record(i); rec != nil {
+				h := HeadOf(rec.task(), j.verifies)
+				head = &h
+			}
+			if f.err != nil {
+				return nil, f.err
+			}
+		}
+		lines[i] = indexedLine{Key: key, Head: head}
+		if head != nil {
+			heads = append(heads, *head)
+		}
+	}
+	MarkReady(heads)
+	MarkChildren(heads)
+	for i, k := 0, 0; i < len(lines); i++ { // the index keeps the heads as marked
+		if lines[i].Head != nil {
+			lines[i].Head = &heads[k]
+			k++
+		}
+	}
+	if j.indexPath != "" && id != (fileID{}) {
+		j.writeIndex(headIndex{Version: headIndexVersion, File: id.String(), Lines: lines})
+	}
+	return heads, nil
+}
+
+// verifies is the VerifyFunc given to WithIndex, or one that finds no Verify anywhere.
+func (j *JSONL) verifies(description string) bool {
+	return j.verify != nil && j.verify(description)
+}
+
+// readIndex is the index and its heads in file order; nil when there is no usable one.
+func (j *JSONL) readIndex() (*headIndex, []Head) {
+	if j.indexPath == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(j.indexPath)
+	if err != nil {
+		return nil, nil
+	}
+	idx, heads, err := decodeIndex(data)
+	if err != nil || idx.Version != headIndexVersion {
+		return nil, nil
+	}
+	return &idx, heads
+}
+
+// writeIndex replaces the index (temp file and rename, not synced: a torn or lost index is
+// only read again from the backlog). Failing to write it costs the next reader time, nothing
+// else.
+func (j *JSONL) writeIndex(idx headIndex) {
+	dir := filepath.Dir(j.indexPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(j.indexPath)+".tmp-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(encodeIndex(idx))
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), j.indexPath)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+}
