@@ -35,6 +35,9 @@ type JSONL struct {
 	// malformed line is reported rather than carried along.
 	mu      sync.Mutex
 	written fileID
+	// buffers are the buffers the file is read into, used again: with 10,000 tasks a new 3 MB
+	// buffer for every read cost more than the read (the heap grew, the collector with it).
+	buffers sync.Pool
 	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex).
 	indexPath string
 	verify    VerifyFunc
@@ -120,8 +123,11 @@ type line struct {
 // every other task in the file (a run updates its task after every step).
 type issueFile struct {
 	path string
-	// data is the file as read; lines[:read] are its lines, in order.
+	// data is the file as read, in buf; lines[:read] are its lines, in order. Nothing of it
+	// may be kept once the operation is done (see JSONL.release): decoded records own their
+	// bytes.
 	data  []byte
+	buf   *[]byte
 	read  int
 	lines []line
 	// err is the first malformed line decoded; an operation that met one fails, writing nothing.
@@ -261,6 +267,7 @@ func (j *JSONL) List(ctx context.Context) ([]Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer j.release(f)
 	var out []Task
 	for _, rec := range f.records() {
 		out = append(out, rec.task())
@@ -325,6 +332,7 @@ func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 	if err != nil {
 		return err
 	}
+	defer j.release(f)
 	err = fn(f)
 	if f.err != nil { // a malformed line among those fn read
 		return f.err
@@ -344,6 +352,7 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 	if err != nil {
 		return err
 	}
+	defer j.release(f)
 	if !j.checkedBefore(id) {
 		f.records()
 	}
@@ -374,13 +383,19 @@ func (j *JSONL) load() (*issueFile, fileID, error) {
 	// One read into a buffer of the file's size, and lines as slices of it: a run updates its
 	// task after every step, and with 10,000 tasks growing buffers and per-line copies were a
 	// third of what an update cost.
-	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	bp, _ := j.buffers.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if need := int(fi.Size()) + bytes.MinRead; cap(*bp) < need {
+		*bp = make([]byte, 0, need)
+	}
+	buf := bytes.NewBuffer((*bp)[:0])
 	if _, err := buf.ReadFrom(file); err != nil {
 		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
 	}
 	data := buf.Bytes()
-	f := &issueFile{path: j.path, data: data, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
+	f := &issueFile{path: j.path, data: data, buf: bp, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
 	for no, start := 1, 0; start < len(data); no++ {
 		end := len(data)
 		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
@@ -393,6 +408,15 @@ func (j *JSONL) load() (*issueFile, fileID, error) {
 	}
 	f.read = len(f.lines)
 	return f, idOf(fi), nil
+}
+
+// release gives f's buffer back for the next read; f is not to be used after.
+func (j *JSONL) release(f *issueFile) {
+	if f.buf != nil {
+		*f.buf = f.data[:0]
+		j.buffers.Put(f.buf)
+		f.buf, f.data, f.lines = nil, nil, nil
+	}
 }
 
 // save replaces the file atomically: a crash leaves either the old or the new backlog, never a

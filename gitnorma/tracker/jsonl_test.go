@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -278,4 +279,24 @@ func TestLockWaitHonoursContext(t *testing.T) {
 	_, err = j.Create(ctx, NewTask{Title: "x", Priority: PriorityUnset})
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NoFileExists(t, path)
+}
+
+// TestTasksOutliveTheReadBuffer: the buffer a read used is used again by the next one; nothing
+// a read returned may still point into it.
+func TestTasksOutliveTheReadBuffer(t *testing.T) {
+	ctx := context.Background()
+	j, _ := newTestJSONL(t)
+	a := mustCreate(t, j, NewTask{Title: strings.Repeat("a", 200), Labels: []string{"la"}, Description: strings.Repeat("A", 300)})
+	b := mustCreate(t, j, NewTask{Title: strings.Repeat("b", 200), Labels: []string{"lb"}, Description: strings.Repeat("B", 300)})
+	gotA, err := j.Get(ctx, a.ID)
+	require.NoError(t, err)
+	listed, err := j.List(ctx)
+	require.NoError(t, err)
+	require.NoError(t, j.Update(ctx, b.ID, Update{AddLabels: []string{"x"}}))
+	_, err = j.Get(ctx, b.ID)
+	require.NoError(t, err)
+	assert.Equal(t, a.Title, gotA.Title)
+	assert.Equal(t, a.Description, gotA.Description)
+	assert.Equal(t, []string{"la"}, gotA.Labels)
+	assert.Equal(t, []string{a.Title, b.Title}, []string{listed[0].Title, listed[1].Title})
 }
