@@ -75,10 +75,15 @@ func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 // and with children. The embedded backlog keeps them so; bd is asked `list`, and `ready`,
 // whose answer is its own.
 func selectionHeads(ctx context.Context, tr tracker.Tracker) (all []tracker.Head, err error) {
-	if hs, ok := tr.(headSource); ok {
-		if all, ok, err = hs.Heads(ctx); ok || err != nil {
+	switch hs := tr.(type) {
+	case headSource:
+		if all, ok, err := hs.Heads(ctx); ok || err != nil {
 			return all, err
 		}
+	case interface {
+		Heads(ctx context.Context) ([]tracker.Head, error)
+	}: // the embedded backlog unwrapped (git norma run inside a step)
+		return hs.Heads(ctx)
 	}
 	readyTasks, err := tr.Ready(ctx)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -41,12 +40,6 @@ type JSONL struct {
 	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex).
 	indexPath string
 	verify    VerifyFunc
-	// listed is the last List, with the file it was read from: a List of the same file (the
-	// one Ready made, then the selection's own) is not decoded again.
-	listed struct {
-		id    fileID
-		tasks []Task
-	}
 }
 
 // fileID tells one version of a file from another: a rewrite makes a new inode, and an edit
@@ -249,36 +242,14 @@ func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
 
 // List returns every task in file order; a missing file is an empty backlog.
 func (j *JSONL) List(ctx context.Context) ([]Task, error) {
-	unlock, err := lockFile(ctx, j.lockPath, lockShared)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if fi, err := os.Stat(j.path); err == nil {
-		j.mu.Lock()
-		same := j.listed.id == idOf(fi) && j.listed.id != fileID{}
-		tasks := j.listed.tasks
-		j.mu.Unlock()
-		if same {
-			return cloneTasks(tasks), nil
-		}
-	}
-	f, id, err := j.load()
-	if err != nil {
-		return nil, err
-	}
-	defer j.release(f)
 	var out []Task
-	for _, rec := range f.records() {
-		out = append(out, rec.task())
-	}
-	if f.err != nil {
-		return nil, f.err
-	}
-	j.mu.Lock()
-	j.listed.id, j.listed.tasks = id, cloneTasks(out)
-	j.mu.Unlock()
-	return out, nil
+	err := j.view(ctx, func(f *issueFile) error {
+		for _, rec := range f.records() {
+			out = append(out, rec.task())
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Scan calls fn with each task in file order until fn returns false, decoding only the records
@@ -292,16 +263,6 @@ func (j *JSONL) Scan(ctx context.Context, fn func(Task) bool) error {
 		}
 		return nil
 	})
-}
-
-// cloneTasks copies tasks with their slices, so no caller changes another's.
-func cloneTasks(tasks []Task) []Task {
-	out := slices.Clone(tasks)
-	for i := range out {
-		out[i].Labels, out[i].Dependencies = slices.Clone(out[i].Labels), slices.Clone(out[i].Dependencies)
-		out[i].StartedAt, out[i].ClosedAt = copyTime(out[i].StartedAt), copyTime(out[i].ClosedAt)
-	}
-	return out
 }
 
 // SetStatus moves a task to status, keeping bd's invariant that closed_at is set exactly when
