@@ -77,6 +77,26 @@ func (s stampedTracker) Heads(ctx context.Context) (heads []tracker.Head, ok boo
 	return heads, true, err
 }
 
+// GetMany reads the tasks with ids, in that order: at once where the tracker can (the
+// embedded backlog), one by one otherwise.
+func (s stampedTracker) GetMany(ctx context.Context, ids []string) (out []tracker.Task, err error) {
+	gm, ok := s.inner.(interface {
+		GetMany(ctx context.Context, ids []string) ([]tracker.Task, error)
+	})
+	if !ok {
+		for _, id := range ids {
+			t, err := s.Get(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+		return out, nil
+	}
+	err = s.locked(ctx, s.stampReads, func() (e error) { out, e = gm.GetMany(ctx, ids); return e })
+	return out, err
+}
+
 // Scan passes a scan on to a tracker that offers one (the embedded backlog), and lists every
 // task otherwise (bd).
 func (s stampedTracker) Scan(ctx context.Context, fn func(tracker.Task) bool) error {

@@ -106,9 +106,11 @@ func selectionHeads(ctx context.Context, tr tracker.Tracker) (all []tracker.Head
 	return all, nil
 }
 
-// headSource is a tracker that may keep its tasks' heads (see stampedTracker.Heads).
+// headSource is a tracker that may keep its tasks' heads (see stampedTracker.Heads), and then
+// reads the tasks of a page of them at once.
 type headSource interface {
 	Heads(ctx context.Context) ([]tracker.Head, bool, error)
+	GetMany(ctx context.Context, ids []string) ([]tracker.Task, error)
 }
 
 // hasVerify says a task's description names a Verify command (the ready contract's field).

@@ -20,13 +20,13 @@ type TaskFilter struct {
 	Limit int
 }
 
-// keeps says whether t passes the status and label filters.
-func (f TaskFilter) keeps(t tracker.Task) bool {
-	if f.Status != "" && t.Status != f.Status {
+// keeps says whether a task of status with labels passes the status and label filters.
+func (f TaskFilter) keeps(status string, labels []string) bool {
+	if f.Status != "" && status != f.Status {
 		return false
 	}
 	for _, l := range f.Labels {
-		if !slices.Contains(t.Labels, l) {
+		if !slices.Contains(labels, l) {
 			return false
 		}
 	}
@@ -47,9 +47,14 @@ func (a *App) FilterTasks(ctx context.Context, f TaskFilter) (tasks []tracker.Ta
 	if err != nil {
 		return nil, false, err
 	}
+	if hs, ok := tr.(headSource); ok && f.Ready {
+		if tasks, more, ok, err := readyPage(ctx, hs, f); ok || err != nil {
+			return tasks, more, withCode(ExitFail, err)
+		}
+	}
 	if j, ok := tr.(scanner); ok && !f.Ready {
 		err = j.Scan(ctx, func(t tracker.Task) bool {
-			if !f.keeps(t) {
+			if !f.keeps(t.Status, t.Labels) {
 				return true
 			}
 			if f.Limit > 0 && len(tasks) == f.Limit {
@@ -68,11 +73,37 @@ func (a *App) FilterTasks(ctx context.Context, f TaskFilter) (tasks []tracker.Ta
 	if tasks, err = list(ctx); err != nil {
 		return nil, false, withCode(ExitFail, err)
 	}
-	tasks = slices.DeleteFunc(tasks, func(t tracker.Task) bool { return !f.keeps(t) })
+	tasks = slices.DeleteFunc(tasks, func(t tracker.Task) bool { return !f.keeps(t.Status, t.Labels) })
 	if f.Limit > 0 && len(tasks) > f.Limit {
 		return tasks[:f.Limit], true, nil
 	}
 	return tasks, false, nil
+}
+
+// readyPage is a page of the ready tasks, by priority as bd ready lists them, from a backlog
+// that keeps its heads: the page's tasks are the only ones decoded. ok is false when the
+// tracker keeps none (bd).
+func readyPage(ctx context.Context, hs headSource, f TaskFilter) (tasks []tracker.Task, more, ok bool, err error) {
+	all, ok, err := hs.Heads(ctx)
+	if !ok || err != nil {
+		return nil, false, ok, err
+	}
+	var ready []tracker.Head
+	for _, h := range all {
+		if h.Ready && f.keeps(h.Status, h.Labels) {
+			ready = append(ready, h)
+		}
+	}
+	slices.SortStableFunc(ready, func(a, b tracker.Head) int { return a.Priority - b.Priority })
+	if f.Limit > 0 && len(ready) > f.Limit {
+		ready, more = ready[:f.Limit], true
+	}
+	ids := make([]string, len(ready))
+	for i, h := range ready {
+		ids[i] = h.ID
+	}
+	tasks, err = hs.GetMany(ctx, ids)
+	return tasks, more, true, err
 }
 
 // scanner is a backlog that can hand its tasks over one by one, in storage order, stopping

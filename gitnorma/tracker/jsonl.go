@@ -240,6 +240,22 @@ func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
 	return out, err
 }
 
+// GetMany returns the tasks with ids, in that order, from one read of the file.
+func (j *JSONL) GetMany(ctx context.Context, ids []string) ([]Task, error) {
+	out := make([]Task, 0, len(ids))
+	err := j.view(ctx, func(f *issueFile) error {
+		for _, id := range ids {
+			rec := f.find(id)
+			if rec == nil {
+				return fmt.Errorf("task %s: %w", id, ErrNotFound)
+			}
+			out = append(out, rec.task())
+		}
+		return nil
+	})
+	return out, err
+}
+
 // List returns every task in file order; a missing file is an empty backlog.
 func (j *JSONL) List(ctx context.Context) ([]Task, error) {
 	var out []Task
