@@ -2,9 +2,11 @@ package tracker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +301,26 @@ func TestTasksOutliveTheReadBuffer(t *testing.T) {
 	assert.Equal(t, a.Description, gotA.Description)
 	assert.Equal(t, []string{"la"}, gotA.Labels)
 	assert.Equal(t, []string{a.Title, b.Title}, []string{listed[0].Title, listed[1].Title})
+}
+
+// TestGetMany: the tasks come back in the order asked, whether searched one by one or read by
+// decoding every record, and a missing one is ErrNotFound.
+func TestGetMany(t *testing.T) {
+	ctx := context.Background()
+	j, _ := newTestJSONL(t)
+	var ids []string
+	for i := range manyIDs + 5 {
+		ids = append(ids, mustCreate(t, j, NewTask{Title: fmt.Sprintf("task %d", i)}).ID)
+	}
+	slices.Reverse(ids)
+	for _, n := range []int{3, manyIDs + 5} {
+		tasks, err := j.GetMany(ctx, ids[:n])
+		require.NoError(t, err)
+		require.Len(t, tasks, n)
+		for i, task := range tasks {
+			assert.Equal(t, ids[i], task.ID)
+		}
+		_, err = j.GetMany(ctx, append(slices.Clone(ids[:n]), "norma-nope"))
+		assert.ErrorIs(t, err, ErrNotFound)
+	}
 }
