@@ -33,6 +33,10 @@ func (c *taskListCmd) Run(env *Env) error {
 		}
 		return printJSON(env.IO.Out, tasks)
 	}
+	if len(tasks) == 0 && (c.Status != "" || len(c.Label) > 0 || c.Ready) {
+		fmt.Fprintln(env.IO.Err, "no task matches; git norma task list shows them all")
+		return nil
+	}
 	if len(tasks) == 0 {
 		fmt.Fprintln(env.IO.Err, `no tasks yet; add one with: git norma task add "Title" --verify "CMD"`)
 		return nil
