@@ -25,16 +25,12 @@ type recorder struct {
 	journal notes.Journal
 	mirror  *taskMirror
 	redact  redactor
-	// pending are journal entries for the commit pendingHead, written to git notes when a step
-	// lands on another commit or the run ends (flushNotes): one note write per commit an
-	// iteration touches, not one per step. Entries of a run that dies unwritten are not lost:
-	// reconcile replays every step of a dead run into the notes.
-	pending     []notes.Entry
-	pendingHead string
-	pendingRun  string
-	// notes writes the journal notes in the background while the run goes on (a `git notes
-	// add` is as slow as a commit), one at a time, in order; finishMirrors waits for the last.
-	notes chain
+	// notes are the run's journal entries by the commit they go on, in the order the run
+	// reached those commits. They are written when the run ends, all in one commit of the
+	// notes ref (writeNotes), or by the landing with the squash commit's note (also one
+	// commit). Entries of a run that dies first are not lost: reconcile replays every step of
+	// a dead run into the notes.
+	notes []notes.Note
 	// lastHead is the head the previous step ended on.
 	lastHead string
 }
@@ -93,38 +89,30 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		r.journal.Written.Own(rec.Commit) // a new commit of this run's: nobody else notes it
 	}
 	r.lastHead = rec.Head
-	if rec.Head != r.pendingHead {
-		r.flushNotes(ctx)
+	if len(r.notes) == 0 || r.notes[len(r.notes)-1].Commit != rec.Head {
+		r.notes = append(r.notes, notes.Note{Commit: rec.Head})
 	}
-	r.pendingHead, r.pendingRun = rec.Head, rec.RunID
-	r.pending = append(r.pending, stepEntry(r.taskID, step, r.redact))
+	last := &r.notes[len(r.notes)-1]
+	last.Entries = append(last.Entries, stepEntry(r.taskID, step, r.redact))
 	if r.mirror != nil {
 		r.mirror.afterStep(ctx, rec, func(err error) { r.mirrorFailed(ctx, rec, "task notes", err) })
 	}
 	return nil
 }
 
-// flushNotes starts writing the pending journal entries to their commit's note, after the
-// writes started before.
-func (r *recorder) flushNotes(ctx context.Context) {
-	if len(r.pending) == 0 {
-		return
+// writeNotes writes the run's journal into the notes of the commits it worked on, in one
+// commit of the notes ref.
+func (r *recorder) writeNotes(ctx context.Context) {
+	if err := r.journal.AddAll(ctx, r.notes); err != nil {
+		_ = r.st.AppendEvent(ctx, r.runID, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "git notes: " + err.Error()})
 	}
-	head, runID, entries := r.pendingHead, r.pendingRun, r.pending
-	r.pending = nil
-	r.notes.then(func() {
-		if err := r.journal.Add(ctx, head, entries...); err != nil {
-			_ = r.st.AppendEvent(ctx, runID, store.Event{TS: time.Now(), Type: "mirror_failed", Message: "git notes: " + err.Error()})
-		}
-	})
+	r.notes = nil
 }
 
-// finishMirrors writes what is pending and waits until every note and every task update is
-// written: the run's journal is complete in git notes and in the tracker before the run ends,
-// lands or hands the task back (a landing's close must come after the steps' updates).
+// finishMirrors waits until every task update is written: the run's journal is complete in
+// the tracker before the run ends, lands or hands the task back (a landing's close must come
+// after the steps' updates).
 func (r *recorder) finishMirrors(ctx context.Context) {
-	r.flushNotes(ctx)
-	r.notes.wait()
 	if r.mirror != nil {
 		r.mirror.queue.wait()
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -25,6 +26,9 @@ type landRequest struct {
 	// forced is a run made with --force, which may have gone ahead of open tasks that block
 	// this one: its close overrides the tracker's refusal (bd close --force).
 	forced bool
+	// stepNotes are the run's journal notes on its step commits, not written yet: the landing
+	// writes them with the squash commit's, in one commit of the notes ref.
+	stepNotes []notes.Note
 }
 
 // landRefusal is a landing that did not happen: the target and every checkout are unchanged.
@@ -221,7 +225,8 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 	}
 	entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
 		Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
-	if err := a.NotesJournal().Add(ctx, commit, entries...); err != nil {
+	all := append(slices.Clone(req.stepNotes), notes.Note{Commit: commit, Entries: entries})
+	if err := a.NotesJournal().AddAll(ctx, all); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
 }

@@ -171,9 +171,13 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	res, err := loop.Run(ctx, opts)
 	r.rec.finishMirrors(context.WithoutCancel(ctx))
 	if err != nil {
+		r.rec.writeNotes(context.WithoutCancel(ctx))
 		return r.report(res), r.abort(err)
 	}
 	rep, err := r.end(ctx, res, o.NoLand)
+	if rep.Landed == "" { // a landing wrote them, with the squash commit's note
+		r.rec.writeNotes(context.WithoutCancel(ctx))
+	}
 	if err == nil && ctx.Err() == nil {
 		r.autoPrune(context.WithoutCancel(ctx))
 	}

@@ -82,6 +82,16 @@ func (w *Written) Own(commit string) {
 	w.own[commit] = true
 }
 
+// owns says the commit was marked Own: it has no note but what this journal wrote.
+func (w *Written) owns(commit string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.own[commit]
+}
+
 func (w *Written) get(commit string) ([]string, bool) {
 	if w == nil {
 		return nil, false
