@@ -36,7 +36,9 @@ type LiveRun struct {
 
 // RunRow is one run in the status list.
 type RunRow struct {
-	ID         string    `json:"run_id"`
+	ID string `json:"run_id"`
+	// Kind is run (a run of the loop) or check (git norma check, recorded as a run).
+	Kind       string    `json:"kind"`
 	Task       string    `json:"task_id"`
 	Goal       string    `json:"goal"`
 	Status     string    `json:"status"`
@@ -109,7 +111,7 @@ func (a *App) runRow(r store.Run) RunRow {
 		end = a.Now()
 	}
 	row := RunRow{
-		ID: r.ID, Task: r.TaskID, Goal: r.Goal, Status: r.Status, Verdict: r.Verdict, StopReason: r.StopReason,
+		ID: r.ID, Kind: r.Kind, Task: r.TaskID, Goal: r.Goal, Status: r.Status, Verdict: r.Verdict, StopReason: r.StopReason,
 		Iteration: r.Iteration, Step: r.CurrentStepIndex, Started: r.CreatedAt,
 		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
@@ -95,7 +96,11 @@ func printRuns(out io.Writer, runs []gitnorma.RunRow) {
 		if r.ProcessGone {
 			status += " (process gone; its next run recovers it)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Task, status, orDash(r.Verdict), r.Iteration,
+		iter := strconv.Itoa(r.Iteration)
+		if r.Kind == "check" {
+			iter = "check" // git norma check: no iterations
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Task, status, orDash(r.Verdict), iter,
 			r.Started.Local().Format("2006-01-02 15:04:05"), durationText(r.DurationMS))
 	}
 	w.Flush()
