@@ -167,6 +167,10 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	say(l.o.Live, sel.TaskID, "loop: task %s %q (%s)", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
 		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true})
+		if errors.Is(err, ErrClaimLost) {
+			say(l.o.Live, sel.TaskID, "loop: task %s was claimed elsewhere first; going on with the next ready task", sel.TaskID)
+			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopClaimLost, Message: err.Error()}, nil
+		}
 		if err != nil {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,12 +271,28 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	crashPoint("claiming")
 	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
 		_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
+		if errors.Is(err, tracker.ErrClaimed) {
+			// Someone (another worker, a person) claimed it first: nothing of this run's is
+			// left behind, and the task stays theirs.
+			msg := fmt.Sprintf("task %s was claimed by another run or person first", r.pre.task.ID)
+			r.finish(ctx, store.StatusStopped, "", StopClaimLost, msg)
+			r.release(ctx, true)
+			return &Error{Code: ExitFail, Err: fmt.Errorf("%s: %w: %w", msg, ErrClaimLost, err),
+				Hint: "git norma next picks another ready task; git norma loop goes on by itself"}
+		}
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
 	crashPoint("claimed")
 	r.claimed = true
 	return r.st.SetClaim(ctx, r.id, store.ClaimHeld)
 }
+
+// ErrClaimLost is a run that lost its task's claim to someone else (another worker claiming
+// at the same moment, a person): not a failure of the task, and `loop` goes on with the next.
+var ErrClaimLost = errors.New("the claim was lost")
+
+// StopClaimLost is the stop reason of such a run.
+const StopClaimLost = "claim_lost"
 
 // setUpWorkspace prepares the new workspace as the repository asks (.worktreeinclude,
 // worktree.setup); its output goes to the run dir's setup.txt. A failure ends the run.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -263,7 +264,30 @@ func (b *BD) Claim(ctx context.Context, id, actor string) (Task, error) {
 	if actor != "" {
 		args = append(args, "--actor", actor)
 	}
-	return b.one(ctx, id, append(args, "--json")...)
+	args = append(args, "--json")
+	// A claim that lost a race on the database (several workers claiming at once) is tried
+	// again after a random pause, a few times: the other claim may have been of another task.
+	// Still lost, it is ErrClaimed like any claim someone else holds.
+	for attempt := 1; ; attempt++ {
+		t, err := b.one(ctx, id, args...)
+		var ce *CallError
+		if err == nil || attempt == claimAttempts || !errors.As(err, &ce) || !ce.raceLost() {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return Task{}, err
+		case <-time.After(claimPause()):
+		}
+	}
+}
+
+// claimAttempts bounds the tries of a claim that keeps losing races.
+const claimAttempts = 3
+
+// claimPause is a random pause of 50 to 250 ms: workers that collided do not collide again.
+func claimPause() time.Duration {
+	return 50*time.Millisecond + rand.N(200*time.Millisecond)
 }
 
 // Update runs one `bd update <id> [--notes N] [--add-label L]... [--remove-label L]...

@@ -180,8 +180,16 @@ func (e *CallError) notFound() bool {
 }
 
 // claimRefused recognizes `update --claim` losing: "Error claiming X: issue already claimed by
-// Y", or (newer bd) "issue not claimable: status S".
+// Y", (newer bd) "issue not claimable: status S", or, on a Dolt server where another worker's
+// claim committed first, a serialization failure (see raceLost).
 func (e *CallError) claimRefused() bool {
 	s := e.Stderr + "\n" + e.Message
-	return strings.Contains(s, "already claimed") || strings.Contains(s, "not claimable")
+	return strings.Contains(s, "already claimed") || strings.Contains(s, "not claimable") || e.raceLost()
+}
+
+// raceLost recognizes Dolt's `Error 1213 (40001): serialization failure`: a transaction that
+// lost to a concurrent one (two workers claiming at once). Done again it may go through.
+func (e *CallError) raceLost() bool {
+	s := e.Stderr + "\n" + e.Message
+	return strings.Contains(s, "Error 1213") || strings.Contains(s, "serialization failure")
 }

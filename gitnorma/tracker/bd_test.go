@@ -733,3 +733,18 @@ func TestBDAvailable(t *testing.T) {
 		})
 	}
 }
+
+// TestBDClaimRaceRetried: a claim that loses to a concurrent transaction on the Dolt server
+// (bd prints `Error 1213 (40001): serialization failure`, as the contract records) is tried
+// again, a bounded number of times, and then is ErrClaimed: lost, like any claim someone holds.
+func TestBDClaimRaceRetried(t *testing.T) {
+	f := newFakeBD(t)
+	f.sample("claim_race", "", "Error claiming norma-uq0.1.2: Error 1213 (40001): serialization failure\n", 1)
+	f.setTable(entry(f.tmp+"/claim_race", "update", "norma-uq0.1.2", "--claim", "--actor", "w1", "--json"))
+	start := time.Now()
+	_, err := f.bd.Claim(context.Background(), "norma-uq0.1.2", "w1")
+	require.ErrorIs(t, err, ErrClaimed)
+	assert.Contains(t, err.Error(), "serialization failure")
+	assert.Len(t, f.calls(), claimAttempts)
+	assert.GreaterOrEqual(t, time.Since(start), time.Duration(claimAttempts-1)*50*time.Millisecond, "paused between tries")
+}
