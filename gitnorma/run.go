@@ -291,6 +291,11 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 // at the same moment, a person): not a failure of the task, and `loop` goes on with the next.
 var ErrClaimLost = errors.New("the claim was lost")
 
+// lostClaim is an error, with its own message, that is a lost claim (errors.Is ErrClaimLost).
+type lostClaim struct{ error }
+
+func (lostClaim) Is(target error) bool { return target == ErrClaimLost }
+
 // StopClaimLost is the stop reason of such a run.
 const StopClaimLost = "claim_lost"
 
@@ -366,6 +371,11 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	}
 	if t.Status == tracker.StatusInProgress && r.recoverClaim(ctx) {
 		t.Status = tracker.StatusOpen
+	}
+	if t.Status == tracker.StatusInProgress {
+		// Claimed since it was selected (another worker, a person): for loop, a lost claim.
+		return &Error{Code: ExitFail, Err: lostClaim{fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)},
+			Hint: "if nobody is working on it, set its status back to open in the tracker"}
 	}
 	if t.Status != tracker.StatusOpen {
 		return failf("if nobody is working on it, set its status back to open in the tracker",
