@@ -100,7 +100,11 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 			return nil, fatalf(`install bd (Beads), or set "tracker": "jsonl" in .norma/config.json`,
 				"the tracker is beads but bd is not installed or not on PATH")
 		}
-		a.backlog = tracker.NewBD(a.Repo.Root)
+		bd := tracker.NewBD(a.Repo.Root)
+		// Every bd call is made as this worker: its writes carry the actor, its claims are
+		// refused when another worker holds the task.
+		bd.Env = append(bd.Env, "BEADS_ACTOR="+a.WorkerID(context.Background()))
+		a.backlog = bd
 	default:
 		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix).
 			WithIndex(a.Repo.Path("cache", "backlog-heads.idx"), hasVerify)

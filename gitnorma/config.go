@@ -55,6 +55,15 @@ type Config struct {
 	Worktree WorktreeConfig `json:"worktree"`
 	// Sandbox confines agents and check commands (loop/sandbox).
 	Sandbox SandboxConfig `json:"sandbox"`
+	// Worker names this git-norma to a shared tracker (see App.WorkerID).
+	Worker WorkerConfig `json:"worker"`
+}
+
+// WorkerConfig is the "worker" section.
+type WorkerConfig struct {
+	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
+	// else <user.name>@<host>/<pid>, one per process.
+	ID string `json:"id"`
 }
 
 // SandboxConfig is the "sandbox" section: how agents and check commands are confined.

@@ -33,22 +33,39 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 	case store.ClaimHeld:
 		return true
 	case store.ClaimIntent:
-		return t.Assignee == a.claimAssignee(ctx)
+		return t.Assignee == a.claimAssignee(ctx, run)
 	}
 	return false
 }
 
-// claimAssignee is the assignee our claim leaves on a task: the embedded backlog's claim keeps
-// the task unassigned (git-norma claims with no actor), bd's sets bd's actor: BEADS_ACTOR, or
-// else git's user.name.
-func (a *App) claimAssignee(ctx context.Context) string {
-	if a.TrackerKind() != "beads" {
+// claimAssignee is the assignee run's claim leaves on a task: the embedded backlog's claim
+// keeps the task unassigned (git-norma claims with no actor), bd's sets the actor the run
+// recorded (worker.id), or for a run of a version that recorded none, bd's own default then:
+// BEADS_ACTOR, or else git's user.name.
+func (a *App) claimAssignee(ctx context.Context, run store.Run) string {
+	switch {
+	case a.TrackerKind() != "beads":
 		return ""
+	case run.Actor != "":
+		return run.Actor
+	case os.Getenv("BEADS_ACTOR") != "":
+		return os.Getenv("BEADS_ACTOR")
+	}
+	return a.actor(ctx)
+}
+
+// WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
+// <user.name>@<host>/<pid> — one per process, never git's user.name alone, which every CI
+// runner of a project shares (and bd accepts a claim again from the actor that holds it).
+func (a *App) WorkerID(ctx context.Context) string {
+	if a.Config.Worker.ID != "" {
+		return a.Config.Worker.ID
 	}
 	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
 		return actor
 	}
-	return a.actor(ctx)
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s/%d", a.actor(ctx), host, os.Getpid())
 }
 
 // recoverPassed finds a run of the task that recorded a PASS and died before landing it (it

@@ -21,6 +21,8 @@ func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 		return store.Run{ID: "r-" + claim, Status: store.StatusRunning, TaskID: "norma-t1", Claim: claim}
 	}
 	held, given, intent, none := run(store.ClaimHeld), run(store.ClaimReleased), run(store.ClaimIntent), run("")
+	intentAsW1 := run(store.ClaimIntent)
+	intentAsW1.Actor = "w1"
 	task := func(status, assignee string) tracker.Task {
 		return tracker.Task{ID: "norma-t1", Status: status, Assignee: assignee}
 	}
@@ -42,6 +44,8 @@ func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 		{"bd: intent, our actor", intent, task(tracker.StatusInProgress, "Norma Bot"), true, "Norma Bot"},
 		{"bd: intent, another actor", intent, task(tracker.StatusInProgress, "alice"), false, "Norma Bot"},
 		{"bd: intent, unassigned", intent, task(tracker.StatusInProgress, ""), false, "Norma Bot"},
+		{"bd: intent, the worker the run recorded", intentAsW1, task(tracker.StatusInProgress, "w1"), true, "Norma Bot"},
+		{"bd: intent, this process's actor but not the run's", intentAsW1, task(tracker.StatusInProgress, "Norma Bot"), false, "Norma Bot"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

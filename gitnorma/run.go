@@ -230,9 +230,13 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		}
 	}
 	host, _ := os.Hostname()
+	actor := "" // the embedded backlog's claims carry no assignee
+	if r.app.TrackerKind() == "beads" {
+		actor = r.app.WorkerID(ctx) // bd's claim assigns the task to it (see App.Tracker)
+	}
 	err := r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,
-		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID,
+		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID, Actor: actor,
 	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
 	if err != nil {
 		return err

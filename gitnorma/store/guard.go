@@ -24,7 +24,8 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 	queries := []string{
 		`SELECT run_id, kind, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir,
 			coalesce(task_id, ''), coalesce(stop_reason, ''), coalesce(ended_at, ''), coalesce(head, ''),
-			coalesce(pass_head, ''), coalesce(pass_tree, ''), coalesce(landed_commit, ''), coalesce(claim, '')
+			coalesce(pass_head, ''), coalesce(pass_tree, ''), coalesce(landed_commit, ''), coalesce(claim, ''),
+			coalesce(actor, '')
 			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
 		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, '')
 			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,

@@ -55,6 +55,9 @@ type Run struct {
 	LandedCommit string
 	// Claim is the run's hold on its task (ClaimIntent, ClaimHeld, ClaimReleased or "").
 	Claim string
+	// Actor is who the claim was made as (the tracker's assignee for it); "" for the embedded
+	// backlog, whose claims carry none, and for runs of older versions.
+	Actor string
 }
 
 // CreateRun records a new run, its kv extras and a "run_started" event in one transaction, so
@@ -77,11 +80,11 @@ func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO runs(run_id, kind, created_at, goal, status, iteration,
-			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head, actor)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Kind, FormatTime(r.CreatedAt), r.Goal, r.Status, r.Iteration, r.CurrentStepIndex,
 			nullString(r.Verdict), r.RunDir, nullString(r.TaskID), nullString(r.StopReason), ended,
-			nullString(r.Head)); err != nil {
+			nullString(r.Head), nullString(r.Actor)); err != nil {
 			return fmt.Errorf("store: create run %s: %w", r.ID, err)
 		}
 		for k, v := range kv {
@@ -167,7 +170,7 @@ func mustAffect(res sql.Result, runID string) error {
 }
 
 const runSelect = `SELECT run_id, kind, created_at, goal, status, iteration, current_step_index,
-	verdict, run_dir, task_id, stop_reason, ended_at, head, pass_head, pass_tree, landed_commit, claim
+	verdict, run_dir, task_id, stop_reason, ended_at, head, pass_head, pass_tree, landed_commit, claim, actor
 FROM runs
 `
 
@@ -232,13 +235,13 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]Run
 	var out []Run
 	for rows.Next() {
 		var (
-			r                                 Run
-			created                           string
-			verdict, task, stop, ended, head  sql.NullString
-			passHead, passTree, landed, claim sql.NullString
+			r                                        Run
+			created                                  string
+			verdict, task, stop, ended, head         sql.NullString
+			passHead, passTree, landed, claim, actor sql.NullString
 		)
 		if err := rows.Scan(&r.ID, &r.Kind, &created, &r.Goal, &r.Status, &r.Iteration, &r.CurrentStepIndex,
-			&verdict, &r.RunDir, &task, &stop, &ended, &head, &passHead, &passTree, &landed, &claim); err != nil {
+			&verdict, &r.RunDir, &task, &stop, &ended, &head, &passHead, &passTree, &landed, &claim, &actor); err != nil {
 			return nil, err
 		}
 		if r.CreatedAt, err = ParseTime(created); err != nil {
@@ -251,6 +254,7 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]Run
 		}
 		r.Verdict, r.TaskID, r.StopReason, r.Head = verdict.String, task.String, stop.String, head.String
 		r.PassHead, r.PassTree, r.LandedCommit, r.Claim = passHead.String, passTree.String, landed.String, claim.String
+		r.Actor = actor.String
 		out = append(out, r)
 	}
 	return out, rows.Err()

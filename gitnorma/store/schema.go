@@ -123,6 +123,11 @@ CREATE INDEX idx_runs_landed_commit ON runs(landed_commit) WHERE landed_commit I
 	`
 ALTER TABLE steps ADD COLUMN output_json TEXT NULL CHECK (output_json IS NULL OR json_valid(output_json));
 `,
+	// Version 5: the actor a run claimed its task as (worker.id), so that recovery gives back
+	// only the claims this worker made.
+	`
+ALTER TABLE runs ADD COLUMN actor TEXT NULL;
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

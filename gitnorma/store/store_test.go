@@ -64,7 +64,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			{Name: "kind", Type: "TEXT", NotNull: true, Default: sql.NullString{String: "'run'", Valid: true}},
 			col("task_id", "TEXT", false, 0), col("stop_reason", "TEXT", false, 0), col("ended_at", "TEXT", false, 0),
 			col("head", "TEXT", false, 0), col("pass_head", "TEXT", false, 0), col("landed_commit", "TEXT", false, 0),
-			col("claim", "TEXT", false, 0),
+			col("claim", "TEXT", false, 0), col("actor", "TEXT", false, 0),
 		},
 		"steps": {
 			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
