@@ -89,6 +89,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	_ = st.SetLanded(ctx, req.runID, res.Commit)
 	if !res.Empty {
 		a.noteLanding(ctx, st, req, res.Commit)
+	} else if err := a.NotesJournal().AddAll(ctx, req.stepNotes); err != nil {
+		// Nothing landed to note; the steps' notes still go on their commits.
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
