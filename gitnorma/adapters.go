@@ -35,9 +35,9 @@ type recorder struct {
 	lastHead string
 }
 
-// The kv_run keys holding a run's last plan and last check outputs as the orchestrator
-// recorded them: what a landing reads (its criteria, its commit message, its verdict), never
-// the step files, which agents can write.
+// The kv_run keys where runs recorded before schema 4 kept their last plan and last check
+// outputs: what a landing reads (its criteria, its commit message, its verdict), never the
+// step files, which agents can write. Steps now keep their whole output in the store.
 const (
 	kvLastPlan  = "last_plan"
 	kvLastCheck = "last_check"
@@ -68,15 +68,8 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		Output: string(output),
 	}
 	crashPoint("step-files")
-	kv := map[string]any{}
-	if rec.Output.Plan != nil {
-		kv[kvLastPlan] = rec.Output.Plan
-	}
-	if rec.Output.Check != nil {
-		kv[kvLastCheck] = rec.Output.Check
-	}
 	err = r.st.CommitStep(ctx, store.StepCommit{
-		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict, KV: kv,
+		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
 	})
 	if err != nil {
 		return err

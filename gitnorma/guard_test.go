@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,6 +129,15 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.SetKV(ctx, "r-1", "fork_point", "forged"))
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap), "the extras count too")
+
+	// a step's output, which landing reads its criteria from
+	require.NoError(t, st.CommitStep(ctx, store.StepCommit{Step: store.Step{RunID: "r-1", Index: 1, Role: "plan", Iteration: 1,
+		Status: "ok", Dir: "d", StartedAt: time.Now(), Output: `{"plan":{"criteria":"test -f x"}}`}, Iteration: 1, CurrentStepIndex: 1}))
+	snap, err = g.snapshotGit(ctx)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `UPDATE steps SET output_json = '{"plan":{"criteria":"true"}}' WHERE run_id = 'r-1'`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap), "a step's output counts too")
 }
 
 // Refs: the target and another task's branch moved during the step are moved back

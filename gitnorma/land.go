@@ -189,6 +189,22 @@ func (a *App) runOutputs(ctx context.Context, st *store.Store, runID string) (pl
 	if len(steps) > 0 {
 		last = steps[len(steps)-1].Index
 	}
+	stored := false
+	for _, s := range steps {
+		if out, ok := storedOutput(s); ok {
+			stored = true
+			if out.Plan != nil {
+				plan = out.Plan
+			}
+			if out.Check != nil {
+				check = out.Check
+			}
+		}
+	}
+	if stored {
+		return plan, check, last, nil
+	}
+	// A run recorded before the store kept step outputs (schema 4) has them in kv_run.
 	kv, err := st.KV(ctx, runID)
 	if err != nil {
 		return nil, nil, 0, err

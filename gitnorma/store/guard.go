@@ -27,7 +27,8 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 			coalesce(pass_head, ''), coalesce(pass_tree, ''), coalesce(landed_commit, ''), coalesce(claim, ''),
 			coalesce(actor, '')
 			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
-		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, '')
+		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, ''),
+			coalesce(output_json, '')
 			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,
 		`SELECT run_id, key, value_json FROM kv_run WHERE run_id IN (` + runsOf + `) ORDER BY run_id, key`,
 	}
