@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/git-norma/git-norma/loop"
@@ -21,6 +22,11 @@ type LoopOptions struct {
 	// Force starts runs even while a guard violation is pending (one the loop meets still
 	// stops it).
 	Force bool
+	// Poll, when set, makes the loop a worker that waits for work: with nothing ready and
+	// nothing running it looks again after about Poll (a fifth more at random, so that workers
+	// started together do not ask together) instead of stopping, until it is paused or
+	// interrupted.
+	Poll time.Duration
 }
 
 // LoopReport is what a loop did, run by run, and why it stopped.
@@ -86,6 +92,8 @@ type looper struct {
 	// fatal is an error no other task can get past (git, the repository, the store, the
 	// config): the loop starts nothing more and returns it once the runs going on end.
 	fatal error
+	// idle says a worker found nothing ready and said so (it says it once per idle spell).
+	idle bool
 }
 
 // runResult is one run's report, and its error when it could not run.
@@ -150,11 +158,24 @@ func (l *looper) fill(ctx context.Context) error {
 			return err
 		}
 		if sel.TaskID == "" {
-			if len(l.running) == 0 {
-				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope), 0)
+			if len(l.running) > 0 {
+				return nil // the runs going on may unblock more
 			}
-			return nil // the runs going on may unblock more
+			if l.o.Poll <= 0 {
+				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope), 0)
+				return nil
+			}
+			if !l.idle {
+				say(l.o.Live, "", "loop: nothing ready%s; waiting for work (every %s)", scopeText(sel.Scope), l.o.Poll)
+				l.idle = true
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(l.o.Poll + rand.N(l.o.Poll/5+1)):
+			}
+			continue
 		}
+		l.idle = false
 		l.start(ctx, sel)
 	}
 	return nil

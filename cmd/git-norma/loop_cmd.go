@@ -2,19 +2,23 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma"
 )
 
 type loopCmd struct {
-	MaxTasks      int    `help:"Stop after this many runs (0: until nothing is ready)." default:"0"`
-	Parallel      int    `help:"Run up to N independent tasks at once (at most max_parallel)." default:"1" placeholder:"N"`
-	ActiveFeature string `help:"Only run tasks under this feature." placeholder:"ID"`
-	ActiveEpic    string `help:"Only run tasks under this epic." placeholder:"ID"`
-	NoLand        bool   `help:"Leave PASSed tasks on their branches for review."`
-	JSON          bool   `xor:"format" help:"Print the loop report as JSON."`
-	Stream        bool   `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind loop_ended)."`
-	Force         bool   `help:"Start even while a guard violation is pending (see git norma resume)."`
+	MaxTasks      int           `help:"Stop after this many runs (0: until nothing is ready)." default:"0"`
+	Parallel      int           `help:"Run up to N independent tasks at once (at most max_parallel)." default:"1" placeholder:"N"`
+	ActiveFeature string        `help:"Only run tasks under this feature." placeholder:"ID"`
+	ActiveEpic    string        `help:"Only run tasks under this epic." placeholder:"ID"`
+	NoLand        bool          `help:"Leave PASSed tasks on their branches for review."`
+	JSON          bool          `xor:"format" help:"Print the loop report as JSON."`
+	Stream        bool          `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind loop_ended)."`
+	Force         bool          `help:"Start even while a guard violation is pending (see git norma resume)."`
+	Worker        bool          `help:"Wait for work instead of stopping when nothing is ready: look again every --poll, until paused (git norma pause) or interrupted."`
+	Poll          time.Duration `help:"How often a --worker looks for ready tasks while it has none." default:"30s"`
+	ExitWhenIdle  bool          `help:"With --worker: stop (exit 0) when nothing is ready, as a job that a scheduler starts N times (a Kubernetes Job, a CI matrix) needs."`
 }
 
 func (c *loopCmd) Run(env *Env) error {
@@ -23,6 +27,13 @@ func (c *loopCmd) Run(env *Env) error {
 	}
 	if c.MaxTasks < 0 {
 		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--max-tasks must be 0 or more")}
+	}
+	if c.Poll <= 0 {
+		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--poll must be a duration above zero, such as 30s")}
+	}
+	var poll time.Duration // a plain loop, or a worker that exits when idle, stops then
+	if c.Worker && !c.ExitWhenIdle {
+		poll = c.Poll
 	}
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
@@ -35,7 +46,7 @@ func (c *loopCmd) Run(env *Env) error {
 		live = stream.live(live)
 	}
 	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: live,
-		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}})
+		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, Poll: poll})
 	if err != nil {
 		return err
 	}
