@@ -169,6 +169,11 @@ func (l *looper) fill(ctx context.Context) error {
 				say(l.o.Live, "", "loop: nothing ready%s; waiting for work (every %s)", scopeText(sel.Scope), l.o.Poll)
 				l.idle = true
 			}
+			// What a run killed meanwhile left (its task in progress, a PASS not landed) is
+			// recovered as at the loop's start, so that its task can be run again.
+			if err := l.app.recoverCrashed(ctx, l.o.NoLand, l.o.Live); err != nil {
+				say(l.o.Live, "", "loop: recovering dead runs failed: %v", err)
+			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(l.o.Poll + rand.N(l.o.Poll/5+1)):
