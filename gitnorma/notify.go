@@ -23,7 +23,7 @@ const (
 )
 
 // notifyTimeout bounds the notify command; it is killed (with its process group) after it.
-var notifyTimeout = 10 * time.Second
+const notifyTimeout = 10 * time.Second
 
 // NotifyEvent is what the configured notify command reads on stdin, one JSON object per run.
 type NotifyEvent struct {
@@ -51,7 +51,7 @@ func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, liv
 		return
 	}
 	ev := a.notifyEvent(context.WithoutCancel(ctx), rep, runErr)
-	if err := a.runNotify(context.WithoutCancel(ctx), ev); err != nil {
+	if err := a.runNotify(context.WithoutCancel(ctx), ev, notifyTimeout); err != nil {
 		warn(live, rep.TaskID, "notify command failed for run %s: %v", rep.RunID, err)
 	}
 }
@@ -90,12 +90,12 @@ func (a *App) taskBlocked(ctx context.Context, id string) bool {
 
 // runNotify runs the notify argv (never a shell string) in the repository root with the event
 // on stdin and NORMA_EVENT, NORMA_RUN_ID, NORMA_TASK_ID and NORMA_STATUS in its environment.
-func (a *App) runNotify(ctx context.Context, ev NotifyEvent) error {
+func (a *App) runNotify(ctx context.Context, ev NotifyEvent, limit time.Duration) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	argv := a.Config.Notify
 	prog := argv[0]
@@ -115,7 +115,7 @@ func (a *App) runNotify(ctx context.Context, ev NotifyEvent) error {
 	err = cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return fmt.Errorf("%s: killed after %s", argv[0], notifyTimeout)
+		return fmt.Errorf("%s: killed after %s", argv[0], limit)
 	case err != nil && out.Len() > 0:
 		return fmt.Errorf("%s: %v: %s", argv[0], err, strings.TrimSpace(out.String()))
 	case err != nil:

@@ -89,6 +89,11 @@ type cliAgent struct {
 // CLI/flag combination that grants the role more than the spec allows: plan and check are
 // read-only, do and act may write only in the workspace.
 func NewCLIAgent(role Role, o CLIOptions) (Agent, error) {
+	return newCLIAgent(role, o, os.Geteuid())
+}
+
+// newCLIAgent is NewCLIAgent for a git-norma running as user euid (0: root).
+func newCLIAgent(role Role, o CLIOptions, euid int) (Agent, error) {
 	if !slices.Contains(Roles, role) {
 		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, Roles)
 	}
@@ -106,7 +111,7 @@ func NewCLIAgent(role Role, o CLIOptions) (Agent, error) {
 	if err := a.vetEnv(); err != nil {
 		return nil, err
 	}
-	if err := a.vetRoot(); err != nil {
+	if err := a.vetRoot(euid); err != nil {
 		return nil, err
 	}
 	schema, err := Schema(role, "output")
@@ -157,13 +162,10 @@ func (a *cliAgent) vetEnv() error {
 	return nil
 }
 
-// geteuid is os.Geteuid, replaceable in tests.
-var geteuid = os.Geteuid
-
 // vetRoot refuses, before any run, what claude would refuse at every run: a permission
-// bypass as root without IS_SANDBOX=1.
-func (a *cliAgent) vetRoot() error {
-	if a.o.Kind != "claude" || !a.replaced[slotBypass] || geteuid() != 0 {
+// bypass as root (euid 0) without IS_SANDBOX=1.
+func (a *cliAgent) vetRoot(euid int) error {
+	if a.o.Kind != "claude" || !a.replaced[slotBypass] || euid != 0 {
 		return nil
 	}
 	if envValue(append(os.Environ(), a.o.Env...), "IS_SANDBOX") == "1" {

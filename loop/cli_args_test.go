@@ -131,14 +131,10 @@ func TestNewCLIAgentRefuses(t *testing.T) {
 		{name: "env without value", role: RoleDo, o: CLIOptions{Kind: "codex", Env: []string{"CODEX_API_KEY"}},
 			wantErr: []string{`"CODEX_API_KEY" is not NAME=value`}},
 	}
-	saved := geteuid
-	t.Cleanup(func() { geteuid = saved })
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("IS_SANDBOX", "")
-			euid := tc.euid
-			geteuid = func() int { return euid }
-			a, err := NewCLIAgent(tc.role, tc.o)
+			a, err := newCLIAgent(tc.role, tc.o, tc.euid)
 			if tc.wantErr == nil {
 				require.NoError(t, err)
 				assert.NotNil(t, a)
