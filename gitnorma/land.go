@@ -87,12 +87,11 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
 	}
 	_ = st.SetLanded(ctx, req.runID, res.Commit)
-	if !res.Empty {
-		a.noteLanding(ctx, st, req, res.Commit)
-	} else if err := a.NotesJournal().AddAll(ctx, req.stepNotes); err != nil {
-		// Nothing landed to note; the steps' notes still go on their commits.
-		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
+	landed := res.Commit
+	if res.Empty {
+		landed = "" // nothing landed to note; the steps' notes still go on their commits
 	}
+	a.noteLanding(ctx, st, req, landed)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
 	// The task's check worktree served its last check: landed, the task needs no other.
@@ -231,20 +230,25 @@ func readStepOutput(dir string) (loop.Output, error) {
 	return out, json.Unmarshal(data, &out)
 }
 
-// noteLanding puts the run's whole journal on the squash commit (squash merges carry no notes
-// of the branch), ending with the landing entry itself.
+// noteLanding writes the run's step notes not written yet (req.stepNotes) and puts the run's
+// whole journal on the squash commit (squash merges carry no notes of the branch), ending with
+// the landing entry itself — all in one commit of the notes ref. commit "" is a landing that
+// made no commit: only the step notes are written.
 func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest, commit string) {
-	steps, err := st.Steps(ctx, req.runID)
-	if err != nil {
-		return
+	all := slices.Clone(req.stepNotes)
+	if commit != "" {
+		steps, err := st.Steps(ctx, req.runID)
+		if err != nil {
+			return
+		}
+		entries := make([]notes.Entry, 0, len(steps)+1)
+		for _, s := range steps {
+			entries = append(entries, stepEntry(req.task.ID, s, a.redact))
+		}
+		entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
+			Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
+		all = append(all, notes.Note{Commit: commit, Entries: entries})
 	}
-	entries := make([]notes.Entry, 0, len(steps)+1)
-	for _, s := range steps {
-		entries = append(entries, stepEntry(req.task.ID, s, a.redact))
-	}
-	entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
-		Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
-	all := append(slices.Clone(req.stepNotes), notes.Note{Commit: commit, Entries: entries})
 	if err := a.NotesJournal().AddAll(ctx, all); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
