@@ -67,9 +67,7 @@ func (s stampedTracker) Ready(ctx context.Context) (out []tracker.Task, err erro
 // Heads returns the tasks' heads where the tracker keeps them (the embedded backlog); ok is
 // false for one that does not (bd).
 func (s stampedTracker) Heads(ctx context.Context) (heads []tracker.Head, ok bool, err error) {
-	hs, ok := s.inner.(interface {
-		Heads(ctx context.Context) ([]tracker.Head, error)
-	})
+	hs, ok := s.inner.(tracker.HeadKeeper)
 	if !ok {
 		return nil, false, nil
 	}
@@ -80,9 +78,7 @@ func (s stampedTracker) Heads(ctx context.Context) (heads []tracker.Head, ok boo
 // GetMany reads the tasks with ids, in that order: at once where the tracker can (the
 // embedded backlog), one by one otherwise.
 func (s stampedTracker) GetMany(ctx context.Context, ids []string) (out []tracker.Task, err error) {
-	gm, ok := s.inner.(interface {
-		GetMany(ctx context.Context, ids []string) ([]tracker.Task, error)
-	})
+	gm, ok := s.inner.(tracker.HeadKeeper)
 	if !ok {
 		for _, id := range ids {
 			t, err := s.Get(ctx, id)

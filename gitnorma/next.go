@@ -80,9 +80,7 @@ func selectionHeads(ctx context.Context, tr tracker.Tracker) (all []tracker.Head
 		if all, ok, err := hs.Heads(ctx); ok || err != nil {
 			return all, err
 		}
-	case interface {
-		Heads(ctx context.Context) ([]tracker.Head, error)
-	}: // the embedded backlog unwrapped (git norma run inside a step)
+	case tracker.HeadKeeper: // the embedded backlog unwrapped (git norma run inside a step)
 		return hs.Heads(ctx)
 	}
 	readyTasks, err := tr.Ready(ctx)

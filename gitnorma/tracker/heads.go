@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -29,6 +30,13 @@ type Head struct {
 type DepHead struct {
 	On   string
 	Type string
+}
+
+// HeadKeeper is a backlog that keeps its tasks' heads (the embedded one, see JSONL.Heads): a
+// selection reads the heads instead of every task, and a page of tasks is read at once.
+type HeadKeeper interface {
+	Heads(ctx context.Context) ([]Head, error)
+	GetMany(ctx context.Context, ids []string) ([]Task, error)
 }
 
 // VerifyFunc says whether a task's description names a Verify command: the one fact of the
