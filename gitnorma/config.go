@@ -62,7 +62,7 @@ type Config struct {
 // WorkerConfig is the "worker" section.
 type WorkerConfig struct {
 	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
-	// else <user.name>@<host>/<pid>, one per process.
+	// else <host>/<pid>, one per process.
 	ID string `json:"id"`
 }
 

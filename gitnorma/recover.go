@@ -55,9 +55,10 @@ func (a *App) claimAssignee(ctx context.Context, run store.Run) string {
 }
 
 // WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
-// <user.name>@<host>/<pid> — one per process, never git's user.name alone, which every CI
-// runner of a project shares (and bd accepts a claim again from the actor that holds it).
-func (a *App) WorkerID(ctx context.Context) string {
+// <host>/<pid> — one per process, never git's user.name, which every CI runner of a project
+// shares (and bd accepts a claim again from the actor that holds it). It starts no process:
+// every command with bd asks for it.
+func (a *App) WorkerID() string {
 	if a.Config.Worker.ID != "" {
 		return a.Config.Worker.ID
 	}
@@ -65,7 +66,7 @@ func (a *App) WorkerID(ctx context.Context) string {
 		return actor
 	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s/%d", a.actor(ctx), host, os.Getpid())
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // recoverPassed finds a run of the task that recorded a PASS and died before landing it (it

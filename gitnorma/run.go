@@ -232,7 +232,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	host, _ := os.Hostname()
 	actor := "" // the embedded backlog's claims carry no assignee
 	if r.app.TrackerKind() == "beads" {
-		actor = r.app.WorkerID(ctx) // bd's claim assigns the task to it (see App.Tracker)
+		actor = r.app.WorkerID() // bd's claim assigns the task to it (see App.Tracker)
 	}
 	err := r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,
