@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -22,11 +23,11 @@ const (
 // Angular set).
 var conventionalTypes = []string{"feat", "fix", "docs", "style", "refactor", "perf", "test", "build", "ci", "chore", "revert"}
 
-var scopeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`)
+var scopeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`) })
 
 // titlePrefixRE matches a Conventional Commit prefix a task title may already start with:
 // type, optional (scope), optional !, a colon, then a space or the end of the title.
-var titlePrefixRE = regexp.MustCompile(`^([A-Za-z]+)(?:\(([^()]*)\))?(!)?:(?: |$)`)
+var titlePrefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([A-Za-z]+)(?:\(([^()]*)\))?(!)?:(?: |$)`) })
 
 // titlePrefix is a valid Conventional Commit prefix found at the start of a task title.
 type titlePrefix struct {
@@ -40,7 +41,7 @@ type titlePrefix struct {
 // case-insensitively (as Conventional Commits says) and returned lower-case. Anything else
 // (an unknown word such as "Note:", an invalid scope) is not a prefix and stays in the subject.
 func splitTitlePrefix(title string) (titlePrefix, bool) {
-	m := titlePrefixRE.FindStringSubmatchIndex(title)
+	m := titlePrefixRE().FindStringSubmatchIndex(title)
 	if m == nil {
 		return titlePrefix{}, false
 	}
@@ -50,7 +51,7 @@ func splitTitlePrefix(title string) (titlePrefix, bool) {
 	}
 	if m[4] >= 0 {
 		p.scope = strings.ToLower(title[m[4]:m[5]])
-		if !scopeRE.MatchString(p.scope) {
+		if !scopeRE().MatchString(p.scope) {
 			return titlePrefix{}, false
 		}
 	}
@@ -97,7 +98,7 @@ func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
 		if slices.Contains(conventionalTypes, plan.Commit.Type) {
 			typ = plan.Commit.Type
 		}
-		if scopeRE.MatchString(plan.Commit.Scope) {
+		if scopeRE().MatchString(plan.Commit.Scope) {
 			scope = plan.Commit.Scope
 		}
 		breaking = plan.Commit.Breaking

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -170,9 +171,9 @@ const (
 	AgentOpencode = "opencode"
 )
 
-var gateNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var gateNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
-var coAuthorRE = regexp.MustCompile(`^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$`)
+var coAuthorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[^<>\n]+ <[^<>\s]+@[^<>\s]+>$`) })
 
 var agentTypes = []string{AgentBuiltin, AgentExec, AgentClaude, AgentCodex, AgentGemini, AgentOpencode}
 
@@ -272,7 +273,7 @@ func (c *Config) validate() error {
 			return errors.New("agents.do.type: there is no built-in Do agent; use exec or an agent CLI")
 		}
 	}
-	if c.Commit.CoAuthor != "" && !coAuthorRE.MatchString(c.Commit.CoAuthor) {
+	if c.Commit.CoAuthor != "" && !coAuthorRE().MatchString(c.Commit.CoAuthor) {
 		return fmt.Errorf("commit.co_author: %q is not of the form \"Name <email>\"", c.Commit.CoAuthor)
 	}
 	if c.Commit.DefaultType != "" && !slices.Contains(conventionalTypes, c.Commit.DefaultType) {
@@ -285,7 +286,7 @@ func (c *Config) validate() error {
 	}
 	seen := map[string]bool{}
 	for i, g := range c.Gates {
-		if !gateNameRE.MatchString(g.Name) || seen[g.Name] {
+		if !gateNameRE().MatchString(g.Name) || seen[g.Name] {
 			return fmt.Errorf("gates[%d].name: %q must be unique and made of letters, digits, '-' and '_'", i, g.Name)
 		}
 		if strings.TrimSpace(g.Cmd) == "" {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -20,7 +21,7 @@ import (
 // StopCrashed is the stop reason of a run whose process died without finishing it.
 const StopCrashed = "crashed"
 
-var stepDirRE = regexp.MustCompile(`^(\d{3})-(plan|do|check|act)$`)
+var stepDirRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{3})-(plan|do|check|act)$`) })
 
 // reconcile repairs what dead runs left behind (spec 4.2). A run still marked running whose
 // task lock nobody holds belongs to a process that died (runs of this very task are dead too:
@@ -79,7 +80,7 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 	}
 	r.killOrphans(ctx, dead, stepsDir)
 	for _, e := range entries {
-		m := stepDirRE.FindStringSubmatch(e.Name())
+		m := stepDirRE().FindStringSubmatch(e.Name())
 		if m == nil || !e.IsDir() {
 			continue
 		}

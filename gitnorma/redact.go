@@ -5,13 +5,14 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/git-norma/git-norma/loop"
 )
 
 // secretNameRE matches environment variable names that hold credentials (ANTHROPIC_API_KEY,
 // GITHUB_TOKEN, DB_PASSWORD, ...).
-var secretNameRE = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)`)
+var secretNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)`) })
 
 // minSecretLen keeps short values (flags like "1", "true") from being taken for secrets.
 const minSecretLen = 8
@@ -28,7 +29,7 @@ func newRedactor(env []string) redactor {
 	var r redactor
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
-		if ok && len(val) >= minSecretLen && secretNameRE.MatchString(name) {
+		if ok && len(val) >= minSecretLen && secretNameRE().MatchString(name) {
 			r.values = append(r.values, val)
 			if b, err := json.Marshal(val); err == nil && string(b[1:len(b)-1]) != val {
 				r.values = append(r.values, string(b[1:len(b)-1])) // as it appears inside JSON

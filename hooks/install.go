@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Names are the hooks git-norma installs.
@@ -77,10 +78,14 @@ func Block(name string) string {
 }
 
 // shellShebang matches the interpreters a POSIX block can be chained into.
-var shellShebang = regexp.MustCompile(`^#!\s*(/usr/bin/env\s+)?(/bin/|/usr/bin/|/usr/local/bin/)?(sh|bash|dash|zsh|ksh|ash)(\s|$)`)
+var shellShebang = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^#!\s*(/usr/bin/env\s+)?(/bin/|/usr/bin/|/usr/local/bin/)?(sh|bash|dash|zsh|ksh|ash)(\s|$)`)
+})
 
 // blockRE finds our block, any version.
-var blockRE = regexp.MustCompile(`(?s)` + regexp.QuoteMeta(beginMarker) + `[^\n]*\n.*?` + regexp.QuoteMeta(endMarker) + `\n?`)
+var blockRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?s)` + regexp.QuoteMeta(beginMarker) + `[^\n]*\n.*?` + regexp.QuoteMeta(endMarker) + `\n?`)
+})
 
 // Action is what Install or Uninstall did to one hook file.
 type Action struct {
@@ -124,7 +129,7 @@ func installOne(path, name string, force bool) (Action, error) {
 		return a, err
 	}
 	block := Block(name)
-	if loc := blockRE.FindIndex(data); loc != nil {
+	if loc := blockRE().FindIndex(data); loc != nil {
 		if string(data[loc[0]:loc[1]]) == block {
 			a.Result = "unchanged"
 			return a, nil
@@ -132,7 +137,7 @@ func installOne(path, name string, force bool) (Action, error) {
 		a.Result = "upgraded"
 		return a, writeKeepingMode(path, splice(data, loc[0], loc[1], block), 0)
 	}
-	if !shellShebang.Match(firstLine(data)) {
+	if !shellShebang().Match(firstLine(data)) {
 		if !force {
 			a.Result, a.Detail = "skipped", fmt.Sprintf("%v; add the lines of `git norma hooks install --manual` to it yourself, or use --force to move it to %s%s and chain it", ErrCannotChain, name, chainedSuffix)
 			return a, nil
@@ -177,7 +182,7 @@ func Uninstall(dir string) ([]Action, error) {
 		if err != nil {
 			return actions, err
 		}
-		if _, err := os.Stat(path + chainedSuffix); err == nil && blockRE.Match(data) {
+		if _, err := os.Stat(path + chainedSuffix); err == nil && blockRE().Match(data) {
 			a.Result = "restored"
 			if err := os.Rename(path+chainedSuffix, path); err != nil {
 				return actions, err
@@ -185,7 +190,7 @@ func Uninstall(dir string) ([]Action, error) {
 			actions = append(actions, a)
 			continue
 		}
-		if loc := blockRE.FindIndex(data); loc != nil {
+		if loc := blockRE().FindIndex(data); loc != nil {
 			rest := splice(data, loc[0], loc[1], "")
 			if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
 				a.Result = "removed"
@@ -222,7 +227,7 @@ func Status(dir string) map[string]string {
 			out[name] = "not installed"
 		case strings.Contains(string(data), Block(name)):
 			out[name] = "installed"
-		case blockRE.Match(data):
+		case blockRE().Match(data):
 			out[name] = "outdated"
 		default:
 			out[name] = "not installed (another hook is there)"

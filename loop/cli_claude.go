@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // claudeBackend runs Claude Code: `claude -p --output-format json --json-schema '<schema>'`,
@@ -30,7 +31,8 @@ const claudeMaxRetries = "2"
 // claudeReadOnlyTools are the tools a plan or check agent gets: none of them writes.
 var claudeReadOnlyTools = []string{"Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch"}
 
-var claudeFlags = parseFlagTable(`
+var claudeFlags = sync.OnceValue(func() flagTable {
+	return parseFlagTable(`
 --add-dir* --agent= --agents= --allow-dangerously-skip-permissions --allowedTools|--allowed-tools*
 --append-system-prompt= --ax-screen-reader --bg|--background --bare --betas* --brief --chrome
 -c|--continue --dangerously-skip-permissions -d|--debug? --debug-file= --disable-slash-commands
@@ -43,8 +45,9 @@ var claudeFlags = parseFlagTable(`
 --session-id= --setting-sources= --settings= --strict-mcp-config --system-prompt= --tmux
 --tools* --verbose -v|--version -w|--worktree? !--max-turns=
 `)
+})
 
-func (claudeBackend) flags() flagTable { return claudeFlags }
+func (claudeBackend) flags() flagTable { return claudeFlags() }
 
 var claudeReserved = map[string]string{
 	"--print": "git-norma passes -p itself", "--output-format": "the envelope must be json",

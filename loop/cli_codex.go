@@ -19,15 +19,17 @@ const (
 	slotCd      = "cd"
 )
 
-var codexFlags = parseFlagTable(`
+var codexFlags = sync.OnceValue(func() flagTable {
+	return parseFlagTable(`
 -c|--config= --enable= --disable= --strict-config -i|--image* -m|--model= --oss --local-provider=
 -p|--profile= -s|--sandbox= --approve-for-me --dangerously-bypass-approvals-and-sandbox
 --dangerously-bypass-hook-trust -C|--cd= --worktree --add-dir= --thread-source=
 --cyber-access-program= --skip-git-repo-check --trust --ephemeral --ignore-user-config
 --ignore-rules --output-schema= --color= --json -o|--output-last-message= -h|--help -V|--version
 `)
+})
 
-func (codexBackend) flags() flagTable { return codexFlags }
+func (codexBackend) flags() flagTable { return codexFlags() }
 
 var codexReserved = map[string]string{
 	"--model": "set the agent's model option instead", "--json": "git-norma passes --json itself",

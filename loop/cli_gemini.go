@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // geminiBackend runs `gemini -p <instruction> -o stream-json --skip-trust`, the prompt on
@@ -19,15 +20,17 @@ const geminiPromptArg = "Follow the instructions above. Your final message must 
 // slotApproval is git-norma's --approval-mode, which extra options can take over.
 const slotApproval = "approval"
 
-var geminiFlags = parseFlagTable(`
+var geminiFlags = sync.OnceValue(func() flagTable {
+	return parseFlagTable(`
 -d|--debug -m|--model= -p|--prompt= -i|--prompt-interactive= --skip-trust -w|--worktree? -s|--sandbox
 -y|--yolo --approval-mode= --policy* --admin-policy* --acp --experimental-acp
 --allowed-mcp-server-names* --allowed-tools* -e|--extensions* -l|--list-extensions -r|--resume=
 --session-file= --session-id= --list-sessions --delete-session= --include-directories*
 -o|--output-format= --raw-output --accept-raw-output-risk -v|--version -h|--help
 `)
+})
 
-func (geminiBackend) flags() flagTable { return geminiFlags }
+func (geminiBackend) flags() flagTable { return geminiFlags() }
 
 var geminiReserved = map[string]string{
 	"--model": "set the agent's model option instead", "--prompt": "git-norma passes the prompt itself",

@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 )
 
 // opencodeBackend runs `opencode run --format json --dir <workspace>`, the prompt on stdin,
@@ -21,13 +22,15 @@ const (
 // slotDir is git-norma's --dir, which an extra --dir inside the workspace takes over.
 const slotDir = "dir"
 
-var opencodeFlags = parseFlagTable(`
+var opencodeFlags = sync.OnceValue(func() flagTable {
+	return parseFlagTable(`
 -h|--help -v|--version --print-logs --log-level= --pure --command= -c|--continue -s|--session=
 --fork --share -m|--model= --agent= --format= -f|--file* --title= --attach= -p|--password=
 -u|--username= --dir= --port= --variant= --thinking -i|--interactive --auto
 `)
+})
 
-func (opencodeBackend) flags() flagTable { return opencodeFlags }
+func (opencodeBackend) flags() flagTable { return opencodeFlags() }
 
 var opencodeReserved = map[string]string{
 	"--help": "it prints help and exits", "--version": "it prints the version and exits",

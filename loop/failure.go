@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -56,9 +57,11 @@ func NewFailure(iteration int, c *Check) Failure {
 // volatile matches what changes between two runs of the same failing command without saying
 // anything about the work: durations, clock times, dates, commit and object ids, and the
 // step's private temporary directory.
-var volatile = regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b|\d{4}-\d{2}-\d{2}[T ][0-9:.]+Z?|\b\d{2}:\d{2}:\d{2}(\.\d+)?\b|\b[0-9a-f]{7,64}\b|git-norma-step-[^/\s]+`)
+var volatile = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b|\d{4}-\d{2}-\d{2}[T ][0-9:.]+Z?|\b\d{2}:\d{2}:\d{2}(\.\d+)?\b|\b[0-9a-f]{7,64}\b|git-norma-step-[^/\s]+`)
+})
 
-func normalise(output string) string { return volatile.ReplaceAllString(output, "…") }
+func normalise(output string) string { return volatile().ReplaceAllString(output, "…") }
 
 // Same says f fails exactly as g did: the same checks, with the same exit codes and the same
 // output once durations, times, ids and temporary paths are set aside — an iteration that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 )
 
 // MinMajor and MinMinor are the oldest git git-norma supports: 2.38 added
@@ -22,11 +23,11 @@ func (e *ErrTooOld) Error() string {
 		e.Found, MinMajor, MinMinor)
 }
 
-var versionRE = regexp.MustCompile(`git version (\d+)\.(\d+)(\.\d+)?`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`git version (\d+)\.(\d+)(\.\d+)?`) })
 
 // ParseVersion extracts major and minor from `git version` output.
 func ParseVersion(out string) (major, minor int, ok bool) {
-	m := versionRE.FindStringSubmatch(out)
+	m := versionRE().FindStringSubmatch(out)
 	if m == nil {
 		return 0, 0, false
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // IntegrityCheck runs PRAGMA integrity_check and returns "ok" or SQLite's findings, which
@@ -32,13 +33,13 @@ func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
 	return "ok", nil
 }
 
-var createRE = regexp.MustCompile(`(?m)^CREATE (TABLE|INDEX) (\w+)`)
+var createRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^CREATE (TABLE|INDEX) (\w+)`) })
 
 // schemaObjects lists the (type, name) of every table and index the migrations create.
 func schemaObjects() [][2]string {
 	var objs [][2]string
 	for _, m := range migrations {
-		for _, c := range createRE.FindAllStringSubmatch(m, -1) {
+		for _, c := range createRE().FindAllStringSubmatch(m, -1) {
 			objs = append(objs, [2]string{strings.ToLower(c[1]), c[2]})
 		}
 	}

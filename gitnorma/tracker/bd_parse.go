@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // bdIssue is one issue as bd prints it: the Issue fields (shared with the JSONL record) plus
@@ -173,10 +174,12 @@ func jsonErrorMessage(stdout []byte) string {
 
 // bd's messages for an id that resolves to nothing: show's JSON error, close's, and the
 // "Error resolving X: no issue found matching" update and label print on stderr.
-var bdNotFoundRE = regexp.MustCompile(`no issues? found matching|(?i:\bissue \S+ not found)`)
+var bdNotFoundRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`no issues? found matching|(?i:\bissue \S+ not found)`)
+})
 
 func (e *CallError) notFound() bool {
-	return bdNotFoundRE.MatchString(e.Message) || bdNotFoundRE.MatchString(e.Stderr)
+	return bdNotFoundRE().MatchString(e.Message) || bdNotFoundRE().MatchString(e.Stderr)
 }
 
 // claimRefused recognizes `update --claim` losing: "Error claiming X: issue already claimed by

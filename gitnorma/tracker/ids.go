@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 const base36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -22,16 +23,16 @@ const (
 // randReader is the id entropy source; tests replace it to force collisions.
 var randReader io.Reader = rand.Reader
 
-var prefixRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
 
 // ValidPrefix reports whether p can start task ids. Ids become branch names and paths, so the
 // prefix is kept to lowercase letters, digits and inner dashes (bd trims a trailing '-' too).
 func ValidPrefix(p string) bool {
-	return prefixRE.MatchString(p) && !strings.HasSuffix(p, "-")
+	return prefixRE().MatchString(p) && !strings.HasSuffix(p, "-")
 }
 
 // idSuffixRE is what follows "<prefix>-" in a task id.
-var idSuffixRE = regexp.MustCompile(`^[a-z0-9]+(\.[0-9]+)*$`)
+var idSuffixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+(\.[0-9]+)*$`) })
 
 // ValidateID refuses anything that is not <prefix>-<base36>[.<n>...] before the id is used in a
 // file name, branch or ref, where "../x" or spaces would do damage.
@@ -40,7 +41,7 @@ func ValidateID(prefix, id string) error {
 		return errors.New("task id is empty")
 	}
 	rest, ok := strings.CutPrefix(id, prefix+"-")
-	if !ok || !idSuffixRE.MatchString(rest) {
+	if !ok || !idSuffixRE().MatchString(rest) {
 		return fmt.Errorf("invalid task id %q: task ids look like %s-a3f2 or %s-a3f2.1", id, prefix, prefix)
 	}
 	return nil
@@ -48,7 +49,7 @@ func ValidateID(prefix, id string) error {
 
 // bdIDRE is any id bd makes: its workspace's prefix, which bd derives from the directory name
 // when none was given (letters, digits, '_' for '.', inner dashes), a dash and the hash.
-var bdIDRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*-[a-z0-9]+(\.[0-9]+)*$`)
+var bdIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*-[a-z0-9]+(\.[0-9]+)*$`) })
 
 // ValidateBDID is ValidateID for the bd backend, whose prefix is bd's own: any prefix bd could
 // have made, still nothing a file name, branch or ref could be hurt by.
@@ -56,7 +57,7 @@ func ValidateBDID(id string) error {
 	if id == "" {
 		return errors.New("task id is empty")
 	}
-	if !bdIDRE.MatchString(id) {
+	if !bdIDRE().MatchString(id) {
 		return fmt.Errorf("invalid task id %q: bd's task ids look like <prefix>-a3f or <prefix>-a3f.1", id)
 	}
 	return nil
