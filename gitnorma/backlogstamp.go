@@ -109,6 +109,9 @@ func (s stampedTracker) Scan(ctx context.Context, fn func(tracker.Task) bool) er
 	return s.locked(ctx, s.stampReads, func() error { return sc.Scan(ctx, fn) })
 }
 
+// KeepsStateApart says whether the tracker keeps git-norma's state apart from the notes.
+func (s stampedTracker) KeepsStateApart() bool { return keepsStateApart(s.inner) }
+
 // CloseForced passes a forced close on to a tracker that takes one.
 func (s stampedTracker) CloseForced(ctx context.Context, id, reason string) error {
 	fc, ok := s.inner.(tracker.ForceCloser)

@@ -108,15 +108,15 @@ func (a *App) verifyAt(ctx context.Context, runID string, p tracker.Task, verify
 	return "", nil
 }
 
-// noteCompletion records in the parent's notes (inside git-norma's state, keeping any notes of
-// the user's) why it is still open.
+// noteCompletion records in the parent's state (keeping any notes of the user's) why it is
+// still open.
 func (a *App) noteCompletion(ctx context.Context, tr tracker.Tracker, p tracker.Task, msg string) {
-	st, err := DecodeTaskState(p.Notes)
+	st, err := readState(tr, p)
 	if err != nil {
 		return
 	}
 	st.Completion = msg
-	if text, err := st.Encode(); err == nil {
-		_ = tr.Update(ctx, p.ID, tracker.Update{Notes: &text})
+	if u, _, err := stateWrite(st, a.redact, func(s *TaskState) { s.Completion = msg }); err == nil {
+		_ = tr.Update(ctx, p.ID, u)
 	}
 }

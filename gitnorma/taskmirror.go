@@ -46,24 +46,27 @@ type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
 	state  TaskState
-	labels []string
-	redact redactor
+	// apart and inNotes say where the state is kept (see storedState).
+	apart, inNotes bool
+	labels         []string
+	redact         redactor
 
 	queue     chain
 	confirmed []string
-	// written is the notes the last successful write gave the task.
+	// written is the state (with the notes, where they hold it) the last successful write
+	// gave the task.
 	written string
 	// queued numbers the step updates given to queue; the last one's number is the one to write.
 	queued atomic.Int64
 }
 
 func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
-	st, err := DecodeTaskState(t.Notes)
+	st, err := readState(tr, t)
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
 	}
-	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels),
-		confirmed: slices.Clone(t.Labels), redact: redact}, nil
+	return &taskMirror{tr: tr, taskID: t.ID, state: st.TaskState, apart: st.apart, inNotes: st.inNotes,
+		labels: slices.Clone(t.Labels), confirmed: slices.Clone(t.Labels), redact: redact}, nil
 }
 
 // resume returns what the last run completed of its unfinished iteration, when the labels
@@ -306,31 +309,19 @@ func (m *taskMirror) move(add, remove []string) {
 }
 
 // prepare encodes the state as it stands now, and returns the write that brings the task
-// there: the new notes, and the labels it should carry that the last successful write did not
-// leave on it (or left on it, to remove).
+// there: the new state, and the labels it should carry that the last successful write did not
+// leave on it (or left on it, to remove). Where the tracker keeps the state in the notes, a
+// note appended during the run stays beside the new state (see stateWrite).
 func (m *taskMirror) prepare(status string) (func(context.Context) error, error) {
-	state := m.state
-	text, err := state.Encode()
+	u, text, err := stateWrite(storedState{TaskState: m.state, apart: m.apart, inNotes: m.inNotes}, m.redact, nil)
 	if err != nil {
 		return nil, err
 	}
-	text = m.redact.apply(text)
-	// People's notes as they are when the write happens, where the tracker can tell: a note
-	// appended during the run stays beside the new state.
-	edit := func(current string) (string, error) {
-		now, err := DecodeTaskState(current)
-		if err != nil {
-			return text, nil // what does not read is replaced, as Notes would
-		}
-		state.ForeignNotes = now.ForeignNotes
-		edited, err := state.Encode()
-		return m.redact.apply(edited), err
-	}
 	want := slices.Clone(m.labels)
 	return func(ctx context.Context) error {
-		u := tracker.Update{Notes: &text, EditNotes: edit, Status: status,
-			AddLabels:    slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) }),
-			RemoveLabels: slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })}
+		u.Status = status
+		u.AddLabels = slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) })
+		u.RemoveLabels = slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })
 		if text == m.written && status == "" && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
 			return nil // the task already holds exactly this (the run's last write after its close)
 		}
@@ -338,6 +329,9 @@ func (m *taskMirror) prepare(status string) (func(context.Context) error, error)
 			return err
 		}
 		m.confirmed, m.written = want, text
+		if u.State != nil {
+			m.inNotes = false // the notes hold people's text alone now
+		}
 		return nil
 	}, nil
 }

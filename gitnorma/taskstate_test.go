@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -102,4 +103,69 @@ func TestEncodeKeepsPeoplesNotes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, back.FailedRuns)
 	assert.Equal(t, "ask Ann\n\nsecond paragraph\nappended by bd note", back.ForeignNotes)
+}
+
+type apartTracker struct{ tracker.Tracker }
+
+func (apartTracker) KeepsStateApart() bool { return true }
+
+// Where the tracker keeps the state apart from the notes (bd: metadata), that copy is the
+// state; one an older git-norma left in the notes is read when there is no other, and the
+// first write takes it out of the notes, leaving people's text.
+func TestReadStateApart(t *testing.T) {
+	legacy := `{"norma_state":1,"run_id":"r-old","failed_runs":2,"journal":[]}` + "\n\ncall Ann first"
+	for _, tc := range []struct {
+		name, notes, state string
+		apart              bool
+		run, people        string
+		inNotes            bool
+		wantErr            string
+	}{
+		{name: "apart", apart: true, notes: "call Ann first", state: `{"run_id":"r-1","norma_state":1,"journal":[]}`, run: "r-1", people: "call Ann first"},
+		{name: "apart, nothing yet", apart: true, notes: "call Ann first", people: "call Ann first"},
+		{name: "apart, an older git-norma's state in the notes", apart: true, notes: legacy, run: "r-old", people: "call Ann first", inNotes: true},
+		{name: "apart wins over the notes' copy", apart: true, notes: legacy, state: `{"norma_state":1,"run_id":"r-1","journal":[]}`, run: "r-1", people: "call Ann first", inNotes: true},
+		{name: "in the notes (the embedded backlog)", notes: legacy, run: "r-old", people: "call Ann first"},
+		{name: "apart, not a state", apart: true, state: `{"phase":"do"}`, wantErr: "is not a git-norma state"},
+		{name: "apart, newer", apart: true, state: `{"norma_state":9}`, wantErr: "version 9"},
+		{name: "apart, no object", apart: true, state: `"text"`, wantErr: "is not a git-norma state"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tr tracker.Tracker = &tracker.JSONL{}
+			if tc.apart {
+				tr = apartTracker{tr}
+			}
+			task := tracker.Task{ID: "norma-1", Notes: tc.notes}
+			if tc.state != "" {
+				task.State = json.RawMessage(tc.state)
+			}
+			st, err := readState(tr, task)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.run, st.RunID)
+			assert.Equal(t, tc.people, st.ForeignNotes)
+			assert.Equal(t, tc.inNotes, st.inNotes)
+
+			st.FailedRuns = 5
+			u, _, err := stateWrite(st, redactor{}, nil)
+			require.NoError(t, err)
+			if !tc.apart {
+				require.NotNil(t, u.Notes)
+				assert.Contains(t, *u.Notes, `"failed_runs":5`)
+				assert.Nil(t, u.State)
+				return
+			}
+			assert.Contains(t, string(u.State), `"failed_runs":5`)
+			assert.NotContains(t, string(u.State), "Ann", "people's notes are never copied into the state")
+			if tc.inNotes {
+				require.NotNil(t, u.Notes, "the state an older git-norma left in the notes is taken out")
+				assert.Equal(t, "call Ann first", *u.Notes)
+			} else {
+				assert.Nil(t, u.Notes, "the notes are people's: never written")
+			}
+		})
+	}
 }

@@ -16,7 +16,11 @@ func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := DecodeTaskState(t.Notes)
+	tr, err := a.Tracker()
+	if err != nil {
+		return false, err
+	}
+	st, err := readState(tr, t)
 	if err != nil {
 		return false, failf("repair the task's notes first", "task %s: %v", id, err)
 	}
@@ -27,24 +31,14 @@ func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
 	if t.Status == tracker.StatusBlocked {
 		status = tracker.StatusOpen
 	}
-	st.FailedRuns, st.Blocked = 0, ""
-	text, err := st.Encode()
+	unblock := func(s *TaskState) { s.FailedRuns, s.Blocked = 0, "" }
+	unblock(&st.TaskState)
+	u, _, err := stateWrite(st, a.redact, unblock)
 	if err != nil {
 		return false, withCode(ExitFail, err)
 	}
-	edit := func(current string) (string, error) {
-		now, err := DecodeTaskState(current)
-		if err != nil {
-			return "", err
-		}
-		now.FailedRuns, now.Blocked = 0, ""
-		return now.Encode()
-	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return false, err
-	}
-	err = tr.Update(ctx, id, tracker.Update{Notes: &text, EditNotes: edit, RemoveLabels: []string{LabelBlocked}, Status: status})
+	u.RemoveLabels, u.Status = []string{LabelBlocked}, status
+	err = tr.Update(ctx, id, u)
 	if errors.Is(err, tracker.ErrNotFound) {
 		return false, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
 	}

@@ -3,6 +3,7 @@ package tracker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -290,8 +291,11 @@ func claimPause() time.Duration {
 	return 50*time.Millisecond + rand.N(200*time.Millisecond)
 }
 
-// Update runs one `bd update <id> [--notes N] [--add-label L]... [--remove-label L]...
-// [--status S] --json`, so notes, labels and status change in a single bd call.
+// KeepsStateApart: bd keeps git-norma's state in the task's metadata (StateKeeper).
+func (b *BD) KeepsStateApart() bool { return true }
+
+// Update runs one `bd update <id> [--notes N] [--metadata M] [--add-label L]...
+// [--remove-label L]... [--status S] --json`, so notes, labels and status change in a single bd call.
 func (b *BD) Update(ctx context.Context, id string, u Update) error {
 	if err := checkID(id); err != nil {
 		return err
@@ -302,6 +306,18 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 			return fmt.Errorf("task %s: notes are %d bytes; bd takes notes only as one command-line argument, which Linux caps at 128 KiB", id, n)
 		}
 		args = append(args, "--notes", *u.Notes)
+	}
+	if u.State != nil {
+		// bd 1.0.5 merges the object given to --metadata into the task's metadata, key by key:
+		// other keys (people's, other tools') stay.
+		meta, err := json.Marshal(map[string]json.RawMessage{StateKey: u.State})
+		if err != nil {
+			return fmt.Errorf("task %s: git-norma's state: %w", id, err)
+		}
+		if len(meta) > MaxBDArg {
+			return fmt.Errorf("task %s: git-norma's state is %d bytes; bd takes metadata as one command-line argument, which Linux caps at 128 KiB", id, len(meta))
+		}
+		args = append(args, "--metadata", string(meta))
 	}
 	add, err := bdLabels(u.AddLabels)
 	if err != nil {

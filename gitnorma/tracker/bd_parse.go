@@ -11,12 +11,16 @@ import (
 )
 
 // bdIssue is one issue as bd prints it: the Issue fields (shared with the JSONL record) plus
-// the computed `parent` of list, ready and show. Unknown keys (counts, metadata, comments,
-// schema_version) are ignored.
+// the computed `parent` of list, ready and show, and the metadata, where git-norma keeps its
+// state under StateKey. Other keys (counts, comments, schema_version) are ignored.
 type bdIssue struct {
 	issueWire
-	Parent string `json:"parent"`
+	Parent   string          `json:"parent"`
+	Metadata json.RawMessage `json:"metadata"`
 }
+
+// StateKey is the key of a bd task's metadata that holds git-norma's state.
+const StateKey = "norma"
 
 // bdDep reads either dependency form bd prints: the Dependency record of list, ready, update
 // and close ({issue_id, depends_on_id, type, ...}), or the full issue plus dependency_type that
@@ -43,7 +47,26 @@ func (bi *bdIssue) task() (Task, error) {
 	if bi.Parent != "" {
 		t.Parent = bi.Parent
 	}
+	if t.State, err = metadataState(bi.Metadata); err != nil {
+		return Task{}, fmt.Errorf("issue %s: metadata: %w", bi.ID, err)
+	}
 	return t, nil
+}
+
+// metadataState is git-norma's state in a task's metadata (a JSON object; bd prints none when
+// the task has none), or nil.
+func metadataState(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return nil, fmt.Errorf("want a JSON object: %w", err)
+	}
+	if st := keys[StateKey]; len(st) > 0 && string(st) != "null" {
+		return st, nil
+	}
+	return nil, nil
 }
 
 func bdDeps(id string, raw json.RawMessage) ([]Dependency, error) {

@@ -203,6 +203,11 @@ func TestBDArgv(t *testing.T) {
 			"update", "norma-uq0.1.1", "--notes", `{"phase":"check"}`, "--add-label", "norma-has-check",
 			"--add-label", "norma-has-do", "--remove-label", "go", "--status", "in_progress", "--json",
 		}},
+		{"state into the metadata, never the notes", "update_labels", func(ctx context.Context, b *BD) error {
+			return b.Update(ctx, "norma-uq0.1.1", Update{State: json.RawMessage(`{"norma_state":1,"phase":"do"}`), AddLabels: []string{"norma-has-do"}})
+		}, []string{
+			"update", "norma-uq0.1.1", "--metadata", `{"norma":{"norma_state":1,"phase":"do"}}`, "--add-label", "norma-has-do", "--json",
+		}},
 		{"update labels only", "update_labels", func(ctx context.Context, b *BD) error {
 			return b.Update(ctx, "norma-uq0.1.1", Update{AddLabels: []string{"norma-has-check"}, RemoveLabels: []string{"go"}})
 		}, []string{"update", "norma-uq0.1.1", "--add-label", "norma-has-check", "--remove-label", "go", "--json"}},
@@ -747,4 +752,29 @@ func TestBDClaimRaceRetried(t *testing.T) {
 	assert.Contains(t, err.Error(), "serialization failure")
 	assert.Len(t, f.calls(), claimAttempts)
 	assert.GreaterOrEqual(t, time.Since(start), time.Duration(claimAttempts-1)*50*time.Millisecond, "paused between tries")
+}
+
+// bd 1.0.5 prints a task's metadata as a JSON object (types.Issue.Metadata, a raw message): git-norma's
+// state is its "norma" key, in whatever key order the database gives back.
+func TestBDStateInMetadata(t *testing.T) {
+	f := newFakeBD(t)
+	ctx := context.Background()
+	show := func(metadata string) (Task, error) {
+		issue := `[{"id":"norma-uq0.1.1","title":"Task A","status":"open","priority":2,"notes":"call Ann first"` + metadata + `}]`
+		f.setTable(entry(f.sample("show_meta", issue, "", 0), "show", "norma-uq0.1.1", "--json"))
+		return f.bd.Get(ctx, "norma-uq0.1.1")
+	}
+	got, err := show(`,"metadata":{"team":"platform","norma":{"phase":"do","norma_state":1}}`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"phase":"do","norma_state":1}`, string(got.State))
+	assert.Equal(t, "call Ann first", got.Notes)
+
+	for _, none := range []string{``, `,"metadata":null`, `,"metadata":{}`, `,"metadata":{"team":"platform"}`, `,"metadata":{"norma":null}`} {
+		got, err := show(none)
+		require.NoError(t, err, none)
+		assert.Nil(t, got.State, none)
+	}
+	_, err = show(`,"metadata":"not an object"`)
+	require.ErrorContains(t, err, "metadata")
+	assert.True(t, f.bd.KeepsStateApart())
 }

@@ -8,6 +8,7 @@ package tracker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -77,6 +78,9 @@ type Task struct {
 	Dependencies       []Dependency `json:"dependencies,omitempty"`
 	// Parent is the target of the task's parent-child dependency, if any.
 	Parent string `json:"parent,omitempty"`
+	// State is git-norma's own state of the task (a JSON object) where the backend keeps it
+	// apart from the notes (StateKeeper); nil when it has none there.
+	State json.RawMessage `json:"-"`
 }
 
 // NewTask is what a caller decides when adding a task; the backend fills in the id, status and
@@ -154,6 +158,18 @@ type Update struct {
 	// Title, Description, Acceptance and Priority, when set, replace the task's (task edit).
 	Title, Description, Acceptance *string
 	Priority                       *int
+	// State, when set, replaces git-norma's state of the task where a StateKeeper keeps it;
+	// the notes and anything else kept there stay as they are.
+	State json.RawMessage
+}
+
+// StateKeeper is a backend that keeps git-norma's state of a task apart from its notes (bd: the
+// "norma" key of the task's metadata), so that git-norma never writes the notes while it works
+// on a task: a note a person appends meanwhile (bd note, bd update --append-notes) cannot be
+// written over. The embedded backlog keeps the state inside the notes instead, and edits them
+// as they are at the moment of the write, under its lock (Update.EditNotes).
+type StateKeeper interface {
+	KeepsStateApart() bool
 }
 
 // ErrClaimed means a claim lost: the task is not open or belongs to someone else.

@@ -1,0 +1,121 @@
+package gitnorma
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+)
+
+// keepsStateApart says the tracker keeps git-norma's state of a task out of its notes (bd: in
+// the task's metadata): git-norma then never writes the notes while it works, so nothing a
+// person appends to them meanwhile is written over.
+func keepsStateApart(tr tracker.Tracker) bool {
+	k, ok := tr.(tracker.StateKeeper)
+	return ok && k.KeepsStateApart()
+}
+
+// storedState is git-norma's state of a task as read from the tracker.
+type storedState struct {
+	TaskState
+	// apart: the tracker keeps the state out of the notes (see keepsStateApart).
+	apart bool
+	// inNotes: the notes still hold a state, which a tracker that keeps it apart got from an
+	// older git-norma; the next write moves it out, leaving people's text (ForeignNotes).
+	inNotes bool
+}
+
+// readState reads git-norma's state of t: where tr keeps it apart from the notes when it is
+// there, else from the notes (the embedded backlog's place for it, and where a git-norma
+// before this one left it in bd).
+func readState(tr tracker.Tracker, t tracker.Task) (storedState, error) {
+	s := storedState{apart: keepsStateApart(tr)}
+	inNotes := stateStart(t.Notes) >= 0
+	if s.apart && len(t.State) > 0 {
+		st, err := decodeStateJSON(t.State)
+		if err != nil {
+			return s, err
+		}
+		if inNotes {
+			// A copy an older git-norma left in the notes: what is apart is newer.
+			old, err := DecodeTaskState(t.Notes)
+			if err != nil {
+				return s, err
+			}
+			st.ForeignNotes = old.ForeignNotes
+		} else if err := foreign(&st, t.Notes); err != nil {
+			return s, err
+		}
+		s.TaskState, s.inNotes = st, inNotes
+		return s, nil
+	}
+	st, err := DecodeTaskState(t.Notes)
+	s.TaskState, s.inNotes = st, s.apart && inNotes
+	return s, err
+}
+
+// decodeStateJSON reads a state kept apart from the notes: the JSON object Encode would put
+// in them, in whatever key order the tracker's database gives it back.
+func decodeStateJSON(raw json.RawMessage) (TaskState, error) {
+	var st TaskState
+	if err := json.Unmarshal(raw, &st); err != nil || st.Version < 1 {
+		return TaskState{}, fmt.Errorf("the task's metadata key %q is not a git-norma state (%s): remove it (bd update <id> --unset-metadata %s) to start the task's state afresh (its strike count and resume point are then lost)",
+			tracker.StateKey, orNoVersion(err), tracker.StateKey)
+	}
+	if st.Version > taskStateVersion {
+		return TaskState{}, fmt.Errorf("the task's metadata holds a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", st.Version, taskStateVersion)
+	}
+	st.ForeignNotes = "" // never kept apart
+	return st, nil
+}
+
+func orNoVersion(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "no norma_state version"
+}
+
+// stateWrite is the tracker update that stores s (with redact applied), and the text that
+// identifies what it wrote. For a tracker that keeps the state apart, the notes are written
+// only to take out a state an older git-norma left in them; otherwise edit, applied to the
+// notes as they are at the moment of the write where the tracker can do so (the embedded
+// backlog), keeps a note appended meanwhile, and change makes the same change to the state
+// found there.
+func stateWrite(s storedState, redact redactor, change func(*TaskState)) (tracker.Update, string, error) {
+	if s.apart {
+		people := s.ForeignNotes
+		st := s.TaskState
+		st.ForeignNotes = ""
+		data, err := st.encodeState()
+		if err != nil {
+			return tracker.Update{}, "", err
+		}
+		data = redact.apply(data)
+		u := tracker.Update{State: json.RawMessage(data)}
+		if s.inNotes {
+			u.Notes = &people
+		}
+		return u, data, nil
+	}
+	text, err := s.Encode()
+	if err != nil {
+		return tracker.Update{}, "", err
+	}
+	text = redact.apply(text)
+	edit := func(current string) (string, error) {
+		now, err := DecodeTaskState(current)
+		if err != nil {
+			return text, nil // what does not read is replaced, as Notes would
+		}
+		st := s.TaskState
+		if change != nil {
+			st = now
+			change(&st)
+		}
+		st.ForeignNotes = now.ForeignNotes
+		edited, err := st.Encode()
+		return redact.apply(edited), err
+	}
+	return tracker.Update{Notes: &text, EditNotes: edit}, text, nil
+}
