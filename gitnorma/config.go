@@ -58,6 +58,10 @@ type Config struct {
 	Sandbox SandboxConfig `json:"sandbox"`
 	// Worker names this git-norma to a shared tracker (see App.WorkerID).
 	Worker WorkerConfig `json:"worker"`
+	// Remote is the git remote tasks land through, for workers on several machines: runs
+	// fork from its target branch, and a landing is a compare-and-swap push to it, retried
+	// when another worker landed first. "" lands locally only (--remote overrides it).
+	Remote string `json:"remote"`
 }
 
 // WorkerConfig is the "worker" section.

@@ -51,35 +51,54 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	}
 	defer unlock()
 	branch := worktree.TaskBranch(req.task.ID)
-	if err := a.checkStillOpen(ctx, req); err != nil {
+	if err := a.checkStillOpen(ctx, st, req); err != nil {
 		return "", a.refuse(ctx, st, req, err)
 	}
-	if p, err := a.earlierLanding(ctx, st, req); err != nil {
-		return "", withCode(ExitFail, err)
-	} else if p.Commit != "" {
-		return a.adoptLanding(ctx, st, req, p)
-	}
-	head, err := a.recheckOnTarget(ctx, st, req)
-	if err != nil {
-		return "", a.refuse(ctx, st, req, err)
-	}
-	msg, err := a.landMessage(ctx, st, req)
-	if err != nil {
-		return "", err
-	}
-	// Under the worktree lock too: landing reads which worktree has the target checked out, and
-	// git's bookkeeping of a worktree a parallel run is adding can be half made.
 	var res worktree.LandResult
-	err = a.withWorktreeLock(ctx, func() (err error) {
-		res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Message: msg})
-		return err
-	})
-	if err != nil {
-		var le *worktree.LandError
-		if errors.As(err, &le) {
-			return "", a.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
+	var head string
+	for attempt := 1; ; attempt++ {
+		if err := a.syncTarget(ctx, req.target); err != nil {
+			return "", a.refuse(ctx, st, req, err)
 		}
-		return "", withCode(ExitFail, err)
+		if p, err := a.earlierLanding(ctx, st, req); err != nil {
+			return "", withCode(ExitFail, err)
+		} else if p.Commit != "" {
+			return a.adoptLanding(ctx, st, req, p)
+		}
+		if head, err = a.recheckOnTarget(ctx, st, req); err != nil {
+			return "", a.refuse(ctx, st, req, err)
+		}
+		msg, err := a.landMessage(ctx, st, req)
+		if err != nil {
+			return "", err
+		}
+		// Under the worktree lock too: landing reads which worktree has the target checked out,
+		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
+		err = a.withWorktreeLock(ctx, func() (err error) {
+			res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Message: msg, Remote: a.Config.Remote})
+			return err
+		})
+		if err == nil {
+			break
+		}
+		var le *worktree.LandError
+		if !errors.As(err, &le) {
+			return "", withCode(ExitFail, err)
+		}
+		if a.Config.Remote != "" && errors.Is(err, worktree.ErrTargetMoved) {
+			// Another worker landed first: fetch, look again (it may have been this very task,
+			// taken over), re-check on what is there now, push again.
+			if attempt < remoteLandAttempts {
+				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_push_rejected",
+					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
+				if err := sleepCtx(ctx, landRetryPause()); err != nil {
+					return "", withCode(ExitFail, err)
+				}
+				continue
+			}
+			return "", a.refuse(ctx, st, req, a.contended(ctx, req, attempt, err))
+		}
+		return "", a.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
 	}
 	crashPoint("landed")
 	reason := landingReason(res.Commit, req.target, req.runID)
@@ -112,6 +131,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
 	crashPoint("closed")
+	a.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
 		at := res.Commit
 		if at == "" {
@@ -122,8 +142,11 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	return res.Commit, nil
 }
 
-// checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile.
-func (a *App) checkStillOpen(ctx context.Context, req landRequest) error {
+// checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile:
+// with bd, a claim whose assignee is no longer this run's actor was taken over (a lease that
+// ran out, a person), and the work of the run that lost it does not land — the fence that
+// keeps a worker that was presumed dead from landing over the one that took its task.
+func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landRequest) error {
 	tr, err := a.Tracker()
 	if err != nil {
 		return err
@@ -132,8 +155,19 @@ func (a *App) checkStillOpen(ctx context.Context, req landRequest) error {
 	if err != nil {
 		return err
 	}
-	if t.Status == tracker.StatusOpen || (t.Status == tracker.StatusInProgress && req.claimedByUs) {
+	switch {
+	case t.Status == tracker.StatusOpen:
 		return nil
+	case t.Status == tracker.StatusInProgress && req.claimedByUs:
+		run, err := st.Run(ctx, req.runID)
+		if err != nil {
+			return err
+		}
+		if want := a.claimAssignee(ctx, run); t.Assignee == want || want == "" {
+			return nil
+		}
+		return &landRefusal{reason: fmt.Errorf("task %s was taken over: it is claimed by %s now, not by this run's %s", req.task.ID, t.Assignee, a.claimAssignee(ctx, run)),
+			hint: "its new holder runs it; this run's work stays on " + worktree.TaskBranch(req.task.ID)}
 	}
 	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open", req.task.ID, t.Status),
 		hint: "reopen the task if its work should still land, then: git norma land " + req.task.ID}

@@ -34,6 +34,9 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	if err != nil {
 		return LandReport{}, err
 	}
+	if err := a.checkRemote(ctx); err != nil {
+		return LandReport{}, err
+	}
 	lock, err := a.acquireTaskLock(taskID)
 	if err != nil {
 		return LandReport{}, err

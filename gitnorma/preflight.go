@@ -36,6 +36,16 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := a.checkRemote(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := a.syncTarget(ctx, target); err != nil {
+		var r *landRefusal
+		if errors.As(err, &r) {
+			return nil, nil, fatalf(r.hint, "%v", r.reason)
+		}
+		return nil, nil, withCode(ExitFatal, err)
+	}
 	if _, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
 			"git has no identity to commit with")

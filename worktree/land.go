@@ -56,6 +56,10 @@ type LandOptions struct {
 	Head string
 	// Message is the squash commit's full message.
 	Message string
+	// Remote, when set, is where the landing goes first: the squash commit is pushed to its
+	// target with a compare-and-swap, and only once it is there does the local target follow
+	// (see SyncTarget, which must have brought the local target to the remote's).
+	Remote string
 }
 
 // LandResult is a landing that happened (or found nothing to land).
@@ -67,6 +71,9 @@ type LandResult struct {
 	Empty bool
 	// Checkout is the worktree whose checkout was fast-forwarded, if the target was checked out.
 	Checkout string
+	// LocalBehind says why the local target did not follow a landing that is on the remote
+	// (local edits in its checkout overlap it, say): the landing happened all the same.
+	LocalBehind string
 }
 
 // landAttempts bounds retries when the target moves between reading and updating it.
@@ -81,7 +88,8 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 	for attempt := 0; attempt < landAttempts; attempt++ {
 		var res LandResult
 		res, err = m.landOnce(ctx, o)
-		if !errors.Is(err, ErrTargetMoved) {
+		if !errors.Is(err, ErrTargetMoved) || o.Remote != "" {
+			// A remote that moved needs a fetch and a new look at what lands: the caller's.
 			return res, err
 		}
 	}
@@ -116,6 +124,15 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if res.Commit, err = m.Git.Input(ctx, strings.NewReader(o.Message), "commit-tree", tree, "-p", tip.commit, "-F", "-"); err != nil {
 		return res, fmt.Errorf("create squash commit: %w", err)
 	}
+	if o.Remote != "" {
+		if err := m.pushLanding(ctx, o.Remote, o.Target, res.Commit, tip.commit); err != nil {
+			return LandResult{}, err
+		}
+		if err := m.followLanding(ctx, o, res, tip.commit); err != nil {
+			res.LocalBehind = err.Error()
+		}
+		return res, nil
+	}
 	if res.Checkout != "" {
 		return res, m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
 	}
@@ -124,6 +141,14 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 		return res, &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
 	}
 	return res, nil
+}
+
+// followLanding brings the local target to a landing already on the remote.
+func (m *Manager) followLanding(ctx context.Context, o LandOptions, res LandResult, parent string) error {
+	if res.Checkout != "" {
+		return m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
+	}
+	return m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, parent)
 }
 
 // branchState is a branch's commit, its tree and the worktree that has it checked out.

@@ -9,14 +9,20 @@ import (
 )
 
 type landCmd struct {
-	Task string `arg:"" help:"The task whose branch to land."`
-	JSON bool   `help:"Print the outcome as JSON."`
+	Task   string `arg:"" help:"The task whose branch to land."`
+	JSON   bool   `help:"Print the outcome as JSON."`
+	Remote string `help:"Land through this git remote (compare-and-swap pushes, retried when another worker landed first), in place of the configured \"remote\"; needs the bd backlog." placeholder:"NAME"`
 }
 
 func (c *landCmd) Run(env *Env) error {
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
 		return err
+	}
+	if c.Remote != "" {
+		if err := app.UseRemote(env.Ctx, c.Remote); err != nil {
+			return err
+		}
 	}
 	rep, err := app.LandTask(env.Ctx, c.Task)
 	var refused *gitnorma.Error

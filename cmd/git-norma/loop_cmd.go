@@ -19,6 +19,7 @@ type loopCmd struct {
 	Worker        bool          `help:"Wait for work instead of stopping when nothing is ready: look again every --poll, until paused (git norma pause) or interrupted."`
 	Poll          time.Duration `help:"How often a --worker looks for ready tasks while it has none." default:"30s"`
 	ExitWhenIdle  bool          `help:"With --worker: stop (exit 0) when nothing is ready, as a job that a scheduler starts N times (a Kubernetes Job, a CI matrix) needs."`
+	Remote        string        `help:"Land through this git remote (compare-and-swap pushes, retried when another worker landed first), in place of the configured \"remote\"; needs the bd backlog." placeholder:"NAME"`
 }
 
 func (c *loopCmd) Run(env *Env) error {
@@ -38,6 +39,11 @@ func (c *loopCmd) Run(env *Env) error {
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
 		return err
+	}
+	if c.Remote != "" {
+		if err := app.UseRemote(env.Ctx, c.Remote); err != nil {
+			return err
+		}
 	}
 	live := env.live(c.Parallel > 1)
 	var stream *jsonStream

@@ -14,12 +14,18 @@ type runCmd struct {
 	Force  bool   `help:"Run (and land) the task even though its work already landed on the target, or a guard violation is pending (see git norma resume)."`
 	JSON   bool   `xor:"format" help:"Print the run report as JSON."`
 	Stream bool   `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind run_ended)."`
+	Remote string `help:"Land through this git remote (compare-and-swap pushes, retried when another worker landed first), in place of the configured \"remote\"; needs the bd backlog." placeholder:"NAME"`
 }
 
 func (c *runCmd) Run(env *Env) error {
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
 		return err
+	}
+	if c.Remote != "" {
+		if err := app.UseRemote(env.Ctx, c.Remote); err != nil {
+			return err
+		}
 	}
 	live := env.live(false)
 	var stream *jsonStream

@@ -1,0 +1,134 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/notes"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// LabelLandContended marks a task whose PASS could not be pushed to the remote: other workers
+// kept landing first, every attempt. Its branch is pushed for review; it lands with the next
+// `git norma land`, or is run again.
+const LabelLandContended = "norma-land-contended"
+
+// remoteLandAttempts bounds the tries of a landing that loses the race for the remote's target.
+const remoteLandAttempts = 5
+
+// landRetryPause is a random pause of 100 to 600 ms between two landing attempts: workers
+// whose pushes collided do not collide again.
+func landRetryPause() time.Duration {
+	return 100*time.Millisecond + rand.N(500*time.Millisecond)
+}
+
+// syncTarget brings the local target to the remote's, when git-norma lands through a remote
+// (config "remote", --remote): runs fork from it and landings are built on it. Nothing
+// happens without a remote.
+func (a *App) syncTarget(ctx context.Context, target string) error {
+	remote := a.Config.Remote
+	if remote == "" {
+		return nil
+	}
+	var err error
+	lockErr := a.withWorktreeLock(ctx, func() error {
+		_, err = a.Repo.Worktrees().SyncTarget(ctx, remote, target)
+		return nil
+	})
+	if lockErr != nil {
+		return lockErr
+	}
+	if err == nil {
+		return nil
+	}
+	hint := fmt.Sprintf("see what differs: git log --oneline %s...%s/%s", target, remote, target)
+	if le, ok := err.(*worktree.LandError); ok && le.Err == worktree.ErrTargetAhead {
+		hint = fmt.Sprintf("push your commits first (git push %s %s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", remote, target, remote)
+	}
+	return &landRefusal{reason: fmt.Errorf("cannot bring %s up to %s/%s: %w", target, remote, target, err), hint: hint}
+}
+
+// UseRemote makes git-norma land through remote (the --remote flag), in place of the
+// configured one.
+func (a *App) UseRemote(ctx context.Context, remote string) error {
+	a.Config.Remote = remote
+	return a.checkRemote(ctx)
+}
+
+// checkRemote refuses a remote git does not know, and a remote with the embedded backlog:
+// the backlog's claims live in a file each clone has its own copy of, so two machines would
+// run the same task. Work on several machines needs bd on a shared Dolt server.
+func (a *App) checkRemote(ctx context.Context) error {
+	remote := a.Config.Remote
+	if remote == "" {
+		return nil
+	}
+	if strings.HasPrefix(remote, "-") || strings.ContainsAny(remote, " \t\n:") {
+		return usagef("give the name of a configured remote (see: git remote -v)", "%q is not a remote name", remote)
+	}
+	if _, err := a.Repo.Git.Output(ctx, "config", "--get", "remote."+remote+".url"); err != nil {
+		return fatalf("see the configured remotes with: git remote -v; add this one with: git remote add "+remote+" <url>",
+			"no remote %q in this repository", remote)
+	}
+	if a.TrackerKind() != "beads" {
+		return fatalf(`share the backlog in bd on a Dolt server (bd init --server; see "Many machines" in the README), then: git norma init --beads`,
+			"landing through remote %q needs the bd backlog: the embedded backlog's claims are in each clone's own copy of .beads/issues.jsonl, so workers on two machines would run the same task", remote)
+	}
+	return nil
+}
+
+// shareJournal pushes the journal (refs/notes/norma) to the remote a landing went to: their
+// notes are fetched and merged first (cat_sort_uniq, so no line is lost), and a push that
+// loses the race to another worker's is merged and pushed again. A journal that could not be
+// shared is recorded; the landing stands (git norma notes push sends it later).
+func (a *App) shareJournal(ctx context.Context, st *store.Store, req landRequest) {
+	remote := a.Config.Remote
+	if remote == "" {
+		return
+	}
+	var err error
+	for attempt := 0; attempt < remoteLandAttempts; attempt++ {
+		if err = a.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
+			break
+		}
+		if sleepCtx(ctx, landRetryPause()) != nil {
+			break
+		}
+	}
+	if err != nil {
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "notes_push_failed",
+			Message: fmt.Sprintf("the journal was not pushed to %s: %v (push it with: git norma notes push %s)", remote, err, remote)})
+	}
+}
+
+// contended leaves a task whose landing kept losing the race for the remote to a person: it
+// gets the norma-land-contended label and its branch is pushed to the remote for review.
+func (a *App) contended(ctx context.Context, req landRequest, attempts int, last error) error {
+	branch := worktree.TaskBranch(req.task.ID)
+	pushed := ""
+	if err := a.Repo.Git.Run(ctx, "push", "--quiet", "--no-verify", a.Config.Remote, "refs/heads/"+branch+":refs/heads/"+branch); err == nil {
+		pushed = fmt.Sprintf("; its branch is on %s for review", a.Config.Remote)
+	}
+	if tr, err := a.Tracker(); err == nil {
+		_ = tr.Update(ctx, req.task.ID, tracker.Update{AddLabels: []string{LabelLandContended}})
+	}
+	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, a.Config.Remote, req.target, last, pushed),
+		hint: "land it when the remote is quieter: git norma land " + req.task.ID}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
