@@ -69,6 +69,9 @@ type WorkerConfig struct {
 	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
 	// else <host>/<pid>, one per process.
 	ID string `json:"id"`
+	// Lease is how long, with bd, a claim holds without word from its worker: a run renews it
+	// every third of it, and a loop reopens a task whose worker let it run out (see reaper.go).
+	Lease Duration `json:"lease"`
 }
 
 // SandboxConfig is the "sandbox" section: how agents and check commands are confined.
@@ -200,6 +203,7 @@ func DefaultConfig() Config {
 		Gates:       []loop.Gate{},
 		Worktree:    WorktreeConfig{Setup: [][]string{}},
 		MaxParallel: 1,
+		Worker:      WorkerConfig{Lease: Duration(defaultLease)},
 		Sandbox:     SandboxConfig{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "task": "feat"},
@@ -276,6 +280,9 @@ func (c *Config) validate() error {
 		if ra.cfg.Type == AgentBuiltin && ra.role == "do" {
 			return errors.New("agents.do.type: there is no built-in Do agent; use exec or an agent CLI")
 		}
+	}
+	if time.Duration(c.Worker.Lease) < minLease {
+		return fmt.Errorf("worker.lease: %s is too short (at least %s: a run renews it every third)", time.Duration(c.Worker.Lease), minLease)
 	}
 	if c.Commit.CoAuthor != "" && !coAuthorRE().MatchString(c.Commit.CoAuthor) {
 		return fmt.Errorf("commit.co_author: %q is not of the form \"Name <email>\"", c.Commit.CoAuthor)

@@ -174,6 +174,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"unknown commit key", `{"commit": {"typemap": {}}}`, []string{`unknown key "commit.typemap"`}},
 
 		// wrong types: path, expected, got
+		{"lease too short", `{"worker": {"lease": "1s"}}`, []string{`worker.lease: 1s is too short (at least 3s`}},
 		{"string for int", `{"budgets": {"max_iterations": "5"}}`, []string{`budgets.max_iterations: expected an integer, got the string "5"`}},
 		{"float for int", `{"budgets": {"max_patch_kb": 1.5}}`, []string{`budgets.max_patch_kb: expected an integer, got the number 1.5`}},
 		{"exponent for int", `{"retention": {"keep_last": 1e2}}`, []string{`retention.keep_last: expected an integer, got the number 1e2`}},

@@ -318,6 +318,10 @@ func (a *App) recoverCrashed(ctx context.Context, noLand bool, live loop.LiveFun
 			say(live, h.TaskID, "recovering task %s failed: %v", h.TaskID, err)
 		}
 	}
+	// And what dead workers elsewhere left: tasks whose lease ran out.
+	if err := a.reapLeases(ctx, tr, live); err != nil {
+		say(live, "", "looking for tasks whose lease ran out failed: %v", err)
+	}
 	return nil
 }
 

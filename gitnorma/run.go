@@ -92,7 +92,9 @@ type run struct {
 	reconciledOwn bool
 	started       time.Time
 	mirror        *taskMirror
-	rec           *recorder
+	// stopLease ends the renewals of the claim's lease (taskMirror.keepLease).
+	stopLease func()
+	rec       *recorder
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
 }
@@ -288,6 +290,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	}
 	crashPoint("claimed")
 	r.claimed = true
+	r.stopLease = r.mirror.keepLease(ctx, func(err error) {
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "lease: " + err.Error()})
+	})
 	return r.st.SetClaim(ctx, r.id, store.ClaimHeld)
 }
 
@@ -390,6 +395,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if r.mirror, err = newTaskMirror(r.tr, t, r.app.redact); err != nil {
 		return err
 	}
+	r.mirror.lease, r.mirror.now = r.app.leaseFor(), r.app.Now
 	r.mirror.catchUp(r.crashedJournal(ctx))
 	return nil
 }

@@ -152,7 +152,10 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	}
 	r.claimed = false
 	defer r.st.SetClaim(ctx, r.id, store.ClaimReleased) //nolint:errcheck // the claim is given back below
-	r.mirror.queue.wait()                               // the steps' task updates first, in order
+	if r.stopLease != nil {
+		r.stopLease() // the last write below clears the lease
+	}
+	r.mirror.queue.wait() // the steps' task updates first, in order
 	status := tracker.StatusOpen
 	if r.closedByLanding {
 		status = "" // closed by the landing: no need to ask

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,13 @@ type taskMirror struct {
 	written string
 	// queued numbers the step updates given to queue; the last one's number is the one to write.
 	queued atomic.Int64
+
+	// lease, when set (bd), is how long each write's claim holds (TaskState.LeaseUntil); a
+	// heartbeat renews it between steps (keepLease). now is the run's clock.
+	lease time.Duration
+	now   func() time.Time
+	// mu guards state and labels, which the engine's steps and the heartbeat both write from.
+	mu sync.Mutex
 }
 
 func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
@@ -115,6 +123,8 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 	if rec.Status == "skipped" {
 		return // restored from this very state; nothing changed
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.record(rec)
 	var add, remove []string
 	if rec.Status == "ok" {
@@ -134,7 +144,14 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 		// calls) of an iteration.
 		return
 	}
-	w, err := m.prepare("")
+	// The write that closes the task carries no lease: the landing right after it closes the
+	// task, and the run's last write, which clears the lease, then has nothing to add.
+	m.enqueue(ctx, !closes(rec), failed)
+}
+
+// enqueue prepares the write of the state as it stands and queues it. The caller holds mu.
+func (m *taskMirror) enqueue(ctx context.Context, leased bool, failed func(error)) {
+	w, err := m.prepare("", leased)
 	if err != nil {
 		failed(err)
 		return
@@ -264,6 +281,7 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 // when this run's failure blocked the task.
 func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blocked string, err error) {
 	m.queue.wait()
+	m.mu.Lock()
 	var add, remove []string
 	switch {
 	case verdict == loop.VerdictPass:
@@ -284,7 +302,8 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 		}
 	}
 	m.move(add, remove)
-	w, err := m.prepare(status)
+	w, err := m.prepare(status, false) // the run is over: nobody holds the claim any more
+	m.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
@@ -308,12 +327,17 @@ func (m *taskMirror) move(add, remove []string) {
 	m.labels = slices.DeleteFunc(m.labels, func(l string) bool { return slices.Contains(remove, l) })
 }
 
-// prepare encodes the state as it stands now, and returns the write that brings the task
-// there: the new state, and the labels it should carry that the last successful write did not
+// prepare encodes the state as it stands now (with a lease from now, when leased), and returns
+// the write that brings the task there: the new state, and the labels it should carry that the last successful write did not
 // leave on it (or left on it, to remove). Where the tracker keeps the state in the notes, a
 // note appended during the run stays beside the new state (see stateWrite).
-func (m *taskMirror) prepare(status string) (func(context.Context) error, error) {
-	u, text, err := stateWrite(storedState{TaskState: m.state, apart: m.apart, inNotes: m.inNotes}, m.redact, nil)
+func (m *taskMirror) prepare(status string, leased bool) (func(context.Context) error, error) {
+	st := m.state
+	st.LeaseUntil = ""
+	if leased && m.lease > 0 {
+		st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
+	}
+	u, text, err := stateWrite(storedState{TaskState: st, apart: m.apart, inNotes: m.inNotes}, m.redact, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -330,8 +354,41 @@ func (m *taskMirror) prepare(status string) (func(context.Context) error, error)
 		}
 		m.confirmed, m.written = want, text
 		if u.State != nil {
+			m.mu.Lock()
 			m.inNotes = false // the notes hold people's text alone now
+			m.mu.Unlock()
 		}
 		return nil
 	}, nil
+}
+
+// keepLease renews the lease of the run's claim every third of it while the run works (a Do
+// agent may take an hour between two steps' writes), through the same queue as the steps'
+// writes, so a renewal never writes an older state over a newer one. stop ends it; the run's
+// last write then clears the lease.
+func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop func()) {
+	if m.lease <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(m.lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				m.mu.Lock()
+				m.enqueue(ctx, true, failed)
+				m.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }

@@ -39,7 +39,10 @@ type TaskState struct {
 	FailedRuns int    `json:"failed_runs,omitempty"`
 	Blocked    string `json:"blocked,omitempty"`
 	// Completion says why a parent whose children are all closed is still open.
-	Completion string        `json:"completion,omitempty"`
+	Completion string `json:"completion,omitempty"`
+	// LeaseUntil is when the claim of the run working on the task runs out unless renewed
+	// (RFC 3339, UTC; bd only): a loop on any machine reopens the task after it (reaper.go).
+	LeaseUntil string        `json:"lease_until,omitempty"`
 	Journal    []JournalLine `json:"journal"`
 	// Folded summarises journal lines dropped to stay under TaskStateCap.
 	Folded string `json:"folded,omitempty"`

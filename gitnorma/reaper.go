@@ -1,0 +1,76 @@
+package gitnorma
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
+)
+
+// Leases of claims, with bd shared by workers on several machines. bd 1.0.5 has none of its
+// own (no heartbeat, no reclaim), so a run keeps one in its task state: TaskState.LeaseUntil,
+// renewed with every write and every third of worker.lease between them. A worker that dies
+// stops renewing it; once it has run out, any loop reopens the task, and only the step that
+// was in flight is lost: the task branch, pushed or on the dead worker's disk, and the state
+// say where the next run resumes. Clocks of the machines are compared: leaseSkew allows for
+// them being apart (keep them in sync with NTP).
+const (
+	defaultLease = 5 * time.Minute
+	minLease     = 3 * time.Second
+	leaseSkew    = 30 * time.Second
+)
+
+// leaseFor is how long a run's claim is leased: with bd only (a claim in the embedded backlog
+// is in this clone's file, and the loop's own recovery gives back what its dead runs left).
+func (a *App) leaseFor() time.Duration {
+	if a.TrackerKind() != "beads" {
+		return 0
+	}
+	return time.Duration(a.Config.Worker.Lease)
+}
+
+// reapLeases reopens the tasks in progress whose lease ran out: their worker died or lost
+// touch. Only tasks git-norma leased are looked at: a task a person claimed has no lease. The
+// task is given back (status open, nobody's) in one write that also clears the lease, so two
+// loops reaping it at once do no harm. Should its worker come back, it does not land once
+// another worker holds the claim (see checkStillOpen); if it lands first, the other worker's
+// run finds the landing on the target and closes the task instead of landing it twice.
+func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
+	if a.leaseFor() == 0 {
+		return nil
+	}
+	tasks, err := tr.List(ctx)
+	if err != nil {
+		return err
+	}
+	now := a.Now()
+	for _, t := range tasks {
+		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
+			continue
+		}
+		st, err := readState(tr, t)
+		if err != nil || st.LeaseUntil == "" {
+			continue
+		}
+		until, err := time.Parse(time.RFC3339, st.LeaseUntil)
+		if err != nil || now.Before(until.Add(leaseSkew)) {
+			continue
+		}
+		st.LeaseUntil = ""
+		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
+			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(t.Assignee), until.UTC().Format(time.RFC3339), a.WorkerID())})
+		u, _, err := stateWrite(st, a.redact, nil)
+		if err != nil {
+			return err
+		}
+		u.Status = tracker.StatusOpen
+		if err := tr.Update(ctx, t.ID, u); err != nil {
+			say(live, t.ID, "reopening task %s, whose lease ran out, failed: %v", t.ID, err)
+			continue
+		}
+		say(live, t.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", t.ID, orDash(t.Assignee), until.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
