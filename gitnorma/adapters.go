@@ -33,6 +33,8 @@ type recorder struct {
 	notes []notes.Note
 	// lastHead is the head the previous step ended on.
 	lastHead string
+	// pushBranch, landing through a remote, sends each new step commit there (branchPusher).
+	pushBranch *branchPusher
 }
 
 // The kv_run keys where runs recorded before schema 4 kept their last plan and last check
@@ -80,6 +82,7 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	crashPoint("step-committed")
 	if rec.Commit != "" && rec.Commit != r.lastHead {
 		r.journal.Written.Own(rec.Commit) // a new commit of this run's: nobody else notes it
+		r.pushBranch.push(ctx, rec.Commit)
 	}
 	r.lastHead = rec.Head
 	if len(r.notes) == 0 || r.notes[len(r.notes)-1].Commit != rec.Head {
@@ -109,6 +112,7 @@ func (r *recorder) finishMirrors(ctx context.Context) {
 	if r.mirror != nil {
 		r.mirror.queue.wait()
 	}
+	r.pushBranch.wait()
 }
 
 // mirrorFailed records a mirror that could not be written; the store, the commit point, has

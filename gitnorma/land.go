@@ -85,6 +85,10 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		if !errors.As(err, &le) {
 			return "", withCode(ExitFail, err)
 		}
+		if errors.Is(err, worktree.ErrBranchTaken) {
+			return "", a.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
+				hint: "its new holder runs it; this run's work stays on the local " + branch})
+		}
 		if a.Config.Remote != "" && errors.Is(err, worktree.ErrTargetMoved) {
 			// Another worker landed first: fetch, look again (it may have been this very task,
 			// taken over), re-check on what is there now, push again.

@@ -252,6 +252,10 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
 			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, orDash(takenOver.RunID), takenOver.Host)})
 	}
+	if err := r.resumeFromRemote(ctx); err != nil {
+		r.finish(ctx, store.StatusFailed, "", "", err.Error())
+		return withCode(ExitFail, err)
+	}
 	err = r.app.withWorktreeLock(ctx, func() error {
 		var err error
 		r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
@@ -436,7 +440,7 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
-		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact}
+		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact, pushBranch: r.branchPusher()}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,

@@ -125,7 +125,7 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 		return res, fmt.Errorf("create squash commit: %w", err)
 	}
 	if o.Remote != "" {
-		if err := m.pushLanding(ctx, o.Remote, o.Target, res.Commit, tip.commit); err != nil {
+		if err := m.pushLanding(ctx, o, res.Commit, tip.commit, head); err != nil {
 			return LandResult{}, err
 		}
 		if err := m.followLanding(ctx, o, res, tip.commit); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // ErrTargetAhead: the local target branch holds commits its remote lacks (or the two
@@ -55,17 +57,121 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 // fail with ErrTargetMoved, and the caller builds the landing again on what is there now. The
 // remote's hooks run as for any push; the local pre-push hook does not (the tree was verified
 // by this git-norma, and git-norma's own hook would run the gates a second time).
-func (m *Manager) pushLanding(ctx context.Context, remote, target, commit, parent string) error {
-	err := m.Git.Run(ctx, "push", "--quiet", "--atomic", "--no-verify",
-		"--force-with-lease=refs/heads/"+target+":"+parent, remote, commit+":refs/heads/"+target)
+//
+// The task branch goes in the same atomic push, with its own lease (see PushTaskBranch): a
+// worker presumed dead whose task another worker took over and pushed to cannot land it
+// (ErrBranchTaken), even should the tracker have let it through.
+func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent, head string) error {
+	lease, err := m.branchLease(ctx, o.Remote, o.TaskBranch)
+	if err != nil {
+		return err
+	}
+	err = m.Git.Run(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
+		o.Remote, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
 		stderr := errStderr(err)
-		if strings.Contains(stderr, "[rejected]") || strings.Contains(stderr, "stale info") {
-			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", remote, target)}
+		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
+			return fmt.Errorf("push the landing to %s: %s", o.Remote, firstLine(stderr))
 		}
-		return fmt.Errorf("push the landing to %s: %s", remote, firstLine(stderr))
+		if m.branchTaken(ctx, o.Remote, o.TaskBranch) {
+			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", o.TaskBranch, o.Remote)}
+		}
+		return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
-	_ = m.Git.Run(ctx, "update-ref", TrackingRef(remote, target), commit)
+	_ = m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.Target), commit)
+	_ = m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.TaskBranch), head)
 	return nil
+}
+
+// ErrBranchTaken: the remote's copy of a task branch is not the one this clone last pushed or
+// fetched — another worker pushed its own work there since, having taken the task over.
+var ErrBranchTaken = errors.New("another worker pushed the task branch since")
+
+// FetchTaskBranch brings the remote's copy of a task branch into its remote-tracking ref and
+// makes the local branch continue from it, so a task another worker started (and died on,
+// or gave up) resumes from its last pushed step: a local branch that is missing or behind is
+// moved to the remote's; one ahead of it (this clone's steps not pushed yet) stays; one that
+// diverged is kept under KeptPrefix and replaced by the remote's — the remote's is the work
+// of whoever held the task last. A task branch the remote does not have is fine. The caller
+// holds the task's lock, and no worktree has the branch checked out.
+func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID string) (kept string, err error) {
+	branch := TaskBranch(taskID)
+	tracking := TrackingRef(remote, branch)
+	out, err := m.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	if err != nil {
+		return "", fmt.Errorf("look for %s on %s: %s", branch, remote, firstLine(errStderr(err)))
+	}
+	if strings.TrimSpace(out) == "" {
+		// Not there (any more): nothing to resume from, and no lease to keep on it.
+		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
+		return "", nil
+	}
+	if err := m.Git.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
+		return "", fmt.Errorf("fetch %s from %s: %s", branch, remote, firstLine(errStderr(err)))
+	}
+	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
+	if err != nil {
+		return "", err
+	}
+	ours, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	if err != nil || ours == "" {
+		return "", m.Git.Run(ctx, "update-ref", "refs/heads/"+branch, theirs, "")
+	}
+	if ours == theirs {
+		return "", nil
+	}
+	if ahead, err := m.Git.IsAncestor(ctx, theirs, ours); err != nil || ahead {
+		return "", err
+	}
+	if behind, err := m.Git.IsAncestor(ctx, ours, theirs); err != nil {
+		return "", err
+	} else if !behind {
+		kept = KeptPrefix + taskID + "/" + runID
+		if err := m.Git.Run(ctx, "update-ref", kept, ours); err != nil {
+			return "", err
+		}
+	}
+	return kept, m.Git.Run(ctx, "update-ref", "refs/heads/"+branch, theirs, ours)
+}
+
+// PushTaskBranch pushes a task branch's commit to the remote with a lease on the copy this
+// clone last pushed or fetched (its remote-tracking ref; none: it must not exist there): a
+// worker that took the task over and pushed its own work makes it fail with ErrBranchTaken,
+// and its work is never overwritten.
+func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit string) error {
+	branch := TaskBranch(taskID)
+	lease, err := m.branchLease(ctx, remote, branch)
+	if err != nil {
+		return err
+	}
+	if err := m.Git.Run(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
+		if stderr := errStderr(err); strings.Contains(stderr, "[rejected]") || strings.Contains(stderr, "stale info") {
+			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
+		}
+		return fmt.Errorf("push %s to %s: %s", branch, remote, firstLine(errStderr(err)))
+	}
+	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
+}
+
+// branchLease is the --force-with-lease argument for a task branch: the copy of it this clone
+// last pushed or fetched, or "must not exist" when it has none.
+func (m *Manager) branchLease(ctx context.Context, remote, branch string) (string, error) {
+	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
+	if err != nil && git.ExitCodeOf(err) != 1 {
+		return "", err
+	}
+	return "--force-with-lease=refs/heads/" + branch + ":" + strings.TrimSpace(expect), nil
+}
+
+// branchTaken says whether the remote's copy of branch moved away from this clone's (the cause
+// of a refused landing push, rather than the target having moved).
+func (m *Manager) branchTaken(ctx context.Context, remote, branch string) bool {
+	out, err := m.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	if err != nil {
+		return false
+	}
+	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	ours, _ := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
+	return strings.TrimSpace(ours) != theirs
 }
