@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -111,6 +112,17 @@ func (s stampedTracker) Scan(ctx context.Context, fn func(tracker.Task) bool) er
 
 // KeepsStateApart says whether the tracker keeps git-norma's state apart from the notes.
 func (s stampedTracker) KeepsStateApart() bool { return keepsStateApart(s.inner) }
+
+// ClaimWithState passes a claim carrying git-norma's state on to a tracker that keeps it
+// apart, and makes a plain claim otherwise.
+func (s stampedTracker) ClaimWithState(ctx context.Context, id, actor string, state json.RawMessage) (out tracker.Task, err error) {
+	k, ok := s.inner.(tracker.StateKeeper)
+	if !ok || state == nil {
+		return s.Claim(ctx, id, actor)
+	}
+	err = s.locked(ctx, true, func() (e error) { out, e = k.ClaimWithState(ctx, id, actor, state); return e })
+	return out, err
+}
 
 // CloseForced passes a forced close on to a tracker that takes one.
 func (s stampedTracker) CloseForced(ctx context.Context, id, reason string) error {

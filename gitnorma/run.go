@@ -279,7 +279,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		return err
 	}
 	crashPoint("claiming")
-	if _, err := r.tr.Claim(ctx, r.pre.task.ID, ""); err != nil {
+	if err := r.claimTask(ctx); err != nil {
 		_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
 		if errors.Is(err, tracker.ErrClaimed) {
 			// Someone (another worker, a person) claimed it first: nothing of this run's is
@@ -298,6 +298,21 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "lease: " + err.Error()})
 	})
 	return r.st.SetClaim(ctx, r.id, store.ClaimHeld)
+}
+
+// claimTask claims the task; where the tracker keeps the state apart (bd), the claim carries a
+// first lease in the same call, so that a worker that dies right after claiming leaves one to
+// run out (see reaper.go).
+func (r *run) claimTask(ctx context.Context) error {
+	if k, ok := r.tr.(tracker.StateKeeper); ok && k.KeepsStateApart() && r.mirror.lease > 0 {
+		state, err := r.mirror.claimState()
+		if err == nil {
+			_, err = k.ClaimWithState(ctx, r.pre.task.ID, "", state)
+		}
+		return err
+	}
+	_, err := r.tr.Claim(ctx, r.pre.task.ID, "")
+	return err
 }
 
 // ErrClaimLost is a run that lost its task's claim to someone else (another worker claiming

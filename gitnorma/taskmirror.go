@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -391,4 +392,16 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// claimState is the state a claim writes (tracker.StateKeeper.ClaimWithState): the state as it
+// stands, with a first lease.
+func (m *taskMirror) claimState() (json.RawMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.state
+	st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
+	st.ForeignNotes = ""
+	data, err := st.encodeState()
+	return json.RawMessage(m.redact.apply(data)), err
 }

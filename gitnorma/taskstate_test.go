@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -108,6 +109,10 @@ func TestEncodeKeepsPeoplesNotes(t *testing.T) {
 type apartTracker struct{ tracker.Tracker }
 
 func (apartTracker) KeepsStateApart() bool { return true }
+
+func (apartTracker) ClaimWithState(context.Context, string, string, json.RawMessage) (tracker.Task, error) {
+	return tracker.Task{}, nil
+}
 
 // Where the tracker keeps the state apart from the notes (bd: metadata), that copy is the
 // state; one an older git-norma left in the notes is read when there is no other, and the

@@ -258,12 +258,25 @@ func (b *BD) CloseForced(ctx context.Context, id, reason string) error {
 
 // Claim runs `bd update <id> --claim [--actor <actor>] --json`, bd's compare-and-swap claim.
 func (b *BD) Claim(ctx context.Context, id, actor string) (Task, error) {
+	return b.ClaimWithState(ctx, id, actor, nil)
+}
+
+// ClaimWithState is Claim with `--metadata` in the same `bd update`: bd 1.0.5 applies the
+// metadata only once the claim went through (cmd/bd/update.go).
+func (b *BD) ClaimWithState(ctx context.Context, id, actor string, state json.RawMessage) (Task, error) {
 	if err := checkID(id); err != nil {
 		return Task{}, err
 	}
 	args := []string{"update", id, "--claim"}
 	if actor != "" {
 		args = append(args, "--actor", actor)
+	}
+	if state != nil {
+		meta, err := stateArg(id, state)
+		if err != nil {
+			return Task{}, err
+		}
+		args = append(args, "--metadata", meta)
 	}
 	args = append(args, "--json")
 	// A claim that lost a race on the database (several workers claiming at once) is tried
@@ -291,6 +304,19 @@ func claimPause() time.Duration {
 	return 50*time.Millisecond + rand.N(200*time.Millisecond)
 }
 
+// stateArg is the --metadata argument that sets git-norma's state: bd 1.0.5 merges the object
+// into the task's metadata key by key, so other keys (people's, other tools') stay.
+func stateArg(id string, state json.RawMessage) (string, error) {
+	meta, err := json.Marshal(map[string]json.RawMessage{StateKey: state})
+	if err != nil {
+		return "", fmt.Errorf("task %s: git-norma's state: %w", id, err)
+	}
+	if len(meta) > MaxBDArg {
+		return "", fmt.Errorf("task %s: git-norma's state is %d bytes; bd takes metadata as one command-line argument, which Linux caps at 128 KiB", id, len(meta))
+	}
+	return string(meta), nil
+}
+
 // KeepsStateApart: bd keeps git-norma's state in the task's metadata (StateKeeper).
 func (b *BD) KeepsStateApart() bool { return true }
 
@@ -308,16 +334,11 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 		args = append(args, "--notes", *u.Notes)
 	}
 	if u.State != nil {
-		// bd 1.0.5 merges the object given to --metadata into the task's metadata, key by key:
-		// other keys (people's, other tools') stay.
-		meta, err := json.Marshal(map[string]json.RawMessage{StateKey: u.State})
+		meta, err := stateArg(id, u.State)
 		if err != nil {
-			return fmt.Errorf("task %s: git-norma's state: %w", id, err)
+			return err
 		}
-		if len(meta) > MaxBDArg {
-			return fmt.Errorf("task %s: git-norma's state is %d bytes; bd takes metadata as one command-line argument, which Linux caps at 128 KiB", id, len(meta))
-		}
-		args = append(args, "--metadata", string(meta))
+		args = append(args, "--metadata", meta)
 	}
 	add, err := bdLabels(u.AddLabels)
 	if err != nil {

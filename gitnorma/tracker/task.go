@@ -170,6 +170,9 @@ type Update struct {
 // as they are at the moment of the write, under its lock (Update.EditNotes).
 type StateKeeper interface {
 	KeepsStateApart() bool
+	// ClaimWithState claims like Claim and, in the same call, replaces git-norma's state of
+	// the task with state: the lease of a worker that dies right after claiming runs out.
+	ClaimWithState(ctx context.Context, id, actor string, state json.RawMessage) (Task, error)
 }
 
 // ErrClaimed means a claim lost: the task is not open or belongs to someone else.
