@@ -1,0 +1,136 @@
+package worktree
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// withRemote gives the fixture a bare remote "origin" holding main, and a second clone of it
+// ("other", another worker) that can move it.
+func (f *fixture) withRemote() (other string) {
+	f.t.Helper()
+	bare := filepath.Join(f.t.TempDir(), "remote.git")
+	f.git("init", "-q", "--bare", bare)
+	f.git("remote", "add", "origin", bare)
+	f.git("push", "-q", "origin", "main")
+	other = filepath.Join(f.t.TempDir(), "other")
+	f.git("clone", "-q", "-b", "main", bare, other)
+	f.gitIn(other, "config", "user.name", "Other Worker")
+	f.gitIn(other, "config", "user.email", "other@example.com")
+	return other
+}
+
+// pushFrom commits a file in the other clone and pushes it to origin's ref.
+func (f *fixture) pushFrom(other, ref, file, content string) string {
+	f.t.Helper()
+	require.NoError(f.t, os.WriteFile(filepath.Join(other, file), []byte(content), 0o644))
+	f.gitIn(other, "add", file)
+	f.gitIn(other, "commit", "-q", "-m", "other: "+file)
+	f.gitIn(other, "push", "-q", "-f", "origin", "HEAD:"+ref)
+	return f.gitIn(other, "rev-parse", "HEAD")
+}
+
+func TestSyncTargetFastForwardsTheCheckout(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	theirs := f.pushFrom(other, "refs/heads/main", "theirs.txt", "theirs\n")
+	// the user's own edit of a file the remote did not touch, and an untracked file
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir, "mine.txt"), []byte("mine\n"), 0o644))
+
+	tip, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	require.NoError(t, err)
+	assert.Equal(t, theirs, tip)
+	assert.Equal(t, theirs, f.rev("main"))
+	assert.FileExists(t, filepath.Join(f.repo.Dir, "theirs.txt"), "the checkout followed")
+	mine, err := os.ReadFile(filepath.Join(f.repo.Dir, "mine.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine\n", string(mine))
+}
+
+func TestSyncTargetNeverOverwritesLocalEdits(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	f.pushFrom(other, "refs/heads/main", "shared.txt", "theirs\n")
+	before := f.rev("main")
+	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir, "shared.txt"), []byte("my edit\n"), 0o644))
+
+	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	var le *LandError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, before, f.rev("main"), "the local target did not move")
+	mine, err := os.ReadFile(filepath.Join(f.repo.Dir, "shared.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "my edit\n", string(mine), "the user's edit is intact")
+}
+
+func TestSyncTargetRefusesLocalCommitsTheRemoteLacks(t *testing.T) {
+	f := newFixture(t)
+	f.withRemote()
+	f.repo.Commit("mine, not pushed")
+	mine := f.rev("main")
+
+	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	require.ErrorIs(t, err, ErrTargetAhead)
+	assert.Equal(t, mine, f.rev("main"))
+}
+
+func TestFetchTaskBranch(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-a")
+
+	kept, err := f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-1")
+	require.NoError(t, err, "a branch the remote does not have is fine")
+	assert.Empty(t, kept)
+	exists, err := f.m.BranchExists(f.ctx, branch)
+	require.NoError(t, err)
+	assert.False(t, exists)
+
+	// another worker's steps: the local branch is made from them
+	theirs := f.pushFrom(other, "refs/heads/"+branch, "a.txt", "step 1\n")
+	kept, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-2")
+	require.NoError(t, err)
+	assert.Empty(t, kept)
+	assert.Equal(t, theirs, f.rev(branch))
+
+	// local steps not pushed yet stay
+	ours := f.commitOn(branch, branch, map[string]string{"a.txt": "step 2\n"}, "ours")
+	_, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-3")
+	require.NoError(t, err)
+	assert.Equal(t, ours, f.rev(branch))
+
+	// the two went their own ways: the remote's is taken, this clone's kept
+	f.gitIn(other, "reset", "-q", "--hard", "HEAD~1")
+	theirs = f.pushFrom(other, "refs/heads/"+branch, "b.txt", "another worker\n")
+	kept, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-4")
+	require.NoError(t, err)
+	assert.Equal(t, KeptPrefix+"norma-a/r-4", kept)
+	assert.Equal(t, ours, f.rev(kept), "nothing of this clone's is lost")
+	assert.Equal(t, theirs, f.rev(branch))
+}
+
+func TestPushTaskBranchLease(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-b")
+	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first))
+	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "on top of what this clone pushed")
+
+	// another worker took the task over and pushed its own work
+	f.gitIn(other, "fetch", "-q", "origin", branch)
+	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
+	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
+	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third)
+	require.ErrorIs(t, err, ErrBranchTaken)
+	remote := f.git("ls-remote", "origin", "refs/heads/"+branch)
+	assert.Contains(t, remote, theirs, "the other worker's work is not overwritten")
+	assert.False(t, errors.Is(err, ErrTargetMoved))
+}
