@@ -117,6 +117,12 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	a.noteLanding(ctx, st, req, landed)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
+	if res.LocalBehind != "" {
+		// On the remote, where it counts; the local target catches up at the next run.
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "local_target_behind",
+			Message: fmt.Sprintf("landed on %s/%s, but the local %s did not follow: %s (git merge --ff-only %s/%s brings it there)",
+				a.Config.Remote, req.target, req.target, res.LocalBehind, a.Config.Remote, req.target)})
+	}
 	// The task's check worktree served its last check: landed, the task needs no other.
 	if err := a.removeCheckTree(ctx, req.task.ID); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "worktree_kept", Message: "check worktree: " + err.Error()})

@@ -112,7 +112,8 @@ func (a *App) shareJournal(ctx context.Context, st *store.Store, req landRequest
 func (a *App) contended(ctx context.Context, req landRequest, attempts int, last error) error {
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
-	if err := a.Repo.Git.Run(ctx, "push", "--quiet", "--no-verify", a.Config.Remote, "refs/heads/"+branch+":refs/heads/"+branch); err == nil {
+	// Under the branch's lease, like every push of it: never over another worker's.
+	if err := a.Repo.Worktrees().PushTaskBranch(ctx, a.Config.Remote, req.task.ID, "refs/heads/"+branch); err == nil {
 		pushed = fmt.Sprintf("; its branch is on %s for review", a.Config.Remote)
 	}
 	if tr, err := a.Tracker(); err == nil {

@@ -145,6 +145,11 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	}
 	defer st.Close()
 	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now(), forced: o.Force}
+	defer func() {
+		if r.stopLease != nil {
+			r.stopLease() // whatever way the run ends: a loop goes on, and must not keep renewing it
+		}
+	}()
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}

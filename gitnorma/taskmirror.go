@@ -229,8 +229,12 @@ func (m *taskMirror) priorProgress() string {
 	return b.String()
 }
 
-// stepLogPath is where an earlier run's step log is, relative to the repository root.
+// stepLogPath is where an earlier run's step log is, relative to the repository root ("" for a
+// line that is no step's, such as a lease that ran out).
 func stepLogPath(l JournalLine, name string) string {
+	if l.Step == 0 {
+		return ""
+	}
 	return filepath.ToSlash(filepath.Join(".norma", "runs", l.Run, "steps", loop.StepDirName(l.Step, loop.Role(l.Role)), "logs", name))
 }
 
@@ -391,7 +395,8 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 			}
 		}
 	}()
-	return func() { close(done); wg.Wait() }
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
 // claimState is the state a claim writes (tracker.StateKeeper.ClaimWithState): the state as it
