@@ -71,10 +71,15 @@ const taskStateVersion = 1
 // state that does not read are an error saying what to do, never taken for people's text:
 // that would silently reset the strike count and the resume state.
 func DecodeTaskState(notes string) (TaskState, error) {
+	return decodeNotes(notes, maxForeignNotes)
+}
+
+// decodeNotes is DecodeTaskState with limit on people's text (0: none).
+func decodeNotes(notes string, limit int) (TaskState, error) {
 	st := TaskState{Version: taskStateVersion}
 	at := stateStart(notes)
 	if at < 0 {
-		return st, foreign(&st, strings.TrimSpace(notes))
+		return st, foreign(&st, strings.TrimSpace(notes), limit)
 	}
 	dec := json.NewDecoder(strings.NewReader(notes[at:]))
 	var raw json.RawMessage
@@ -96,7 +101,7 @@ func DecodeTaskState(notes string) (TaskState, error) {
 	// Written before people's text lived beside the state, it was kept inside it.
 	parts := []string{strings.TrimSpace(notes[:at]), strings.TrimSpace(st.ForeignNotes), strings.TrimSpace(notes[at+int(dec.InputOffset()):])}
 	st.ForeignNotes = ""
-	return st, foreign(&st, strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "\n\n"))
+	return st, foreign(&st, strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "\n\n"), limit)
 }
 
 // stateMark begins git-norma's state in a task's notes.
@@ -120,11 +125,11 @@ func badState(err error) error {
 	return fmt.Errorf("the git-norma state in the task's notes does not read (%v): restore the line that starts with %s from the tracker's history, or delete that line to start the task's state afresh (its strike count and resume point are then lost)", err, stateMark)
 }
 
-// foreign keeps people's text beside the state.
-func foreign(st *TaskState, text string) error {
-	if len(text) > maxForeignNotes {
+// foreign keeps people's text beside the state, up to limit bytes (0: any).
+func foreign(st *TaskState, text string, limit int) error {
+	if limit > 0 && len(text) > limit {
 		return fmt.Errorf("the task's notes hold %d KiB besides git-norma's state, more than git-norma carries along (limit %d KiB); move them to the description or a comment, then run again",
-			(len(text)+1023)>>10, maxForeignNotes>>10)
+			(len(text)+1023)>>10, limit>>10)
 	}
 	st.ForeignNotes = text
 	return nil

@@ -27,31 +27,33 @@ type storedState struct {
 
 // readState reads git-norma's state of t: where tr keeps it apart from the notes when it is
 // there, else from the notes (the embedded backlog's place for it, and where a git-norma
-// before this one left it in bd).
+// before this one left it in bd). Where the state is kept apart, people's notes are never
+// carried along — whatever their size — but to take an older git-norma's state out of them.
 func readState(tr tracker.Tracker, t tracker.Task) (storedState, error) {
-	s := storedState{apart: keepsStateApart(tr)}
-	inNotes := stateStart(t.Notes) >= 0
-	if s.apart && len(t.State) > 0 {
+	if !keepsStateApart(tr) {
+		st, err := DecodeTaskState(t.Notes)
+		return storedState{TaskState: st}, err
+	}
+	s := storedState{apart: true, inNotes: stateStart(t.Notes) >= 0}
+	s.Version = taskStateVersion
+	if len(t.State) > 0 {
 		st, err := decodeStateJSON(t.State)
 		if err != nil {
 			return s, err
 		}
-		if inNotes {
-			// A copy an older git-norma left in the notes: what is apart is newer.
-			old, err := DecodeTaskState(t.Notes)
-			if err != nil {
-				return s, err
-			}
-			st.ForeignNotes = old.ForeignNotes
-		} else if err := foreign(&st, t.Notes); err != nil {
+		s.TaskState = st
+	}
+	if s.inNotes {
+		old, err := decodeNotes(t.Notes, 0)
+		if err != nil {
 			return s, err
 		}
-		s.TaskState, s.inNotes = st, inNotes
-		return s, nil
+		if len(t.State) == 0 {
+			s.TaskState = old // an older git-norma's; the copy apart, when there is one, is newer
+		}
+		s.ForeignNotes = old.ForeignNotes
 	}
-	st, err := DecodeTaskState(t.Notes)
-	s.TaskState, s.inNotes = st, s.apart && inNotes
-	return s, err
+	return s, nil
 }
 
 // decodeStateJSON reads a state kept apart from the notes: the JSON object Encode would put
