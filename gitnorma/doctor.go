@@ -48,6 +48,8 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorSandbox(&rep)
 	a.doctorStore(ctx, &rep)
 	a.doctorCrashWindows(ctx, &rep)
+	a.doctorRemote(ctx, &rep)
+	a.doctorLeases(ctx, &rep)
 	a.doctorRuntime(ctx, &rep)
 	return rep
 }

@@ -133,3 +133,67 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// doctorRemote checks landing through a remote, when one is configured: that git knows it and
+// can reach it, that the backlog can be shared (bd), and that the local target has nothing the
+// remote lacks.
+func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
+	remote := a.Config.Remote
+	if remote == "" {
+		return
+	}
+	if err := a.checkRemote(ctx); err != nil {
+		rep.add("remote", "fail", err.Error(), hintOf(err))
+		return
+	}
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return // the target branch finding says why
+	}
+	out, err := a.Repo.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+target)
+	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	switch {
+	case err != nil:
+		rep.add("remote", "fail", fmt.Sprintf("%s cannot be reached: %v", remote, err), "check its URL (git remote get-url "+remote+") and your access (git ls-remote "+remote+")")
+		return
+	case theirs == "":
+		rep.add("remote", "fail", fmt.Sprintf("%s has no branch %s", remote, target), fmt.Sprintf("push it first: git push %s %s", remote, target))
+		return
+	}
+	ours, _ := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+target)
+	if ours != theirs && a.Repo.Git.Run(ctx, "cat-file", "-e", theirs+"^{commit}") == nil {
+		// The remote's tip is known here: the local target must be behind it, not ahead.
+		if behind, err := a.Repo.Git.IsAncestor(ctx, ours, theirs); err == nil && !behind {
+			rep.add("remote", "fail", fmt.Sprintf("the local %s has commits %s/%s lacks: runs and landings are refused", target, remote, target),
+				fmt.Sprintf("push them (git push %s %s), or move them to a branch of their own", remote, target))
+			return
+		}
+	}
+	rep.add("remote", "ok", fmt.Sprintf("lands on %s/%s as %s", remote, target, a.WorkerID()), "")
+}
+
+// doctorLeases lists the tasks in progress whose lease ran out: the next loop reopens them.
+func (a *App) doctorLeases(ctx context.Context, rep *DoctorReport) {
+	tr, err := a.Tracker()
+	if err != nil || a.leaseFor() == 0 {
+		return
+	}
+	tasks, err := tr.List(ctx)
+	if err != nil {
+		return
+	}
+	now := a.Now()
+	for _, t := range tasks {
+		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
+			continue
+		}
+		st, err := readState(tr, t)
+		if err != nil || st.LeaseUntil == "" {
+			continue
+		}
+		if until, err := time.Parse(time.RFC3339, st.LeaseUntil); err == nil && now.After(until.Add(leaseSkew)) {
+			rep.add("lease "+t.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", orDash(t.Assignee), st.LeaseUntil),
+				"the next git norma loop reopens it")
+		}
+	}
+}
