@@ -138,11 +138,12 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 		}
 	}
 	m.move(add, remove)
-	if rec.Builtin && !closes(rec) {
-		// A built-in Plan or Act decides from its input alone: if the run dies before the next
-		// write, the next run simply runs it again. Its journal line and labels go with the
-		// next step's update, or the run's last write — half the backlog rewrites (or bd
-		// calls) of an iteration.
+	if (rec.Builtin || rec.Role == loop.RoleCheck) && !closes(rec) {
+		// A built-in Plan or Act decides from its input alone, and a Check is never resumed
+		// (its verdict is not a hint to trust): if the run dies before the next write, the next
+		// run simply runs them again (the store keeps their journal lines for it: catchUp).
+		// Their lines and labels go with the next step's update, or the run's last write: one
+		// backlog rewrite (or bd call) an iteration instead of four.
 		return
 	}
 	// The write that closes the task carries no lease: the landing right after it closes the

@@ -149,19 +149,20 @@ func TestTaskMirrorSkipsToTheLatestStateWhenBehind(t *testing.T) {
 	f.after(1, loop.RolePlan, false, loop.Output{})
 	<-f.tr.entered // the first write is under way, held by the gate
 	f.after(2, loop.RoleDo, false, loop.Output{})
-	f.after(3, loop.RoleCheck, false, loop.Output{})
+	f.after(3, loop.RoleDo, false, loop.Output{}) // the Do run again, as a step of its own
 	close(f.tr.release)
 	_, err := f.m.finishRun(f.ctx, "", "")
 	require.NoError(t, err)
 
 	require.Equal(t, []int{1, 3}, f.tr.written(), "step 2's update was dropped for step 3's; the run's last write, the same state, was not made again")
 	labels, st := f.stored()
-	require.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, labels, "step 2's label came with step 3's write")
+	require.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels, "step 2's label came with step 3's write")
 	require.Len(t, st.Journal, 3, "every step is in the journal")
 }
 
-// A built-in Plan or Act is not written on its own (run again, it decides the same): its
-// journal line and labels ride on the next step's update, or on the run's last write.
+// A built-in Plan or Act is not written on its own (run again, it decides the same), nor is a
+// Check (never resumed): its journal line and labels ride on the next step's update, or on
+// the run's last write.
 func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
 	f := newMirrorFixture(t, true)
 	labels := func() []string { l, _ := f.stored(); return l }
@@ -174,13 +175,13 @@ func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
 	f.after(3, loop.RoleCheck, false, loop.Output{})
 	f.after(4, loop.RoleAct, true, loop.Output{})
 	f.m.queue.wait()
-	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo, LabelHasCheck}, labels(), "the act is not written yet")
+	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels(), "neither the check nor the act is written yet")
 	_, err := f.m.finishRun(f.ctx, "", "")
 	require.NoError(t, err)
 
 	got, st := f.stored()
 	assert.Empty(t, got, "the act's end of the iteration came with the run's last write")
-	assert.Equal(t, []int{2, 3, 4}, f.tr.written())
+	assert.Equal(t, []int{2, 4}, f.tr.written())
 	require.Len(t, st.Journal, 4)
 }
 
