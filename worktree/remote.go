@@ -38,6 +38,12 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 	if tip.commit == remoteTip {
 		return remoteTip, nil
 	}
+	if common, err := m.commonDir(ctx); err == nil {
+		// A rebase or bisect of the target would finish by moving it, over the fast-forward.
+		if op := branchOperation(common, target); op != "" {
+			return "", &LandError{Err: ErrTargetBusy, Detail: op}
+		}
+	}
 	if behind, err := m.Git.IsAncestor(ctx, tip.commit, remoteTip); err != nil {
 		return "", err
 	} else if !behind {

@@ -134,3 +134,18 @@ func TestPushTaskBranchLease(t *testing.T) {
 	assert.Contains(t, remote, theirs, "the other worker's work is not overwritten")
 	assert.False(t, errors.Is(err, ErrTargetMoved))
 }
+
+func TestSyncTargetLeavesARebaseAlone(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	f.pushFrom(other, "refs/heads/main", "theirs.txt", "theirs\n")
+	before := f.rev("main")
+	// git's own marker of a rebase of main under way
+	dir := filepath.Join(f.repo.Dir, ".git", "rebase-merge")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "head-name"), []byte("refs/heads/main\n"), 0o644))
+
+	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	require.ErrorIs(t, err, ErrTargetBusy)
+	assert.Equal(t, before, f.rev("main"))
+}
