@@ -175,25 +175,12 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 // doctorLeases lists the tasks in progress whose lease ran out: the next loop reopens them.
 func (a *App) doctorLeases(ctx context.Context, rep *DoctorReport) {
 	tr, err := a.Tracker()
-	if err != nil || a.leaseFor() == 0 {
-		return
-	}
-	tasks, err := tr.List(ctx)
 	if err != nil {
 		return
 	}
-	now := a.Now()
-	for _, t := range tasks {
-		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
-			continue
-		}
-		st, err := readState(tr, t)
-		if err != nil || st.LeaseUntil == "" {
-			continue
-		}
-		if until, err := time.Parse(time.RFC3339, st.LeaseUntil); err == nil && now.After(until.Add(leaseSkew)) {
-			rep.add("lease "+t.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", orDash(t.Assignee), st.LeaseUntil),
-				"the next git norma loop reopens it")
-		}
+	gone, _ := a.expiredLeases(ctx, tr)
+	for _, e := range gone {
+		rep.add("lease "+e.task.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", orDash(e.task.Assignee), e.until.Format(time.RFC3339)),
+			"the next git norma loop reopens it")
 	}
 }

@@ -38,14 +38,48 @@ func (a *App) leaseFor() time.Duration {
 // another worker holds the claim (see checkStillOpen); if it lands first, the other worker's
 // run finds the landing on the target and closes the task instead of landing it twice.
 func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
-	if a.leaseFor() == 0 {
-		return nil
-	}
-	tasks, err := tr.List(ctx)
+	gone, err := a.expiredLeases(ctx, tr)
 	if err != nil {
 		return err
 	}
 	now := a.Now()
+	for _, e := range gone {
+		st := e.state
+		st.LeaseUntil = ""
+		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
+			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.WorkerID())})
+		u, _, err := stateWrite(st, a.redact, nil)
+		if err != nil {
+			return err
+		}
+		u.Status = tracker.StatusOpen
+		if err := tr.Update(ctx, e.task.ID, u); err != nil {
+			say(live, e.task.ID, "reopening task %s, whose lease ran out, failed: %v", e.task.ID, err)
+			continue
+		}
+		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// expiredLease is a task in progress whose lease ran out.
+type expiredLease struct {
+	task  tracker.Task
+	state storedState
+	until time.Time
+}
+
+// expiredLeases lists the tasks in progress whose lease ran out more than leaseSkew ago. Only
+// tasks git-norma leased count: a task a person claimed has none.
+func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredLease, error) {
+	if a.leaseFor() == 0 {
+		return nil, nil
+	}
+	tasks, err := tr.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var gone []expiredLease
 	for _, t := range tasks {
 		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
 			continue
@@ -55,22 +89,9 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 			continue
 		}
 		until, err := time.Parse(time.RFC3339, st.LeaseUntil)
-		if err != nil || now.Before(until.Add(leaseSkew)) {
-			continue
+		if err == nil && a.Now().After(until.Add(leaseSkew)) {
+			gone = append(gone, expiredLease{task: t, state: st, until: until.UTC()})
 		}
-		st.LeaseUntil = ""
-		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
-			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(t.Assignee), until.UTC().Format(time.RFC3339), a.WorkerID())})
-		u, _, err := stateWrite(st, a.redact, nil)
-		if err != nil {
-			return err
-		}
-		u.Status = tracker.StatusOpen
-		if err := tr.Update(ctx, t.ID, u); err != nil {
-			say(live, t.ID, "reopening task %s, whose lease ran out, failed: %v", t.ID, err)
-			continue
-		}
-		say(live, t.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", t.ID, orDash(t.Assignee), until.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return gone, nil
 }
