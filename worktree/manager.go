@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
@@ -31,6 +32,9 @@ type Manager struct {
 	// CommonDir is the repository's common git directory, where the worktrees' own git
 	// directories are found (asked of git when empty).
 	CommonDir string
+	// RemoteTimeout bounds each fetch, ls-remote and push (0: DefaultRemoteTimeout): a remote
+	// that stops answering must not hold a worker for ever.
+	RemoteTimeout time.Duration
 }
 
 // CreateOptions say which task workspace to create and where.

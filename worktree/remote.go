@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
@@ -13,6 +14,43 @@ import (
 // diverged). Landing through the remote would take them along; git-norma never pushes the
 // user's own commits, so it refuses.
 var ErrTargetAhead = errors.New("the local target branch has commits its remote lacks")
+
+// DefaultRemoteTimeout is how long one fetch, ls-remote or push may take.
+const DefaultRemoteTimeout = 10 * time.Minute
+
+// remote runs a git command that talks to a remote, bounded by RemoteTimeout; a call that
+// runs out says so.
+func (m *Manager) remote(ctx context.Context, out bool, args ...string) (string, error) {
+	limit := m.RemoteTimeout
+	if limit <= 0 {
+		limit = DefaultRemoteTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var res string
+	var err error
+	if out {
+		res, err = m.Git.Output(rctx, args...)
+	} else {
+		err = m.Git.Run(rctx, args...)
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("git %s gave no answer within %s: %w", args[0], limit, ErrRemoteSilent)
+	}
+	return res, err
+}
+
+// remoteErr says what failed talking to a remote: git's own first line, or that it stopped
+// answering (errors.Is ErrRemoteSilent).
+func remoteErr(what string, err error) error {
+	if errors.Is(err, ErrRemoteSilent) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %s", what, firstLine(errStderr(err)))
+}
+
+// ErrRemoteSilent: a remote stopped answering (RemoteTimeout).
+var ErrRemoteSilent = errors.New("the remote stopped answering")
 
 // TrackingRef is where a remote's branch is fetched to.
 func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote + "/" + branch }
@@ -24,8 +62,8 @@ func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote
 // lacks is left alone (ErrTargetAhead). It returns the remote's tip.
 func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string, error) {
 	tracking := TrackingRef(remote, target)
-	if err := m.Git.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
-		return "", fmt.Errorf("fetch %s from %s: %s", target, remote, firstLine(errStderr(err)))
+	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
+		return "", remoteErr(fmt.Sprintf("fetch %s from %s", target, remote), err)
 	}
 	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
 	if err != nil {
@@ -72,12 +110,12 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 	if err != nil {
 		return err
 	}
-	err = m.Git.Run(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
+	_, err = m.remote(ctx, false, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
 		o.Remote, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
 		stderr := errStderr(err)
 		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
-			return fmt.Errorf("push the landing to %s: %s", o.Remote, firstLine(stderr))
+			return remoteErr("push the landing to "+o.Remote, err)
 		}
 		if m.branchTaken(ctx, o.Remote, o.TaskBranch) {
 			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", o.TaskBranch, o.Remote)}
@@ -104,17 +142,17 @@ var ErrBranchTaken = errors.New("another worker pushed the task branch since")
 func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID string) (kept string, err error) {
 	branch := TaskBranch(taskID)
 	tracking := TrackingRef(remote, branch)
-	out, err := m.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	out, err := m.remote(ctx, true, "ls-remote", "--heads", remote, "refs/heads/"+branch)
 	if err != nil {
-		return "", fmt.Errorf("look for %s on %s: %s", branch, remote, firstLine(errStderr(err)))
+		return "", remoteErr(fmt.Sprintf("look for %s on %s", branch, remote), err)
 	}
 	if strings.TrimSpace(out) == "" {
 		// Not there (any more): nothing to resume from, and no lease to keep on it.
 		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
 		return "", nil
 	}
-	if err := m.Git.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
-		return "", fmt.Errorf("fetch %s from %s: %s", branch, remote, firstLine(errStderr(err)))
+	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
+		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
 	if err != nil {
@@ -151,11 +189,11 @@ func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit str
 	if err != nil {
 		return err
 	}
-	if err := m.Git.Run(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
+	if _, err := m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
 		if stderr := errStderr(err); strings.Contains(stderr, "[rejected]") || strings.Contains(stderr, "stale info") {
 			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
 		}
-		return fmt.Errorf("push %s to %s: %s", branch, remote, firstLine(errStderr(err)))
+		return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 	}
 	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
 }
@@ -173,7 +211,7 @@ func (m *Manager) branchLease(ctx context.Context, remote, branch string) (strin
 // branchTaken says whether the remote's copy of branch moved away from this clone's (the cause
 // of a refused landing push, rather than the target having moved).
 func (m *Manager) branchTaken(ctx context.Context, remote, branch string) bool {
-	out, err := m.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	out, err := m.remote(ctx, true, "ls-remote", "--heads", remote, "refs/heads/"+branch)
 	if err != nil {
 		return false
 	}

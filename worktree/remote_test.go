@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +149,21 @@ func TestSyncTargetLeavesARebaseAlone(t *testing.T) {
 	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
 	require.ErrorIs(t, err, ErrTargetBusy)
 	assert.Equal(t, before, f.rev("main"))
+}
+
+// A remote that stops answering does not hold a worker for ever: each call gives up after
+// RemoteTimeout, saying so.
+func TestRemoteThatStopsAnswering(t *testing.T) {
+	f := newFixture(t)
+	f.withRemote()
+	// the remote end of a push that never answers
+	f.git("config", "remote.origin.receivepack", "sleep 30; :")
+	f.m.RemoteTimeout = time.Second
+	branch := TaskBranch("norma-c")
+	first := f.commitOn(branch, "main", map[string]string{"c.txt": "1\n"}, "step 1")
+
+	start := time.Now()
+	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-c", first)
+	require.ErrorIs(t, err, ErrRemoteSilent)
+	assert.Less(t, time.Since(start), 10*time.Second, "given up after the timeout, not after the remote")
 }

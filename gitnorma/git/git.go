@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 // Runner runs git in one directory. The zero value runs in the current directory.
@@ -115,6 +116,9 @@ func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
 	return r.run(ctx, nil, w, args)
 }
 
+// killedWait bounds how long a killed git's output may stay open (exec.Cmd.WaitDelay).
+const killedWait = 2 * time.Second
+
 func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
 	argv := args
 	if r.NoHooks {
@@ -128,6 +132,9 @@ func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args
 	cmd.Stdout = stdout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	// Once git is killed (the context ended), a process it started that still holds its
+	// output (a push's receive-pack or ssh) must not keep this call waiting.
+	cmd.WaitDelay = killedWait
 	err := cmd.Run()
 	if err == nil {
 		return nil
