@@ -55,7 +55,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		return "", a.refuse(ctx, st, req, err)
 	}
 	var res worktree.LandResult
-	var head string
+	var head, tip string
 	for attempt := 1; ; attempt++ {
 		if err := a.syncTarget(ctx, req.target); err != nil {
 			return "", a.refuse(ctx, st, req, err)
@@ -65,7 +65,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		} else if p.Commit != "" {
 			return a.adoptLanding(ctx, st, req, p)
 		}
-		if head, err = a.recheckOnTarget(ctx, st, req); err != nil {
+		if head, tip, err = a.recheckOnTarget(ctx, st, req); err != nil {
 			return "", a.refuse(ctx, st, req, err)
 		}
 		msg, err := a.landMessage(ctx, st, req)
@@ -75,7 +75,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		// Under the worktree lock too: landing reads which worktree has the target checked out,
 		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
 		err = a.withWorktreeLock(ctx, func() (err error) {
-			res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Message: msg, Remote: a.Config.Remote})
+			res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: a.Config.Remote})
 			return err
 		})
 		if err == nil {
@@ -89,9 +89,11 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			return "", a.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
 				hint: "its new holder runs it; this run's work stays on the local " + branch})
 		}
-		if a.Config.Remote != "" && errors.Is(err, worktree.ErrTargetMoved) {
-			// Another worker landed first: fetch, look again (it may have been this very task,
-			// taken over), re-check on what is there now, push again.
+		if errors.Is(err, worktree.ErrTargetMoved) {
+			// The target is not where the landing was checked any more: another worker landed
+			// first, or a run of this clone brought it up to the remote's, or someone committed.
+			// Fetch, look again (it may have been this very task, taken over), re-check on what
+			// is there now, land again.
 			if attempt < remoteLandAttempts {
 				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_push_rejected",
 					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
@@ -99,6 +101,9 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 					return "", withCode(ExitFail, err)
 				}
 				continue
+			}
+			if a.Config.Remote == "" {
+				return "", a.refuse(ctx, st, req, &landRefusal{reason: err, hint: resolveHint(req, le)})
 			}
 			return "", a.refuse(ctx, st, req, a.contended(ctx, req, attempt, err))
 		}

@@ -20,51 +20,53 @@ import (
 // a renamed function and a new call to its old name merge without a conflict. So the task's
 // checks run again on the merged tree, in a scratch worktree; on PASS the merge becomes the
 // branch's head and lands, on FAIL the landing is refused and the target stays as it is (the
-// task's next run starts from the merge and fixes it). It runs under the landing lock, so the
-// target cannot move in between. It returns the verified commit that is to land.
-func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+// task's next run starts from the merge and fixes it). It returns the verified commit that is
+// to land, and the target tip it was verified on: the landing must be built on exactly that tip
+// (LandOptions.Base), as another git-norma of this clone may move the target meanwhile (a run
+// starting brings it up to the remote's).
+func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (head, tip string, err error) {
 	branch := worktree.TaskBranch(req.task.ID)
 	out, err := a.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+branch, "refs/heads/"+req.target, "--")
 	heads := strings.Fields(out) // the two ids, then the "--"
 	if err != nil || len(heads) != 3 {
-		return "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
+		return "", "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
-	head, tip := heads[0], heads[1]
+	head, tip = heads[0], heads[1]
 	run, err := st.Run(ctx, req.runID)
 	if err != nil {
-		return "", withCode(ExitFail, err)
+		return "", "", withCode(ExitFail, err)
 	}
 	passHead := run.PassHead
 	switch {
 	case passHead == "":
-		return "", &landRefusal{reason: fmt.Errorf("run %s recorded no verified commit of %s: only verified work lands", req.runID, branch),
+		return "", "", &landRefusal{reason: fmt.Errorf("run %s recorded no verified commit of %s: only verified work lands", req.runID, branch),
 			hint: "verify it again: git norma run " + req.task.ID}
 	case passHead != head:
-		return "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
+		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
 	if err := a.checkForkPoints(ctx, st, req, head); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if onBranch, err := a.Repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, a.checkPassTree(ctx, req, run.PassTree, head)
+		return head, tip, a.checkPassTree(ctx, req, run.PassTree, head)
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
 	if errors.Is(err, worktree.ErrConflict) {
-		return head, nil // landing refuses it, naming the paths
+		return head, tip, nil // landing refuses it, naming the paths
 	} else if err != nil {
-		return "", withCode(ExitFail, err) // never land a merge that was not checked
+		return "", "", withCode(ExitFail, err) // never land a merge that was not checked
 	}
 	effective, err := a.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
-		return head, err
+		return head, tip, err
 	}
 	evidence, tree, logPath, err := a.checksInCheckTree(ctx, a.Repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
 	if err != nil {
-		return "", withCode(ExitFail, err)
+		return "", "", withCode(ExitFail, err)
 	}
 	verdict := loop.ComputeVerdict(effective, loop.ResultsFromEvidence(effective, evidence), loop.PlanMatch{}).Status
 	var failed []string
@@ -77,13 +79,13 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
 		Data:    map[string]any{"target_tip": tip, "merge": merge, "tree": tree, "verdict": verdict, "evidence": evidence, "log": logPath}})
 	if verdict != loop.VerdictPass {
-		return "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
+		return "", "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
 	}
 	if err := a.Repo.Git.Run(ctx, "update-ref", "-m", "norma: merge "+req.target+" checked before landing", "refs/heads/"+branch, merge, head); err != nil {
-		return "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
+		return "", "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
 	}
-	return merge, st.RecordPass(ctx, req.runID, merge, tree)
+	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
 }
 
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the

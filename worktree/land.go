@@ -54,6 +54,9 @@ type LandOptions struct {
 	// after it was verified (a commit made in its worktree, say); what lands is still exactly
 	// Head. Empty lands whatever the branch points at.
 	Head string
+	// Base, when set, is the target commit the landing was checked against: a target
+	// anywhere else now is ErrTargetMoved, never a landing on an unchecked combination.
+	Base string
 	// Message is the squash commit's full message.
 	Message string
 	// Remote, when set, is where the landing goes first: the squash commit is pushed to its
@@ -88,8 +91,9 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 	for attempt := 0; attempt < landAttempts; attempt++ {
 		var res LandResult
 		res, err = m.landOnce(ctx, o)
-		if !errors.Is(err, ErrTargetMoved) || o.Remote != "" {
-			// A remote that moved needs a fetch and a new look at what lands: the caller's.
+		if !errors.Is(err, ErrTargetMoved) || o.Remote != "" || o.Base != "" {
+			// A target that moved needs a new look at what lands (a fetch, a re-check): the
+			// caller's.
 			return res, err
 		}
 	}
@@ -100,6 +104,9 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	tip, err := m.branchTip(ctx, o.Target)
 	if err != nil {
 		return LandResult{}, err
+	}
+	if o.Base != "" && tip.commit != o.Base {
+		return LandResult{}, &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s moved from %.10s, where the landing was checked, to %.10s", o.Target, o.Base, tip.commit)}
 	}
 	head := o.Head
 	if head == "" {
