@@ -161,7 +161,14 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 		status = "" // closed by the landing: no need to ask
 	} else if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
 		status = "" // moved by someone else: leave the status alone
+	} else if holder := r.takenOverBy(ctx, t); holder != "" {
+		// Another worker holds the claim now (this run's lease ran out, and it was reopened
+		// and claimed elsewhere): its claim and its state are not this run's to touch.
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "claim_lost",
+			Message: fmt.Sprintf("task %s is claimed by %s now: not handed back, and this run's state not written over theirs", r.pre.task.ID, holder)})
+		return
 	}
+	r.mirror.closedByLanding = r.closedByLanding
 	blocked, err := r.mirror.finishRun(ctx, r.verdict, status)
 	if err != nil {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "task notes: " + err.Error()})
@@ -170,6 +177,19 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 		r.blocked = blocked
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "task_blocked", Message: "task " + r.pre.task.ID + " blocked: " + blocked})
 	}
+}
+
+// takenOverBy is who holds the claim of t, in progress, when that is not this run's actor ("":
+// this run's, or the tracker keeps no assignee for claims).
+func (r *run) takenOverBy(ctx context.Context, t tracker.Task) string {
+	run, err := r.st.Run(ctx, r.id)
+	if err != nil {
+		return ""
+	}
+	if want := r.app.claimAssignee(ctx, run); want != "" && t.Assignee != want {
+		return orDash(t.Assignee)
+	}
+	return ""
 }
 
 // removeWorktree frees the task branch (landing may delete it) once its work is committed.

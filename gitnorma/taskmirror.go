@@ -65,6 +65,10 @@ type taskMirror struct {
 	// heartbeat renews it between steps (keepLease). now is the run's clock.
 	lease time.Duration
 	now   func() time.Time
+	// lastLease is the lease of the last write prepared; closedByLanding says the run's
+	// landing closed the task (its last write then keeps that lease: see finishRun).
+	lastLease       string
+	closedByLanding bool
 	// mu guards state and labels, which the engine's steps and the heartbeat both write from.
 	mu sync.Mutex
 }
@@ -146,9 +150,9 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 		// backlog rewrite (or bd call) an iteration instead of four.
 		return
 	}
-	// The write that closes the task carries no lease: the landing right after it closes the
-	// task, and the run's last write, which clears the lease, then has nothing to add.
-	m.enqueue(ctx, !closes(rec), failed)
+	// The write that closes the task carries a lease too: a worker killed during the landing
+	// that follows leaves a task in progress that a loop elsewhere must be able to reopen.
+	m.enqueue(ctx, true, failed)
 }
 
 // enqueue prepares the write of the state as it stands and queues it. The caller holds mu.
@@ -308,7 +312,14 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 		}
 	}
 	m.move(add, remove)
-	w, err := m.prepare(status, false) // the run is over: nobody holds the claim any more
+	// The run is over: nobody holds the claim any more, and the lease goes — but on a task the
+	// landing closed, the lease left on it harms nothing (only tasks in progress are reaped),
+	// and keeping it saves the call that would clear it.
+	prepare := func() (func(context.Context) error, error) { return m.prepare(status, false) }
+	if m.closedByLanding {
+		prepare = func() (func(context.Context) error, error) { return m.prepareKeepingLease(status) }
+	}
+	w, err := prepare()
 	m.mu.Unlock()
 	if err != nil {
 		return "", err
@@ -338,11 +349,22 @@ func (m *taskMirror) move(add, remove []string) {
 // leave on it (or left on it, to remove). Where the tracker keeps the state in the notes, a
 // note appended during the run stays beside the new state (see stateWrite).
 func (m *taskMirror) prepare(status string, leased bool) (func(context.Context) error, error) {
-	st := m.state
-	st.LeaseUntil = ""
+	lease := ""
 	if leased && m.lease > 0 {
-		st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
+		lease = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	}
+	return m.prepareWith(status, lease)
+}
+
+// prepareKeepingLease is prepare with the lease the last write gave the task.
+func (m *taskMirror) prepareKeepingLease(status string) (func(context.Context) error, error) {
+	return m.prepareWith(status, m.lastLease)
+}
+
+func (m *taskMirror) prepareWith(status, lease string) (func(context.Context) error, error) {
+	st := m.state
+	st.LeaseUntil = lease
+	m.lastLease = lease
 	u, text, err := stateWrite(storedState{TaskState: st, apart: m.apart, inNotes: m.inNotes}, m.redact, nil)
 	if err != nil {
 		return nil, err
