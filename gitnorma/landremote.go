@@ -47,9 +47,14 @@ func (a *App) syncTarget(ctx context.Context, target string) error {
 	if err == nil {
 		return nil
 	}
-	hint := fmt.Sprintf("see what differs: git log --oneline %s...%s/%s", target, remote, target)
-	if le, ok := err.(*worktree.LandError); ok && le.Err == worktree.ErrTargetAhead {
+	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
+	switch {
+	case errors.Is(err, worktree.ErrTargetAhead):
 		hint = fmt.Sprintf("push your commits first (git push %s %s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", remote, target, remote)
+	case errors.Is(err, worktree.ErrDirtyOverlap):
+		hint = fmt.Sprintf("commit or stash your changes to those files in the checkout of %s", target)
+	case errors.Is(err, worktree.ErrTargetBusy):
+		hint = fmt.Sprintf("finish (or abort) what is working on %s first", target)
 	}
 	return &landRefusal{reason: fmt.Errorf("cannot bring %s up to %s/%s: %w", target, remote, target, err), hint: hint}
 }

@@ -40,11 +40,18 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		return nil, nil, err
 	}
 	if err := a.syncTarget(ctx, target); err != nil {
+		// Commits of the user's the remote lacks stay until the user acts: no run can start.
+		// A remote that did not answer, or a checkout busy for a moment, fail this run only: a
+		// worker tries again at its next look.
 		var r *landRefusal
-		if errors.As(err, &r) {
-			return nil, nil, fatalf(r.hint, "%v", r.reason)
+		if !errors.As(err, &r) {
+			return nil, nil, withCode(ExitFail, err)
 		}
-		return nil, nil, withCode(ExitFatal, err)
+		code := ExitFail
+		if errors.Is(r.reason, worktree.ErrTargetAhead) {
+			code = ExitFatal
+		}
+		return nil, nil, &Error{Code: code, Err: r.reason, Hint: r.hint}
 	}
 	if _, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,

@@ -33,8 +33,7 @@ func (a *App) leaseFor() time.Duration {
 
 // reapLeases reopens the tasks in progress whose lease ran out: their worker died or lost
 // touch. Only tasks git-norma leased are looked at: a task a person claimed has no lease. The
-// task is given back (status open, nobody's) in one write that also clears the lease, so two
-// loops reaping it at once do no harm. Should its worker come back, it does not land once
+// task is given back (status open, nobody's) in one write that also clears the lease. Should its worker come back, it does not land once
 // another worker holds the claim (see checkStillOpen); if it lands first, the other worker's
 // run finds the landing on the target and closes the task instead of landing it twice.
 func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
@@ -44,6 +43,12 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 	}
 	now := a.Now()
 	for _, e := range gone {
+		// Looked at again just before the write: another loop may have reaped and claimed it
+		// since the list. (bd has no conditional update: a claim made in between this read and
+		// the write is still lost — a narrow window, where the list's was wide.)
+		if cur, err := tr.Get(ctx, e.task.ID); err != nil || cur.Status != tracker.StatusInProgress || cur.Assignee != e.task.Assignee || !sameLease(tr, cur, e) {
+			continue
+		}
 		st := e.state
 		st.LeaseUntil = ""
 		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
@@ -94,4 +99,10 @@ func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredL
 		}
 	}
 	return gone, nil
+}
+
+// sameLease says t still holds the lease that ran out.
+func sameLease(tr tracker.Tracker, t tracker.Task, e expiredLease) bool {
+	st, err := readState(tr, t)
+	return err == nil && st.LeaseUntil == e.state.LeaseUntil
 }
