@@ -157,6 +157,20 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	return res.Commit, nil
 }
 
+// otherHolder is who holds the claim of t when it is not run's own actor (with bd, the
+// assignee a claim of that run would have left), "" when it is run's own or the tracker keeps
+// no assignee for claims.
+func (a *App) otherHolder(ctx context.Context, st *store.Store, runID string, t tracker.Task) (string, error) {
+	run, err := st.Run(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	if want := a.claimAssignee(ctx, run); want != "" && t.Assignee != want {
+		return orDash(t.Assignee), nil
+	}
+	return "", nil
+}
+
 // checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile:
 // with bd, a claim whose assignee is no longer this run's actor was taken over (a lease that
 // ran out, a person), and the work of the run that lost it does not land — the fence that
@@ -174,14 +188,11 @@ func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landReque
 	case t.Status == tracker.StatusOpen:
 		return nil
 	case t.Status == tracker.StatusInProgress && req.claimedByUs:
-		run, err := st.Run(ctx, req.runID)
-		if err != nil {
+		holder, err := a.otherHolder(ctx, st, req.runID, t)
+		if err != nil || holder == "" {
 			return err
 		}
-		if want := a.claimAssignee(ctx, run); t.Assignee == want || want == "" {
-			return nil
-		}
-		return &landRefusal{reason: fmt.Errorf("task %s was taken over: it is claimed by %s now, not by this run's %s", req.task.ID, t.Assignee, a.claimAssignee(ctx, run)),
+		return &landRefusal{reason: fmt.Errorf("task %s was taken over: it is claimed by %s now", req.task.ID, holder),
 			hint: "its new holder runs it; this run's work stays on " + worktree.TaskBranch(req.task.ID)}
 	}
 	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open", req.task.ID, t.Status),

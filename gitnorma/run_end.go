@@ -182,14 +182,8 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 // takenOverBy is who holds the claim of t, in progress, when that is not this run's actor ("":
 // this run's, or the tracker keeps no assignee for claims).
 func (r *run) takenOverBy(ctx context.Context, t tracker.Task) string {
-	run, err := r.st.Run(ctx, r.id)
-	if err != nil {
-		return ""
-	}
-	if want := r.app.claimAssignee(ctx, run); want != "" && t.Assignee != want {
-		return orDash(t.Assignee)
-	}
-	return ""
+	holder, _ := r.app.otherHolder(ctx, r.st, r.id, t)
+	return holder
 }
 
 // removeWorktree frees the task branch (landing may delete it) once its work is committed.
