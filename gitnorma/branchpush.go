@@ -37,7 +37,9 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 // with a lease on the copy this clone pushed last: when the worker dies, the next one resumes
 // from its last step; when another worker took the task over and pushed, nothing of that
 // worker's is overwritten, and this run's landing is refused (the landing's push carries the
-// same lease). A nil branchPusher (no remote) does nothing.
+// same lease). Who pushed first does not decide, though: when the worker that pushed in
+// between no longer holds the claim and this run does, this run pushes over it. A nil
+// branchPusher (no remote) does nothing.
 type branchPusher struct {
 	app    *App
 	st     *store.Store
@@ -58,7 +60,14 @@ func (p *branchPusher) push(ctx context.Context, commit string) {
 		return
 	}
 	p.queue.then(func() {
-		err := p.app.Repo.Worktrees().PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
+		wm := p.app.Repo.Worktrees()
+		err := wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
+		if errors.Is(err, worktree.ErrBranchTaken) && p.app.holdsClaim(ctx, p.st, p.runID, p.taskID) {
+			// Pushed by a worker that lost the claim to this run: the claim decides.
+			if err = p.app.takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
+				err = wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
+			}
+		}
 		switch {
 		case errors.Is(err, worktree.ErrBranchTaken):
 			_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_taken",

@@ -86,6 +86,14 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			return "", withCode(ExitFail, err)
 		}
 		if errors.Is(err, worktree.ErrBranchTaken) {
+			if attempt < remoteLandAttempts && req.claimedByUs && a.holdsClaim(ctx, st, req.runID, req.task.ID) {
+				// A worker that lost the claim pushed the branch after this run took the task
+				// over: the claim decides whose branch it is.
+				if err := a.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil {
+					return "", withCode(ExitFail, err)
+				}
+				continue
+			}
 			return "", a.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
 				hint: "its new holder runs it; this run's work stays on the local " + branch})
 		}
@@ -169,6 +177,32 @@ func (a *App) otherHolder(ctx context.Context, st *store.Store, runID string, t 
 		return orDash(t.Assignee), nil
 	}
 	return "", nil
+}
+
+// holdsClaim says whether run's claim of the task still holds in the tracker: the task is in
+// progress and claimed by run's actor. A tracker that cannot be asked says no.
+func (a *App) holdsClaim(ctx context.Context, st *store.Store, runID, taskID string) bool {
+	tr, err := a.Tracker()
+	if err != nil {
+		return false
+	}
+	t, err := tr.Get(ctx, taskID)
+	if err != nil || t.Status != tracker.StatusInProgress {
+		return false
+	}
+	holder, err := a.otherHolder(ctx, st, runID, t)
+	return err == nil && holder == ""
+}
+
+// takeBackBranch makes the next push of a task branch go over the copy a worker that lost the
+// task's claim pushed to the remote, and records it.
+func (a *App) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
+	if err := a.Repo.Worktrees().TakeBackTaskBranch(ctx, a.Config.Remote, taskID); err != nil {
+		return err
+	}
+	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "branch_taken_back",
+		Message: fmt.Sprintf("%v, but this run holds task %s's claim: its push goes over that worker's", pushErr, taskID)})
+	return nil
 }
 
 // checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile:

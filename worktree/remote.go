@@ -117,10 +117,15 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
 			return remoteErr("push the landing to "+o.Remote, err)
 		}
-		if m.branchTaken(ctx, o.Remote, o.TaskBranch) {
+		heads, lsErr := m.remoteHeads(ctx, o.Remote, o.Target, o.TaskBranch)
+		switch {
+		case lsErr == nil && heads[o.Target] == commit && heads[o.TaskBranch] == head:
+			// The push got there, only its answer did not: the landing is on the remote.
+		case lsErr == nil && m.trackingAt(ctx, o.Remote, o.TaskBranch) != heads[o.TaskBranch]:
 			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", o.TaskBranch, o.Remote)}
+		default:
+			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
 		}
-		return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
 	_ = m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.Target), commit)
@@ -190,12 +195,30 @@ func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit str
 		return err
 	}
 	if _, err := m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
-		if stderr := errStderr(err); strings.Contains(stderr, "[rejected]") || strings.Contains(stderr, "stale info") {
+		stderr := errStderr(err)
+		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
+			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
+		}
+		// A push of this very commit that got there while its answer did not (a timeout, a
+		// dropped connection) left the tracking ref behind: the remote has this clone's work.
+		if heads, lsErr := m.remoteHeads(ctx, remote, branch); lsErr != nil || heads[branch] != commit {
 			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
 		}
-		return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 	}
 	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
+}
+
+// TakeBackTaskBranch makes the next push of a task branch go over what the remote has now:
+// for the worker that holds the task's claim when a worker that lost it (presumed dead, then
+// not) pushed there first. The claim says whose the branch is, not the order of pushes. The
+// other worker's commit is fetched into the tracking ref (the lease of the next push), so it
+// stays in this clone's objects.
+func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID string) error {
+	branch := TaskBranch(taskID)
+	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+TrackingRef(remote, branch)); err != nil {
+		return remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
+	}
+	return nil
 }
 
 // branchLease is the --force-with-lease argument for a task branch: the copy of it this clone
@@ -208,14 +231,27 @@ func (m *Manager) branchLease(ctx context.Context, remote, branch string) (strin
 	return "--force-with-lease=refs/heads/" + branch + ":" + strings.TrimSpace(expect), nil
 }
 
-// branchTaken says whether the remote's copy of branch moved away from this clone's (the cause
-// of a refused landing push, rather than the target having moved).
-func (m *Manager) branchTaken(ctx context.Context, remote, branch string) bool {
-	out, err := m.remote(ctx, true, "ls-remote", "--heads", remote, "refs/heads/"+branch)
-	if err != nil {
-		return false
+// remoteHeads is where the remote's branches are now (a branch it does not have is missing).
+func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...string) (map[string]string, error) {
+	args := []string{"ls-remote", "--heads", remote}
+	for _, b := range branches {
+		args = append(args, "refs/heads/"+b)
 	}
-	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
-	ours, _ := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
-	return strings.TrimSpace(ours) != theirs
+	out, err := m.remote(ctx, true, args...)
+	if err != nil {
+		return nil, err
+	}
+	heads := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if sha, ref, ok := strings.Cut(line, "\t"); ok {
+			heads[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		}
+	}
+	return heads, nil
+}
+
+// trackingAt is this clone's copy of a remote's branch ("" when it has none).
+func (m *Manager) trackingAt(ctx context.Context, remote, branch string) string {
+	out, _ := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
+	return strings.TrimSpace(out)
 }

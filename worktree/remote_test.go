@@ -134,6 +134,27 @@ func TestPushTaskBranchLease(t *testing.T) {
 	remote := f.git("ls-remote", "origin", "refs/heads/"+branch)
 	assert.Contains(t, remote, theirs, "the other worker's work is not overwritten")
 	assert.False(t, errors.Is(err, ErrTargetMoved))
+
+	// the claim holder takes the branch back: its next push goes over the other worker's,
+	// whose commit stays in this clone's objects
+	require.NoError(t, f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b"))
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third))
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), third)
+	f.git("cat-file", "-e", theirs+"^{commit}")
+}
+
+// A push that reached the remote while its answer did not (a timeout, a dropped connection)
+// leaves the tracking ref behind: pushing the same commit again finds the remote has it.
+func TestPushTaskBranchThatGotThere(t *testing.T) {
+	f := newFixture(t)
+	f.withRemote()
+	branch := TaskBranch("norma-b")
+	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	f.git("push", "-q", "origin", first+":refs/heads/"+branch)
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first), "the remote has this very commit")
+	assert.Equal(t, first, f.git("rev-parse", TrackingRef("origin", branch)))
+	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "and the next push has its lease")
 }
 
 func TestSyncTargetLeavesARebaseAlone(t *testing.T) {
