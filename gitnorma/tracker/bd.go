@@ -93,13 +93,36 @@ func (e *CallError) Error() string {
 	if e.Message != "" {
 		parts = append(parts, e.Message)
 	}
-	if s := strings.TrimSpace(e.Stderr); s != "" && !strings.Contains(e.Message, s) {
+	if s := withoutWarnings(e.Stderr); s != "" && !strings.Contains(e.Message, s) {
 		parts = append(parts, truncate(s, 2000))
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "failed")
 	}
 	return b.String() + ": " + strings.Join(parts, ": ")
+}
+
+// withoutWarnings is bd's stderr without its advice (a "Warning:" line and the indented lines
+// under it: a workspace's permissions, a deprecated metadata key, an unset beads.role), which
+// bd prints before every error and which says nothing about it. Advice alone is kept.
+func withoutWarnings(stderr string) string {
+	var kept []string
+	inWarning := false
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		switch {
+		case strings.HasPrefix(strings.ToLower(line), "warning:"):
+			inWarning = true
+			continue
+		case inWarning && (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")):
+			continue
+		}
+		inWarning = false
+		kept = append(kept, line)
+	}
+	if len(kept) == 0 {
+		return strings.TrimSpace(stderr)
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n"))
 }
 
 // displayArg keeps error messages readable: long arguments (notes) are cut, and arguments with

@@ -778,3 +778,21 @@ func TestBDStateInMetadata(t *testing.T) {
 	require.ErrorContains(t, err, "metadata")
 	assert.True(t, f.bd.KeepsStateApart())
 }
+
+// bd 1.0.5 in server mode prints its advice before every error (recorded from a clone of a
+// workspace made by `bd init --server`): an error message keeps the error, not the advice.
+func TestCallErrorLeavesBDsAdviceOut(t *testing.T) {
+	stderr := "Warning: /tmp/w4/.beads has permissions 0755 (recommended: 0700). Run: chmod 700 /tmp/w4/.beads\n" +
+		"Warning: dolt_server_port in metadata.json is deprecated (can cause cross-project data leakage).\n" +
+		"  The port file (.beads/dolt-server.port) is now the primary source.\n" +
+		"  Remove dolt_server_port from .beads/metadata.json to silence this warning.\n" +
+		"warning: beads.role not configured (GH#2950).\n" +
+		"  Fix: git config beads.role maintainer\n" +
+		"  Or:  git config beads.role contributor\n" +
+		"Error claiming norma-t02: issue already claimed by w3\n"
+	err := &CallError{Args: []string{"update", "norma-t02", "--claim", "--json"}, ExitCode: 1, Stderr: stderr}
+	assert.Equal(t, "bd update norma-t02 --claim --json: exit status 1: Error claiming norma-t02: issue already claimed by w3", err.Error())
+	// advice alone is all there is to say
+	err.Stderr = "Warning: /tmp/w4/.beads has permissions 0755 (recommended: 0700). Run: chmod 700 /tmp/w4/.beads\n"
+	assert.Contains(t, err.Error(), "has permissions 0755")
+}
