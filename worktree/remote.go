@@ -113,18 +113,26 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 	_, err = m.remote(ctx, false, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
 		o.Remote, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
-		stderr := errStderr(err)
-		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
-			return remoteErr("push the landing to "+o.Remote, err)
-		}
+		// What the remote has now says why, whatever git's message (a lease refused, or the
+		// remote's "cannot lock ref" when two pushes meet there).
 		heads, lsErr := m.remoteHeads(ctx, o.Remote, o.Target, o.TaskBranch)
 		switch {
-		case lsErr == nil && heads[o.Target] == commit && heads[o.TaskBranch] == head:
+		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
+			return remoteErr("push the landing to "+o.Remote, err)
+		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case lsErr == nil && m.trackingAt(ctx, o.Remote, o.TaskBranch) != heads[o.TaskBranch]:
+		case m.branchMoved(ctx, o.Remote, o.TaskBranch, heads[o.TaskBranch], head):
 			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", o.TaskBranch, o.Remote)}
-		default:
+		case heads[o.TaskBranch] != m.trackingAt(ctx, o.Remote, o.TaskBranch):
+			// An earlier push of this clone's got there unanswered: the next try builds on it.
+			if err := m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.TaskBranch), heads[o.TaskBranch]); err != nil {
+				return err
+			}
+			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s on %s was behind this clone's", o.TaskBranch, o.Remote)}
+		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
+		default:
+			return remoteErr("push the landing to "+o.Remote, err)
 		}
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
@@ -190,20 +198,33 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 // and its work is never overwritten.
 func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit string) error {
 	branch := TaskBranch(taskID)
-	lease, err := m.branchLease(ctx, remote, branch)
-	if err != nil {
-		return err
-	}
-	if _, err := m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
-		stderr := errStderr(err)
-		if !strings.Contains(stderr, "[rejected]") && !strings.Contains(stderr, "stale info") {
+	for try := 1; ; try++ {
+		lease, err := m.branchLease(ctx, remote, branch)
+		if err != nil {
+			return err
+		}
+		_, err = m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch)
+		if err == nil {
+			break
+		}
+		heads, lsErr := m.remoteHeads(ctx, remote, branch)
+		switch {
+		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
+			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
+		case heads[branch] == commit:
+			// A push of this very commit got there while its answer did not.
+		case m.branchMoved(ctx, remote, branch, heads[branch], commit):
+			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
+		case heads[branch] != m.trackingAt(ctx, remote, branch) && try == 1:
+			// An earlier push of this clone's got there unanswered: push on top of it.
+			if err := m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), heads[branch]); err != nil {
+				return err
+			}
+			continue
+		default:
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		}
-		// A push of this very commit that got there while its answer did not (a timeout, a
-		// dropped connection) left the tracking ref behind: the remote has this clone's work.
-		if heads, lsErr := m.remoteHeads(ctx, remote, branch); lsErr != nil || heads[branch] != commit {
-			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
-		}
+		break
 	}
 	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
 }
@@ -248,6 +269,20 @@ func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...st
 		}
 	}
 	return heads, nil
+}
+
+// branchMoved says whether the remote's copy of a task branch (theirs) is work this clone
+// does not have under ours: not the copy it last pushed or fetched, nor one of its own earlier
+// commits (a push that got there while its answer did not). Only then was it taken over.
+func (m *Manager) branchMoved(ctx context.Context, remote, branch, theirs, ours string) bool {
+	if theirs == m.trackingAt(ctx, remote, branch) {
+		return false
+	}
+	if theirs == "" {
+		return true // deleted there since: not this clone's doing
+	}
+	ancestor, err := m.Git.IsAncestor(ctx, theirs, ours)
+	return err != nil || !ancestor
 }
 
 // trackingAt is this clone's copy of a remote's branch ("" when it has none).

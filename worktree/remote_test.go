@@ -155,6 +155,13 @@ func TestPushTaskBranchThatGotThere(t *testing.T) {
 	assert.Equal(t, first, f.git("rev-parse", TrackingRef("origin", branch)))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "and the next push has its lease")
+
+	// the push of step 3 got there unanswered; step 4's goes on top of it
+	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
+	f.git("push", "-q", "origin", third+":refs/heads/"+branch)
+	fourth := f.commitOn(branch, branch, map[string]string{"b.txt": "4\n"}, "step 4")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", fourth))
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), fourth)
 }
 
 func TestSyncTargetLeavesARebaseAlone(t *testing.T) {
@@ -187,4 +194,25 @@ func TestRemoteThatStopsAnswering(t *testing.T) {
 	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-c", first)
 	require.ErrorIs(t, err, ErrRemoteSilent)
 	assert.Less(t, time.Since(start), 10*time.Second, "given up after the timeout, not after the remote")
+}
+
+// Two landings that meet at the remote: git's lease check passed for both, and the remote
+// refuses the second with "cannot lock ref ... is at X but expected Y" rather than a refused
+// lease. That is the target having moved, and the landing is built again — not an error that
+// gives the task up. (An update hook moves main the moment this push arrives.)
+func TestPushLandingMeetsAnotherAtTheRemote(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	bare := f.git("remote", "get-url", "origin")
+	theirs := f.pushFrom(other, "refs/heads/theirs", "c.txt", "theirs\n")
+	hook := filepath.Join(bare, "hooks", "update")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\n[ \"$1\" = refs/heads/main ] && git update-ref refs/heads/main "+theirs+"\nexit 0\n"), 0o755))
+
+	branch := TaskBranch("norma-b")
+	head := f.commitOn(branch, "main", map[string]string{"b.txt": "b\n"}, "step 1")
+	parent := f.rev("main")
+	commit := f.commitOn("squash", "main", map[string]string{"b.txt": "b\n"}, "feat: b")
+	err := f.m.pushLanding(f.ctx, LandOptions{Remote: "origin", Target: "main", TaskBranch: branch}, commit, parent, head)
+	require.ErrorIs(t, err, ErrTargetMoved)
+	assert.Equal(t, theirs, f.gitIn(bare, "rev-parse", "main"), "the other landing stays")
 }

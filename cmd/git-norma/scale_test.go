@@ -10,6 +10,7 @@ package main
 
 import (
 	"cmp"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -320,6 +321,26 @@ func scaleOut(t *testing.T, backlog scaleBacklog) {
 	notes := f.must(check, "git", "log", "--format=%N", "--notes=refs/notes/norma", "origin/main")
 	for i := 1; i <= tasks; i++ {
 		assert.Contains(t, notes, fmt.Sprintf(`"task":"norma-t%02d"`, i), "the journal of norma-t%02d is on the remote", i)
+	}
+	// No task was worked twice: across all workers, each task had one run that did its work
+	// (the dead worker died before its first step; a run that lost the race for a claim stopped
+	// before any).
+	worked := map[string]int{}
+	for _, d := range dirs {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(d, ".norma", "norma.db")+"?mode=ro")
+		require.NoError(t, err)
+		rows, err := db.Query(`select task_id from runs where kind = 'run' and exists (select 1 from steps where steps.run_id = runs.run_id and role = 'do')`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var id string
+			require.NoError(t, rows.Scan(&id))
+			worked[id]++
+		}
+		require.NoError(t, rows.Err())
+		db.Close()
+	}
+	for _, id := range scaleTaskIDs(tasks) {
+		assert.Equal(t, 1, worked[id], "task %s was worked by one run", id)
 	}
 	reaped := 0
 	for _, d := range []string{"w2", "w3", "w4", "w2-again"} {
