@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -122,6 +123,28 @@ func (s stampedTracker) ClaimWithState(ctx context.Context, id, actor string, st
 	}
 	err = s.locked(ctx, true, func() (e error) { out, e = k.ClaimWithState(ctx, id, actor, state); return e })
 	return out, err
+}
+
+// errNoLeases: the backlog has no leases of its own to renew or reclaim.
+var errNoLeases = errors.New("the backlog keeps no leases of its own")
+
+// Heartbeat passes a lease's renewal on to a tracker that keeps leases (tracker.Leaser).
+func (s stampedTracker) Heartbeat(ctx context.Context, id string) error {
+	l, ok := s.inner.(tracker.Leaser)
+	if !ok {
+		return errNoLeases
+	}
+	return s.locked(ctx, true, func() error { return l.Heartbeat(ctx, id) })
+}
+
+// Reclaim passes a reclaim on to a tracker that keeps leases (tracker.Leaser).
+func (s stampedTracker) Reclaim(ctx context.Context, id string, grace time.Duration) (ok bool, err error) {
+	l, isLeaser := s.inner.(tracker.Leaser)
+	if !isLeaser {
+		return false, errNoLeases
+	}
+	err = s.locked(ctx, true, func() (e error) { ok, e = l.Reclaim(ctx, id, grace); return e })
+	return ok, err
 }
 
 // CloseForced passes a forced close on to a tracker that takes one.

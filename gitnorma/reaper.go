@@ -11,7 +11,9 @@ import (
 
 // Leases of claims, with bd shared by workers on several machines. bd 1.0.5 has none of its
 // own (no heartbeat, no reclaim), so a run keeps one in its task state: TaskState.LeaseUntil,
-// renewed with every write and every third of worker.lease between them. A worker that dies
+// renewed with every write and every third of worker.lease between them. From bd 1.3 a claim
+// carries bd's own lease (tracker.Leaser): a run renews it with bd heartbeat, and a loop gives
+// the task back with bd reclaim, which refuses a lease that was renewed meanwhile. A worker that dies
 // stops renewing it; once it has run out, any loop reopens the task, and only the step that
 // was in flight is lost: the task branch, pushed or on the dead worker's disk, and the state
 // say where the next run resumes. Clocks of the machines are compared: leaseSkew allows for
@@ -43,6 +45,10 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 	}
 	now := a.Now()
 	for _, e := range gone {
+		if e.byTracker {
+			a.reclaim(ctx, tr, e, live)
+			continue
+		}
 		// Looked at again just before the write: another loop may have reaped and claimed it
 		// since the list. (bd has no conditional update: a claim made in between this read and
 		// the write is still lost — a narrow window, where the list's was wide.)
@@ -67,11 +73,39 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 	return nil
 }
 
+// reclaim gives back a task whose lease the tracker keeps (bd from 1.3): the tracker checks
+// the lease is stale and reopens the task in one transaction (bd refuses anyone else's write
+// of a claim it leased), then the journal says so.
+func (a *App) reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.LiveFunc) {
+	l, ok := tr.(tracker.Leaser)
+	if !ok {
+		return
+	}
+	done, err := l.Reclaim(ctx, e.task.ID, leaseSkew)
+	if err != nil {
+		say(live, e.task.ID, "reclaiming task %s, whose lease ran out, failed: %v", e.task.ID, err)
+		return
+	}
+	if !done {
+		return // renewed, or reclaimed by another loop, since the list
+	}
+	st := e.state
+	st.LeaseUntil = ""
+	st.Journal = append(st.Journal, JournalLine{TS: a.Now().UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
+		Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reclaimed by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.WorkerID())})
+	if u, _, err := stateWrite(st, a.redact, nil); err == nil {
+		_ = tr.Update(ctx, e.task.ID, u) // the journal line only: the task is open already
+	}
+	say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
+}
+
 // expiredLease is a task in progress whose lease ran out.
 type expiredLease struct {
 	task  tracker.Task
 	state storedState
 	until time.Time
+	// byTracker says the lease is the tracker's own (Task.LeaseExpires), not the state's.
+	byTracker bool
 }
 
 // expiredLeases lists the tasks in progress whose lease ran out more than leaseSkew ago. Only
@@ -90,12 +124,22 @@ func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredL
 			continue
 		}
 		st, err := readState(tr, t)
-		if err != nil || st.LeaseUntil == "" {
+		if err != nil {
 			continue
 		}
-		until, err := time.Parse(time.RFC3339, st.LeaseUntil)
-		if err == nil && a.Now().After(until.Add(leaseSkew)) {
-			gone = append(gone, expiredLease{task: t, state: st, until: until.UTC()})
+		e := expiredLease{task: t, state: st, byTracker: t.LeaseExpires != nil}
+		switch {
+		case e.byTracker:
+			e.until = *t.LeaseExpires
+		case st.LeaseUntil == "":
+			continue
+		default:
+			if e.until, err = time.Parse(time.RFC3339, st.LeaseUntil); err != nil {
+				continue
+			}
+		}
+		if e.until = e.until.UTC(); a.Now().After(e.until.Add(leaseSkew)) {
+			gone = append(gone, e)
 		}
 	}
 	return gone, nil

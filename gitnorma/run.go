@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -309,14 +310,17 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 // first lease in the same call, so that a worker that dies right after claiming leaves one to
 // run out (see reaper.go).
 func (r *run) claimTask(ctx context.Context) error {
+	var t tracker.Task
+	var err error
 	if k, ok := r.tr.(tracker.StateKeeper); ok && k.KeepsStateApart() && r.mirror.lease > 0 {
-		state, err := r.mirror.claimState()
-		if err == nil {
-			_, err = k.ClaimWithState(ctx, r.pre.task.ID, "", state)
+		var state json.RawMessage
+		if state, err = r.mirror.claimState(); err == nil {
+			t, err = k.ClaimWithState(ctx, r.pre.task.ID, "", state)
 		}
-		return err
+	} else {
+		t, err = r.tr.Claim(ctx, r.pre.task.ID, "")
 	}
-	_, err := r.tr.Claim(ctx, r.pre.task.ID, "")
+	r.mirror.trackerLeases = t.LeaseExpires != nil
 	return err
 }
 

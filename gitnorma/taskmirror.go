@@ -65,6 +65,9 @@ type taskMirror struct {
 	// heartbeat renews it between steps (keepLease). now is the run's clock.
 	lease time.Duration
 	now   func() time.Time
+	// trackerLeases says the tracker leased the claim itself (bd from 1.3: tracker.Leaser):
+	// the heartbeat renews that lease, and a write need not.
+	trackerLeases bool
 	// lastLease is the lease of the last write prepared; closedByLanding says the run's
 	// landing closed the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
@@ -392,18 +395,26 @@ func (m *taskMirror) prepareWith(status, lease string) (func(context.Context) er
 
 // keepLease renews the lease of the run's claim every third of it while the run works (a Do
 // agent may take an hour between two steps' writes), through the same queue as the steps'
-// writes, so a renewal never writes an older state over a newer one. stop ends it; the run's
-// last write then clears the lease.
+// writes, so a renewal never writes an older state over a newer one. Where the tracker leased
+// the claim itself, a renewal is its heartbeat instead (no write of the state: with bd, no
+// Dolt commit), every third of the shorter of the two leases. stop ends it; the run's last
+// write then clears the lease.
 func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop func()) {
 	if m.lease <= 0 {
 		return func() {}
+	}
+	every := m.lease / 3
+	leaser, heartbeats := m.tr.(tracker.Leaser)
+	heartbeats = heartbeats && m.trackerLeases
+	if heartbeats {
+		every = min(m.lease, tracker.BDLeaseTTL) / 3
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(m.lease / 3)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			select {
@@ -412,6 +423,12 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+				if heartbeats {
+					if err := leaser.Heartbeat(ctx, m.taskID); err != nil {
+						failed(err)
+					}
+					continue
+				}
 				m.mu.Lock()
 				m.enqueue(ctx, true, failed)
 				m.mu.Unlock()

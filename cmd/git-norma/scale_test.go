@@ -52,7 +52,13 @@ type scaleBacklog interface {
 	seed(f *scaleFarm, dir string, ids []string)
 	// state is each task's status and how often it was closed.
 	state(f *scaleFarm) (status map[string]string, closes map[string]int)
+	// lease is how long the claim of a worker that died holds: worker.lease, or the lease bd
+	// keeps itself (bd from 1.3).
+	lease(f *scaleFarm) time.Duration
 }
+
+// scaleLease is the farm's worker.lease.
+const scaleLease = 3 * time.Second
 
 func scaleTaskIDs(n int) []string {
 	ids := make([]string, n)
@@ -100,7 +106,7 @@ func newScaleFarm(t testing.TB, tasks int, backlog scaleBacklog) *scaleFarm {
 	f.must("", "git", "init", "-q", seed)
 	backlog.seed(f, seed, scaleTaskIDs(tasks))
 	f.must(seed, "git-norma", "init")
-	config := fmt.Sprintf(`{"tracker": "beads", "remote": "origin", "agents": {"do": {"type": "exec", "cmd": [%q]}}, "worker": {"lease": "3s"}}`, agent)
+	config := fmt.Sprintf(`{"tracker": "beads", "remote": "origin", "agents": {"do": {"type": "exec", "cmd": [%q]}}, "worker": {"lease": %q}}`, agent, scaleLease.String())
 	require.NoError(t, os.WriteFile(filepath.Join(seed, ".norma", "config.json"), []byte(config), 0o644))
 	f.must(seed, "git", "add", "-A")
 	f.must(seed, "git", "commit", "-q", "-m", "initial commit")
@@ -125,6 +131,8 @@ func (b *fakeBacklog) seed(f *scaleFarm, dir string, ids []string) {
 	require.NoError(f.t, os.MkdirAll(filepath.Join(dir, ".beads"), 0o755))
 	require.NoError(f.t, os.WriteFile(filepath.Join(dir, ".beads", "metadata.json"), []byte(`{"backend":"dolt","dolt_mode":"server","dolt_database":"norma"}`+"\n"), 0o644))
 }
+
+func (b *fakeBacklog) lease(*scaleFarm) time.Duration { return scaleLease }
 
 func (b *fakeBacklog) state(f *scaleFarm) (map[string]string, map[string]int) {
 	data, err := os.ReadFile(b.file)
@@ -178,6 +186,16 @@ func (b *doltBacklog) seed(f *scaleFarm, dir string, ids []string) {
 	for _, id := range ids {
 		f.must(dir, "bd", "create", "--id", id, "--title", "Task "+id, "--description", scaleTaskDescription(id), "--json")
 	}
+}
+
+// lease: bd from 1.3 leases claims itself, for 5 minutes (it has a heartbeat command).
+func (b *doltBacklog) lease(f *scaleFarm) time.Duration {
+	cmd := exec.Command("bd", "heartbeat", "--help")
+	cmd.Env = f.env
+	if cmd.Run() == nil {
+		return 5 * time.Minute
+	}
+	return scaleLease
 }
 
 func (b *doltBacklog) state(f *scaleFarm) (map[string]string, map[string]int) {
@@ -287,9 +305,9 @@ func scaleOut(t *testing.T, backlog scaleBacklog) {
 	}
 	wg.Wait()
 	// The others have landed everything else and gone (--exit-when-idle) while the dead
-	// worker's claim still held. Once its lease has run out (3 s, and the 30 s allowed for
-	// clock skew), the next worker to start reopens the task and lands it.
-	time.Sleep(time.Until(claimed.Add(3*time.Second + 31*time.Second)))
+	// worker's claim still held. Once its lease has run out (and the 30 s allowed for clock
+	// skew), the next worker to start reopens the task and lands it.
+	time.Sleep(time.Until(claimed.Add(f.backlog.lease(f) + 31*time.Second)))
 	wg.Add(1)
 	last := f.worker(dirs[1], "w2-again")
 	go func() { defer wg.Done(); _ = last.Wait() }()

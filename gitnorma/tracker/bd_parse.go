@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // bdIssue is one issue as bd prints it: the Issue fields (shared with the JSONL record) plus
@@ -17,6 +18,8 @@ type bdIssue struct {
 	issueWire
 	Parent   string          `json:"parent"`
 	Metadata json.RawMessage `json:"metadata"`
+	// LeaseExpiresAt is the lease of a claim, from bd 1.3 (see Leaser).
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
 }
 
 // StateKey is the key of a bd task's metadata that holds git-norma's state.
@@ -47,6 +50,7 @@ func (bi *bdIssue) task() (Task, error) {
 	if bi.Parent != "" {
 		t.Parent = bi.Parent
 	}
+	t.LeaseExpires = bi.LeaseExpiresAt
 	if t.State, err = metadataState(bi.Metadata); err != nil {
 		return Task{}, fmt.Errorf("issue %s: metadata: %w", bi.ID, err)
 	}

@@ -796,3 +796,37 @@ func TestCallErrorLeavesBDsAdviceOut(t *testing.T) {
 	err.Stderr = "Warning: /tmp/w4/.beads has permissions 0755 (recommended: 0700). Run: chmod 700 /tmp/w4/.beads\n"
 	assert.Contains(t, err.Error(), "has permissions 0755")
 }
+
+// bd 1.3 keeps leases of claims (recorded samples bd13_*, RECORDED-bd-1.3.txt): a task shows
+// when its lease runs out, a heartbeat renews it until it is lost, and a reclaim says whether
+// it gave the task back.
+func TestBDLeases(t *testing.T) {
+	f := newFakeBD(t,
+		entry("bd13_show_stale", "show", "norma-l1", "--json"),
+		entry("bd13_heartbeat", "heartbeat", "norma-l1", "--json"),
+		entry("bd13_heartbeat_reclaimed", "heartbeat", "norma-gone", "--json"),
+		entry("bd13_reclaim", "reclaim", "--id", "norma-l1", "--older-than", "30s", "--json"),
+		entry("bd13_reclaim_none", "reclaim", "--id", "norma-live", "--older-than", "30s", "--json"))
+	ctx := context.Background()
+	got, err := f.bd.Get(ctx, "norma-l1")
+	require.NoError(t, err)
+	require.NotNil(t, got.LeaseExpires)
+	assert.Equal(t, time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC), got.LeaseExpires.UTC())
+
+	require.NoError(t, f.bd.Heartbeat(ctx, "norma-l1"))
+	err = f.bd.Heartbeat(ctx, "norma-gone")
+	require.ErrorContains(t, err, "issue not claimable")
+
+	done, err := f.bd.Reclaim(ctx, "norma-l1", 30*time.Second)
+	require.NoError(t, err)
+	assert.True(t, done)
+	done, err = f.bd.Reclaim(ctx, "norma-live", 30*time.Second)
+	require.NoError(t, err)
+	assert.False(t, done, "a lease renewed meanwhile is not reclaimed")
+
+	// bd 1.0.5 prints no lease: git-norma keeps its own
+	f.setTable(entry("show_task_b", "show", "norma-uq0.1.2", "--json"))
+	got, err = f.bd.Get(ctx, "norma-uq0.1.2")
+	require.NoError(t, err)
+	assert.Nil(t, got.LeaseExpires)
+}

@@ -78,6 +78,9 @@ type Task struct {
 	Dependencies       []Dependency `json:"dependencies,omitempty"`
 	// Parent is the target of the task's parent-child dependency, if any.
 	Parent string `json:"parent,omitempty"`
+	// LeaseExpires is when the lease of the task's claim runs out, where the tracker keeps
+	// leases itself (Leaser); nil otherwise.
+	LeaseExpires *time.Time `json:"lease_expires_at,omitempty"`
 	// State is git-norma's own state of the task (a JSON object) where the backend keeps it
 	// apart from the notes (StateKeeper); nil when it has none there.
 	State json.RawMessage `json:"-"`
