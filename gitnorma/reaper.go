@@ -13,11 +13,11 @@ import (
 // own (no heartbeat, no reclaim), so a run keeps one in its task state: TaskState.LeaseUntil,
 // renewed with every write and every third of worker.lease between them. From bd 1.3 a claim
 // carries bd's own lease (tracker.Leaser): a run renews it with bd heartbeat, and a loop gives
-// the task back with bd reclaim, which refuses a lease that was renewed meanwhile. A worker that dies
-// stops renewing it; once it has run out, any loop reopens the task, and only the step that
-// was in flight is lost: the task branch, pushed or on the dead worker's disk, and the state
-// say where the next run resumes. Clocks of the machines are compared: leaseSkew allows for
-// them being apart (keep them in sync with NTP).
+// the task back with bd reclaim, which refuses a lease that was renewed meanwhile. A worker
+// that dies stops renewing its lease; once it has run out, any loop reopens the task, and only
+// the step that was in flight is lost: the task branch, pushed or on the dead worker's disk,
+// and the state say where the next run resumes. Clocks of the machines are compared: leaseSkew
+// allows for them being apart (keep them in sync with NTP).
 const (
 	defaultLease = 5 * time.Minute
 	minLease     = 3 * time.Second
