@@ -23,6 +23,9 @@ type landRequest struct {
 	target string
 	// claimedByUs means an in_progress status is this run's own claim, not someone else's.
 	claimedByUs bool
+	// leaseLost says the run found its claim's lease reclaimed while it worked: another run
+	// may be doing the task now, and this one's work does not land.
+	leaseLost bool
 	// forced is a run made with --force, which may have gone ahead of open tasks that block
 	// this one: its close overrides the tracker's refusal (bd close --force).
 	forced bool
@@ -89,10 +92,10 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			if attempt < remoteLandAttempts && req.claimedByUs && a.holdsClaim(ctx, st, req.runID, req.task.ID) {
 				// A worker that lost the claim pushed the branch after this run took the task
 				// over: the claim decides whose branch it is.
-				if err := a.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil {
+				if err := a.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
 					return "", withCode(ExitFail, err)
 				}
-				continue
+				continue // moved again since: the next try looks again
 			}
 			return "", a.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
 				hint: "its new holder runs it; this run's work stays on the local " + branch})
@@ -180,7 +183,10 @@ func (a *App) otherHolder(ctx context.Context, st *store.Store, runID string, t 
 }
 
 // holdsClaim says whether run's claim of the task still holds in the tracker: the task is in
-// progress and claimed by run's actor. A tracker that cannot be asked says no.
+// progress, claimed by run's actor, and its state is run's own (the claim wrote it). The last
+// tells two runs of one actor apart — a worker id reused across a CI job's attempts, say — so a
+// run of that actor which lost the claim never takes the branch back. A tracker that cannot
+// be asked says no.
 func (a *App) holdsClaim(ctx context.Context, st *store.Store, runID, taskID string) bool {
 	tr, err := a.Tracker()
 	if err != nil {
@@ -190,18 +196,31 @@ func (a *App) holdsClaim(ctx context.Context, st *store.Store, runID, taskID str
 	if err != nil || t.Status != tracker.StatusInProgress {
 		return false
 	}
+	if state, err := readState(tr, t); err != nil || state.RunID != runID {
+		return false
+	}
 	holder, err := a.otherHolder(ctx, st, runID, t)
 	return err == nil && holder == ""
 }
 
-// takeBackBranch makes the next push of a task branch go over the copy a worker that lost the
-// task's claim pushed to the remote, and records it.
+// takeBackBranch makes the next push of a task branch go over the copy on the remote that
+// pushErr found there (pushed by a worker that lost the task's claim, or by a person), keeps
+// that copy under refs/norma/kept/, and records both.
 func (a *App) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
-	if err := a.Repo.Worktrees().TakeBackTaskBranch(ctx, a.Config.Remote, taskID); err != nil {
+	var le *worktree.LandError
+	if !errors.As(pushErr, &le) {
+		return pushErr
+	}
+	kept, err := a.Repo.Worktrees().TakeBackTaskBranch(ctx, a.Config.Remote, taskID, runID, le.Theirs)
+	if err != nil {
 		return err
 	}
-	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "branch_taken_back",
-		Message: fmt.Sprintf("%v, but this run holds task %s's claim: its push goes over that worker's", pushErr, taskID)})
+	msg := fmt.Sprintf("%v, but this run holds task %s's claim: its push goes over that copy", pushErr, taskID)
+	if kept != "" {
+		msg += ", kept as " + kept
+	}
+	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "branch_taken_back", Message: msg,
+		Data: map[string]any{"overwritten": le.Theirs, "kept": kept}})
 	return nil
 }
 
@@ -219,6 +238,9 @@ func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landReque
 		return err
 	}
 	switch {
+	case req.leaseLost:
+		return &landRefusal{reason: fmt.Errorf("task %s was taken back from this run while it worked: its lease was reclaimed", req.task.ID),
+			hint: "the task is someone else's to run now; this run's work stays on " + worktree.TaskBranch(req.task.ID)}
 	case t.Status == tracker.StatusOpen:
 		return nil
 	case t.Status == tracker.StatusInProgress && req.claimedByUs:

@@ -74,8 +74,9 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 }
 
 // reclaim gives back a task whose lease the tracker keeps (bd from 1.3): the tracker checks
-// the lease is stale and reopens the task in one transaction (bd refuses anyone else's write
-// of a claim it leased), then the journal says so.
+// the lease is stale and reopens the task in one transaction, and records it itself (bd
+// refuses anyone else's change of a leased claim's status). Nothing else is written: a run
+// may claim the task the moment it is open, and its state must not be written over.
 func (a *App) reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.LiveFunc) {
 	l, ok := tr.(tracker.Leaser)
 	if !ok {
@@ -86,17 +87,9 @@ func (a *App) reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, l
 		say(live, e.task.ID, "reclaiming task %s, whose lease ran out, failed: %v", e.task.ID, err)
 		return
 	}
-	if !done {
-		return // renewed, or reclaimed by another loop, since the list
+	if done {
+		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
 	}
-	st := e.state
-	st.LeaseUntil = ""
-	st.Journal = append(st.Journal, JournalLine{TS: a.Now().UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
-		Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reclaimed by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.WorkerID())})
-	if u, _, err := stateWrite(st, a.redact, nil); err == nil {
-		_ = tr.Update(ctx, e.task.ID, u) // the journal line only: the task is open already
-	}
-	say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
 }
 
 // expiredLease is a task in progress whose lease ran out.
@@ -123,20 +116,17 @@ func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredL
 		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
 			continue
 		}
+		// Only a claim git-norma leased has a lease in its state: a person's has none, even
+		// where bd leases every claim (bd 1.3), and is never given back.
 		st, err := readState(tr, t)
-		if err != nil {
+		if err != nil || st.LeaseUntil == "" {
 			continue
 		}
 		e := expiredLease{task: t, state: st, byTracker: t.LeaseExpires != nil}
-		switch {
-		case e.byTracker:
+		if e.byTracker {
 			e.until = *t.LeaseExpires
-		case st.LeaseUntil == "":
+		} else if e.until, err = time.Parse(time.RFC3339, st.LeaseUntil); err != nil {
 			continue
-		default:
-			if e.until, err = time.Parse(time.RFC3339, st.LeaseUntil); err != nil {
-				continue
-			}
 		}
 		if e.until = e.until.UTC(); a.Now().After(e.until.Add(leaseSkew)) {
 			gone = append(gone, e)

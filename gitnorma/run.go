@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -93,8 +94,10 @@ type run struct {
 	reconciledOwn bool
 	started       time.Time
 	mirror        *taskMirror
-	// stopLease ends the renewals of the claim's lease (taskMirror.keepLease).
+	// stopLease ends the renewals of the claim's lease (taskMirror.keepLease); leaseLost says
+	// a renewal found the claim gone (reclaimed, another's): the run's work does not land.
 	stopLease func()
+	leaseLost *atomic.Bool
 	rec       *recorder
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
@@ -300,7 +303,14 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	}
 	crashPoint("claimed")
 	r.claimed = true
+	lost := new(atomic.Bool)
+	r.leaseLost = lost
 	r.stopLease = r.mirror.keepLease(ctx, func(err error) {
+		if tracker.LeaseLost(err) && !lost.Swap(true) {
+			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
+				Message: fmt.Sprintf("the claim of task %s is no longer this run's (%v): its work will not land", r.pre.task.ID, err)})
+			return
+		}
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "lease: " + err.Error()})
 	})
 	return r.st.SetClaim(ctx, r.id, store.ClaimHeld)
@@ -314,7 +324,7 @@ func (r *run) claimTask(ctx context.Context) error {
 	var err error
 	if k, ok := r.tr.(tracker.StateKeeper); ok && k.KeepsStateApart() && r.mirror.lease > 0 {
 		var state json.RawMessage
-		if state, err = r.mirror.claimState(); err == nil {
+		if state, err = r.mirror.claimState(r.id); err == nil {
 			t, err = k.ClaimWithState(ctx, r.pre.task.ID, "", state)
 		}
 	} else {

@@ -440,11 +440,12 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 }
 
 // claimState is the state a claim writes (tracker.StateKeeper.ClaimWithState): the state as it
-// stands, with a first lease.
-func (m *taskMirror) claimState() (json.RawMessage, error) {
+// stands, with a first lease, marked as the claiming run's (see holdsClaim).
+func (m *taskMirror) claimState(runID string) (json.RawMessage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := m.state
+	st.RunID = runID
 	st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	st.ForeignNotes = ""
 	data, err := st.encodeState()

@@ -32,6 +32,9 @@ type LandError struct {
 	Paths []string
 	// Detail is git's own message, when it said more than the paths.
 	Detail string
+	// Theirs is the commit the remote's task branch held when a push found it taken
+	// (ErrBranchTaken; "" when it was deleted there).
+	Theirs string
 }
 
 func (e *LandError) Error() string {

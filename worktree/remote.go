@@ -121,14 +121,8 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 			return remoteErr("push the landing to "+o.Remote, err)
 		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case m.branchMoved(ctx, o.Remote, o.TaskBranch, heads[o.TaskBranch], head):
-			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", o.TaskBranch, o.Remote)}
 		case heads[o.TaskBranch] != m.trackingAt(ctx, o.Remote, o.TaskBranch):
-			// An earlier push of this clone's got there unanswered: the next try builds on it.
-			if err := m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.TaskBranch), heads[o.TaskBranch]); err != nil {
-				return err
-			}
-			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s on %s was behind this clone's", o.TaskBranch, o.Remote)}
+			return branchTaken(o.TaskBranch, o.Remote, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
 		default:
@@ -198,48 +192,61 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 // and its work is never overwritten.
 func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit string) error {
 	branch := TaskBranch(taskID)
-	for try := 1; ; try++ {
-		lease, err := m.branchLease(ctx, remote, branch)
-		if err != nil {
-			return err
-		}
-		_, err = m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch)
-		if err == nil {
-			break
-		}
+	lease, err := m.branchLease(ctx, remote, branch)
+	if err != nil {
+		return err
+	}
+	if _, err := m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
 		heads, lsErr := m.remoteHeads(ctx, remote, branch)
 		switch {
 		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		case heads[branch] == commit:
-			// A push of this very commit got there while its answer did not.
-		case m.branchMoved(ctx, remote, branch, heads[branch], commit):
-			return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s", branch, remote)}
-		case heads[branch] != m.trackingAt(ctx, remote, branch) && try == 1:
-			// An earlier push of this clone's got there unanswered: push on top of it.
-			if err := m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), heads[branch]); err != nil {
-				return err
-			}
-			continue
+			// This very push got there while its answer did not.
+		case heads[branch] != m.trackingAt(ctx, remote, branch):
+			// Another worker's push, a person's, or an earlier one of this clone's that got
+			// there unanswered: only the claim can say whose it is (TakeBackTaskBranch).
+			return branchTaken(branch, remote, heads[branch])
 		default:
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		}
-		break
 	}
 	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
 }
 
-// TakeBackTaskBranch makes the next push of a task branch go over what the remote has now:
-// for the worker that holds the task's claim when a worker that lost it (presumed dead, then
-// not) pushed there first. The claim says whose the branch is, not the order of pushes. The
-// other worker's commit is fetched into the tracking ref (the lease of the next push), so it
-// stays in this clone's objects.
-func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID string) error {
-	branch := TaskBranch(taskID)
-	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+TrackingRef(remote, branch)); err != nil {
-		return remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
+// branchTaken is ErrBranchTaken for the remote's copy theirs ("" when the remote has none).
+func branchTaken(branch, remote, theirs string) *LandError {
+	at := "deleted"
+	if theirs != "" {
+		at = "at " + shortSHA(theirs)
 	}
-	return nil
+	return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s, %s", branch, remote, at), Theirs: theirs}
+}
+
+// TakeBackTaskBranch makes the next push of a task branch go over the remote's copy theirs —
+// the one a refused push found (LandError.Theirs) — for the run that holds the task's claim
+// when someone else pushed there meanwhile (a worker that lost the claim, presumed dead, then
+// not; a person). The claim says whose the branch is, not the order of pushes. That copy is
+// kept under KeptPrefix, so nothing of it is lost; a copy that moved again since it was judged
+// is not taken back (ErrBranchTaken), nor one deleted on the remote, which the next push
+// simply makes again. It returns the ref the other copy is kept under.
+func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID, runID, theirs string) (kept string, err error) {
+	branch := TaskBranch(taskID)
+	tracking := TrackingRef(remote, branch)
+	if theirs == "" {
+		return "", m.Git.Run(ctx, "update-ref", "-d", tracking)
+	}
+	kept = KeptPrefix + taskID + "/" + runID + "-overwritten-" + shortSHA(theirs)
+	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"): it
+	// is the lease, and must become exactly theirs or stay.
+	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
+		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
+	}
+	if got := m.refAt(ctx, kept); got != theirs {
+		_ = m.Git.Run(ctx, "update-ref", "-d", kept)
+		return "", branchTaken(branch, remote, got)
+	}
+	return kept, m.Git.Run(ctx, "update-ref", tracking, theirs)
 }
 
 // branchLease is the --force-with-lease argument for a task branch: the copy of it this clone
@@ -271,22 +278,16 @@ func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...st
 	return heads, nil
 }
 
-// branchMoved says whether the remote's copy of a task branch (theirs) is work this clone
-// does not have under ours: not the copy it last pushed or fetched, nor one of its own earlier
-// commits (a push that got there while its answer did not). Only then was it taken over.
-func (m *Manager) branchMoved(ctx context.Context, remote, branch, theirs, ours string) bool {
-	if theirs == m.trackingAt(ctx, remote, branch) {
-		return false
-	}
-	if theirs == "" {
-		return true // deleted there since: not this clone's doing
-	}
-	ancestor, err := m.Git.IsAncestor(ctx, theirs, ours)
-	return err != nil || !ancestor
-}
-
 // trackingAt is this clone's copy of a remote's branch ("" when it has none).
 func (m *Manager) trackingAt(ctx context.Context, remote, branch string) string {
-	out, _ := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
+	return m.refAt(ctx, TrackingRef(remote, branch))
+}
+
+// refAt is the commit a ref points at ("" when there is no such ref).
+func (m *Manager) refAt(ctx context.Context, ref string) string {
+	out, _ := m.Git.Output(ctx, "rev-parse", "--verify", "-q", ref)
 	return strings.TrimSpace(out)
 }
+
+// shortSHA is a commit id cut to 12 characters, for messages and ref names.
+func shortSHA(sha string) string { return sha[:min(12, len(sha))] }

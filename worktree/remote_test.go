@@ -135,12 +135,62 @@ func TestPushTaskBranchLease(t *testing.T) {
 	assert.Contains(t, remote, theirs, "the other worker's work is not overwritten")
 	assert.False(t, errors.Is(err, ErrTargetMoved))
 
+	var le *LandError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, theirs, le.Theirs, "the refusal names the copy it found")
+
 	// the claim holder takes the branch back: its next push goes over the other worker's,
-	// whose commit stays in this clone's objects
-	require.NoError(t, f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b"))
+	// which is kept
+	kept, err := f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	require.NoError(t, err)
+	assert.Equal(t, theirs, f.rev(kept))
 	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third))
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), third)
-	f.git("cat-file", "-e", theirs+"^{commit}")
+}
+
+// A take-back goes over exactly the copy that was judged: one pushed after the judgement (the
+// claim may have moved on meanwhile) is refused again, not overwritten.
+func TestTakeBackOnlyWhatWasJudged(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-b")
+	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c1))
+	f.gitIn(other, "fetch", "-q", "origin", branch)
+	f.gitIn(other, "checkout", "-q", "-b", "z", "FETCH_HEAD")
+	zombie := f.pushFrom(other, "refs/heads/"+branch, "z.txt", "zombie\n")
+	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2)
+	var le *LandError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, zombie, le.Theirs)
+	later := f.pushFrom(other, "refs/heads/"+branch, "x.txt", "later\n")
+	_, err = f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	require.ErrorIs(t, err, ErrBranchTaken)
+	require.ErrorIs(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2), ErrBranchTaken)
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), later, "the later push stays")
+}
+
+// A task branch deleted on the remote is not anyone's work to keep: taking it back makes the
+// next push create it again.
+func TestTakeBackOfADeletedBranch(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-b")
+	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c1))
+	f.gitIn(other, "push", "-q", "origin", ":refs/heads/"+branch)
+	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2)
+	var le *LandError
+	require.ErrorAs(t, err, &le)
+	require.ErrorIs(t, err, ErrBranchTaken)
+	assert.Empty(t, le.Theirs)
+	kept, err := f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	require.NoError(t, err)
+	assert.Empty(t, kept)
+	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2))
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), c2)
 }
 
 // A push that reached the remote while its answer did not (a timeout, a dropped connection)
@@ -149,19 +199,23 @@ func TestPushTaskBranchThatGotThere(t *testing.T) {
 	f := newFixture(t)
 	f.withRemote()
 	branch := TaskBranch("norma-b")
+	// pushed by URL, not by the remote's name: git leaves the tracking ref alone, as when a
+	// push's answer was lost
+	bare := f.git("remote", "get-url", "origin")
 	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	f.git("push", "-q", "origin", first+":refs/heads/"+branch)
+	f.git("push", "-q", bare, first+":refs/heads/"+branch)
+	require.Empty(t, f.m.trackingAt(f.ctx, "origin", branch))
 	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first), "the remote has this very commit")
 	assert.Equal(t, first, f.git("rev-parse", TrackingRef("origin", branch)))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "and the next push has its lease")
 
-	// the push of step 3 got there unanswered; step 4's goes on top of it
+	// someone rewinds the branch to step 1 (a person dropping a step): the next push does not
+	// undo that on its own — only the claim's holder may, by taking it back
+	f.git("push", "-q", "-f", bare, first+":refs/heads/"+branch)
 	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
-	f.git("push", "-q", "origin", third+":refs/heads/"+branch)
-	fourth := f.commitOn(branch, branch, map[string]string{"b.txt": "4\n"}, "step 4")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", fourth))
-	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), fourth)
+	require.ErrorIs(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third), ErrBranchTaken)
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), first)
 }
 
 func TestSyncTargetLeavesARebaseAlone(t *testing.T) {

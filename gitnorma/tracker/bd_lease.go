@@ -3,7 +3,9 @@ package tracker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -62,4 +64,16 @@ func (b *BD) Reclaim(ctx context.Context, id string, grace time.Duration) (bool,
 		}
 	}
 	return false, nil
+}
+
+// LeaseLost says a failed Heartbeat means the claim is no longer the caller's — reclaimed,
+// closed, or held by another (bd 1.3: "issue not claimable: ...", "issue already claimed by
+// ...") — rather than that bd could not be reached.
+func LeaseLost(err error) bool {
+	var ce *CallError
+	if !errors.As(err, &ce) || len(ce.Args) == 0 || ce.Args[0] != "heartbeat" {
+		return false
+	}
+	msg := ce.Message + "\n" + ce.Stderr
+	return strings.Contains(msg, "not claimable") || strings.Contains(msg, "already claimed by")
 }
