@@ -149,11 +149,11 @@ var ErrBranchTaken = errors.New("another worker pushed the task branch since")
 func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID string) (kept string, err error) {
 	branch := TaskBranch(taskID)
 	tracking := TrackingRef(remote, branch)
-	out, err := m.remote(ctx, true, "ls-remote", "--heads", remote, "refs/heads/"+branch)
+	heads, err := m.remoteHeads(ctx, remote, branch)
 	if err != nil {
 		return "", remoteErr(fmt.Sprintf("look for %s on %s", branch, remote), err)
 	}
-	if strings.TrimSpace(out) == "" {
+	if heads[branch] == "" {
 		// Not there (any more): nothing to resume from, and no lease to keep on it.
 		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
 		return "", nil
@@ -165,8 +165,8 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 	if err != nil {
 		return "", err
 	}
-	ours, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
-	if err != nil || ours == "" {
+	ours := m.refAt(ctx, "refs/heads/"+branch)
+	if ours == "" {
 		return "", m.Git.Run(ctx, "update-ref", "refs/heads/"+branch, theirs, "")
 	}
 	if ours == theirs {
