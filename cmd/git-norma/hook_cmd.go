@@ -25,16 +25,6 @@ func (c *hookCmd) Run(env *Env) error {
 		fmt.Fprintf(env.IO.Err, "git-norma: the %s hook checked nothing: %v\n", c.Name, err)
 		return nil
 	}
-	switch c.Name {
-	case "post-commit":
-		return app.HookPostCommit(env.Ctx, env.Dir, os.Getenv(gitnorma.HookWaitEnv) != "", env.IO.Err)
-	case "pre-merge-commit", "pre-commit":
-		return app.HookPreMergeCommit(env.Ctx, env.Dir, os.Environ())
-	default:
-		remote := ""
-		if len(c.Args) > 0 {
-			remote = c.Args[0]
-		}
-		return app.HookPrePush(env.Ctx, env.Dir, remote, env.IO.In, env.IO.Err)
-	}
+	inv := hooks.Invocation{Name: c.Name, Args: c.Args, Env: os.Environ(), Stdin: env.IO.In, Git: app.Repo.Git.In(env.Dir)}
+	return hooks.Dispatch(env.Ctx, inv, app.HookHandler(env.Dir, env.IO.Err))
 }

@@ -1,0 +1,87 @@
+package hooks
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+)
+
+// WaitEnv makes the post-commit hook check in the foreground (set for its own background job,
+// and by tests that need the result before going on).
+const WaitEnv = "GIT_NORMA_HOOK_WAIT"
+
+// Invocation is one run of a hook as git makes it: the hook's name and arguments, its
+// environment and its standard input, in the work tree git runs it from.
+type Invocation struct {
+	Name  string // post-commit, pre-commit, pre-merge-commit or pre-push
+	Args  []string
+	Env   []string
+	Stdin io.Reader
+	// Git runs git in the work tree the hook runs in.
+	Git git.Runner
+}
+
+// Handler is what git-norma does on each event; the application implements it.
+type Handler interface {
+	// Committed: a commit was made. With wait, its check runs before the hook returns.
+	Committed(ctx context.Context, wait bool) error
+	// Merging: a merge is about to be committed, bringing in the commits merged.
+	Merging(ctx context.Context, merged []string) error
+	// Pushing: a push to remote is about to update the remote refs as updates say.
+	Pushing(ctx context.Context, remote string, updates []PushUpdate) error
+}
+
+// Dispatch turns a hook invocation into its event and hands it to h.
+func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
+	switch inv.Name {
+	case "post-commit":
+		return h.Committed(ctx, lookup(inv.Env, WaitEnv) != "")
+	case "pre-merge-commit", "pre-commit":
+		merged := mergedCommits(ctx, inv)
+		if len(merged) == 0 {
+			return nil // pre-commit of a plain commit
+		}
+		return h.Merging(ctx, merged)
+	default:
+		updates, err := ParsePrePush(inv.Stdin)
+		if err != nil {
+			return err
+		}
+		remote := ""
+		if len(inv.Args) > 0 {
+			remote = inv.Args[0]
+		}
+		return h.Pushing(ctx, remote, updates)
+	}
+}
+
+// mergedCommits lists the commits a merge in progress brings in: pre-merge-commit gets them
+// as GITHEAD_<sha> variables; the commit that concludes a merge after conflicts (pre-commit)
+// finds them in MERGE_HEAD.
+func mergedCommits(ctx context.Context, inv Invocation) []string {
+	var shas []string
+	for _, kv := range inv.Env {
+		if name, _, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "GITHEAD_") {
+			shas = append(shas, strings.TrimPrefix(name, "GITHEAD_"))
+		}
+	}
+	if path, err := inv.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-path", "MERGE_HEAD"); err == nil {
+		if data, err := os.ReadFile(path); err == nil {
+			shas = append(shas, strings.Fields(string(data))...)
+		}
+	}
+	return shas
+}
+
+// lookup is the value of name in env ("" when unset).
+func lookup(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
