@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -23,9 +24,9 @@ type App struct {
 	// Now is the clock (replaced in tests).
 	Now func() time.Time
 
-	backlog tracker.Tracker
-	// shared is the store a parallel loop's runs share (see OpenStore).
-	shared *store.Store
+	// backlogMu guards backlog, made on first use and shared by a parallel loop's runs.
+	backlogMu sync.Mutex
+	backlog   tracker.Tracker
 	// redact scrubs credentials from what leaves the private run directory.
 	redact redactor
 	// configErr is why the config did not load (OpenForHook only: Open fails instead), and
@@ -69,12 +70,9 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	return a, nil
 }
 
-// OpenStore opens .norma/norma.db, creating or migrating it. While a parallel loop runs it is
-// the loop's one store, borrowed: one writer connection per process.
+// OpenStore opens .norma/norma.db, creating or migrating it. A use case opens it once and
+// hands it on (a loop to its runs): one writer connection per process.
 func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
-	if a.shared != nil {
-		return a.shared.Borrowed(), nil
-	}
 	st, err := store.Open(ctx, a.Repo.Path("norma.db"))
 	switch {
 	case errors.Is(err, store.ErrSchemaTooNew):
@@ -90,6 +88,8 @@ func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
 // Tracker returns the task backend the config selects: the bd CLI for "beads" (and for "auto"
 // when bd is installed and the repository has a bd workspace), else the embedded jsonl file.
 func (a *App) Tracker() (tracker.Tracker, error) {
+	a.backlogMu.Lock()
+	defer a.backlogMu.Unlock()
 	if a.backlog != nil {
 		return a.backlog, nil
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -51,33 +52,32 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		return LoopReport{}, usagef(fmt.Sprintf(`raise "max_parallel" in .norma/config.json (it is %d)`, max),
 			"--parallel %d is over the configured max_parallel", o.Parallel)
 	}
-	if _, err := a.Tracker(); err != nil { // resolved once, before runs share the App
+	if _, err := a.Tracker(); err != nil { // a backlog that cannot be used stops it before anything starts
 		return LoopReport{}, err
 	}
+	// The loop's one store, handed to each of its runs: one writer connection per process.
+	st, err := a.OpenStore(ctx)
+	if err != nil {
+		return LoopReport{}, err
+	}
+	defer st.Close()
 	if !o.Force {
-		if err := a.refuseViolated(ctx); err != nil {
+		if err := refuseViolated(ctx, st); err != nil {
 			return LoopReport{}, err
 		}
 	}
 	// Before selecting: a task a dead run left in progress is not ready, and would be skipped.
-	if err := a.recoverCrashed(ctx, o.NoLand, o.Live); err != nil {
+	if err := a.recoverCrashed(ctx, st, o.NoLand, o.Live); err != nil {
 		return LoopReport{}, err
 	}
-	if o.Parallel > 1 {
-		st, err := a.OpenStore(ctx)
-		if err != nil {
-			return LoopReport{}, err
-		}
-		a.shared = st
-		defer func() { a.shared = nil; st.Close() }()
-	}
-	l := &looper{app: a, o: o, results: make(chan runResult), running: map[string]bool{}, since: a.Now()}
+	l := &looper{app: a, st: st, o: o, results: make(chan runResult), running: map[string]bool{}, since: a.Now()}
 	return l.loop(ctx)
 }
 
 // looper is one loop in progress.
 type looper struct {
 	app     *App
+	st      *store.Store
 	o       LoopOptions
 	rep     LoopReport
 	tried   []string
@@ -149,7 +149,7 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
 			return nil
 		}
-		if v := l.app.violationSince(ctx, l.since); v != "" {
+		if v := violationSince(ctx, l.st, l.since); v != "" {
 			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
 			return nil
 		}
@@ -171,7 +171,7 @@ func (l *looper) fill(ctx context.Context) error {
 			}
 			// What a run killed meanwhile left (its task in progress, a PASS not landed) is
 			// recovered as at the loop's start, so that its task can be run again.
-			if err := l.app.recoverCrashed(ctx, l.o.NoLand, l.o.Live); err != nil {
+			if err := l.app.recoverCrashed(ctx, l.st, l.o.NoLand, l.o.Live); err != nil {
 				say(l.o.Live, "", "loop: recovering dead runs failed: %v", err)
 			}
 			select {
@@ -192,7 +192,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	l.started++
 	say(l.o.Live, sel.TaskID, "loop: task %s %q (%s)", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
-		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true})
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true, store: l.st})
 		if errors.Is(err, ErrClaimLost) {
 			say(l.o.Live, sel.TaskID, "loop: task %s was claimed elsewhere first; going on with the next ready task", sel.TaskID)
 			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopClaimLost, Message: err.Error()}, nil

@@ -286,12 +286,7 @@ func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 // claims given back), and runs that finished but still hold their task's claim are recovered
 // under the task's lock (a PASS that did not land lands, or the task is reopened). A task
 // another process works on is left alone. What it does is said on live.
-func (a *App) recoverCrashed(ctx context.Context, noLand bool, live loop.LiveFunc) error {
-	st, err := a.OpenStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, live loop.LiveFunc) error {
 	tr, err := a.Tracker()
 	if err != nil {
 		return err

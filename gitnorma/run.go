@@ -35,6 +35,8 @@ type RunOptions struct {
 	IgnoreViolation bool
 	// hops counts how many tasks this run went on to after Plan outcomes.
 	hops int
+	// store is the run store a loop hands its runs (nil: the run opens its own).
+	store *store.Store
 }
 
 // RunReport is how a run ended, for the summary line, --json and the exit code.
@@ -106,12 +108,20 @@ type run struct {
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	if o.store == nil {
+		st, err := a.OpenStore(ctx)
+		if err != nil {
+			return RunReport{}, err
+		}
+		defer st.Close()
+		o.store = st
+	}
 	if !o.Force && !o.IgnoreViolation {
-		if err := a.refuseViolated(ctx); err != nil {
+		if err := refuseViolated(ctx, o.store); err != nil {
 			return RunReport{}, err
 		}
 	}
-	rep, err := a.runOnce(ctx, o)
+	rep, err := a.runOnce(ctx, o.store, o)
 	if rep.Status != StatusAlreadyLanded { // nothing ran
 		a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
 	}
@@ -123,7 +133,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		return rep, nil
 	}
 	say(o.Live, rep.TaskID, "continuing with %s (%s)", rep.continueWith, rep.StopReason)
-	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, Force: o.Force, IgnoreViolation: o.IgnoreViolation, hops: o.hops + 1})
+	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, Force: o.Force, IgnoreViolation: o.IgnoreViolation, hops: o.hops + 1, store: o.store})
 	rep.Next, rep.ExitCode = &next, next.ExitCode
 	return rep, err
 }
@@ -133,7 +143,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 const maxHops = 3
 
 // runOnce runs one task; a Plan outcome that names another task is left to Run.
-func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
+func (a *App) runOnce(ctx context.Context, st *store.Store, o RunOptions) (RunReport, error) {
 	pre, tr, err := a.prepare(ctx, o.TaskID)
 	if err != nil {
 		return RunReport{}, err
@@ -143,11 +153,6 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	defer lock.Release()
-	st, err := a.OpenStore(ctx)
-	if err != nil {
-		return RunReport{}, err
-	}
-	defer st.Close()
 	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now(), forced: o.Force}
 	defer func() {
 		if r.stopLease != nil {

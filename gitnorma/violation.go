@@ -49,12 +49,9 @@ func (g *guardState) recordViolation(ctx context.Context, paths []string) {
 		Message: "an agent wrote outside the places it may write: " + strings.Join(paths, ", "), Data: v})
 }
 
-// withStore runs fn on the shared store of a parallel loop, or on one opened for it. A
-// repository without a store has no violation on record, and none is created for it.
+// withStore runs fn on the run store. A repository without a store has no violation on
+// record, and none is created for it.
 func (a *App) withStore(ctx context.Context, fn func(*store.Store) error) error {
-	if a.shared != nil {
-		return fn(a.shared)
-	}
 	if _, err := os.Stat(a.Repo.Path("norma.db")); err != nil {
 		return nil
 	}
@@ -95,8 +92,8 @@ func pendingViolations(ctx context.Context, st *store.Store) ([]Violation, error
 }
 
 // refuseViolated is the refusal of run and loop while a violation is pending.
-func (a *App) refuseViolated(ctx context.Context) error {
-	pending, err := a.Violations(ctx)
+func refuseViolated(ctx context.Context, st *store.Store) error {
+	pending, err := pendingViolations(ctx, st)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
@@ -165,8 +162,8 @@ func (r *run) newGuard() *guardState {
 }
 
 // violationSince summarises a violation recorded since t ("" when there is none).
-func (a *App) violationSince(ctx context.Context, t time.Time) string {
-	pending, _ := a.Violations(ctx)
+func violationSince(ctx context.Context, st *store.Store, t time.Time) string {
+	pending, _ := pendingViolations(ctx, st)
 	for _, v := range pending {
 		if !v.At.Before(t) {
 			return "guard violation: " + v.Summary()

@@ -43,16 +43,6 @@ type Store struct {
 	db          *sql.DB
 	path        string
 	journalMode string
-	// borrowed handles leave closing to the owner.
-	borrowed bool
-}
-
-// Borrowed returns a handle on the same connection whose Close does nothing, for code that
-// closes what it opens while the owner keeps the store open (the runs of a parallel loop).
-func (s *Store) Borrowed() *Store {
-	b := *s
-	b.borrowed = true
-	return &b
 }
 
 // Open opens (creating if missing) the database at path, refuses files that
@@ -166,9 +156,6 @@ func (s *Store) classify(err error) error {
 
 // Close releases the database; WAL content is checkpointed by SQLite.
 func (s *Store) Close() error {
-	if s.borrowed {
-		return nil
-	}
 	return s.db.Close()
 }
 
