@@ -11,11 +11,7 @@ type checkCmd struct {
 	JSON bool   `help:"Print the report as JSON."`
 }
 
-func (c *checkCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *checkCmd) Run(env *Env, app *gitnorma.App) error {
 	rep, err := app.Check(env.Ctx, env.Dir, c.Task)
 	if err != nil {
 		return err

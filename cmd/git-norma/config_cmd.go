@@ -18,11 +18,7 @@ type configGetCmd struct {
 	JSON bool   `help:"Print the key and its value as JSON."`
 }
 
-func (c *configGetCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *configGetCmd) Run(env *Env, app *gitnorma.App) error {
 	v, err := app.ConfigGet(c.Key)
 	if err != nil {
 		return err
@@ -39,11 +35,7 @@ type configSetCmd struct {
 	Value string `arg:"" help:"The value: as it is for a string or a duration (\"90s\"), else JSON (5, true, [\"go\", \"vet\", \"./...\"])."`
 }
 
-func (c *configSetCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *configSetCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.ConfigSet(c.Key, c.Value); err != nil {
 		return err
 	}
@@ -56,11 +48,7 @@ type configListCmd struct {
 	JSON bool `help:"Print the keys and values as a JSON array."`
 }
 
-func (c *configListCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *configListCmd) Run(env *Env, app *gitnorma.App) error {
 	entries := app.ConfigList()
 	if c.JSON {
 		return printJSON(env.IO.Out, entries)

@@ -10,11 +10,7 @@ type doctorCmd struct {
 	JSON bool `help:"Print the findings as JSON."`
 }
 
-func (c *doctorCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *doctorCmd) Run(env *Env, app *gitnorma.App) error {
 	rep := app.Doctor(env.Ctx)
 	if c.JSON {
 		if err := printJSON(env.IO.Out, rep); err != nil {

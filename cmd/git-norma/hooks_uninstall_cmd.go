@@ -6,11 +6,7 @@ type hooksUninstallCmd struct {
 	JSON bool `help:"Print what was done as JSON."`
 }
 
-func (c *hooksUninstallCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *hooksUninstallCmd) Run(env *Env, app *gitnorma.App) error {
 	actions, err := app.UninstallHooks(env.Ctx)
 	if err != nil {
 		return err

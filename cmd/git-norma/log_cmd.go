@@ -11,11 +11,7 @@ type logCmd struct {
 	JSON   bool   `help:"Print the entries as a JSON array."`
 }
 
-func (c *logCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *logCmd) Run(env *Env, app *gitnorma.App) error {
 	entries, err := app.Journal(env.Ctx, c.Target)
 	if err != nil {
 		return err

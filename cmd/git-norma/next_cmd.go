@@ -12,11 +12,7 @@ type nextCmd struct {
 	JSON          bool   `help:"Print the selection as JSON."`
 }
 
-func (c *nextCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *nextCmd) Run(env *Env, app *gitnorma.App) error {
 	sel, err := app.Next(env.Ctx, gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, nil)
 	if err != nil {
 		return err

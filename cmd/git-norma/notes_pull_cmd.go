@@ -8,11 +8,7 @@ type notesPullCmd struct {
 	Remote string `arg:"" optional:"" default:"origin" help:"The remote (default origin)."`
 }
 
-func (c *notesPullCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *notesPullCmd) Run(env *Env, app *gitnorma.App) error {
 	pulled, err := app.PullNotes(env.Ctx, c.Remote)
 	if err != nil {
 		return err

@@ -8,11 +8,7 @@ type notesPushCmd struct {
 	Remote string `arg:"" optional:"" default:"origin" help:"The remote (default origin)."`
 }
 
-func (c *notesPushCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *notesPushCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.PushNotes(env.Ctx, c.Remote); err != nil {
 		return err
 	}

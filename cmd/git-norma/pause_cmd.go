@@ -10,11 +10,7 @@ type pauseCmd struct {
 	Reason []string `arg:"" optional:"" help:"Why (shown by status and by the runs that stop)."`
 }
 
-func (c *pauseCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *pauseCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.Pause(strings.Join(c.Reason, " ")); err != nil {
 		return err
 	}

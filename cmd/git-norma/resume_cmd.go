@@ -6,11 +6,7 @@ import (
 
 type resumeCmd struct{}
 
-func (c *resumeCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
 	cleared, err := app.ClearViolations(env.Ctx)
 	if err != nil {
 		return err

@@ -17,11 +17,7 @@ type runCmd struct {
 	Remote string `help:"Land through this git remote (compare-and-swap pushes, retried when another worker landed first), in place of the configured \"remote\"; needs the bd backlog." placeholder:"NAME"`
 }
 
-func (c *runCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *runCmd) Run(env *Env, app *gitnorma.App) error {
 	if c.Remote != "" {
 		if err := app.UseRemote(env.Ctx, c.Remote); err != nil {
 			return err

@@ -7,11 +7,7 @@ type taskCloseCmd struct {
 	Reason string `help:"Why, for the tracker's history (default: closed by hand)."`
 }
 
-func (c *taskCloseCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskCloseCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.CloseTask(env.Ctx, c.ID, c.Reason); err != nil {
 		return err
 	}
@@ -23,11 +19,7 @@ type taskReopenCmd struct {
 	ID string `arg:"" help:"Task id."`
 }
 
-func (c *taskReopenCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskReopenCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.ReopenTask(env.Ctx, c.ID); err != nil {
 		return err
 	}
@@ -48,17 +40,17 @@ type taskLabels struct {
 
 type taskLabelAddCmd struct{ taskLabels }
 
-func (c *taskLabelAddCmd) Run(env *Env) error { return c.change(env, c.Labels, nil) }
+func (c *taskLabelAddCmd) Run(env *Env, app *gitnorma.App) error {
+	return c.change(env, app, c.Labels, nil)
+}
 
 type taskLabelRemoveCmd struct{ taskLabels }
 
-func (c *taskLabelRemoveCmd) Run(env *Env) error { return c.change(env, nil, c.Labels) }
+func (c *taskLabelRemoveCmd) Run(env *Env, app *gitnorma.App) error {
+	return c.change(env, app, nil, c.Labels)
+}
 
-func (c *taskLabels) change(env *Env, add, remove []string) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskLabels) change(env *Env, app *gitnorma.App, add, remove []string) error {
 	if err := app.LabelTask(env.Ctx, c.ID, add, remove); err != nil {
 		return err
 	}
@@ -77,11 +69,7 @@ type taskDepRemoveCmd struct {
 	DependsOn string `arg:"" help:"The task it waits for."`
 }
 
-func (c *taskDepRemoveCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskDepRemoveCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.RemoveTaskDependency(env.Ctx, c.ID, c.DependsOn); err != nil {
 		return err
 	}
@@ -95,11 +83,7 @@ type taskDepAddCmd struct {
 	Type      string `default:"blocks" enum:"blocks,related,discovered-from,waits-for,conditional-blocks" help:"The kind of dependency (${enum})."`
 }
 
-func (c *taskDepAddCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskDepAddCmd) Run(env *Env, app *gitnorma.App) error {
 	if err := app.AddTaskDependency(env.Ctx, c.ID, c.DependsOn, c.Type); err != nil {
 		return err
 	}
@@ -115,12 +99,8 @@ type taskEditCmd struct {
 	Priority    *int    `short:"p" help:"The new priority, 0 (highest) to 4."`
 }
 
-func (c *taskEditCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
-	err = app.EditTask(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
+func (c *taskEditCmd) Run(env *Env, app *gitnorma.App) error {
+	err := app.EditTask(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,7 @@ type taskListCmd struct {
 	JSON   bool     `help:"Print the tasks as a JSON array."`
 }
 
-func (c *taskListCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskListCmd) Run(env *Env, app *gitnorma.App) error {
 	tasks, more, err := app.FilterTasks(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready, Limit: c.Limit})
 	if err != nil {
 		return err

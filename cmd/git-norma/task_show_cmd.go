@@ -11,11 +11,7 @@ type taskShowCmd struct {
 	JSON bool   `help:"Print the task record as JSON."`
 }
 
-func (c *taskShowCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskShowCmd) Run(env *Env, app *gitnorma.App) error {
 	t, err := app.ShowTask(env.Ctx, c.ID)
 	if err != nil {
 		return err

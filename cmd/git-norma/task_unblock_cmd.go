@@ -6,11 +6,7 @@ type taskUnblockCmd struct {
 	ID string `arg:"" help:"Task id."`
 }
 
-func (c *taskUnblockCmd) Run(env *Env) error {
-	app, err := gitnorma.Open(env.Ctx, env.Dir)
-	if err != nil {
-		return err
-	}
+func (c *taskUnblockCmd) Run(env *Env, app *gitnorma.App) error {
 	was, err := app.UnblockTask(env.Ctx, c.ID)
 	if err != nil {
 		return err
