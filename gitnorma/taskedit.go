@@ -33,20 +33,17 @@ func (f TaskFilter) keeps(status string, labels []string) bool {
 	return true
 }
 
-// FilterTasks lists the tasks f lets through, in storage order, at most f.Limit of them; more
+// Filter lists the tasks f lets through, in storage order, at most f.Limit of them; more
 // says some were left out. The embedded backlog decodes only the records it needs to fill the
 // page (the whole graph for --ready).
-func (a *App) FilterTasks(ctx context.Context, f TaskFilter) (tasks []tracker.Task, more bool, err error) {
+func (b *Backlog) Filter(ctx context.Context, f TaskFilter) (tasks []tracker.Task, more bool, err error) {
 	if f.Status != "" && !tracker.ValidStatus(f.Status) {
 		return nil, false, usagef("use open, in_progress, blocked, deferred or closed", "unknown status %q", f.Status)
 	}
 	if f.Limit < 0 {
 		return nil, false, usagef("use 0 to list every task", "--limit must be 0 or more, got %d", f.Limit)
 	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return nil, false, err
-	}
+	tr := b.tr
 	if hs, ok := tr.(headSource); ok && f.Ready {
 		if tasks, more, ok, err := readyPage(ctx, hs, f); ok || err != nil {
 			return tasks, more, withCode(ExitFail, err)
@@ -112,56 +109,53 @@ type scanner interface {
 	Scan(ctx context.Context, fn func(tracker.Task) bool) error
 }
 
-// CloseTask closes a task by hand (reason: why, for the tracker's history).
-func (a *App) CloseTask(ctx context.Context, id, reason string) error {
+// Close closes a task by hand (reason: why, for the tracker's history).
+func (b *Backlog) Close(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "closed by hand (git norma task close)"
 	}
-	return a.setTaskStatus(ctx, id, tracker.StatusClosed, reason)
+	return b.setStatus(ctx, id, tracker.StatusClosed, reason)
 }
 
-// ReopenTask makes a closed (or any) task open again.
-func (a *App) ReopenTask(ctx context.Context, id string) error {
-	return a.setTaskStatus(ctx, id, tracker.StatusOpen, "")
+// Reopen makes a closed (or any) task open again.
+func (b *Backlog) Reopen(ctx context.Context, id string) error {
+	return b.setStatus(ctx, id, tracker.StatusOpen, "")
 }
 
-func (a *App) setTaskStatus(ctx context.Context, id, status, reason string) error {
-	tr, err := a.trackerFor(ctx, id)
-	if err != nil {
+func (b *Backlog) setStatus(ctx context.Context, id, status, reason string) error {
+	if err := b.validID(id); err != nil {
 		return err
 	}
-	return a.trackerErr(id, tr.SetStatus(ctx, id, status, reason))
+	return taskErr(id, b.tr.SetStatus(ctx, id, status, reason))
 }
 
-// LabelTask adds and removes labels of a task in one change.
-func (a *App) LabelTask(ctx context.Context, id string, add, remove []string) error {
-	tr, err := a.trackerFor(ctx, id)
-	if err != nil {
+// Label adds and removes labels of a task in one change.
+func (b *Backlog) Label(ctx context.Context, id string, add, remove []string) error {
+	if err := b.validID(id); err != nil {
 		return err
 	}
-	return a.trackerErr(id, tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
+	return taskErr(id, b.tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
 }
 
-// AddTaskDependency records that id depends on dependsOn (a blocks dependency unless depType
+// AddDependency records that id depends on dependsOn (a blocks dependency unless depType
 // says otherwise), as bd dep add does.
-func (a *App) AddTaskDependency(ctx context.Context, id, dependsOn, depType string) error {
+func (b *Backlog) AddDependency(ctx context.Context, id, dependsOn, depType string) error {
 	if depType == "" {
 		depType = "blocks"
 	}
-	if err := a.ValidateTaskID(dependsOn); err != nil {
+	if err := b.validID(dependsOn); err != nil {
 		return err
 	}
 	if id == dependsOn {
 		return usagef("", "task %s cannot depend on itself", id)
 	}
-	tr, err := a.trackerFor(ctx, id)
-	if err != nil {
+	if err := b.validID(id); err != nil {
 		return err
 	}
-	if _, err := tr.Get(ctx, dependsOn); err != nil {
-		return a.trackerErr(dependsOn, err)
+	if _, err := b.tr.Get(ctx, dependsOn); err != nil {
+		return taskErr(dependsOn, err)
 	}
-	return a.trackerErr(id, tr.AddDependency(ctx, id, dependsOn, depType))
+	return taskErr(id, b.tr.AddDependency(ctx, id, dependsOn, depType))
 }
 
 // TaskEdit is what task edit changes; nil leaves a field as it is.
@@ -170,8 +164,8 @@ type TaskEdit struct {
 	Priority                       *int
 }
 
-// EditTask changes a task's title, description, acceptance criteria or priority.
-func (a *App) EditTask(ctx context.Context, id string, e TaskEdit) error {
+// Edit changes a task's title, description, acceptance criteria or priority.
+func (b *Backlog) Edit(ctx context.Context, id string, e TaskEdit) error {
 	if e.Title != nil && strings.TrimSpace(*e.Title) == "" {
 		return usagef("", "the task title is empty")
 	}
@@ -181,43 +175,30 @@ func (a *App) EditTask(ctx context.Context, id string, e TaskEdit) error {
 	if e == (TaskEdit{}) {
 		return usagef("say what to change: --title, --description, --acceptance or --priority", "nothing to change")
 	}
-	tr, err := a.trackerFor(ctx, id)
-	if err != nil {
+	if err := b.validID(id); err != nil {
 		return err
 	}
-	return a.trackerErr(id, tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
+	return taskErr(id, b.tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
 }
 
-// RemoveTaskDependency removes what id depends on dependsOn for; that there is such a
+// RemoveDependency removes what id depends on dependsOn for; that there is such a
 // dependency is checked first (bd says "removed" even when there is none).
-func (a *App) RemoveTaskDependency(ctx context.Context, id, dependsOn string) error {
-	if err := a.ValidateTaskID(dependsOn); err != nil {
+func (b *Backlog) RemoveDependency(ctx context.Context, id, dependsOn string) error {
+	if err := b.validID(dependsOn); err != nil {
 		return err
 	}
-	t, err := a.ShowTask(ctx, id)
+	t, err := b.Show(ctx, id)
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool { return d.IssueID == id && d.DependsOnID == dependsOn }) {
 		return failf("see its dependencies with: git norma task show "+id, "task %s does not depend on %s", id, dependsOn)
 	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return err
-	}
-	return a.trackerErr(id, tr.RemoveDependency(ctx, id, dependsOn))
+	return taskErr(id, b.tr.RemoveDependency(ctx, id, dependsOn))
 }
 
-// trackerFor validates id and opens the tracker.
-func (a *App) trackerFor(ctx context.Context, id string) (tracker.Tracker, error) {
-	if err := a.ValidateTaskID(id); err != nil {
-		return nil, err
-	}
-	return a.Tracker()
-}
-
-// trackerErr gives a tracker's error about id its exit code and hint.
-func (a *App) trackerErr(id string, err error) error {
+// taskErr gives a tracker's error about task id its exit code and hint.
+func taskErr(id string, err error) error {
 	switch {
 	case err == nil:
 		return nil

@@ -21,13 +21,33 @@ type TaskSpec struct {
 	Parent   string
 }
 
-// AddTask creates a task in the configured tracker.
-func (a *App) AddTask(ctx context.Context, s TaskSpec) (tracker.Task, error) {
+// Backlog is what the task commands work on: the tracker the config selects, how task ids
+// look here, and who is adding tasks. It holds no more of the repository than that.
+type Backlog struct {
+	tr tracker.Tracker
+	// validID refuses what is not a task id of this backlog before it reaches the tracker.
+	validID func(id string) error
+	// actor is who adds a task (the user's git name, as bd records it).
+	actor  func(ctx context.Context) string
+	redact redactor
+}
+
+// Backlog opens the repository's backlog.
+func (a *App) Backlog() (*Backlog, error) {
+	tr, err := a.Tracker()
+	if err != nil {
+		return nil, err
+	}
+	return &Backlog{tr: tr, validID: a.ValidateTaskID, actor: a.actor, redact: a.redact}, nil
+}
+
+// Add creates a task.
+func (b *Backlog) Add(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 	if strings.TrimSpace(s.Title) == "" {
 		return tracker.Task{}, usagef("", "the task title is empty")
 	}
 	if s.Parent != "" {
-		if err := a.ValidateTaskID(s.Parent); err != nil {
+		if err := b.validID(s.Parent); err != nil {
 			return tracker.Task{}, err
 		}
 	}
@@ -40,13 +60,9 @@ func (a *App) AddTask(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 			return tracker.Task{}, usagef("", "--verify takes one single-line shell command, got %q", v)
 		}
 	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return tracker.Task{}, err
-	}
-	t, err := tr.Create(ctx, tracker.NewTask{
+	t, err := b.tr.Create(ctx, tracker.NewTask{
 		Title: strings.TrimSpace(s.Title), Description: withVerify(s.Description, s.Verify),
-		Acceptance: s.Acceptance, Type: s.Type, Priority: s.Priority, Parent: s.Parent, Actor: a.actor(ctx),
+		Acceptance: s.Acceptance, Type: s.Type, Priority: s.Priority, Parent: s.Parent, Actor: b.actor(ctx),
 	})
 	if errors.Is(err, tracker.ErrNotFound) {
 		return t, failf("list tasks with: git norma task list", "%v", err)
@@ -78,30 +94,28 @@ func (a *App) actor(ctx context.Context) string {
 	return name
 }
 
-// ListTasks returns every task, closed ones included.
-func (a *App) ListTasks(ctx context.Context) ([]tracker.Task, error) {
-	tr, err := a.Tracker()
-	if err != nil {
-		return nil, err
-	}
-	tasks, err := tr.List(ctx)
+// List returns every task, closed ones included.
+func (b *Backlog) List(ctx context.Context) ([]tracker.Task, error) {
+	tasks, err := b.tr.List(ctx)
 	return tasks, withCode(ExitFail, err)
 }
 
-// ShowTask returns one task.
-func (a *App) ShowTask(ctx context.Context, id string) (tracker.Task, error) {
-	if err := a.ValidateTaskID(id); err != nil {
+// Show returns one task.
+func (b *Backlog) Show(ctx context.Context, id string) (tracker.Task, error) {
+	if err := b.validID(id); err != nil {
 		return tracker.Task{}, err
 	}
-	tr, err := a.Tracker()
+	t, err := b.tr.Get(ctx, id)
+	return t, taskErr(id, err)
+}
+
+// ShowTask returns one task of the repository's backlog.
+func (a *App) ShowTask(ctx context.Context, id string) (tracker.Task, error) {
+	b, err := a.Backlog()
 	if err != nil {
 		return tracker.Task{}, err
 	}
-	t, err := tr.Get(ctx, id)
-	if errors.Is(err, tracker.ErrNotFound) {
-		return t, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
-	}
-	return t, withCode(ExitFail, err)
+	return b.Show(ctx, id)
 }
 
 // DescribeTask renders a task for `task show`.

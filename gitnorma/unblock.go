@@ -2,25 +2,20 @@ package gitnorma
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
-// UnblockTask gives a task blocked by the three-strike rule back to selection: the
+// Unblock gives a task blocked by the three-strike rule back to selection: the
 // norma-blocked label goes, and the strike count and its reason in the task's state are
 // cleared (people's notes stay as they are). It says whether the task was blocked.
-func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
-	t, err := a.ShowTask(ctx, id)
+func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
+	t, err := b.Show(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	tr, err := a.Tracker()
-	if err != nil {
-		return false, err
-	}
-	st, err := readState(tr, t)
+	st, err := readState(b.tr, t)
 	if err != nil {
 		return false, failf("repair the task's notes first", "task %s: %v", id, err)
 	}
@@ -33,14 +28,10 @@ func (a *App) UnblockTask(ctx context.Context, id string) (bool, error) {
 	}
 	unblock := func(s *TaskState) { s.FailedRuns, s.Blocked = 0, "" }
 	unblock(&st.TaskState)
-	u, _, err := stateWrite(st, a.redact, unblock)
+	u, _, err := stateWrite(st, b.redact, unblock)
 	if err != nil {
 		return false, withCode(ExitFail, err)
 	}
 	u.RemoveLabels, u.Status = []string{LabelBlocked}, status
-	err = tr.Update(ctx, id, u)
-	if errors.Is(err, tracker.ErrNotFound) {
-		return false, failf("list tasks with: git norma task list", "no task %s in the backlog", id)
-	}
-	return true, withCode(ExitFail, err)
+	return true, taskErr(id, b.tr.Update(ctx, id, u))
 }

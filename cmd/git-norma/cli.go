@@ -125,10 +125,14 @@ func Main(args []string, stdio IO) (code int) {
 	env := newEnv(ctx, stdio, dir, p.globals)
 	defer env.Progress.Flush()
 	p.ctx.Bind(p.parser.Model)
-	// A command that takes an *gitnorma.App in its Run gets the repository it runs in, opened
+	// A command that takes a *gitnorma.App in its Run gets the repository it runs in, opened
 	// (and its config read) before the command starts; commands that check their flags first,
 	// or work outside an initialised repository, open it themselves.
-	if err := p.ctx.BindToProvider(func() (*gitnorma.App, error) { return gitnorma.Open(env.Ctx, env.Dir) }); err != nil {
+	if err := p.ctx.BindSingletonProvider(func() (*gitnorma.App, error) { return gitnorma.Open(env.Ctx, env.Dir) }); err != nil {
+		return report(stdio.Err, err)
+	}
+	// The task commands get the repository's backlog, and nothing else of it.
+	if err := p.ctx.BindToProvider(func(app *gitnorma.App) (*gitnorma.Backlog, error) { return app.Backlog() }); err != nil {
 		return report(stdio.Err, err)
 	}
 	return report(stdio.Err, p.ctx.Run(env))

@@ -25,7 +25,11 @@ func (c *taskAddCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	t, err := app.AddTask(env.Ctx, gitnorma.TaskSpec{
+	backlog, err := app.Backlog()
+	if err != nil {
+		return err
+	}
+	t, err := backlog.Add(env.Ctx, gitnorma.TaskSpec{
 		Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Verify: c.Verify,
 		Type: c.Type, Priority: c.Priority, Parent: c.Parent,
 	})

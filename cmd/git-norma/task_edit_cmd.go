@@ -7,8 +7,8 @@ type taskCloseCmd struct {
 	Reason string `help:"Why, for the tracker's history (default: closed by hand)."`
 }
 
-func (c *taskCloseCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.CloseTask(env.Ctx, c.ID, c.Reason); err != nil {
+func (c *taskCloseCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	if err := backlog.Close(env.Ctx, c.ID, c.Reason); err != nil {
 		return err
 	}
 	env.Progress.Printf("closed %s", c.ID)
@@ -19,8 +19,8 @@ type taskReopenCmd struct {
 	ID string `arg:"" help:"Task id."`
 }
 
-func (c *taskReopenCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.ReopenTask(env.Ctx, c.ID); err != nil {
+func (c *taskReopenCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	if err := backlog.Reopen(env.Ctx, c.ID); err != nil {
 		return err
 	}
 	env.Progress.Printf("reopened %s", c.ID)
@@ -40,18 +40,18 @@ type taskLabels struct {
 
 type taskLabelAddCmd struct{ taskLabels }
 
-func (c *taskLabelAddCmd) Run(env *Env, app *gitnorma.App) error {
-	return c.change(env, app, c.Labels, nil)
+func (c *taskLabelAddCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	return c.change(env, backlog, c.Labels, nil)
 }
 
 type taskLabelRemoveCmd struct{ taskLabels }
 
-func (c *taskLabelRemoveCmd) Run(env *Env, app *gitnorma.App) error {
-	return c.change(env, app, nil, c.Labels)
+func (c *taskLabelRemoveCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	return c.change(env, backlog, nil, c.Labels)
 }
 
-func (c *taskLabels) change(env *Env, app *gitnorma.App, add, remove []string) error {
-	if err := app.LabelTask(env.Ctx, c.ID, add, remove); err != nil {
+func (c *taskLabels) change(env *Env, backlog *gitnorma.Backlog, add, remove []string) error {
+	if err := backlog.Label(env.Ctx, c.ID, add, remove); err != nil {
 		return err
 	}
 	env.Progress.Printf("labels of %s changed", c.ID)
@@ -69,8 +69,8 @@ type taskDepRemoveCmd struct {
 	DependsOn string `arg:"" help:"The task it waits for."`
 }
 
-func (c *taskDepRemoveCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.RemoveTaskDependency(env.Ctx, c.ID, c.DependsOn); err != nil {
+func (c *taskDepRemoveCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	if err := backlog.RemoveDependency(env.Ctx, c.ID, c.DependsOn); err != nil {
 		return err
 	}
 	env.Progress.Printf("%s no longer depends on %s", c.ID, c.DependsOn)
@@ -83,8 +83,8 @@ type taskDepAddCmd struct {
 	Type      string `default:"blocks" enum:"blocks,related,discovered-from,waits-for,conditional-blocks" help:"The kind of dependency (${enum})."`
 }
 
-func (c *taskDepAddCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.AddTaskDependency(env.Ctx, c.ID, c.DependsOn, c.Type); err != nil {
+func (c *taskDepAddCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	if err := backlog.AddDependency(env.Ctx, c.ID, c.DependsOn, c.Type); err != nil {
 		return err
 	}
 	env.Progress.Printf("%s now depends on %s (%s)", c.ID, c.DependsOn, c.Type)
@@ -99,8 +99,8 @@ type taskEditCmd struct {
 	Priority    *int    `short:"p" help:"The new priority, 0 (highest) to 4."`
 }
 
-func (c *taskEditCmd) Run(env *Env, app *gitnorma.App) error {
-	err := app.EditTask(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
+func (c *taskEditCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	err := backlog.Edit(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,8 @@ type taskListCmd struct {
 	JSON   bool     `help:"Print the tasks as a JSON array."`
 }
 
-func (c *taskListCmd) Run(env *Env, app *gitnorma.App) error {
-	tasks, more, err := app.FilterTasks(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready, Limit: c.Limit})
+func (c *taskListCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	tasks, more, err := backlog.Filter(env.Ctx, gitnorma.TaskFilter{Status: c.Status, Labels: c.Label, Ready: c.Ready, Limit: c.Limit})
 	if err != nil {
 		return err
 	}

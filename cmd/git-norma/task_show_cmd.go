@@ -11,8 +11,8 @@ type taskShowCmd struct {
 	JSON bool   `help:"Print the task record as JSON."`
 }
 
-func (c *taskShowCmd) Run(env *Env, app *gitnorma.App) error {
-	t, err := app.ShowTask(env.Ctx, c.ID)
+func (c *taskShowCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	t, err := backlog.Show(env.Ctx, c.ID)
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,8 @@ type taskUnblockCmd struct {
 	ID string `arg:"" help:"Task id."`
 }
 
-func (c *taskUnblockCmd) Run(env *Env, app *gitnorma.App) error {
-	was, err := app.UnblockTask(env.Ctx, c.ID)
+func (c *taskUnblockCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	was, err := backlog.Unblock(env.Ctx, c.ID)
 	if err != nil {
 		return err
 	}
