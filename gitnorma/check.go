@@ -37,12 +37,12 @@ type CheckReport struct {
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
 // uses. Without a task id it takes the task of the checked-out norma/task/<id> branch.
 func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error) {
-	top, err := a.Repo.Git.In(dir).Output(ctx, "rev-parse", "--show-toplevel")
+	top, err := a.Repo.Git.In(dir).Toplevel(ctx)
 	if err != nil {
 		return CheckReport{}, withCode(ExitFatal, err)
 	}
 	if taskID == "" {
-		branch, _ := a.Repo.Git.In(top).Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		branch, _ := a.Repo.Git.In(top).CurrentBranch(ctx)
 		taskID = strings.TrimPrefix(branch, worktree.BranchPrefix)
 		if taskID == branch || taskID == "" {
 			return CheckReport{}, usagef("name the task: git norma check <task>", "this worktree is not on a %s<task> branch", worktree.BranchPrefix)
@@ -59,11 +59,11 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	started := a.Now()
 	rep := CheckReport{TaskID: taskID, Dir: top, RunID: newRunID(started)}
-	rep.Head, _ = a.Repo.Git.In(top).Output(ctx, "rev-parse", "HEAD")
-	dirty, _ := a.Repo.Git.In(top).Output(ctx, "status", "--porcelain", "--untracked-files=no")
+	rep.Head, _ = a.Repo.Git.In(top).ResolveCommit(ctx, "HEAD")
+	dirty, _ := a.Repo.Git.In(top).TrackedChanges(ctx)
 	// A verdict speaks for the task's work only when what was checked is it: a clean
 	// worktree at the tip of the task's branch (not, say, main in the user's checkout).
-	tip, _ := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", "refs/heads/"+worktree.TaskBranch(taskID)+"^{commit}")
+	tip, _ := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+worktree.TaskBranch(taskID))
 	rep.Recorded = dirty == "" && tip == rep.Head
 	checkDir := top
 	if rep.Recorded {

@@ -55,13 +55,13 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 }
 
 func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
-	out, _ := a.Repo.Git.Output(ctx, "version")
+	out, _ := a.Repo.Git.Version(ctx)
 	if err := a.Repo.Git.CheckVersion(ctx); err != nil {
 		rep.add("git", "fail", err.Error(), "upgrade git to 2.38 or newer")
 	} else {
 		rep.add("git", "ok", out, "")
 	}
-	if ident, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+	if ident, err := a.Repo.Git.Var(ctx, "GIT_COMMITTER_IDENT"); err != nil {
 		rep.add("git identity", "fail", "git has no user.name/user.email", `git config --global user.name "Your Name" && git config --global user.email you@example.com`)
 	} else {
 		rep.add("git identity", "ok", strings.Join(strings.Fields(ident)[:max(0, len(strings.Fields(ident))-2)], " "), "")
@@ -71,8 +71,8 @@ func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
 	} else {
 		rep.add("target branch", "ok", target, "")
 	}
-	strategy, _ := a.Repo.Git.Output(ctx, "config", "notes.norma.mergeStrategy")
-	rewrite, _ := a.Repo.Git.Output(ctx, "config", "--get-all", "notes.rewriteRef")
+	strategy, _ := a.Repo.Git.Config(ctx, "notes.norma.mergeStrategy")
+	rewrite, _ := a.Repo.Git.ConfigAll(ctx, "notes.rewriteRef")
 	if strategy != "cat_sort_uniq" || !notes.CopiedOnRewrite(strings.Split(rewrite, "\n")) {
 		rep.add("notes config", "warn", fmt.Sprintf("notes.norma.mergeStrategy=%q, notes.rewriteRef=%q", strategy, rewrite), "git norma init")
 	} else {

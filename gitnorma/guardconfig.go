@@ -185,7 +185,7 @@ func (a *App) restoreConfig(ctx context.Context, path string, before []configEnt
 		return err
 	}
 	for _, k := range keys {
-		_, err := a.Repo.Git.Output(ctx, "config", "--file", path, "--unset-all", k)
+		err := a.Repo.Git.ConfigFileUnset(ctx, path, k)
 		if err != nil && git.ExitCodeOf(err) != 5 { // 5: the key was not set
 			return err
 		}
@@ -193,7 +193,7 @@ func (a *App) restoreConfig(ctx context.Context, path string, before []configEnt
 			if e.Key != k {
 				continue
 			}
-			if _, err := a.Repo.Git.Output(ctx, "config", "--file", path, "--add", k, e.Value); err != nil {
+			if err := a.Repo.Git.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
 				return err
 			}
 		}

@@ -300,10 +300,10 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		var err error
 		switch {
 		case before == "":
-			_, err = g.app.Repo.Git.Output(ctx, "update-ref", "-d", name, after)
+			err = g.app.Repo.Git.DeleteRef(ctx, name, after)
 			fate = "removed"
 		default:
-			_, err = g.app.Repo.Git.Output(ctx, "update-ref", name, before, orZero(after))
+			err = g.app.Repo.Git.UpdateRef(ctx, name, before, orZero(after), "")
 		}
 		if err != nil {
 			fate = "not moved back: it moved again since (" + strings.TrimSpace(firstLine(err.Error())) + ")"

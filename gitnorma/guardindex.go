@@ -19,7 +19,7 @@ func readBranches(ctx context.Context, a *App, keep func(string) bool) (map[stri
 	out := map[string]string{}
 	gitDir := a.Repo.GitDir
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil {
-		lines, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+		lines, err := a.Repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (g *guardState) listIndex(ctx context.Context, stat string) (*indexSnapshot
 	if strings.HasPrefix(stat, "absent") {
 		return &indexSnapshot{stat: stat}, nil
 	}
-	out, err := g.app.Repo.Git.Output(ctx, "ls-files", "-s", "-z")
+	out, err := g.app.Repo.Git.IndexEntries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the main checkout's index: %w", err)
 	}
@@ -147,7 +147,7 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 	var brought map[string]bool
 	if landed[0] != "" {
 		brought = map[string]bool{}
-		if out, err := g.app.Repo.Git.Output(ctx, "diff", "--name-only", "-z", landed[0], landed[1]); err == nil {
+		if out, err := g.app.Repo.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
 			for _, p := range strings.Split(out, "\x00") {
 				brought[p] = true
 			}

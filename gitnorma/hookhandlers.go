@@ -21,7 +21,7 @@ import (
 
 // HooksDir is where git runs hooks from (honours core.hooksPath; shared by all worktrees).
 func (a *App) HooksDir(ctx context.Context) (string, error) {
-	dir, err := a.Repo.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	dir, err := a.Repo.Git.GitPath(ctx, "hooks")
 	return dir, withCode(ExitFatal, err)
 }
 
@@ -47,7 +47,7 @@ func (a *App) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
 
 // taskOfWorktree returns the task whose branch is checked out in dir ("" if none).
 func (a *App) taskOfWorktree(ctx context.Context, dir string) string {
-	branch, _ := a.Repo.Git.In(dir).Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	branch, _ := a.Repo.Git.In(dir).CurrentBranch(ctx)
 	if id := strings.TrimPrefix(branch, worktree.BranchPrefix); id != branch && a.ValidateTaskID(id) == nil {
 		return id
 	}
@@ -78,7 +78,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 		return nil
 	}
 	if h.a.configErr != nil {
-		branch, _ := h.git.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		branch, _ := h.git.CurrentBranch(ctx)
 		if task, ok := strings.CutPrefix(branch, worktree.BranchPrefix); ok && task != "" {
 			fmt.Fprintf(h.out, "git-norma: this commit on %s was not checked: %s\n", branch, oneLine(h.a.configErr))
 		}
@@ -88,7 +88,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 	if task == "" {
 		return nil
 	}
-	head, _ := h.git.Output(ctx, "rev-parse", "--short", "HEAD")
+	head, _ := h.git.ShortID(ctx, "HEAD")
 	if wait {
 		rep, err := h.a.Check(ctx, h.dir, task)
 		if err == nil {
@@ -144,7 +144,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 			continue
 		}
 		why, err := gate.Refused(ctx, []string{u.LocalID}, gate.PushedOver(ctx, u))
-		if err != nil && h.git.Run(ctx, "rev-parse", "--verify", "-q", u.LocalID+"^{commit}") == nil {
+		if err != nil && h.git.HasCommit(ctx, u.LocalID) {
 			why = append(why, fmt.Sprintf("%s: cannot tell which commits the push adds (%v)", u.LocalRef, err))
 		}
 		refused = append(refused, why...)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -154,12 +153,11 @@ func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) err
 	if _, err := exec.LookPath("bd"); err != nil {
 		return fatalf("install bd (Beads) first, or leave out --beads to use the embedded backlog", "bd is not installed or not on PATH")
 	}
-	if err := app.Repo.Git.Run(ctx, "diff", "--cached", "--quiet"); err != nil {
-		if git.ExitCodeOf(err) == 1 {
-			return failf("commit or unstage them first (git restore --staged :/), then run git norma init --beads again",
-				"bd init commits the whole git index, and you have staged changes")
-		}
+	if staged, err := app.Repo.Git.StagedChanges(ctx); err != nil {
 		return withCode(ExitFail, err)
+	} else if staged {
+		return failf("commit or unstage them first (git restore --staged :/), then run git norma init --beads again",
+			"bd init commits the whole git index, and you have staged changes")
 	}
 	if n := embeddedTasks(app.Repo.Root); n > 0 {
 		return failf(fmt.Sprintf("move them into Beads first: bd init --prefix %s --non-interactive --skip-agents --skip-hooks && bd import .beads/issues.jsonl, then run git norma init --beads again", app.Config.IDPrefix),

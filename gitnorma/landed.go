@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/worktree"
@@ -37,12 +38,11 @@ type priorLanding struct {
 // still on the target. The tracker's status says nothing here: a `git stash` or checkout of
 // a tracked backlog reopens a landed task, and git's history is what tells.
 func (a *App) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
-	args := []string{"log", "--format=%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)",
-		"-F", "--grep=Norma-Task: " + task.ID}
+	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task.ID, Fixed: true}
 	if !task.CreatedAt.IsZero() {
-		args = append(args, "--since="+task.CreatedAt.Add(-clockSkew).UTC().Format(time.RFC3339))
+		q.Since = task.CreatedAt.Add(-clockSkew).UTC().Format(time.RFC3339)
 	}
-	out, err := a.Repo.Git.Output(ctx, append(args, "refs/heads/"+target, "--")...)
+	out, err := a.Repo.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)", q)
 	if err != nil {
 		return priorLanding{}, fmt.Errorf("look for an earlier landing of %s on %s: %w", task.ID, target, err)
 	}

@@ -26,9 +26,8 @@ import (
 // starting brings it up to the remote's).
 func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (head, tip string, err error) {
 	branch := worktree.TaskBranch(req.task.ID)
-	out, err := a.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+branch, "refs/heads/"+req.target, "--")
-	heads := strings.Fields(out) // the two ids, then the "--"
-	if err != nil || len(heads) != 3 {
+	heads, err := a.Repo.Git.ResolveAll(ctx, "refs/heads/"+branch, "refs/heads/"+req.target)
+	if err != nil || len(heads) != 2 {
 		return "", "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
 	head, tip = heads[0], heads[1]
@@ -82,7 +81,7 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
 	}
-	if err := a.Repo.Git.Run(ctx, "update-ref", "-m", "norma: merge "+req.target+" checked before landing", "refs/heads/"+branch, merge, head); err != nil {
+	if err := a.Repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
 		return "", "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
 	}
 	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)

@@ -77,7 +77,7 @@ func (a *App) checkRemote(ctx context.Context) error {
 	if strings.HasPrefix(remote, "-") || strings.ContainsAny(remote, " \t\n:") {
 		return usagef("give the name of a configured remote (see: git remote -v)", "%q is not a remote name", remote)
 	}
-	if _, err := a.Repo.Git.Output(ctx, "config", "--get", "remote."+remote+".url"); err != nil {
+	if _, err := a.Repo.Git.Config(ctx, "remote."+remote+".url"); err != nil {
 		return fatalf("see the configured remotes with: git remote -v; add this one with: git remote add "+remote+" <url>",
 			"no remote %q in this repository", remote)
 	}
@@ -155,7 +155,7 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 	if err != nil {
 		return // the target branch finding says why
 	}
-	out, err := a.Repo.Git.Output(ctx, "ls-remote", "--heads", remote, "refs/heads/"+target)
+	out, err := a.Repo.Git.RemoteHeads(ctx, remote, "refs/heads/"+target)
 	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
 	switch {
 	case err != nil:
@@ -165,8 +165,8 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 		rep.add("remote", "fail", fmt.Sprintf("%s has no branch %s", remote, target), fmt.Sprintf("push it first: git push %s %s", remote, target))
 		return
 	}
-	ours, _ := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+target)
-	if ours != theirs && a.Repo.Git.Run(ctx, "cat-file", "-e", theirs+"^{commit}") == nil {
+	ours, _ := a.Repo.Git.Resolve(ctx, "refs/heads/"+target)
+	if ours != theirs && a.Repo.Git.HasCommit(ctx, theirs) {
 		// The remote's tip is known here: the local target must be behind it, not ahead.
 		if behind, err := a.Repo.Git.IsAncestor(ctx, ours, theirs); err == nil && !behind {
 			rep.add("remote", "fail", fmt.Sprintf("the local %s has commits %s/%s lacks: runs and landings are refused", target, remote, target),

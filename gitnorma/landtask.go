@@ -73,7 +73,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 // passingRun finds the run whose PASS was recorded on exactly the task branch's current head.
 func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (store.Run, error) {
 	branch := worktree.TaskBranch(taskID)
-	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+branch)
+	head, err := a.Repo.Git.Resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
 			Hint: "run it first: git norma run " + taskID}

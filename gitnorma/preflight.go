@@ -53,7 +53,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		}
 		return nil, nil, &Error{Code: code, Err: r.reason, Hint: r.hint}
 	}
-	if _, err := a.Repo.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT"); err != nil {
+	if _, err := a.Repo.Git.Var(ctx, "GIT_COMMITTER_IDENT"); err != nil {
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
 			"git has no identity to commit with")
 	}
@@ -90,7 +90,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 func (a *App) targetBranch(ctx context.Context) (string, error) {
 	target := a.Config.TargetBranch
 	if target == "" {
-		out, err := a.Repo.Git.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+		out, err := a.Repo.Git.CurrentBranch(ctx)
 		if err != nil || out == "" {
 			return "", fatalf(`check out a branch in `+a.Repo.Root+`, or set "target_branch" in .norma/config.json`,
 				"the main worktree has a detached HEAD, so there is no target branch to land on")
@@ -105,13 +105,13 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 		}
 		return "", fatalf(hint, "the target branch would be %s, a git-norma task branch: tasks do not land on one another", target)
 	}
-	if err := a.Repo.Git.Run(ctx, "check-ref-format", "--branch", target); err != nil {
+	if err := a.Repo.Git.ValidBranchName(ctx, target); err != nil {
 		return "", fatalf("fix target_branch in .norma/config.json", "target_branch %q is not a valid branch name", target)
 	}
-	if err := a.Repo.Git.Run(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+target+"^{commit}"); err != nil {
+	if _, err := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+target); err != nil {
 		// Only the branch HEAD is on can be unborn; any other branch that does not resolve is
 		// simply not there (a typo in target_branch, or deleted since).
-		if head, _ := a.Repo.Git.Output(ctx, "symbolic-ref", "-q", "HEAD"); head == "refs/heads/"+target {
+		if head, _ := a.Repo.Git.HeadRef(ctx); head == "refs/heads/"+target {
 			return "", fatalf("make a first commit: git commit --allow-empty -m 'initial commit'",
 				"target branch %s has no commits yet", target)
 		}

@@ -160,7 +160,7 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, sca
 	}
 	// Only while its task branch is still where the PASS was recorded: a branch that moved
 	// on, or was deleted, has no use for it.
-	head, err := a.Repo.Git.Output(ctx, "rev-parse", "--verify", "-q", "refs/heads/"+worktree.TaskBranch(r.TaskID))
+	head, err := a.Repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
 	switch {
 	case git.ExitCodeOf(err) == 1 || err == nil && head != passHead:
 		return "", nil
@@ -194,7 +194,7 @@ func (s *pruneScan) liveRun(a *App, taskID string) string {
 // them on the target — like a task branch. A kept branch is work that did not land (that is
 // why it was kept), so it usually stays until --force.
 func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
-	out, err := a.Repo.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(refname)", worktree.KeptPrefix)
+	out, err := a.Repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", worktree.KeptPrefix)
 	if err != nil || out == "" {
 		return err
 	}
@@ -226,7 +226,7 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		}
 		if !o.DryRun {
 			// Deleted only as judged: the head compared with the target above.
-			if err := a.Repo.Git.Run(ctx, "update-ref", "-d", ref, head); err != nil {
+			if err := a.Repo.Git.DeleteRef(ctx, ref, head); err != nil {
 				why, gone, rerr := a.movedFrom(ctx, ref, head)
 				switch {
 				case rerr == nil && gone:
@@ -345,7 +345,7 @@ func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, 
 	if why, gone, err := a.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
 		return why, err // gone already: nothing to keep
 	}
-	if err := a.Repo.Git.Run(ctx, "branch", "-D", "--", branch); err != nil {
+	if err := a.Repo.Git.DeleteBranch(ctx, branch); err != nil {
 		if msg := strings.TrimSpace(git.StderrOf(err)); msg != "" {
 			return "git refused to delete it: " + msg, nil
 		}
@@ -357,7 +357,7 @@ func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, 
 // movedFrom says why ref is no longer the head that was judged ("" while it is), or that it
 // is gone.
 func (a *App) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
-	now, err := a.Repo.Git.Output(ctx, "rev-parse", "-q", "--verify", ref)
+	now, err := a.Repo.Git.Resolve(ctx, ref)
 	switch {
 	case err != nil && git.ExitCodeOf(err) == 1:
 		return "", true, nil
@@ -409,12 +409,12 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 // Norma-Run trailer) is the run a landing of task on target names. Read from git, so it holds
 // after the run's records were pruned, and for branches from other clones.
 func (a *App) landedAsRecorded(ctx context.Context, task, head, target string) bool {
-	run, err := a.Repo.Git.Output(ctx, "log", "-1", "--format=%(trailers:key=Norma-Run,valueonly,separator=%x2C)", head)
+	const runTrailer = "%(trailers:key=Norma-Run,valueonly,separator=%x2C)"
+	run, err := a.Repo.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{head}, Max: 1})
 	if err != nil || run == "" {
 		return false
 	}
-	out, err := a.Repo.Git.Output(ctx, "log", "--format=%(trailers:key=Norma-Run,valueonly,separator=%x2C)",
-		"-F", "--grep=Norma-Task: "+task, "refs/heads/"+target, "--")
+	out, err := a.Repo.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
 	if err != nil {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -197,11 +198,11 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 // right after landing did not record it. Only the commits since its verified head are looked
 // at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
 func (a *App) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
-	args := []string{"log", "-1", "--no-merges", "--format=%H", "--grep=^Norma-Run: " + runID + "$", "refs/heads/" + target}
+	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "^Norma-Run: " + runID + "$", Max: 1, NoMerges: true}
 	if run, err := st.Run(ctx, runID); err == nil && run.PassHead != "" {
-		args = append(args, "^"+run.PassHead)
+		q.Not = []string{run.PassHead}
 	}
-	out, err := a.Repo.Git.Output(ctx, append(args, "--")...)
+	out, err := a.Repo.Git.Log(ctx, "%H", q)
 	if err != nil {
 		return ""
 	}

@@ -51,37 +51,22 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		}
 		return newRepo(root, l.CommonDir), nil
 	}
-	g := git.Runner{Dir: dir}
-	// One git process otherwise: --show-toplevel fails outside a work tree, and only
-	// then is the question asked again without it, to say what is wrong.
-	out, err := g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree", "--show-toplevel")
-	if err != nil {
-		out, err = g.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree")
-	}
+	w, err := git.Runner{Dir: dir}.Where(ctx)
 	if err != nil {
 		return nil, repoError(dir, err)
 	}
-	lines := strings.Split(out, "\n")
-	if len(lines) < 4 {
-		return nil, fatalf("", "unexpected output from git rev-parse: %q", out)
-	}
-	common, gitDir, bare, inside := lines[0], lines[1], lines[2] == "true", lines[3] == "true"
-	toplevel := ""
-	if len(lines) > 4 {
-		toplevel = lines[4]
-	}
-	if bare {
+	if w.Bare {
 		return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
 			"%s is a bare repository: git norma needs a work tree", dir)
 	}
-	if !inside {
+	if !w.InWorkTree {
 		return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
 	}
-	root, err := mainWorktree(common, gitDir, toplevel)
+	root, err := mainWorktree(w.CommonDir, w.GitDir, w.TopLevel)
 	if err != nil {
 		return nil, err
 	}
-	return newRepo(root, common), nil
+	return newRepo(root, w.CommonDir), nil
 }
 
 func newRepo(root, common string) *Repo {

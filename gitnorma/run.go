@@ -495,7 +495,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 		return o, err
 	}
 	r.noteUnconfined(ctx, live)
-	if head, err := r.app.Repo.Git.Output(ctx, "rev-parse", "refs/heads/"+r.ws.Branch()); err == nil {
+	if head, err := r.app.Repo.Git.Resolve(ctx, "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
 			ok, _ := r.app.Repo.Git.IsAncestor(ctx, a, b)
 			return ok

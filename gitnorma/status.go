@@ -134,13 +134,13 @@ func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
 		}
 		return rows, nil
 	}
-	args := []string{"for-each-ref", "--format=%(refname:short) %(objectname) %(worktreepath)", "refs/heads/" + worktree.BranchPrefix}
-	out, err := a.Repo.Git.Output(ctx, args...)
+	const format, pattern = "%(refname:short) %(objectname) %(worktreepath)", "refs/heads/" + worktree.BranchPrefix
+	out, err := a.Repo.Git.ForEachRef(ctx, format, pattern)
 	if err != nil && ctx.Err() == nil {
 		// %(worktreepath) reads git's worktree bookkeeping, which a run adding a worktree at
 		// this moment leaves half made for an instant; status does not wait on the lock.
 		time.Sleep(50 * time.Millisecond)
-		out, err = a.Repo.Git.Output(ctx, args...)
+		out, err = a.Repo.Git.ForEachRef(ctx, format, pattern)
 	}
 	if err != nil {
 		return nil, withCode(ExitFail, err)

@@ -90,7 +90,7 @@ func withVerify(description string, verify []string) string {
 
 // actor is the user's git name, recorded as the task's creator like bd does.
 func (a *App) actor(ctx context.Context) string {
-	name, _ := a.Repo.Git.Output(ctx, "config", "user.name")
+	name, _ := a.Repo.Git.Config(ctx, "user.name")
 	return name
 }
 

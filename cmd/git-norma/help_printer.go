@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // helpPrinter is git's split: -h prints concise usage with examples, --help the manual page.
@@ -101,8 +104,7 @@ func pager(w io.Writer, text string) error {
 		_, err := io.WriteString(w, text)
 		return err
 	}
-	out, err := exec.Command("git", "var", "GIT_PAGER").Output()
-	prog := strings.TrimSpace(string(out))
+	prog, err := git.Runner{}.Var(context.Background(), "GIT_PAGER")
 	if err != nil || prog == "" || prog == "cat" {
 		_, err := io.WriteString(w, text)
 		return err

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -205,6 +205,6 @@ func isTerminal(w io.Writer) bool {
 
 // gitColorBool asks git once whether colour is wanted (color.norma, else color.ui; default on).
 var gitColorBool = sync.OnceValue(func() bool {
-	out, err := exec.Command("git", "config", "--get-colorbool", "color.norma", "true").Output()
-	return err != nil || strings.TrimSpace(string(out)) != "false"
+	on, err := git.Runner{}.ColorBool(context.Background(), "color.norma", true)
+	return err != nil || on
 })

@@ -1,0 +1,236 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The questions and changes the application asks of git, one method each, so that no git
+// argv is built outside this package (worktree and notes keep their own). Each returns what
+// git printed, trimmed, and git's error as it is: callers decide what a missing ref means.
+
+// ResolveCommit is the commit rev names (rev-parse --verify rev^{commit}).
+func (r Runner) ResolveCommit(ctx context.Context, rev string) (string, error) {
+	return r.Output(ctx, "rev-parse", "--verify", "-q", rev+"^{commit}")
+}
+
+// Resolve is the object rev names, a ref or a commit id (rev-parse --verify rev).
+func (r Runner) Resolve(ctx context.Context, rev string) (string, error) {
+	return r.Output(ctx, "rev-parse", "--verify", "-q", rev)
+}
+
+// ResolveAll is the object each ref names, in order, in one git call; it fails if any does
+// not exist.
+func (r Runner) ResolveAll(ctx context.Context, refs ...string) ([]string, error) {
+	out, err := r.Output(ctx, append(append([]string{"rev-parse"}, refs...), "--")...)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(strings.TrimSuffix(out, "--")), nil // git echoes the "--" last
+}
+
+// ShortID is the abbreviated id of the commit rev names.
+func (r Runner) ShortID(ctx context.Context, rev string) (string, error) {
+	return r.Output(ctx, "rev-parse", "--short", rev)
+}
+
+// HasCommit says whether the object database has commit id.
+func (r Runner) HasCommit(ctx context.Context, id string) bool {
+	return r.Run(ctx, "cat-file", "-e", id+"^{commit}") == nil
+}
+
+// CurrentBranch is the short name of the branch HEAD is on; an error when HEAD is detached.
+func (r Runner) CurrentBranch(ctx context.Context) (string, error) {
+	return r.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+}
+
+// HeadRef is the full name of the ref HEAD is on (refs/heads/...); an error when detached.
+func (r Runner) HeadRef(ctx context.Context) (string, error) {
+	return r.Output(ctx, "symbolic-ref", "-q", "HEAD")
+}
+
+// ValidBranchName says whether name may name a branch (check-ref-format --branch).
+func (r Runner) ValidBranchName(ctx context.Context, name string) error {
+	return r.Run(ctx, "check-ref-format", "--branch", name)
+}
+
+// Toplevel is the root of the work tree the runner's directory is in.
+func (r Runner) Toplevel(ctx context.Context) (string, error) {
+	return r.Output(ctx, "rev-parse", "--show-toplevel")
+}
+
+// GitPath is the absolute path git uses for name in the git directory (hooks, MERGE_HEAD),
+// core.hooksPath and linked worktrees taken into account.
+func (r Runner) GitPath(ctx context.Context, name string) (string, error) {
+	return r.Output(ctx, "rev-parse", "--path-format=absolute", "--git-path", name)
+}
+
+// Config is the value of key in the repository's configuration; an error when unset.
+func (r Runner) Config(ctx context.Context, key string) (string, error) {
+	return r.Output(ctx, "config", "--get", key)
+}
+
+// ConfigAll is every value of a multi-valued key, one a line.
+func (r Runner) ConfigAll(ctx context.Context, key string) (string, error) {
+	return r.Output(ctx, "config", "--get-all", key)
+}
+
+// ConfigFileUnset removes every value of key from the config file at path.
+func (r Runner) ConfigFileUnset(ctx context.Context, path, key string) error {
+	_, err := r.Output(ctx, "config", "--file", path, "--unset-all", key)
+	return err
+}
+
+// ConfigFileAdd adds a value of key to the config file at path.
+func (r Runner) ConfigFileAdd(ctx context.Context, path, key, value string) error {
+	_, err := r.Output(ctx, "config", "--file", path, "--add", key, value)
+	return err
+}
+
+// Var is git's logical variable name (git var), such as GIT_COMMITTER_IDENT.
+func (r Runner) Var(ctx context.Context, name string) (string, error) {
+	return r.Output(ctx, "var", name)
+}
+
+// Version is `git version`'s line.
+func (r Runner) Version(ctx context.Context) (string, error) {
+	return r.Output(ctx, "version")
+}
+
+// UpdateRef moves ref to newID, only if it is at oldID now (all zeros: only if it does not
+// exist; "": whatever it is at). msg, if any, goes into the reflog.
+func (r Runner) UpdateRef(ctx context.Context, ref, newID, oldID, msg string) error {
+	args := []string{"update-ref"}
+	if msg != "" {
+		args = append(args, "-m", msg)
+	}
+	args = append(args, ref, newID)
+	if oldID != "" {
+		args = append(args, oldID)
+	}
+	return r.Run(ctx, args...)
+}
+
+// DeleteRef deletes ref, only if it is at oldID now ("": whatever it is at).
+func (r Runner) DeleteRef(ctx context.Context, ref, oldID string) error {
+	args := []string{"update-ref", "-d", ref}
+	if oldID != "" {
+		args = append(args, oldID)
+	}
+	return r.Run(ctx, args...)
+}
+
+// DeleteBranch deletes a branch whatever it holds (branch -D).
+func (r Runner) DeleteBranch(ctx context.Context, branch string) error {
+	return r.Run(ctx, "branch", "-D", "--", branch)
+}
+
+// ForEachRef prints format for each ref matching the patterns, one a line.
+func (r Runner) ForEachRef(ctx context.Context, format string, patterns ...string) (string, error) {
+	return r.Output(ctx, append([]string{"for-each-ref", "--format=" + format}, patterns...)...)
+}
+
+// RemoteHeads is ls-remote's "<id>\t<ref>" lines for the branches of remote named refs.
+func (r Runner) RemoteHeads(ctx context.Context, remote string, refs ...string) (string, error) {
+	return r.Output(ctx, append([]string{"ls-remote", "--heads", remote}, refs...)...)
+}
+
+// ChangedPaths lists the paths that differ between two commits, NUL-separated.
+func (r Runner) ChangedPaths(ctx context.Context, from, to string) (string, error) {
+	return r.Output(ctx, "diff", "--name-only", "-z", from, to)
+}
+
+// StagedChanges says whether the index differs from HEAD.
+func (r Runner) StagedChanges(ctx context.Context) (bool, error) {
+	err := r.Run(ctx, "diff", "--cached", "--quiet")
+	if ExitCodeOf(err) == 1 {
+		return true, nil
+	}
+	return false, err
+}
+
+// TrackedChanges is `git status --porcelain` for tracked files only: empty when clean.
+func (r Runner) TrackedChanges(ctx context.Context) (string, error) {
+	return r.Output(ctx, "status", "--porcelain", "--untracked-files=no")
+}
+
+// IndexEntries is `ls-files -s -z`: mode, object id, stage and path of every index entry.
+func (r Runner) IndexEntries(ctx context.Context) (string, error) {
+	return r.Output(ctx, "ls-files", "-s", "-z")
+}
+
+// LogQuery selects commits for Log: reachable from Revs but not from Not, whose message has a
+// line matching Grep (a fixed string when Fixed), since a time, at most Max (0: all).
+type LogQuery struct {
+	Revs, Not []string
+	Grep      string
+	Fixed     bool
+	Since     string
+	Max       int
+	NoMerges  bool
+}
+
+// Log prints format for each commit q selects, newest first, one a line.
+func (r Runner) Log(ctx context.Context, format string, q LogQuery) (string, error) {
+	args := []string{"log", "--format=" + format}
+	if q.Max > 0 {
+		args = append(args, "-"+strconv.Itoa(q.Max))
+	}
+	if q.NoMerges {
+		args = append(args, "--no-merges")
+	}
+	if q.Fixed {
+		args = append(args, "-F")
+	}
+	if q.Grep != "" {
+		args = append(args, "--grep="+q.Grep)
+	}
+	if q.Since != "" {
+		args = append(args, "--since="+q.Since)
+	}
+	args = append(args, q.Revs...)
+	for _, n := range q.Not {
+		args = append(args, "^"+n)
+	}
+	return r.Output(ctx, append(args, "--")...)
+}
+
+// Where is git's account of the repository a directory is in: its common and git
+// directories, whether it is bare, whether the directory is in a work tree, and that work
+// tree's top level ("" outside one).
+type Where struct {
+	CommonDir, GitDir, TopLevel string
+	Bare, InWorkTree            bool
+}
+
+// Where asks git where the repository of the runner's directory is, in one process:
+// --show-toplevel fails outside a work tree, and only then is the question asked again
+// without it.
+func (r Runner) Where(ctx context.Context) (Where, error) {
+	args := []string{"rev-parse", "--path-format=absolute", "--git-common-dir", "--git-dir", "--is-bare-repository", "--is-inside-work-tree"}
+	out, err := r.Output(ctx, append(args, "--show-toplevel")...)
+	if err != nil {
+		out, err = r.Output(ctx, args...)
+	}
+	if err != nil {
+		return Where{}, err
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 4 {
+		return Where{}, fmt.Errorf("unexpected output from git rev-parse: %q", out)
+	}
+	w := Where{CommonDir: lines[0], GitDir: lines[1], Bare: lines[2] == "true", InWorkTree: lines[3] == "true"}
+	if len(lines) > 4 {
+		w.TopLevel = lines[4]
+	}
+	return w, nil
+}
+
+// ColorBool is git's answer to whether output should be coloured by the setting name (and
+// color.ui after it), for output that goes to a terminal when tty.
+func (r Runner) ColorBool(ctx context.Context, name string, tty bool) (bool, error) {
+	out, err := r.Output(ctx, "config", "--get-colorbool", name, strconv.FormatBool(tty))
+	return out == "true", err
+}

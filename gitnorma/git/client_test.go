@@ -1,0 +1,92 @@
+package git_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+)
+
+// The typed questions answer from a real repository: refs resolved alone and together,
+// branch and HEAD names, staged changes, and what a log query selects.
+func TestClientReads(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRepo(t)
+	first := r.Must("rev-parse", "HEAD")
+	r.Must("commit", "-q", "--allow-empty", "-m", "second\n\nNorma-Task: t-1\nNorma-Run: r-1")
+	second := r.Must("rev-parse", "HEAD")
+	r.Must("branch", "side", first)
+
+	got, err := r.Git.ResolveCommit(ctx, "refs/heads/main")
+	require.NoError(t, err)
+	assert.Equal(t, second, got)
+	_, err = r.Git.Resolve(ctx, "refs/heads/missing")
+	assert.Error(t, err)
+	all, err := r.Git.ResolveAll(ctx, "refs/heads/main", "refs/heads/side")
+	require.NoError(t, err)
+	assert.Equal(t, []string{second, first}, all, "the ids alone, without the -- git echoes")
+	assert.True(t, r.Git.HasCommit(ctx, first))
+	assert.False(t, r.Git.HasCommit(ctx, strings.Repeat("1", 40)))
+
+	branch, err := r.Git.CurrentBranch(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "main", branch)
+	ref, err := r.Git.HeadRef(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "refs/heads/main", ref)
+	assert.Error(t, r.Git.ValidBranchName(ctx, "no..dots"))
+
+	staged, err := r.Git.StagedChanges(ctx)
+	require.NoError(t, err)
+	assert.False(t, staged)
+	r.WriteFile("new.txt", "new\n")
+	r.Must("add", "new.txt")
+	staged, err = r.Git.StagedChanges(ctx)
+	require.NoError(t, err)
+	assert.True(t, staged)
+
+	out, err := r.Git.Log(ctx, "%H %(trailers:key=Norma-Run,valueonly)", git.LogQuery{Revs: []string{"refs/heads/main"}, Grep: "Norma-Task: t-1", Fixed: true})
+	require.NoError(t, err)
+	assert.Equal(t, second+" r-1", strings.TrimSpace(out))
+	out, err = r.Git.Log(ctx, "%H", git.LogQuery{Revs: []string{"refs/heads/main"}, Not: []string{first}})
+	require.NoError(t, err)
+	assert.Equal(t, second, out, "what the Not side reaches is left out")
+
+	w, err := r.Git.Where(ctx)
+	require.NoError(t, err)
+	assert.True(t, w.InWorkTree)
+	assert.False(t, w.Bare)
+	assert.Equal(t, filepath.Join(w.TopLevel, ".git"), w.CommonDir)
+}
+
+// The ref changes are compare-and-swap: a ref that moved meanwhile is left where it is.
+func TestClientRefChanges(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRepo(t)
+	first := r.Must("rev-parse", "HEAD")
+	second := r.Commit("second")
+
+	require.NoError(t, r.Git.UpdateRef(ctx, "refs/heads/x", first, strings.Repeat("0", 40), "made by the test"))
+	assert.Error(t, r.Git.UpdateRef(ctx, "refs/heads/x", second, second, ""), "x is not at second")
+	require.NoError(t, r.Git.UpdateRef(ctx, "refs/heads/x", second, first, ""))
+	assert.Error(t, r.Git.DeleteRef(ctx, "refs/heads/x", first), "x moved on")
+	require.NoError(t, r.Git.DeleteRef(ctx, "refs/heads/x", second))
+	_, err := r.Git.Resolve(ctx, "refs/heads/x")
+	assert.Error(t, err)
+
+	config := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(config, nil, 0o644))
+	require.NoError(t, r.Git.ConfigFileAdd(ctx, config, "a.b", "1"))
+	require.NoError(t, r.Git.ConfigFileAdd(ctx, config, "a.b", "2"))
+	require.NoError(t, r.Git.ConfigFileUnset(ctx, config, "a.b"))
+	data, err := os.ReadFile(config)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "b =")
+}
