@@ -50,6 +50,9 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode":  cmdExitCode,
 			"sql":       cmdSQL,
+			"runs":      cmdRuns,
+			"steps":     cmdSteps,
+			"events":    cmdEvents,
 			"sqlexec":   cmdSQLExec,
 			"jsonq":     cmdJSONQ,
 			"newrepo":   cmdNewRepo,
@@ -155,7 +158,9 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdSQL prints the rows of a query, one per line, columns separated by '|':
-// `sql .norma/norma.db 'select status from runs'`.
+// `sql .norma/norma.db 'select version from schema_migrations'`. Only for what is about the
+// database itself (its schema, a row an attacker forged); what git-norma recorded is read
+// through status --json (runs, steps, events in script_runs_test.go).
 func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: sql DB QUERY")
