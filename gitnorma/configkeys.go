@@ -18,20 +18,20 @@ type ConfigEntry struct {
 	Value any    `json:"value"`
 }
 
-// ConfigList is the configuration in force (.norma/config.json over the defaults), one entry
+// Entries are the configuration in force (.norma/config.json over the defaults), one entry
 // per key, objects spelled out down to their values.
-func (a *App) ConfigList() []ConfigEntry {
+func (c Config) Entries() []ConfigEntry {
 	var entries []ConfigEntry
-	flatten("", effective(a.Config), &entries)
+	flatten("", effective(c), &entries)
 	return entries
 }
 
-// ConfigGet is the value in force of key (a whole object when key names one).
-func (a *App) ConfigGet(key string) (any, error) {
+// Get is the value in force of key (a whole object when key names one).
+func (c Config) Get(key string) (any, error) {
 	if _, err := configKeyType(key); err != nil {
 		return nil, err
 	}
-	v := any(effective(a.Config))
+	v := any(effective(c))
 	for _, part := range strings.Split(key, ".") {
 		m, _ := v.(map[string]any)
 		v = m[part] // a key the file may leave out (omitempty) reads as null
@@ -39,50 +39,49 @@ func (a *App) ConfigGet(key string) (any, error) {
 	return v, nil
 }
 
-// ConfigSet sets key to value in .norma/config.json, keeping every other key of the file, and
-// refuses (nothing written) an unknown key or a value the configuration would not load with.
+// SetConfig sets key to value in .norma/config.json, keeping every other key of the file, and
+// returns the configuration then in force; it refuses (nothing written) an unknown key or a value the configuration would not load with.
 // A string or duration key takes value as it is; any other takes it as JSON (a number, true,
 // a list).
-func (a *App) ConfigSet(key, value string) error {
+func (r *Repo) SetConfig(key, value string) (Config, error) {
 	t, err := configKeyType(key)
 	if err != nil {
-		return err
+		return Config{}, err
 	}
 	var v any
 	if t.Kind() == reflect.String || t == durationType {
 		v = value
 	} else if err := json.Unmarshal([]byte(value), &v); err != nil {
-		return usagef(`give JSON for it: a number (5), true or false, a list (["go", "vet"]) or an object`,
+		return Config{}, usagef(`give JSON for it: a number (5), true or false, a list (["go", "vet"]) or an object`,
 			"config set %s: %q is not JSON (%s is not a string key)", key, value, key)
 	}
-	path := a.Repo.Path("config.json")
+	path := r.Path("config.json")
 	file := map[string]any{}
 	if data, err := os.ReadFile(path); err == nil {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.UseNumber()
 		if err := dec.Decode(&file); err != nil {
-			return fatalf("fix "+path+" by hand first", "config %s: %v", path, err)
+			return Config{}, fatalf("fix "+path+" by hand first", "config %s: %v", path, err)
 		}
 	}
 	setPath(file, strings.Split(key, "."), v)
 	data, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
-		return withCode(ExitFail, err)
+		return Config{}, withCode(ExitFail, err)
 	}
 	data = append(data, '\n')
-	var cfg Config = DefaultConfig()
+	cfg := DefaultConfig()
 	if err := parseConfig(data, &cfg); err != nil {
-		return usagef("see git norma help config for what each key takes", "config set: %v", err)
+		return Config{}, usagef("see git norma help config for what each key takes", "config set: %v", err)
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return withCode(ExitFail, err)
+		return Config{}, withCode(ExitFail, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return withCode(ExitFail, err)
+		return Config{}, withCode(ExitFail, err)
 	}
-	a.Config = cfg
-	return nil
+	return cfg, nil
 }
 
 // configKeyType is the Go type a dotted key of the configuration reads into; an unknown key is

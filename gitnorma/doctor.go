@@ -167,7 +167,7 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 			rep.add("hook "+name, status, state+" ("+dir+")", fix)
 		}
 	}
-	if reason := a.PauseReason(); reason != "" {
+	if reason := a.Repo.PauseReason(); reason != "" {
 		rep.add("pause", "warn", reason, "git norma resume")
 	}
 	var list []worktree.Info

@@ -145,8 +145,8 @@ func (l *looper) fill(ctx context.Context) error {
 		case l.o.MaxTasks > 0 && l.started >= l.o.MaxTasks:
 			l.stop("max_tasks", fmt.Sprintf("ran %d task(s), the --max-tasks limit", l.started), 0)
 			return nil
-		case l.app.PauseReason() != "":
-			l.stop("paused", "paused: "+l.app.PauseReason(), 0)
+		case l.app.Repo.PauseReason() != "":
+			l.stop("paused", "paused: "+l.app.Repo.PauseReason(), 0)
 			return nil
 		}
 		if v := violationSince(ctx, l.st, l.since); v != "" {

@@ -12,29 +12,29 @@ const pauseFile = "PAUSE"
 
 // PauseReason returns why git-norma is paused ("" when it is not). The file's first line is
 // the reason; an empty file still pauses.
-func (a *App) PauseReason() string {
-	data, err := os.ReadFile(a.Repo.Path(pauseFile))
+func (r *Repo) PauseReason() string {
+	data, err := os.ReadFile(r.Path(pauseFile))
 	if err != nil {
 		return ""
 	}
 	reason, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
 	if reason == "" {
-		reason = "paused (" + a.Repo.Path(pauseFile) + " exists)"
+		reason = "paused (" + r.Path(pauseFile) + " exists)"
 	}
 	return reason
 }
 
 // Pause creates .norma/PAUSE with a reason.
-func (a *App) Pause(reason string) error {
+func (r *Repo) Pause(reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		reason = "paused by git norma pause"
 	}
-	return withCode(ExitFail, os.WriteFile(a.Repo.Path(pauseFile), []byte(reason+"\n"), 0o644))
+	return withCode(ExitFail, os.WriteFile(r.Path(pauseFile), []byte(reason+"\n"), 0o644))
 }
 
 // Resume removes .norma/PAUSE; it reports whether there was one.
-func (a *App) Resume() (bool, error) {
-	err := os.Remove(a.Repo.Path(pauseFile))
+func (r *Repo) Resume() (bool, error) {
+	err := os.Remove(r.Path(pauseFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -149,7 +149,7 @@ func (r *run) violationSince() string {
 
 // pauseReason is why the run must stop before its next step: a pause, or a violation.
 func (r *run) pauseReason() string {
-	if reason := r.app.PauseReason(); reason != "" {
+	if reason := r.app.Repo.PauseReason(); reason != "" {
 		return reason
 	}
 	return r.violationSince()

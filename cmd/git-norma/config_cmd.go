@@ -19,7 +19,7 @@ type configGetCmd struct {
 }
 
 func (c *configGetCmd) Run(env *Env, app *gitnorma.App) error {
-	v, err := app.ConfigGet(c.Key)
+	v, err := app.Config.Get(c.Key)
 	if err != nil {
 		return err
 	}
@@ -36,10 +36,11 @@ type configSetCmd struct {
 }
 
 func (c *configSetCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.ConfigSet(c.Key, c.Value); err != nil {
+	cfg, err := app.Repo.SetConfig(c.Key, c.Value)
+	if err != nil {
 		return err
 	}
-	v, _ := app.ConfigGet(c.Key)
+	v, _ := cfg.Get(c.Key)
 	env.Progress.Printf("%s = %s", c.Key, gitnorma.ConfigValueText(v))
 	return nil
 }
@@ -49,7 +50,7 @@ type configListCmd struct {
 }
 
 func (c *configListCmd) Run(env *Env, app *gitnorma.App) error {
-	entries := app.ConfigList()
+	entries := app.Config.Entries()
 	if c.JSON {
 		return printJSON(env.IO.Out, entries)
 	}

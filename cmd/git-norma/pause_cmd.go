@@ -11,7 +11,7 @@ type pauseCmd struct {
 }
 
 func (c *pauseCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.Pause(strings.Join(c.Reason, " ")); err != nil {
+	if err := app.Repo.Pause(strings.Join(c.Reason, " ")); err != nil {
 		return err
 	}
 	env.Progress.Printf("paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")

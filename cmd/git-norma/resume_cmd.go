@@ -14,7 +14,7 @@ func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
 	for _, v := range cleared {
 		env.Progress.Printf("cleared the guard violation of %s", v.Summary())
 	}
-	was, err := app.Resume()
+	was, err := app.Repo.Resume()
 	if err != nil {
 		return err
 	}
