@@ -130,21 +130,21 @@ func (a *App) TrackerKind() string {
 
 // NotesJournal is the git-notes journal of the repository, its writers serialised across processes
 // by .norma/locks/notes.lock.
-func (a *App) NotesJournal() notes.Journal {
-	return notes.Journal{Git: a.Repo.Git, Lock: func(ctx context.Context) (func(), error) {
-		return waitLock(ctx, a.Repo.Path("locks", "notes.lock"))
+func (r *Repo) NotesJournal() notes.Journal {
+	return notes.Journal{Git: r.Git, Lock: func(ctx context.Context) (func(), error) {
+		return waitLock(ctx, r.Path("locks", "notes.lock"))
 	}}
 }
 
 // worktreeLock serialises adding, removing and pruning worktrees: parallel runs each create
 // their own, and git's worktree bookkeeping is not meant for concurrent changes.
-func (a *App) worktreeLock(ctx context.Context) (func(), error) {
-	return waitLock(ctx, a.Repo.Path("locks", "worktrees.lock"))
+func (r *Repo) worktreeLock(ctx context.Context) (func(), error) {
+	return waitLock(ctx, r.Path("locks", "worktrees.lock"))
 }
 
 // withWorktreeLock runs fn holding the worktree lock.
-func (a *App) withWorktreeLock(ctx context.Context, fn func() error) error {
-	unlock, err := a.worktreeLock(ctx)
+func (r *Repo) withWorktreeLock(ctx context.Context, fn func() error) error {
+	unlock, err := r.worktreeLock(ctx)
 	if err != nil {
 		return err
 	}

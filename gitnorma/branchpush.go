@@ -19,7 +19,7 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 		return nil
 	}
 	var kept string
-	err := r.app.withWorktreeLock(ctx, func() (err error) {
+	err := r.app.Repo.withWorktreeLock(ctx, func() (err error) {
 		kept, err = r.wm.FetchTaskBranch(ctx, remote, r.pre.task.ID, r.id)
 		return err
 	})

@@ -69,7 +69,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if rep.Recorded {
 		// A clean worktree's commit is checked where nothing but its tree is: the task's check
 		// worktree (under the task's lock). Files the worktree ignores cannot make the PASS.
-		if lock, err := a.acquireTaskLock(taskID); err != nil {
+		if lock, err := a.Repo.acquireTaskLock(taskID); err != nil {
 			rep.Recorded = false // a run of the task is under way: its own Check decides
 		} else {
 			defer lock.Release()
@@ -145,7 +145,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Tim
 		return withCode(ExitFail, err)
 	}
 	if rep.Recorded {
-		_ = a.NotesJournal().Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
+		_ = a.Repo.NotesJournal().Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
 			Task: rep.TaskID, Run: rep.RunID, Verdict: rep.Verdict, Summary: a.redact.apply(summary), Commit: rep.Head})
 	}
 	return nil

@@ -11,14 +11,14 @@ import (
 
 // checkTreeDir is where a task's check worktree lives: .norma/checks/<task>/worktree, beside
 // the log of its setup. Only the orchestrator moves it, and only under the task's lock.
-func (a *App) checkTreeDir(taskID string) string {
-	return a.Repo.Path("checks", taskID)
+func (r *Repo) checkTreeDir(taskID string) string {
+	return r.Path("checks", taskID)
 }
 
 // checkTree brings the task's check worktree to exactly commit (created and set up on first
 // use). The caller holds the task's lock.
 func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
-	dir := a.checkTreeDir(taskID)
+	dir := a.Repo.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
 	// Confined agents cannot write the check worktree, so what the checks cached there under
@@ -27,7 +27,7 @@ func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckT
 	confined := err == nil && c.landlock()
 	ct, err := a.Repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: a.worktreeSetup(log),
-		Locked: func(fn func() error) error { return a.withWorktreeLock(ctx, fn) },
+		Locked: func(fn func() error) error { return a.Repo.withWorktreeLock(ctx, fn) },
 		Fresh:  !confined,
 	})
 	if err != nil {
@@ -39,11 +39,11 @@ func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckT
 // removeCheckTree removes the task's check worktree (its task landed, or its runs were
 // pruned); the caller holds the task's lock. A failure leaves it for the next prune.
 func (a *App) removeCheckTree(ctx context.Context, taskID string) error {
-	dir := a.checkTreeDir(taskID)
+	dir := a.Repo.checkTreeDir(taskID)
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		return nil
 	}
-	err := a.withWorktreeLock(ctx, func() error {
+	err := a.Repo.withWorktreeLock(ctx, func() error {
 		return a.Repo.Worktrees().RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
 	})
 	if err != nil {

@@ -137,7 +137,7 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 	doctorViolations(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
 	live := map[string]bool{}
-	for _, h := range a.LiveRuns() {
+	for _, h := range a.Repo.LiveRuns() {
 		live[h.RunID] = true
 	}
 	for _, r := range running {
@@ -149,14 +149,14 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 }
 
 func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
-	if runs := a.LiveRuns(); len(runs) > 0 {
+	if runs := a.Repo.LiveRuns(); len(runs) > 0 {
 		for _, h := range runs {
 			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
 		}
 	} else {
 		rep.add("live runs", "ok", "none", "")
 	}
-	if dir, err := a.HooksDir(ctx); err == nil {
+	if dir, err := a.Repo.HooksDir(ctx); err == nil {
 		states := hooks.Status(dir)
 		for _, name := range hooks.Names {
 			state := states[name]
@@ -171,7 +171,7 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 		rep.add("pause", "warn", reason, "git norma resume")
 	}
 	var list []worktree.Info
-	err := a.withWorktreeLock(ctx, func() (err error) { list, err = a.Repo.Worktrees().List(ctx); return err })
+	err := a.Repo.withWorktreeLock(ctx, func() (err error) { list, err = a.Repo.Worktrees().List(ctx); return err })
 	if err != nil {
 		rep.add("worktrees", "fail", err.Error(), "")
 		return
@@ -194,7 +194,7 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 // dead run left running.
 func (a *App) doctorStaleLocks(ctx context.Context, rep *DoctorReport, list []worktree.Info) {
 	live := map[string]bool{}
-	for _, h := range a.LiveRuns() {
+	for _, h := range a.Repo.LiveRuns() {
 		live[h.RunID] = true
 	}
 	runs, wm := a.Repo.Path("runs")+string(filepath.Separator), a.Repo.Worktrees()

@@ -37,7 +37,7 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 			continue
 		}
 		seen[r.ID] = true
-		if _, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live {
+		if _, live := LiveLockHolder(a.Repo.TaskLockPath(r.TaskID)); live {
 			continue
 		}
 		t, err := tr.Get(ctx, r.TaskID)
@@ -74,7 +74,7 @@ func (a *App) doctorRechecks(ctx context.Context, rep *DoctorReport, st *store.S
 		if err != nil || r.TaskID == "" {
 			continue
 		}
-		if _, live := LiveLockHolder(a.TaskLockPath(r.TaskID)); live {
+		if _, live := LiveLockHolder(a.Repo.TaskLockPath(r.TaskID)); live {
 			continue // a landing is re-checking right now
 		}
 		rep.add("re-check "+r.ID, "warn", "a landing re-check left its workspace behind (its process died): "+dir,

@@ -134,7 +134,7 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 			s.configs[p] = configEntries(data)
 		}
 	}
-	if dir, err := g.app.HooksDir(ctx); err == nil {
+	if dir, err := g.app.Repo.HooksDir(ctx); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
 	s.live = g.liveTasks()

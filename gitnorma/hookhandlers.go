@@ -20,14 +20,14 @@ import (
 )
 
 // HooksDir is where git runs hooks from (honours core.hooksPath; shared by all worktrees).
-func (a *App) HooksDir(ctx context.Context) (string, error) {
-	dir, err := a.Repo.Git.GitPath(ctx, "hooks")
+func (r *Repo) HooksDir(ctx context.Context) (string, error) {
+	dir, err := r.Git.GitPath(ctx, "hooks")
 	return dir, withCode(ExitFatal, err)
 }
 
 // InstallHooks writes git-norma's hook blocks (see hooks.Install).
-func (a *App) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, error) {
-	dir, err := a.HooksDir(ctx)
+func (r *Repo) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, error) {
+	dir, err := r.HooksDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -36,8 +36,8 @@ func (a *App) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, err
 }
 
 // UninstallHooks removes git-norma's hook blocks, leaving everything else as it was.
-func (a *App) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
-	dir, err := a.HooksDir(ctx)
+func (r *Repo) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
+	dir, err := r.HooksDir(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 		fmt.Fprintf(h.out, "git-norma: the journal notes were not pushed: %s\n", oneLine(h.a.configErr))
 	}
 	if h.a.Config.Notes.Push && remote != "" {
-		if err := h.a.NotesJournal().Push(ctx, remote); err != nil {
+		if err := h.a.Repo.NotesJournal().Push(ctx, remote); err != nil {
 			fmt.Fprintf(h.out, "git-norma: could not push the journal notes: %v\n", err)
 		} else {
 			fmt.Fprintf(h.out, "git-norma: pushed %s to %s\n", notes.Ref, remote)

@@ -126,7 +126,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 		}
 	}
 	if o.Hooks {
-		actions, err := app.InstallHooks(ctx, false)
+		actions, err := app.Repo.InstallHooks(ctx, false)
 		if err != nil {
 			return res, err
 		}

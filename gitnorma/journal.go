@@ -130,7 +130,7 @@ func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]J
 
 // notesJournal reads the entries of a task or run from git notes.
 func (a *App) notesJournal(ctx context.Context, target string, isRun bool) ([]JournalEntry, error) {
-	all, err := a.NotesJournal().All(ctx)
+	all, err := a.Repo.NotesJournal().All(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 		}
 		// Under the worktree lock too: landing reads which worktree has the target checked out,
 		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
-		err = a.withWorktreeLock(ctx, func() (err error) {
+		err = a.Repo.withWorktreeLock(ctx, func() (err error) {
 			res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: a.Config.Remote})
 			return err
 		})
@@ -365,7 +365,7 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 			Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
 		all = append(all, notes.Note{Commit: commit, Entries: entries})
 	}
-	if err := a.NotesJournal().AddAll(ctx, all); err != nil {
+	if err := a.Repo.NotesJournal().AddAll(ctx, all); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
 	}
 }

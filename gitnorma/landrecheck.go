@@ -129,7 +129,7 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	wm := a.Repo.Worktrees()
 	// A re-check killed before it removed its workspace left it here: it holds nothing of
 	// value, and git would refuse to add it again.
-	err = a.withWorktreeLock(ctx, func() error {
+	err = a.Repo.withWorktreeLock(ctx, func() error {
 		if _, err := wm.ClearScratch(ctx, scratch); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	if err != nil {
 		return nil, "", err
 	}
-	defer a.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	defer a.Repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
 	cctx, done, err := a.confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", err

@@ -37,7 +37,7 @@ func (a *App) syncTarget(ctx context.Context, target string) error {
 		return nil
 	}
 	var err error
-	lockErr := a.withWorktreeLock(ctx, func() error {
+	lockErr := a.Repo.withWorktreeLock(ctx, func() error {
 		_, err = a.Repo.Worktrees().SyncTarget(ctx, remote, target)
 		return nil
 	})
@@ -99,7 +99,7 @@ func (a *App) shareJournal(ctx context.Context, st *store.Store, req landRequest
 	}
 	var err error
 	for attempt := 0; attempt < remoteLandAttempts; attempt++ {
-		if err = a.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
+		if err = a.Repo.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
 			break
 		}
 		if sleepCtx(ctx, landRetryPause()) != nil {

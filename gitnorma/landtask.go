@@ -37,7 +37,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	if err := a.checkRemote(ctx); err != nil {
 		return LandReport{}, err
 	}
-	lock, err := a.acquireTaskLock(taskID)
+	lock, err := a.Repo.acquireTaskLock(taskID)
 	if err != nil {
 		return LandReport{}, err
 	}

@@ -38,13 +38,13 @@ type LockHolder struct {
 var ErrLocked = errors.New("another git norma run is in progress in this repository")
 
 // TaskLockPath is the lock of one task's runs.
-func (a *App) TaskLockPath(taskID string) string {
-	return a.Repo.Path("locks", "task-"+taskID+".lock")
+func (r *Repo) TaskLockPath(taskID string) string {
+	return r.Path("locks", "task-"+taskID+".lock")
 }
 
 // acquireTaskLock takes a task's lock without waiting: two runs never work on one task.
-func (a *App) acquireTaskLock(taskID string) (*RunLock, error) {
-	return acquireLock(a.TaskLockPath(taskID), "another git norma run is working on task "+taskID)
+func (r *Repo) acquireTaskLock(taskID string) (*RunLock, error) {
+	return acquireLock(r.TaskLockPath(taskID), "another git norma run is working on task "+taskID)
 }
 
 func acquireLock(path, busy string) (*RunLock, error) {
@@ -108,8 +108,8 @@ func waitLock(ctx context.Context, path string) (func(), error) {
 }
 
 // LiveRuns lists the runs live processes hold task locks for, newest first.
-func (a *App) LiveRuns() []LockHolder {
-	paths, _ := filepath.Glob(a.Repo.Path("locks", "task-*.lock"))
+func (r *Repo) LiveRuns() []LockHolder {
+	paths, _ := filepath.Glob(r.Path("locks", "task-*.lock"))
 	var live []LockHolder
 	for _, p := range paths {
 		if h, ok := LiveLockHolder(p); ok {

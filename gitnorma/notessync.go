@@ -9,13 +9,13 @@ import (
 
 // PushNotes sends the journal (refs/notes/norma) to a remote, merging theirs first when
 // needed; it never forces.
-func (a *App) PushNotes(ctx context.Context, remote string) error {
-	return notesSyncError(a.NotesJournal().Push(ctx, remote), remote)
+func (r *Repo) PushNotes(ctx context.Context, remote string) error {
+	return notesSyncError(r.NotesJournal().Push(ctx, remote), remote)
 }
 
 // PullNotes fetches a remote's journal into refs/notes/remotes/<remote>/norma and merges it.
-func (a *App) PullNotes(ctx context.Context, remote string) (bool, error) {
-	pulled, err := a.NotesJournal().Pull(ctx, remote)
+func (r *Repo) PullNotes(ctx context.Context, remote string) (bool, error) {
+	pulled, err := r.NotesJournal().Pull(ctx, remote)
 	return pulled, notesSyncError(err, remote)
 }
 

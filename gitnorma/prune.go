@@ -108,7 +108,7 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	if !o.DryRun {
 		// A run worktree whose directory someone deleted is still locked (see
 		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
-		err := a.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().ForgetVanished(ctx) })
+		err := a.Repo.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().ForgetVanished(ctx) })
 		if err != nil {
 			return rep, withCode(ExitFail, err)
 		}
@@ -133,7 +133,7 @@ func (a *App) pruneCheckTrees(ctx context.Context, retained map[string]string) {
 		if !e.IsDir() || retained[task] != "" || strings.HasPrefix(task, ".") {
 			continue
 		}
-		lock, err := a.acquireTaskLock(task)
+		lock, err := a.Repo.acquireTaskLock(task)
 		if err != nil {
 			continue
 		}
@@ -181,7 +181,7 @@ type pruneScan struct {
 func (s *pruneScan) liveRun(a *App, taskID string) string {
 	run, known := s.live[taskID]
 	if !known {
-		if h, live := LiveLockHolder(a.TaskLockPath(taskID)); live {
+		if h, live := LiveLockHolder(a.Repo.TaskLockPath(taskID)); live {
 			run = h.RunID
 		}
 		s.live[taskID] = run
@@ -255,7 +255,7 @@ func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
 		// A stale index.lock is removed on the way; the run's events go with it.
-		err := a.withWorktreeLock(ctx, func() error { _, err := a.Repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
+		err := a.Repo.withWorktreeLock(ctx, func() error { _, err := a.Repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.
@@ -327,7 +327,7 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 // once it is gone, or was already).
 func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
 	if a.ValidateTaskID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
-		lock, err := a.acquireTaskLock(b.Task)
+		lock, err := a.Repo.acquireTaskLock(b.Task)
 		if errors.Is(err, ErrLocked) {
 			return "a run of its task is in progress", nil
 		} else if err != nil {

@@ -24,7 +24,7 @@ func TestPruneDeletesABranchOnlyAsJudged(t *testing.T) {
 		return err == nil
 	}
 
-	lock, err := a.acquireTaskLock("norma-t1")
+	lock, err := a.Repo.acquireTaskLock("norma-t1")
 	require.NoError(t, err)
 	why, err := a.deleteBranchAsJudged(ctx, row)
 	require.NoError(t, err)

@@ -54,7 +54,7 @@ func (r *run) holdIfDead(run store.Run) (func(), bool) {
 	if run.TaskID == r.pre.task.ID {
 		return func() {}, false
 	}
-	l, err := r.app.acquireTaskLock(run.TaskID)
+	l, err := r.app.Repo.acquireTaskLock(run.TaskID)
 	if err != nil {
 		return nil, true
 	}
@@ -152,7 +152,7 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 			heads[strings.SplitN(e.Message, " ", 2)[0]] = d.Head
 		}
 	}
-	journal := r.app.NotesJournal()
+	journal := r.app.Repo.NotesJournal()
 	for _, s := range steps {
 		if head := heads[filepath.Base(s.Dir)]; head != "" {
 			_ = journal.Add(ctx, head, stepEntry(dead.TaskID, s, r.app.redact))

@@ -252,7 +252,7 @@ func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	if _, err := os.Stat(path); err != nil {
 		return
 	}
-	err := r.app.withWorktreeLock(ctx, func() error {
+	err := r.app.Repo.withWorktreeLock(ctx, func() error {
 		removed, err := r.wm.Remove(ctx, path, dead.ID)
 		if removed.StaleLock != "" {
 			_ = r.st.AppendEvent(ctx, dead.ID, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of this run, which died"))
@@ -272,7 +272,7 @@ func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 		return
 	}
 	var removed bool
-	err := r.app.withWorktreeLock(ctx, func() (err error) {
+	err := r.app.Repo.withWorktreeLock(ctx, func() (err error) {
 		removed, err = r.wm.ClearScratch(ctx, path)
 		return err
 	})
@@ -326,7 +326,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 // someone) is held by none of them: that is recorded, so it is not looked at again.
 func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live loop.LiveFunc) error {
 	taskID := held.TaskID
-	lock, err := a.acquireTaskLock(taskID)
+	lock, err := a.Repo.acquireTaskLock(taskID)
 	if err != nil {
 		return nil // a live run has it
 	}

@@ -148,7 +148,7 @@ func (a *App) runOnce(ctx context.Context, st *store.Store, o RunOptions) (RunRe
 	if err != nil {
 		return RunReport{}, err
 	}
-	lock, err := a.acquireTaskLock(o.TaskID)
+	lock, err := a.Repo.acquireTaskLock(o.TaskID)
 	if err != nil {
 		return RunReport{}, err
 	}
@@ -270,7 +270,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return withCode(ExitFail, err)
 	}
-	err = r.app.withWorktreeLock(ctx, func() error {
+	err = r.app.Repo.withWorktreeLock(ctx, func() error {
 		var err error
 		r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
 			TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target, CatchUp: true,
@@ -387,7 +387,7 @@ func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
 // stepJournal is the run's journal: while the run holds its task lock nobody else writes
 // notes on its own step commits, so each note it created is merged in memory afterwards.
 func (r *run) stepJournal() notes.Journal {
-	j := r.app.NotesJournal()
+	j := r.app.Repo.NotesJournal()
 	j.Written = &notes.Written{}
 	return j
 }
@@ -449,7 +449,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 // git's bookkeeping half made.
 func (r *run) freeBranch(ctx context.Context) error {
 	branch := worktree.TaskBranch(r.pre.task.ID)
-	return r.app.withWorktreeLock(ctx, func() error {
+	return r.app.Repo.withWorktreeLock(ctx, func() error {
 		holder, err := r.wm.Holder(ctx, branch)
 		if err != nil || holder == "" {
 			return err

@@ -191,7 +191,7 @@ func (r *run) removeWorktree(ctx context.Context) {
 	if r.ws == nil {
 		return
 	}
-	err := r.app.withWorktreeLock(ctx, func() error {
+	err := r.app.Repo.withWorktreeLock(ctx, func() error {
 		removed, err := r.wm.Remove(ctx, r.ws.Dir(), r.id)
 		if removed.StaleLock != "" {
 			_ = r.st.AppendEvent(ctx, r.id, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of the run"))

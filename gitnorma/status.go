@@ -76,7 +76,7 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 		rows, err := a.taskBranches(ctx)
 		branches <- branchesResult{rows, err}
 	}()
-	for _, h := range a.LiveRuns() {
+	for _, h := range a.Repo.LiveRuns() {
 		live := LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
 		rep.LiveRuns = append(rep.LiveRuns, live)
 		if rep.Live == nil {
@@ -116,7 +116,7 @@ func (a *App) runRow(r store.Run) RunRow {
 		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
 	}
 	if r.Status == store.StatusRunning {
-		h, live := LiveLockHolder(a.TaskLockPath(r.TaskID))
+		h, live := LiveLockHolder(a.Repo.TaskLockPath(r.TaskID))
 		row.ProcessGone = !live || h.RunID != r.ID
 	}
 	return row

@@ -112,7 +112,7 @@ func (a *App) logsRun(ctx context.Context, target string) (string, error) {
 
 // runLive says a live process holds the lock of a task for runID.
 func (a *App) runLive(runID string) bool {
-	return slices.ContainsFunc(a.LiveRuns(), func(h LockHolder) bool { return h.RunID == runID })
+	return slices.ContainsFunc(a.Repo.LiveRuns(), func(h LockHolder) bool { return h.RunID == runID })
 }
 
 // stepDirs are the run's step directories (NNN-role), in order.

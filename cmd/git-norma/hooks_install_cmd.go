@@ -22,7 +22,7 @@ func (c *hooksInstallCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	actions, err := app.InstallHooks(env.Ctx, c.Force)
+	actions, err := app.Repo.InstallHooks(env.Ctx, c.Force)
 	if err != nil {
 		return err
 	}

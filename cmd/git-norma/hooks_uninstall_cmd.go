@@ -7,7 +7,7 @@ type hooksUninstallCmd struct {
 }
 
 func (c *hooksUninstallCmd) Run(env *Env, app *gitnorma.App) error {
-	actions, err := app.UninstallHooks(env.Ctx)
+	actions, err := app.Repo.UninstallHooks(env.Ctx)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ type notesPullCmd struct {
 }
 
 func (c *notesPullCmd) Run(env *Env, app *gitnorma.App) error {
-	pulled, err := app.PullNotes(env.Ctx, c.Remote)
+	pulled, err := app.Repo.PullNotes(env.Ctx, c.Remote)
 	if err != nil {
 		return err
 	}

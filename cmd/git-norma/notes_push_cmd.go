@@ -9,7 +9,7 @@ type notesPushCmd struct {
 }
 
 func (c *notesPushCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.PushNotes(env.Ctx, c.Remote); err != nil {
+	if err := app.Repo.PushNotes(env.Ctx, c.Remote); err != nil {
 		return err
 	}
 	env.Progress.Printf("pushed refs/notes/norma to %s", c.Remote)
