@@ -64,7 +64,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	// A verdict speaks for the task's work only when what was checked is it: a clean
 	// worktree at the tip of the task's branch (not, say, main in the user's checkout).
 	tip, _ := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+worktree.TaskBranch(taskID))
-	rep.Recorded = dirty == "" && tip == rep.Head
+	rep.Recorded = dirty == "" && rep.Head != "" && tip == rep.Head
 	checkDir := top
 	if rep.Recorded {
 		// A clean worktree's commit is checked where nothing but its tree is: the task's check

@@ -204,11 +204,14 @@ func (r *gateRecords) Runs(ctx context.Context, task string) ([]hooks.Run, error
 		return nil, r.err
 	}
 	runs, err := r.st.RunsForTask(ctx, task, 50)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the run store: %v", err)
+	}
 	out := make([]hooks.Run, len(runs))
 	for i, run := range runs {
 		out[i] = hooks.Run{ID: run.ID, Verdict: run.Verdict, Passed: run.Status == store.StatusPassed, Head: run.Head, PassHead: run.PassHead}
 	}
-	return out, err
+	return out, nil
 }
 
 func (r *gateRecords) close() {

@@ -35,7 +35,8 @@ type RunOptions struct {
 	IgnoreViolation bool
 	// hops counts how many tasks this run went on to after Plan outcomes.
 	hops int
-	// store is the run store a loop hands its runs (nil: the run opens its own).
+	// store is the run store a loop hands its runs (nil: the run opens its own, once the
+	// task is known and locked).
 	store *store.Store
 }
 
@@ -108,20 +109,18 @@ type run struct {
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
-	if o.store == nil {
-		st, err := a.OpenStore(ctx)
+	if !o.Force && !o.IgnoreViolation {
+		var err error
+		if o.store != nil {
+			err = refuseViolated(ctx, o.store)
+		} else { // opened only if there is one: a repository without a store has no violation
+			err = a.withStore(ctx, func(st *store.Store) error { return refuseViolated(ctx, st) })
+		}
 		if err != nil {
 			return RunReport{}, err
 		}
-		defer st.Close()
-		o.store = st
 	}
-	if !o.Force && !o.IgnoreViolation {
-		if err := refuseViolated(ctx, o.store); err != nil {
-			return RunReport{}, err
-		}
-	}
-	rep, err := a.runOnce(ctx, o.store, o)
+	rep, err := a.runOnce(ctx, o)
 	if rep.Status != StatusAlreadyLanded { // nothing ran
 		a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
 	}
@@ -143,7 +142,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 const maxHops = 3
 
 // runOnce runs one task; a Plan outcome that names another task is left to Run.
-func (a *App) runOnce(ctx context.Context, st *store.Store, o RunOptions) (RunReport, error) {
+func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	pre, tr, err := a.prepare(ctx, o.TaskID)
 	if err != nil {
 		return RunReport{}, err
@@ -153,6 +152,13 @@ func (a *App) runOnce(ctx context.Context, st *store.Store, o RunOptions) (RunRe
 		return RunReport{}, err
 	}
 	defer lock.Release()
+	st := o.store
+	if st == nil {
+		if st, err = a.OpenStore(ctx); err != nil {
+			return RunReport{}, err
+		}
+		defer st.Close()
+	}
 	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(), started: a.Now(), forced: o.Force}
 	defer func() {
 		if r.stopLease != nil {

@@ -43,7 +43,10 @@ func (b *Backlog) Filter(ctx context.Context, f TaskFilter) (tasks []tracker.Tas
 	if f.Limit < 0 {
 		return nil, false, usagef("use 0 to list every task", "--limit must be 0 or more, got %d", f.Limit)
 	}
-	tr := b.tr
+	tr, err := b.open()
+	if err != nil {
+		return nil, false, err
+	}
 	if hs, ok := tr.(headSource); ok && f.Ready {
 		if tasks, more, ok, err := readyPage(ctx, hs, f); ok || err != nil {
 			return tasks, more, withCode(ExitFail, err)
@@ -123,18 +126,20 @@ func (b *Backlog) Reopen(ctx context.Context, id string) error {
 }
 
 func (b *Backlog) setStatus(ctx context.Context, id, status, reason string) error {
-	if err := b.validID(id); err != nil {
+	tr, err := b.open(id)
+	if err != nil {
 		return err
 	}
-	return taskErr(id, b.tr.SetStatus(ctx, id, status, reason))
+	return taskErr(id, tr.SetStatus(ctx, id, status, reason))
 }
 
 // Label adds and removes labels of a task in one change.
 func (b *Backlog) Label(ctx context.Context, id string, add, remove []string) error {
-	if err := b.validID(id); err != nil {
+	tr, err := b.open(id)
+	if err != nil {
 		return err
 	}
-	return taskErr(id, b.tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
+	return taskErr(id, tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
 }
 
 // AddDependency records that id depends on dependsOn (a blocks dependency unless depType
@@ -149,13 +154,14 @@ func (b *Backlog) AddDependency(ctx context.Context, id, dependsOn, depType stri
 	if id == dependsOn {
 		return usagef("", "task %s cannot depend on itself", id)
 	}
-	if err := b.validID(id); err != nil {
+	tr, err := b.open(id)
+	if err != nil {
 		return err
 	}
-	if _, err := b.tr.Get(ctx, dependsOn); err != nil {
+	if _, err := tr.Get(ctx, dependsOn); err != nil {
 		return taskErr(dependsOn, err)
 	}
-	return taskErr(id, b.tr.AddDependency(ctx, id, dependsOn, depType))
+	return taskErr(id, tr.AddDependency(ctx, id, dependsOn, depType))
 }
 
 // TaskEdit is what task edit changes; nil leaves a field as it is.
@@ -175,10 +181,11 @@ func (b *Backlog) Edit(ctx context.Context, id string, e TaskEdit) error {
 	if e == (TaskEdit{}) {
 		return usagef("say what to change: --title, --description, --acceptance or --priority", "nothing to change")
 	}
-	if err := b.validID(id); err != nil {
+	tr, err := b.open(id)
+	if err != nil {
 		return err
 	}
-	return taskErr(id, b.tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
+	return taskErr(id, tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
 }
 
 // RemoveDependency removes what id depends on dependsOn for; that there is such a
@@ -194,7 +201,11 @@ func (b *Backlog) RemoveDependency(ctx context.Context, id, dependsOn string) er
 	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool { return d.IssueID == id && d.DependsOnID == dependsOn }) {
 		return failf("see its dependencies with: git norma task show "+id, "task %s does not depend on %s", id, dependsOn)
 	}
-	return taskErr(id, b.tr.RemoveDependency(ctx, id, dependsOn))
+	tr, err := b.open()
+	if err != nil {
+		return err
+	}
+	return taskErr(id, tr.RemoveDependency(ctx, id, dependsOn))
 }
 
 // taskErr gives a tracker's error about task id its exit code and hint.

@@ -24,7 +24,8 @@ type TaskSpec struct {
 // Backlog is what the task commands work on: the tracker the config selects, how task ids
 // look here, and who is adding tasks. It holds no more of the repository than that.
 type Backlog struct {
-	tr tracker.Tracker
+	// tracker opens the tracker, once what the command was given has been checked.
+	tracker func() (tracker.Tracker, error)
 	// validID refuses what is not a task id of this backlog before it reaches the tracker.
 	validID func(id string) error
 	// actor is who adds a task (the user's git name, as bd records it).
@@ -32,13 +33,20 @@ type Backlog struct {
 	redact redactor
 }
 
-// Backlog opens the repository's backlog.
-func (a *App) Backlog() (*Backlog, error) {
-	tr, err := a.Tracker()
-	if err != nil {
-		return nil, err
+// Backlog is the repository's backlog; its tracker is opened by the first use case that gets
+// past checking what it was given.
+func (a *App) Backlog() *Backlog {
+	return &Backlog{tracker: a.Tracker, validID: a.ValidateTaskID, actor: a.actor, redact: a.redact}
+}
+
+// open checks the task ids it is given and opens the tracker.
+func (b *Backlog) open(ids ...string) (tracker.Tracker, error) {
+	for _, id := range ids {
+		if err := b.validID(id); err != nil {
+			return nil, err
+		}
 	}
-	return &Backlog{tr: tr, validID: a.ValidateTaskID, actor: a.actor, redact: a.redact}, nil
+	return b.tracker()
 }
 
 // Add creates a task.
@@ -60,7 +68,11 @@ func (b *Backlog) Add(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 			return tracker.Task{}, usagef("", "--verify takes one single-line shell command, got %q", v)
 		}
 	}
-	t, err := b.tr.Create(ctx, tracker.NewTask{
+	tr, err := b.open()
+	if err != nil {
+		return tracker.Task{}, err
+	}
+	t, err := tr.Create(ctx, tracker.NewTask{
 		Title: strings.TrimSpace(s.Title), Description: withVerify(s.Description, s.Verify),
 		Acceptance: s.Acceptance, Type: s.Type, Priority: s.Priority, Parent: s.Parent, Actor: b.actor(ctx),
 	})
@@ -96,26 +108,27 @@ func (a *App) actor(ctx context.Context) string {
 
 // List returns every task, closed ones included.
 func (b *Backlog) List(ctx context.Context) ([]tracker.Task, error) {
-	tasks, err := b.tr.List(ctx)
+	tr, err := b.open()
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := tr.List(ctx)
 	return tasks, withCode(ExitFail, err)
 }
 
 // Show returns one task.
 func (b *Backlog) Show(ctx context.Context, id string) (tracker.Task, error) {
-	if err := b.validID(id); err != nil {
+	tr, err := b.open(id)
+	if err != nil {
 		return tracker.Task{}, err
 	}
-	t, err := b.tr.Get(ctx, id)
+	t, err := tr.Get(ctx, id)
 	return t, taskErr(id, err)
 }
 
 // ShowTask returns one task of the repository's backlog.
 func (a *App) ShowTask(ctx context.Context, id string) (tracker.Task, error) {
-	b, err := a.Backlog()
-	if err != nil {
-		return tracker.Task{}, err
-	}
-	return b.Show(ctx, id)
+	return a.Backlog().Show(ctx, id)
 }
 
 // DescribeTask renders a task for `task show`.

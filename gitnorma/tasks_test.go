@@ -124,7 +124,7 @@ func TestAddTaskRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := backlogOf(t, app).Add(ctx, tt.spec)
+			_, err := app.Backlog().Add(ctx, tt.spec)
 			requireCode(t, err, ExitUsage)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NoFileExists(t, backlog, "refused before a file exists")
@@ -132,11 +132,11 @@ func TestAddTaskRejects(t *testing.T) {
 	}
 
 	t.Run("unknown parent", func(t *testing.T) {
-		_, err := backlogOf(t, app).Add(ctx, with(func(s *TaskSpec) { s.Parent = "norma-zzzz" }))
+		_, err := app.Backlog().Add(ctx, with(func(s *TaskSpec) { s.Parent = "norma-zzzz" }))
 		e := requireCode(t, err, ExitFail)
 		assert.Contains(t, err.Error(), "norma-zzzz")
 		assert.Contains(t, e.Hint, "git norma task list")
-		tasks, err := backlogOf(t, app).List(ctx)
+		tasks, err := app.Backlog().List(ctx)
 		require.NoError(t, err)
 		assert.Empty(t, tasks)
 	})
@@ -163,7 +163,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 	var parent tracker.Task
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			created, err := backlogOf(t, app).Add(ctx, tt.spec)
+			created, err := app.Backlog().Add(ctx, tt.spec)
 			require.NoError(t, err)
 			if i == 0 {
 				parent = created
@@ -197,7 +197,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 	t.Run("child", func(t *testing.T) {
 		require.NotEmpty(t, parent.ID)
 		for n, want := range []string{parent.ID + ".1", parent.ID + ".2"} {
-			child, err := backlogOf(t, app).Add(ctx, TaskSpec{Title: "Part " + want, Parent: parent.ID, Verify: []string{"true"}, Priority: 2})
+			child, err := app.Backlog().Add(ctx, TaskSpec{Title: "Part " + want, Parent: parent.ID, Verify: []string{"true"}, Priority: 2})
 			require.NoError(t, err, "child %d", n)
 			assert.Equal(t, want, child.ID)
 			assert.Equal(t, parent.ID, child.Parent)
@@ -208,7 +208,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 	})
 
 	t.Run("backlog file", func(t *testing.T) {
-		tasks, err := backlogOf(t, app).List(ctx)
+		tasks, err := app.Backlog().List(ctx)
 		require.NoError(t, err)
 		assert.Len(t, tasks, len(tests)+2)
 		f, err := os.Open(filepath.Join(repo.Dir, ".beads", "issues.jsonl"))
@@ -250,12 +250,4 @@ func TestShowTaskErrors(t *testing.T) {
 			assert.Contains(t, e.Hint, "git norma task list")
 		})
 	}
-}
-
-// backlogOf is app's backlog, for a test that has no reason to expect it cannot be opened.
-func backlogOf(t *testing.T, app *App) *Backlog {
-	t.Helper()
-	b, err := app.Backlog()
-	require.NoError(t, err)
-	return b
 }

@@ -15,7 +15,11 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := readState(b.tr, t)
+	tr, err := b.open()
+	if err != nil {
+		return false, err
+	}
+	st, err := readState(tr, t)
 	if err != nil {
 		return false, failf("repair the task's notes first", "task %s: %v", id, err)
 	}
@@ -33,5 +37,5 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 		return false, withCode(ExitFail, err)
 	}
 	u.RemoveLabels, u.Status = []string{LabelBlocked}, status
-	return true, taskErr(id, b.tr.Update(ctx, id, u))
+	return true, taskErr(id, tr.Update(ctx, id, u))
 }

@@ -63,17 +63,7 @@ func (a *App) withStore(ctx context.Context, fn func(*store.Store) error) error 
 	return fn(st)
 }
 
-// Violations lists the guard violations not cleared yet, oldest first.
-func (a *App) Violations(ctx context.Context) ([]Violation, error) {
-	var out []Violation
-	err := a.withStore(ctx, func(st *store.Store) error {
-		var err error
-		out, err = pendingViolations(ctx, st)
-		return err
-	})
-	return out, err
-}
-
+// pendingViolations lists the guard violations not cleared yet, oldest first.
 func pendingViolations(ctx context.Context, st *store.Store) ([]Violation, error) {
 	all, err := st.KVWithKey(ctx, kvGuardViolation)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -128,11 +129,20 @@ func Main(args []string, stdio IO) (code int) {
 	// A command that takes a *gitnorma.App in its Run gets the repository it runs in, opened
 	// (and its config read) before the command starts; commands that check their flags first,
 	// or work outside an initialised repository, open it themselves.
-	if err := p.ctx.BindSingletonProvider(func() (*gitnorma.App, error) { return gitnorma.Open(env.Ctx, env.Dir) }); err != nil {
+	open := sync.OnceValues(func() (*gitnorma.App, error) { return gitnorma.Open(env.Ctx, env.Dir) })
+	if err := p.ctx.BindToProvider(open); err != nil {
 		return report(stdio.Err, err)
 	}
-	// The task commands get the repository's backlog, and nothing else of it.
-	if err := p.ctx.BindToProvider(func(app *gitnorma.App) (*gitnorma.Backlog, error) { return app.Backlog() }); err != nil {
+	// The task commands get the repository's backlog, and nothing else of it. (Not a provider
+	// that takes the App: kong would prefix its errors with the type's name.)
+	backlog := func() (*gitnorma.Backlog, error) {
+		app, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return app.Backlog(), nil
+	}
+	if err := p.ctx.BindToProvider(backlog); err != nil {
 		return report(stdio.Err, err)
 	}
 	return report(stdio.Err, p.ctx.Run(env))

@@ -25,11 +25,7 @@ func (c *taskAddCmd) Run(env *Env) error {
 	if err != nil {
 		return err
 	}
-	backlog, err := app.Backlog()
-	if err != nil {
-		return err
-	}
-	t, err := backlog.Add(env.Ctx, gitnorma.TaskSpec{
+	t, err := app.Backlog().Add(env.Ctx, gitnorma.TaskSpec{
 		Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Verify: c.Verify,
 		Type: c.Type, Priority: c.Priority, Parent: c.Parent,
 	})
