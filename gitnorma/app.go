@@ -72,8 +72,8 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 
 // OpenStore opens .norma/norma.db, creating or migrating it. A use case opens it once and
 // hands it on (a loop to its runs): one writer connection per process.
-func (a *App) OpenStore(ctx context.Context) (*store.Store, error) {
-	st, err := store.Open(ctx, a.Repo.Path("norma.db"))
+func (r *Repo) OpenStore(ctx context.Context) (*store.Store, error) {
+	st, err := store.Open(ctx, r.Path("norma.db"))
 	switch {
 	case errors.Is(err, store.ErrSchemaTooNew):
 		return nil, fatalf("install a newer git-norma (the db was written by one)", "%v", err)

@@ -119,7 +119,7 @@ func (a *App) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
 // with the PASS recorded when it passed on a clean worktree, and notes the result on the
 // checked commit.
 func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time) error {
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return err
 	}

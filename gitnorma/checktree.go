@@ -38,13 +38,13 @@ func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckT
 
 // removeCheckTree removes the task's check worktree (its task landed, or its runs were
 // pruned); the caller holds the task's lock. A failure leaves it for the next prune.
-func (a *App) removeCheckTree(ctx context.Context, taskID string) error {
-	dir := a.Repo.checkTreeDir(taskID)
+func (r *Repo) removeCheckTree(ctx context.Context, taskID string) error {
+	dir := r.checkTreeDir(taskID)
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		return nil
 	}
-	err := a.Repo.withWorktreeLock(ctx, func() error {
-		return a.Repo.Worktrees().RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
+	err := r.withWorktreeLock(ctx, func() error {
+		return r.Worktrees().RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
 	})
 	if err != nil {
 		return err

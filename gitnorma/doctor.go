@@ -119,7 +119,7 @@ func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
 }
 
 func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		rep.add("database", "fail", err.Error(), hintOf(err))
 		return

@@ -13,7 +13,7 @@ import (
 // recorded and never landed, a landing re-check's workspace. A task a live process holds is
 // not looked at: its run is not dead.
 func (a *App) doctorCrashWindows(ctx context.Context, rep *DoctorReport) {
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return // doctorStore reported it
 	}

@@ -45,7 +45,7 @@ func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequ
 		}
 		if !checked[fp.Base] {
 			checked[fp.Base] = true
-			if err := a.forkPointOnTarget(ctx, req, fp, head); err != nil {
+			if err := a.Repo.forkPointOnTarget(ctx, req, fp, head); err != nil {
 				return err
 			}
 		}
@@ -56,13 +56,13 @@ func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequ
 	return nil
 }
 
-func (a *App) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
+func (r *Repo) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
 	base := fp.Base
-	onTarget, err := a.Repo.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
+	onTarget, err := r.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
 	if err != nil || onTarget {
 		return err
 	}
-	inBranch, err := a.Repo.Git.IsAncestor(ctx, base, head)
+	inBranch, err := r.Git.IsAncestor(ctx, base, head)
 	if err != nil || !inBranch {
 		return err // the branch was rebuilt without it since
 	}

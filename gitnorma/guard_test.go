@@ -100,7 +100,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	_, ws := guardFixture(t)
 	app, err := Open(ctx, ws.root)
 	require.NoError(t, err)
-	st, err := app.OpenStore(ctx)
+	st, err := app.Repo.OpenStore(ctx)
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
@@ -148,7 +148,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	_, ws := guardFixture(t)
 	app, err := Open(ctx, ws.root)
 	require.NoError(t, err)
-	st, err := app.OpenStore(ctx)
+	st, err := app.Repo.OpenStore(ctx)
 	require.NoError(t, err)
 	defer st.Close()
 	git := func(args ...string) string {

@@ -180,12 +180,12 @@ func configChanges(before, after []configEntry) []string {
 
 // restoreConfig sets each of keys back to its values in before, through git config on that
 // file alone, so every other setting — one the user made meanwhile included — stays.
-func (a *App) restoreConfig(ctx context.Context, path string, before []configEntry, keys []string) error {
+func (r *Repo) restoreConfig(ctx context.Context, path string, before []configEntry, keys []string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
 	for _, k := range keys {
-		err := a.Repo.Git.ConfigFileUnset(ctx, path, k)
+		err := r.Git.ConfigFileUnset(ctx, path, k)
 		if err != nil && git.ExitCodeOf(err) != 5 { // 5: the key was not set
 			return err
 		}
@@ -193,7 +193,7 @@ func (a *App) restoreConfig(ctx context.Context, path string, before []configEnt
 			if e.Key != k {
 				continue
 			}
-			if err := a.Repo.Git.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
+			if err := r.Git.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
 				return err
 			}
 		}

@@ -94,7 +94,7 @@ func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
 	require.Equal(t, []string{"core.bare", "core.editor", "remote.origin.fetch"}, changed)
 
 	app := &App{Repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
-	require.NoError(t, app.restoreConfig(context.Background(), config, before, changed))
+	require.NoError(t, app.Repo.restoreConfig(context.Background(), config, before, changed))
 	after := readEntries(t, config)
 	assert.Empty(t, configChanges(before, after))
 	assert.Contains(t, after, configEntry{Key: "branch.topic.remote", Value: "origin"})

@@ -196,7 +196,7 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 		}
 		if keys := configChanges(s.configs[p], now); len(keys) > 0 {
 			found = append(found, fmt.Sprintf("%s: %s (%s)", g.rel(p), strings.Join(keys, ", "),
-				restored(g.app.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
+				restored(g.app.Repo.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
 		}
 	}
 	for _, f := range s.files {

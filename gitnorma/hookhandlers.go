@@ -196,7 +196,7 @@ func (r *gateRecords) Runs(ctx context.Context, task string) ([]hooks.Run, error
 		r.opened = true
 		if _, err := os.Stat(r.a.Repo.Path("norma.db")); err != nil {
 			r.err = errors.New("no run is recorded here: " + filepath.Join(".norma", "norma.db") + " is missing")
-		} else if r.st, err = r.a.OpenStore(ctx); err != nil {
+		} else if r.st, err = r.a.Repo.OpenStore(ctx); err != nil {
 			r.err = fmt.Errorf("cannot read the run store: %v", err)
 		}
 	}

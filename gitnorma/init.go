@@ -114,7 +114,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	}
 	app := &App{Repo: repo, Config: cfg}
 	_, statErr := os.Stat(repo.Path("norma.db"))
-	st, err := app.OpenStore(ctx)
+	st, err := app.Repo.OpenStore(ctx)
 	if err != nil {
 		return res, err
 	}

@@ -130,7 +130,7 @@ func TestInitCreates(t *testing.T) {
 	// The store it created opens as an initialised repository.
 	app, err := Open(ctx, repo.Dir)
 	require.NoError(t, err)
-	st, err := app.OpenStore(ctx)
+	st, err := app.Repo.OpenStore(ctx)
 	require.NoError(t, err)
 	st.Close()
 }

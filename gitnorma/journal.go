@@ -46,12 +46,12 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 			return nil, err
 		}
 	}
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer st.Close()
-	runs, err := a.journalRuns(ctx, st, target, isRun)
+	runs, err := journalRuns(ctx, st, target, isRun)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 	if len(entries) > 0 {
 		return entries, nil
 	}
-	entries, err = a.notesJournal(ctx, target, isRun)
+	entries, err = a.Repo.notesJournal(ctx, target, isRun)
 	if err == nil && len(entries) == 0 {
 		return nil, failf("list runs with: git norma status; runs made in another clone: git norma notes pull origin (or another remote), then log again",
 			"no journal for %s in the store or in %s", target, notes.Ref)
@@ -74,7 +74,7 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 	return entries, withCode(ExitFail, err)
 }
 
-func (a *App) journalRuns(ctx context.Context, st *store.Store, target string, isRun bool) ([]store.Run, error) {
+func journalRuns(ctx context.Context, st *store.Store, target string, isRun bool) ([]store.Run, error) {
 	if isRun {
 		r, err := st.Run(ctx, target)
 		if err != nil {
@@ -129,8 +129,8 @@ func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]J
 }
 
 // notesJournal reads the entries of a task or run from git notes.
-func (a *App) notesJournal(ctx context.Context, target string, isRun bool) ([]JournalEntry, error) {
-	all, err := a.Repo.NotesJournal().All(ctx)
+func (r *Repo) notesJournal(ctx context.Context, target string, isRun bool) ([]JournalEntry, error) {
+	all, err := r.NotesJournal().All(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -140,7 +140,7 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 				a.Config.Remote, req.target, req.target, res.LocalBehind, a.Config.Remote, req.target)})
 	}
 	// The task's check worktree served its last check: landed, the task needs no other.
-	if err := a.removeCheckTree(ctx, req.task.ID); err != nil {
+	if err := a.Repo.removeCheckTree(ctx, req.task.ID); err != nil {
 		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "worktree_kept", Message: "check worktree: " + err.Error()})
 	}
 	if a.Config.DeleteBranchOnLand {
@@ -285,7 +285,7 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 
 // landMessage builds the squash commit's message from the run's last plan and check outputs.
 func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	plan, check, last, err := a.runOutputs(ctx, st, req.runID)
+	plan, check, last, err := runOutputs(ctx, st, req.runID)
 	if err != nil {
 		return "", err
 	}
@@ -296,7 +296,7 @@ func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest)
 // to the store with their steps, and its last step's index. A run recorded without them (by
 // an older git-norma, or a `git norma check`) has neither: its landing re-checks the task's
 // own criteria and its message names no plan.
-func (a *App) runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.Plan, check *loop.Check, last int, err error) {
+func runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.Plan, check *loop.Check, last int, err error) {
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
 		return nil, nil, 0, err

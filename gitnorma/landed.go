@@ -84,7 +84,7 @@ func landingReason(commit, target, runID string) string {
 
 // closeLanded closes a task whose work is already on the target, with the landing as its
 // reason, as the landing itself would have.
-func (a *App) closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, target string, p priorLanding) error {
+func closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, target string, p priorLanding) error {
 	reason := landingReason(p.Commit, target, p.RunID)
 	if err := tr.SetStatus(ctx, task.ID, tracker.StatusClosed, reason); err != nil {
 		return failf(fmt.Sprintf("close it by hand with the reason %q", reason),
@@ -96,7 +96,7 @@ func (a *App) closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.
 // alreadyLanded is the report of a run that found its task's work already on the target and
 // closed the task instead of running it.
 func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, error) {
-	if err := r.app.closeLanded(ctx, r.tr, r.pre.task, r.pre.target, p); err != nil {
+	if err := closeLanded(ctx, r.tr, r.pre.task, r.pre.target, p); err != nil {
 		return RunReport{}, err
 	}
 	return RunReport{
@@ -132,7 +132,7 @@ func (a *App) adoptLanding(ctx context.Context, st *store.Store, req landRequest
 		Data:    map[string]any{"commit": p.Commit, "run": p.RunID, "target": req.target}})
 	tr, err := a.Tracker()
 	if err == nil {
-		err = a.closeLanded(ctx, tr, req.task, req.target, p)
+		err = closeLanded(ctx, tr, req.task, req.target, p)
 	}
 	return p.Commit, err
 }

@@ -17,7 +17,7 @@ import (
 func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	require.NoError(t, err)
 	defer st.Close()
 

@@ -108,7 +108,7 @@ func (a *App) checkPassTree(ctx context.Context, req landRequest, checked, head 
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
 // `git norma check`) the task's Verify commands and the project gates.
 func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
-	if plan, _, _, err := a.runOutputs(ctx, st, req.runID); err != nil {
+	if plan, _, _, err := runOutputs(ctx, st, req.runID); err != nil {
 		return nil, err
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
 		return plan.AcceptanceCriteria.Effective, nil

@@ -42,7 +42,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return LandReport{}, err
 	}
 	defer lock.Release()
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return LandReport{}, err
 	}
@@ -54,7 +54,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	runID := run.ID
 	rep := LandReport{TaskID: taskID, RunID: runID, Target: target}
 	// A run killed while landing may have landed already, and still hold the task's claim.
-	if rep.Commit = a.landedBy(ctx, st, runID, target); rep.Commit != "" {
+	if rep.Commit = a.Repo.landedBy(ctx, st, runID, target); rep.Commit != "" {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: runID, task: task, target: target}, rep.Commit)
 	}
 	claimed := a.claimedBy(ctx, run, task)

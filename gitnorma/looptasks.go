@@ -56,7 +56,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		return LoopReport{}, err
 	}
 	// The loop's one store, handed to each of its runs: one writer connection per process.
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return LoopReport{}, err
 	}

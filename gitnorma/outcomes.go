@@ -131,7 +131,7 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 		typ = "task"
 	}
 	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: n.Description,
-		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.app.actor(ctx)})
+		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.app.Repo.actor(ctx)})
 	if err != nil {
 		return "", fmt.Errorf("create %q: %w", title, err)
 	}

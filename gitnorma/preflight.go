@@ -147,7 +147,7 @@ func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error
 			return loop.BuiltinAct{}, "builtin", nil
 		}
 	case AgentExec:
-		argv, err := a.resolveArgv(role, c.Cmd)
+		argv, err := a.Repo.resolveArgv(role, c.Cmd)
 		if err != nil {
 			return nil, "", err
 		}
@@ -189,7 +189,7 @@ func (a *App) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error
 
 // resolveArgv finds an exec agent's program: a path with a slash is relative to the repository
 // root (so config.json works from any directory), a bare name is looked up on PATH.
-func (a *App) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
+func (r *Repo) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
 	if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
 		return nil, fatalf(fmt.Sprintf(`set it in .norma/config.json, e.g. "%s": {"type": "exec", "cmd": ["./my-agent"]}`, role),
 			"agents.%s.cmd is empty: git-norma needs a program to play the %s role", role, role)
@@ -198,7 +198,7 @@ func (a *App) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
 	prog := argv[0]
 	if strings.Contains(prog, "/") {
 		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(a.Repo.Root, prog)
+			prog = filepath.Join(r.Root, prog)
 		}
 		if _, err := os.Stat(prog); err != nil {
 			return nil, fatalf("fix agents."+string(role)+".cmd in .norma/config.json", "the %s agent %s does not exist", role, prog)

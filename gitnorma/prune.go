@@ -47,7 +47,7 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 		return PruneReport{}, err
 	}
 	defer lock.Release()
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return PruneReport{}, err
 	}
@@ -137,7 +137,7 @@ func (a *App) pruneCheckTrees(ctx context.Context, retained map[string]string) {
 		if err != nil {
 			continue
 		}
-		_ = a.removeCheckTree(ctx, task)
+		_ = a.Repo.removeCheckTree(ctx, task)
 		lock.Release()
 	}
 }
@@ -227,7 +227,7 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		if !o.DryRun {
 			// Deleted only as judged: the head compared with the target above.
 			if err := a.Repo.Git.DeleteRef(ctx, ref, head); err != nil {
-				why, gone, rerr := a.movedFrom(ctx, ref, head)
+				why, gone, rerr := a.Repo.movedFrom(ctx, ref, head)
 				switch {
 				case rerr == nil && gone:
 					continue // someone else deleted it meanwhile
@@ -342,7 +342,7 @@ func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, er
 // is gone). Only a user's own git command could move it between the look and the delete: the
 // callers hold the task's lock.
 func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
-	if why, gone, err := a.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
+	if why, gone, err := a.Repo.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
 		return why, err // gone already: nothing to keep
 	}
 	if err := a.Repo.Git.DeleteBranch(ctx, branch); err != nil {
@@ -356,8 +356,8 @@ func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, 
 
 // movedFrom says why ref is no longer the head that was judged ("" while it is), or that it
 // is gone.
-func (a *App) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
-	now, err := a.Repo.Git.Resolve(ctx, ref)
+func (r *Repo) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
+	now, err := r.Git.Resolve(ctx, ref)
 	switch {
 	case err != nil && git.ExitCodeOf(err) == 1:
 		return "", true, nil
@@ -397,7 +397,7 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
 		// Merging it again changes the target, or conflicts, when later commits touched the
 		// same lines; its landing, naming the run that made its head, still says it landed.
-		landed, err = a.landedAsRecorded(ctx, b.Task, b.Head, target), nil
+		landed, err = a.Repo.landedAsRecorded(ctx, b.Task, b.Head, target), nil
 	}
 	if err != nil || !landed {
 		return "it has changes that are not on " + target + " (use --force to delete anyway)"
@@ -408,13 +408,13 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 // landedAsRecorded says head was landed on target as it is: the run that made head (its
 // Norma-Run trailer) is the run a landing of task on target names. Read from git, so it holds
 // after the run's records were pruned, and for branches from other clones.
-func (a *App) landedAsRecorded(ctx context.Context, task, head, target string) bool {
+func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
 	const runTrailer = "%(trailers:key=Norma-Run,valueonly,separator=%x2C)"
-	run, err := a.Repo.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{head}, Max: 1})
+	run, err := r.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{head}, Max: 1})
 	if err != nil || run == "" {
 		return false
 	}
-	out, err := a.Repo.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
+	out, err := r.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
 	if err != nil {
 		return false
 	}

@@ -46,7 +46,7 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 	now := a.Now()
 	for _, e := range gone {
 		if e.byTracker {
-			a.reclaim(ctx, tr, e, live)
+			reclaim(ctx, tr, e, live)
 			continue
 		}
 		// Looked at again just before the write: another loop may have reaped and claimed it
@@ -77,7 +77,7 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 // the lease is stale and reopens the task in one transaction, and records it itself (bd
 // refuses anyone else's change of a leased claim's status). Nothing else is written: a run
 // may claim the task the moment it is open, and its state must not be written over.
-func (a *App) reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.LiveFunc) {
+func reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.LiveFunc) {
 	l, ok := tr.(tracker.Leaser)
 	if !ok {
 		return

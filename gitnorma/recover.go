@@ -52,7 +52,7 @@ func (a *App) claimAssignee(ctx context.Context, run store.Run) string {
 	case os.Getenv("BEADS_ACTOR") != "":
 		return os.Getenv("BEADS_ACTOR")
 	}
-	return a.actor(ctx)
+	return a.Repo.actor(ctx)
 }
 
 // WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
@@ -110,7 +110,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
 	if landed == "" {
-		landed = r.app.landedBy(ctx, r.st, dead.ID, r.pre.target)
+		landed = r.app.Repo.landedBy(ctx, r.st, dead.ID, r.pre.target)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
 		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
@@ -197,12 +197,12 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 // landedBy returns the squash commit run runID landed on target, if one is there: a run killed
 // right after landing did not record it. Only the commits since its verified head are looked
 // at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
-func (a *App) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
+func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "^Norma-Run: " + runID + "$", Max: 1, NoMerges: true}
 	if run, err := st.Run(ctx, runID); err == nil && run.PassHead != "" {
 		q.Not = []string{run.PassHead}
 	}
-	out, err := a.Repo.Git.Log(ctx, "%H", q)
+	out, err := r.Git.Log(ctx, "%H", q)
 	if err != nil {
 		return ""
 	}

@@ -154,7 +154,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	defer lock.Release()
 	st := o.store
 	if st == nil {
-		if st, err = a.OpenStore(ctx); err != nil {
+		if st, err = a.Repo.OpenStore(ctx); err != nil {
 			return RunReport{}, err
 		}
 		defer st.Close()

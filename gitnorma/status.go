@@ -83,7 +83,7 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 			rep.Live = &live
 		}
 	}
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		<-branches
 		return rep, err
@@ -210,7 +210,7 @@ var FindingEvents = []string{loop.EventChecksEnforced, "verdict_overridden", "cl
 
 // RunDetail loads one run with its steps and events.
 func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return RunDetail{}, err
 	}
@@ -303,7 +303,7 @@ func (a *App) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow,
 	if err := a.ValidateTaskID(taskID); err != nil {
 		return nil, err
 	}
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return nil, err
 	}

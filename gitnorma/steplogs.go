@@ -43,7 +43,7 @@ func (a *App) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 	f := &logFollower{w: w, offsets: map[string]int64{}, root: a.Repo.Root}
 	first := "" // the first step shown; following, every later one is shown too, in order
 	for {
-		live := a.runLive(runID) // asked before reading: what it wrote before it ended is shown
+		live := a.Repo.runLive(runID) // asked before reading: what it wrote before it ended is shown
 		dirs := stepDirs(steps)
 		dir := ""
 		switch {
@@ -95,7 +95,7 @@ func (a *App) logsRun(ctx context.Context, target string) (string, error) {
 	if err := a.ValidateTaskID(target); err != nil {
 		return "", err
 	}
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -111,8 +111,8 @@ func (a *App) logsRun(ctx context.Context, target string) (string, error) {
 }
 
 // runLive says a live process holds the lock of a task for runID.
-func (a *App) runLive(runID string) bool {
-	return slices.ContainsFunc(a.Repo.LiveRuns(), func(h LockHolder) bool { return h.RunID == runID })
+func (r *Repo) runLive(runID string) bool {
+	return slices.ContainsFunc(r.LiveRuns(), func(h LockHolder) bool { return h.RunID == runID })
 }
 
 // stepDirs are the run's step directories (NNN-role), in order.

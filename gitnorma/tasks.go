@@ -36,7 +36,7 @@ type Backlog struct {
 // Backlog is the repository's backlog; its tracker is opened by the first use case that gets
 // past checking what it was given.
 func (a *App) Backlog() *Backlog {
-	return &Backlog{tracker: a.Tracker, validID: a.ValidateTaskID, actor: a.actor, redact: a.redact}
+	return &Backlog{tracker: a.Tracker, validID: a.ValidateTaskID, actor: a.Repo.actor, redact: a.redact}
 }
 
 // open checks the task ids it is given and opens the tracker.
@@ -101,8 +101,8 @@ func withVerify(description string, verify []string) string {
 }
 
 // actor is the user's git name, recorded as the task's creator like bd does.
-func (a *App) actor(ctx context.Context) string {
-	name, _ := a.Repo.Git.Config(ctx, "user.name")
+func (r *Repo) actor(ctx context.Context) string {
+	name, _ := r.Git.Config(ctx, "user.name")
 	return name
 }
 

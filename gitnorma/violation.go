@@ -55,7 +55,7 @@ func (a *App) withStore(ctx context.Context, fn func(*store.Store) error) error 
 	if _, err := os.Stat(a.Repo.Path("norma.db")); err != nil {
 		return nil
 	}
-	st, err := a.OpenStore(ctx)
+	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return err
 	}
