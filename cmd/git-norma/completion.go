@@ -1,9 +1,21 @@
 package main
 
 import (
+	_ "embed"
 	"strings"
 
 	"github.com/alecthomas/kong"
+)
+
+// The completion scripts are shell, kept as shell files; the command tables they need are
+// generated from the kong model into their @...@ placeholders.
+var (
+	//go:embed completion/git-norma.bash
+	bashTemplate string
+	//go:embed completion/git-norma.zsh
+	zshTemplate string
+	//go:embed completion/git-norma.fish
+	fishTemplate string
 )
 
 // compNode is what completion needs to know about one command path, taken from the kong model.
