@@ -38,12 +38,9 @@ func roffBlock(b *strings.Builder, bl block) error {
 	case blockItem:
 		fmt.Fprintf(b, ".TP\n%s\n%s\n", roffLine("\\fB"+roffEsc(bl.term)+"\\fR"), roffLine(roffInline(bl.text)))
 	case blockLiteral, blockJSON:
-		text := bl.text
-		if bl.kind == blockJSON {
-			var err error
-			if text, err = renderShape(bl.term); err != nil {
-				return err
-			}
+		text, err := bl.literal()
+		if err != nil {
+			return err
 		}
 		b.WriteString(".PP\n.RS 4\n.nf\n")
 		for _, l := range strings.Split(text, "\n") {
@@ -118,12 +115,9 @@ func textBlock(b *strings.Builder, bl block, width int) error {
 		wrapHanging(b, bl.term, 7, 11, width)
 		wrap(b, bl.text, 11, width)
 	case blockLiteral, blockJSON:
-		text := bl.text
-		if bl.kind == blockJSON {
-			var err error
-			if text, err = renderShape(bl.term); err != nil {
-				return err
-			}
+		text, err := bl.literal()
+		if err != nil {
+			return err
 		}
 		for _, l := range strings.Split(text, "\n") {
 			if l != "" {
@@ -157,4 +151,12 @@ func wrapHanging(b *strings.Builder, text string, first, rest, width int) {
 	if line != "" {
 		fmt.Fprintf(b, "%s%s\n", strings.Repeat(" ", ind), line)
 	}
+}
+
+// literal is a literal block's text; a JSON block's is the JSON shape it names, rendered.
+func (bl block) literal() (string, error) {
+	if bl.kind == blockJSON {
+		return renderShape(bl.term)
+	}
+	return bl.text, nil
 }
