@@ -12,6 +12,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/agent"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -179,12 +180,12 @@ func (a *App) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error
 		return nil, "", fatalf(fmt.Sprintf("install it (npm install -g %s), or set agents.%s.path to where it is", npmPackages[c.Type], role),
 			"the %s agent %s is not installed or not on PATH", role, c.Type)
 	}
-	agent, err := loop.NewCLIAgent(role, loop.CLIOptions{Kind: c.Type, Path: bin, Model: c.Model,
+	cli, err := agent.NewCLIAgent(role, agent.CLIOptions{Kind: c.Type, Path: bin, Model: c.Model,
 		ExtraArgs: c.ExtraArgs, AllowUnsandboxed: c.AllowUnsandboxed})
 	if err != nil {
 		return nil, "", fatalf("fix agents."+string(role)+" in .norma/config.json", "agents.%s: %v", role, err)
 	}
-	return agent, fmt.Sprint(agent), nil
+	return cli, fmt.Sprint(cli), nil
 }
 
 // resolveArgv finds an exec agent's program: a path with a slash is relative to the repository

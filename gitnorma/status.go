@@ -12,6 +12,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/agent"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -177,7 +178,7 @@ type RunningStep struct {
 	Role      string    `json:"role"`
 	Started   time.Time `json:"started_at"`
 	ElapsedMS int64     `json:"elapsed_ms"`
-	// Activity is what its agent does now, from its newest output (see loop.Activity).
+	// Activity is what its agent does now, from its newest output (see agent.Activity).
 	Activity string `json:"activity"`
 }
 
@@ -277,7 +278,7 @@ func (a *App) runningStep(runID string) *RunningStep {
 	}
 	index, role, _ := stepOf(dirs[len(dirs)-1])
 	return &RunningStep{Index: index, Role: role, Started: st.ModTime().UTC(), ElapsedMS: a.Now().Sub(st.ModTime()).Milliseconds(),
-		Activity: a.redact.apply(loop.Activity(filepath.Join(dir, "logs")))}
+		Activity: a.redact.apply(agent.Activity(filepath.Join(dir, "logs")))}
 }
 
 // lastFailure is the Failure of the run's last failed Check (nil when none failed).

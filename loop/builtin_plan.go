@@ -119,8 +119,8 @@ func nonNilACs(acs []AcceptanceCriterion) []AcceptanceCriterion {
 	return acs
 }
 
-// oneLine shortens text to a single line of at most n runes for live output and journals.
-func oneLine(text string, n int) string {
+// OneLine shortens text to a single line of at most n runes for live output and journals.
+func OneLine(text string, n int) string {
 	text = strings.Join(strings.Fields(text), " ")
 	if r := []rune(text); len(r) > n {
 		return string(r[:n-1]) + "…"

@@ -31,7 +31,7 @@ func TestCacheHomes(t *testing.T) {
 		out, err := os.CreateTemp(step, "out")
 		require.NoError(t, err)
 		cmd.Stdout = out
-		res, err := runProcess(ctx, cmd, 10*time.Second)
+		res, err := RunProcess(ctx, cmd, 10*time.Second)
 		require.NoError(t, err)
 		require.Equal(t, 0, res.ExitCode)
 		data, err := os.ReadFile(out.Name())

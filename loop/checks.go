@@ -16,7 +16,7 @@ const tailBytes = 2048
 
 // checkRun is what running one distinct command produced.
 type checkRun struct {
-	res    processResult
+	res    ProcessResult
 	tail   string
 	offset int64
 }
@@ -69,8 +69,8 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 	cmd.Dir = workDir
 	cmd.Stdout = log
 	cmd.Stderr = log
-	cmd.Env = append(baseEnv(env), CeilingEnv(workDir))
-	res, err := runProcess(ctx, cmd, timeout)
+	cmd.Env = append(BaseEnv(env), CeilingEnv(workDir))
+	res, err := RunProcess(ctx, cmd, timeout)
 	if err != nil {
 		return checkRun{}, err
 	}
@@ -88,8 +88,8 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 	return checkRun{res: res, tail: tail, offset: start}, nil
 }
 
-// baseEnv is env, or this process's environment when there is none.
-func baseEnv(env []string) []string {
+// BaseEnv is env, or this process's environment when there is none.
+func BaseEnv(env []string) []string {
 	if env == nil {
 		return os.Environ()
 	}

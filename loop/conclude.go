@@ -11,7 +11,7 @@ import (
 // input builds the step's input.json: the common part plus what the role needs (spec 8).
 func (e *engine) input(s *stepRun) Input {
 	mode := "read_only"
-	if s.role == RoleDo || s.role == RoleAct {
+	if s.role.Writes() {
 		mode = "read_write"
 	}
 	facts := map[string]any{FactFailedChecks: e.failedChecks}
@@ -219,7 +219,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	}
 	rec := StepRecord{
 		RunID: e.o.RunID, Index: s.index, Role: s.role, Iteration: e.iteration, Status: status,
-		Dir: s.dir, StartedAt: s.started, EndedAt: ended, Summary: oneLine(s.out.Summary.Text, 300),
+		Dir: s.dir, StartedAt: s.started, EndedAt: ended, Summary: OneLine(s.out.Summary.Text, 300),
 		Output: s.out, Commit: s.commit, Head: s.snap.Head, Events: s.events,
 	}
 	_, rec.Builtin = e.o.Agents[s.role].Agent.(pure)
@@ -233,7 +233,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 		return err
 	}
 	p := Live{Kind: StepEnded, TaskID: e.o.Task.ID, Index: s.index, Role: s.role, Status: s.out.Status,
-		Summary: oneLine(s.out.Summary.Text, 100), Duration: ended.Sub(s.started), LogDir: filepath.Join(s.dir, "logs")}
+		Summary: OneLine(s.out.Summary.Text, 100), Duration: ended.Sub(s.started), LogDir: filepath.Join(s.dir, "logs")}
 	if s.skipped {
 		p.Status = "skip"
 	}

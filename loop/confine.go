@@ -197,7 +197,7 @@ func (s *stepSandbox) event() (Event, bool) {
 	}
 	names := make([]string, len(s.killed))
 	for i, p := range s.killed {
-		names[i] = oneLine(p.String(), 200)
+		names[i] = OneLine(p.String(), 200)
 	}
 	return Event{Type: KilledEvent,
 		Message: fmt.Sprintf("killed %d process(es) left running after the step's command ended: %s", len(s.killed), strings.Join(names, ", ")),

@@ -40,33 +40,6 @@ func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...stri
 	return withStepSandbox(context.Background(), s), s
 }
 
-// TestCLIAgentsRunConfined: each of the four CLIs works confined when its state directory (the
-// fake's log) is in allow_write, and cannot write it when it is not.
-func TestCLIAgentsRunConfined(t *testing.T) {
-	requireLandlock(t)
-	// Not parallel: the launcher is this whole test binary, and eight of its starts at once
-	// would crowd the timing-bound tests (TestCLIAgentTimeoutKillsTheGroup gives 300 ms).
-	for _, kind := range CLIKinds {
-		t.Run(kind, func(t *testing.T) {
-			r := newCLIRig(t, RoleDo, 10*time.Second)
-			fake := newFakeCLI(t, kind)
-			a := fake.agent(t, RoleDo, CLIOptions{}, kind+"/do-ok")
-
-			ctx, _ := confinedCtx(t, r.stepDir, true, filepath.Dir(fake.log))
-			_, err := a.Run(ctx, r.req)
-			require.NoError(t, err)
-			calls := fake.calls(t)
-			require.Len(t, calls, 1)
-
-			// the fake goes on after a failed write, but its log stays as it was
-			ctx, _ = confinedCtx(t, r.stepDir, true)
-			_, _ = a.Run(ctx, r.req)
-			assert.Contains(t, r.log(t, "stderr.txt"), "Permission denied")
-			assert.Len(t, fake.calls(t), 1, "without allow_write the fake cannot write its state")
-		})
-	}
-}
-
 // TestConfinedWrites: a confined process writes its working directory, the step dir and
 // TMPDIR, and nothing else.
 func TestConfinedWrites(t *testing.T) {
@@ -85,7 +58,7 @@ func TestConfinedWrites(t *testing.T) {
 	out, err := os.CreateTemp(step, "out")
 	require.NoError(t, err)
 	cmd.Stdout = out
-	res, err := runProcess(ctx, cmd, 10*time.Second)
+	res, err := RunProcess(ctx, cmd, 10*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, 0, res.ExitCode)
 	data, err := os.ReadFile(out.Name())
@@ -95,7 +68,7 @@ func TestConfinedWrites(t *testing.T) {
 }
 
 // TestContainedOnTimeout: an agent that ignores SIGTERM and left a setsid child is stopped on
-// timeout within killGrace, and the child dies with it, named in the step's event.
+// timeout within KillGrace, and the child dies with it, named in the step's event.
 func TestContainedOnTimeout(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("needs setsid")
@@ -107,10 +80,10 @@ func TestContainedOnTimeout(t *testing.T) {
 	cmd.Env = append(os.Environ(), "PIDFILE="+pidFile)
 	cmd.Dir = step
 	start := time.Now()
-	res, err := runProcess(ctx, cmd, 300*time.Millisecond)
+	res, err := RunProcess(ctx, cmd, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.True(t, res.TimedOut)
-	assert.Less(t, time.Since(start), 300*time.Millisecond+killGrace, "the launcher cleans up within git-norma's grace")
+	assert.Less(t, time.Since(start), 300*time.Millisecond+KillGrace, "the launcher cleans up within git-norma's grace")
 	ev, ok := s.event()
 	require.True(t, ok, "an event names what was killed")
 	assert.Contains(t, ev.Message, "sleep 61")
@@ -129,11 +102,11 @@ func TestLauncherStartErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600))
 	cmd := exec.Command(notExec)
 	cmd.Dir = step
-	_, err := runProcess(ctx, cmd, time.Second)
+	_, err := RunProcess(ctx, cmd, time.Second)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, os.ErrPermission)
 	cmd = exec.Command(filepath.Join(step, "missing"))
-	_, err = runProcess(ctx, cmd, time.Second)
+	_, err = RunProcess(ctx, cmd, time.Second)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -156,7 +129,7 @@ func TestPrivateDirBetweenSteps(t *testing.T) {
 		cmd.Env = append(os.Environ(), "USERDIR="+user)
 		var out strings.Builder
 		cmd.Stdout = &out
-		_, err := runProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
+		_, err := RunProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
 		require.NoError(t, err)
 		s.close()
 		return out.String()

@@ -1,11 +1,16 @@
 // Package loop is the Plan → Do → Check → Act engine: the JSON contracts every agent speaks,
-// the step runner, the verdict rules, budgets and stop rules, the agents themselves (exec and
-// built-ins) and the progress journal. It never runs git or touches the tracker: the
-// application hands it a Workspace and a Recorder.
+// the step runner, the verdict rules, budgets and stop rules, the exec and built-in agents,
+// the process handling every agent starts through, and the progress journal. The agent CLIs
+// are loop/agent's. It never runs git or touches the tracker: the application hands it a
+// Workspace and a Recorder.
 package loop
 
 // Role is one of the four fixed steps of an iteration.
 type Role string
+
+// Writes says whether the role may change the workspace: Do and Act; Plan and Check only
+// read it (spec 5).
+func (r Role) Writes() bool { return r == RoleDo || r == RoleAct }
 
 // The roles, in the order every iteration runs them.
 const (

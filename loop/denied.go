@@ -93,7 +93,7 @@ func quote(line string, at int) string {
 	for start > 0 && !utf8.RuneStart(line[start]) {
 		start--
 	}
-	q := oneLine(line[start:], 160)
+	q := OneLine(line[start:], 160)
 	if start > 0 {
 		q = "…" + q
 	}

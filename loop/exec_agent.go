@@ -28,7 +28,7 @@ type ExecAgent struct {
 // Run implements Agent.
 func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	if len(a.Argv) == 0 || a.Argv[0] == "" {
-		return Output{}, protocolErrorf(ErrKindStart, "no command configured")
+		return Output{}, ProtocolErrorf(ErrKindStart, "no command configured")
 	}
 	stdin, err := os.Open(req.InputPath)
 	if err != nil {
@@ -40,29 +40,29 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	cmd.Env = append(baseEnv(req.Env), a.agentEnv(req)...)
+	cmd.Env = append(BaseEnv(req.Env), a.agentEnv(req)...)
 	// The check step's log already holds the check commands' output; the answer is only
 	// what the agent prints after it.
-	offset, err := logSize(req.StdoutPath)
+	offset, err := LogSize(req.StdoutPath)
 	if err != nil {
 		return Output{}, err
 	}
-	res, err := runProcess(ctx, cmd, req.Timeout)
+	res, err := RunProcess(ctx, cmd, req.Timeout)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return Output{}, err
 	case err != nil:
-		return Output{}, protocolErrorf(ErrKindStart, "cannot start %q: %v", a.Argv[0], startHint(err))
+		return Output{}, ProtocolErrorf(ErrKindStart, "cannot start %q: %v", a.Argv[0], StartHint(err))
 	case res.TimedOut:
-		return Output{}, protocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
+		return Output{}, ProtocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
 	case res.ExitCode != 0:
-		return Output{}, protocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
+		return Output{}, ProtocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
 	}
 	return readOutput(req.StdoutPath, offset)
 }
 
-// logSize is how much of the log file at path was written before the agent started.
-func logSize(path string) (int64, error) {
+// LogSize is how much of the log file at path was written before the agent started.
+func LogSize(path string) (int64, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -74,15 +74,15 @@ func logSize(path string) (int64, error) {
 }
 
 func (a ExecAgent) agentEnv(req Request) []string {
-	return append(stepEnv(req), a.Env...)
+	return append(StepEnv(req), a.Env...)
 }
 
 // StepDirEnv names the step directory in every agent's environment. A git-norma command that
 // finds it set knows an agent is calling it, from inside a step.
 const StepDirEnv = "NORMA_STEP_DIR"
 
-// stepEnv tells an agent process, whatever its kind, which run, task, role and step it is.
-func stepEnv(req Request) []string {
+// StepEnv tells an agent process, whatever its kind, which run, task, role and step it is.
+func StepEnv(req Request) []string {
 	return []string{
 		"NORMA_RUN_ID=" + req.Input.Run.ID,
 		"NORMA_TASK_ID=" + req.Input.Task.ID,
@@ -101,7 +101,8 @@ func CeilingEnv(dir string) string {
 	return "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)
 }
 
-func startHint(err error) string {
+// StartHint says what to do about an agent that could not be started.
+func StartHint(err error) string {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return "command not found; check the agent's cmd in .norma/config.json"
 	}
@@ -123,7 +124,7 @@ func readOutput(path string, offset int64) (Output, error) {
 		return Output{}, err
 	}
 	if st.Size()-offset > MaxOutputBytes {
-		return Output{}, protocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
+		return Output{}, ProtocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
 	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return Output{}, err
@@ -139,22 +140,23 @@ func readOutput(path string, offset int64) (Output, error) {
 func DecodeOutput(data []byte) (Output, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return Output{}, protocolErrorf(ErrKindInvalidJSON, "agent printed nothing on stdout; expected one JSON object")
+		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "agent printed nothing on stdout; expected one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var out Output
 	if err := dec.Decode(&out); err != nil {
-		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout is not a JSON output object: %v (starts with %q)", err, snippet(trimmed))
+		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "stdout is not a JSON output object: %v (starts with %q)", err, Snippet(trimmed))
 	}
 	if dec.More() {
-		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", snippet(trimmed))
+		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", Snippet(trimmed))
 	}
 	return out, nil
 }
 
-func snippet(b []byte) string {
+// Snippet is the start of an agent's answer, one printable line, for an error message.
+func Snippet(b []byte) string {
 	s := strings.ToValidUTF8(string(b), "?")
-	return oneLine(s, 80)
+	return OneLine(s, 80)
 }
 
 // String describes the agent for logs.

@@ -224,6 +224,24 @@ func (a *scriptedAgent) requests() []Request {
 	return slices.Clone(a.reqs)
 }
 
+// answerText is a valid answer of the role, testdata/answers/<role>.json (the CLI agents'
+// tests use them too).
+func answerText(t *testing.T, role Role) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "answers", string(role)+".json"))
+	require.NoError(t, err)
+	return string(data)
+}
+
+// answerOutput is the answer as an agent returns it: decoded and validated.
+func answerOutput(t *testing.T, role Role) Output {
+	t.Helper()
+	out, err := DecodeOutput([]byte(answerText(t, role)))
+	require.NoError(t, err)
+	require.NoError(t, ValidateOutput(role, testTaskID, &out))
+	return out
+}
+
 // fakeClock is a settable clock.
 type fakeClock struct {
 	mu  sync.Mutex

@@ -43,13 +43,13 @@ func ProgressEntry(taskID, runID string, rec StepRecord) string {
 	if title == "" {
 		title = out.Summary.Text
 	}
-	fmt.Fprintf(&b, "**Title:** %s\n\n**Details:**\n", oneLine(title, 200))
+	fmt.Fprintf(&b, "**Title:** %s\n\n**Details:**\n", OneLine(title, 200))
 	details := out.Progress.Details
 	if len(details) == 0 {
 		details = []string{out.Summary.Text}
 	}
 	for _, d := range append(details, out.Summary.Warnings...) {
-		fmt.Fprintf(&b, "- %s\n", oneLine(d, 400))
+		fmt.Fprintf(&b, "- %s\n", OneLine(d, 400))
 	}
 	fmt.Fprintf(&b, "\n**Logs:**\n- stdout: %s\n- stderr: %s\n\n", out.Logs.StdoutPath, out.Logs.StderrPath)
 	return b.String()

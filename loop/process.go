@@ -10,27 +10,27 @@ import (
 	"time"
 )
 
-// killGrace is how long a process group gets between SIGTERM and SIGKILL.
-const killGrace = 2 * time.Second
+// KillGrace is how long a process group gets between SIGTERM and SIGKILL.
+const KillGrace = 2 * time.Second
 
-// processResult is how a process ended.
-type processResult struct {
+// ProcessResult is how a process ended.
+type ProcessResult struct {
 	ExitCode int
 	TimedOut bool
 	Duration time.Duration
 }
 
-// runProcess runs cmd in its own process group and waits for it. On timeout or cancellation
-// the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's children die with
+// RunProcess runs cmd in its own process group and waits for it. On timeout or cancellation
+// the whole group gets SIGTERM, then SIGKILL after KillGrace, so an agent's children die with
 // it; after a normal exit any member still alive is killed too. cmd's streams must be files
 // (or nil): a pipe held open by a stray child would make Wait block.
 //
 // Within a step (a step sandbox in ctx) cmd starts through the sandbox launcher: confined,
 // and contained — whatever it leaves running is killed when it ends, and named in an event.
-func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (processResult, error) {
+func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (ProcessResult, error) {
 	sb, launch, err := confine(ctx, cmd)
 	if err != nil {
-		return processResult{ExitCode: -1}, err
+		return ProcessResult{ExitCode: -1}, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
@@ -39,7 +39,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 		launch.Started()
 	}
 	if err != nil {
-		return processResult{ExitCode: -1}, err
+		return ProcessResult{ExitCode: -1}, err
 	}
 	pgid := cmd.Process.Pid
 	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
@@ -58,7 +58,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 		defer t.Stop()
 		expired = t.C
 	}
-	res := processResult{}
+	res := ProcessResult{}
 	var waitErr error
 	select {
 	case waitErr = <-done:
@@ -75,7 +75,7 @@ func runProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (proc
 		rep := launch.Report()
 		sb.record(rep.Killed)
 		if err := rep.Err(); err != nil && ctx.Err() == nil && !res.TimedOut {
-			return processResult{ExitCode: -1}, err
+			return ProcessResult{ExitCode: -1}, err
 		}
 	}
 	if ctx.Err() != nil && !res.TimedOut {
@@ -90,7 +90,7 @@ type pgidFileKey struct{}
 // the agent or check command running now (empty between processes).
 const PGIDFile = ".running.pgid"
 
-// withPGIDFile makes runProcess record each process group it starts in path while it runs.
+// withPGIDFile makes RunProcess record each process group it starts in path while it runs.
 func withPGIDFile(ctx context.Context, path string) context.Context {
 	return context.WithValue(ctx, pgidFileKey{}, path)
 }
@@ -101,7 +101,7 @@ func stopGroup(pgid int, done <-chan error) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(killGrace):
+	case <-time.After(KillGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return <-done
 	}

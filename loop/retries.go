@@ -28,7 +28,7 @@ func (e *engine) stepWithRetries(ctx context.Context, role Role) (Output, *Resul
 		e.retries[pe.Kind]++
 		if e.retries[pe.Kind] > e.o.Budgets.MaxRetries {
 			return out, stopped(StopBudgetExceeded, "max_retries (%d) used up: the %s agent failed %d times with %s (last: %s)",
-				e.o.Budgets.MaxRetries, role, e.retries[pe.Kind], pe.Kind, oneLine(pe.Msg, 200)), nil
+				e.o.Budgets.MaxRetries, role, e.retries[pe.Kind], pe.Kind, OneLine(pe.Msg, 200)), nil
 		}
 	}
 }

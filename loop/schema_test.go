@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -289,12 +290,20 @@ func TestValidateJSONRejects(t *testing.T) {
 // the published input schema, which lists only what that role receives.
 func TestInputSchemaDescribesTheInput(t *testing.T) {
 	sections := map[Role][]string{RolePlan: {}, RoleDo: {"plan"}, RoleCheck: {"plan", "do", "evidence"}, RoleAct: {"plan", "do", "check"}}
+	agents := map[Role]*scriptedAgent{}
+	for _, role := range Roles {
+		agents[role] = always(answerOutput(t, role))
+	}
+	te := newTestEngine(t, agents[RolePlan], agents[RoleDo], agents[RoleCheck], agents[RoleAct])
+	te.run(t, context.Background())
 	for _, role := range Roles {
 		t.Run(string(role), func(t *testing.T) {
 			s := schemaOf(t, role, "input")
-			in := rigInput(t, role, 1, "/run/steps/001", "/run/workspace")
+			reqs := agents[role].requests()
+			require.NotEmpty(t, reqs, "the engine asked no %s agent", role)
+			in := reqs[0].Input
 			if role == RoleCheck {
-				in.Evidence = []Evidence{{CheckID: "CHK-AC-1-1", ACID: "AC-1", Cmd: "true", Passed: true}}
+				require.NotEmpty(t, in.Evidence, "the Check step's input carries the evidence")
 			}
 			data, err := json.Marshal(in)
 			require.NoError(t, err)

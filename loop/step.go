@@ -166,7 +166,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	if outside, err := ws.OutsideChanges(ctx, s.snap); err != nil {
 		return nil, err
 	} else if len(outside) > 0 {
-		return protocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
+		return ProtocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
 	}
 	if s.role == RoleDo {
 		e.preDo = s.snap.Head
@@ -197,13 +197,13 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		// The check commands run in the check worktree; whatever changed the workspace meanwhile
 		// (a process left behind) is not the built-in Check's fault, but must not leak into the
 		// next Do commit.
-		s.out.Summary.Warnings = append(s.out.Summary.Warnings, fmt.Sprintf("the workspace changed during the check step (%s); restored", oneLine(fmt.Sprint(changed), 120)))
+		s.out.Summary.Warnings = append(s.out.Summary.Warnings, fmt.Sprintf("the workspace changed during the check step (%s); restored", OneLine(fmt.Sprint(changed), 120)))
 		return nil, ws.Discard(ctx, s.snap)
 	}
 	if err := ws.Discard(ctx, s.snap); err != nil {
 		return nil, err
 	}
-	return protocolErrorf(ErrKindWorkspace, "the %s agent is read-only but changed the workspace: %v", s.role, changed), nil
+	return ProtocolErrorf(ErrKindWorkspace, "the %s agent is read-only but changed the workspace: %v", s.role, changed), nil
 }
 
 func (e *engine) noteCommit(s *stepRun, res CommitResult) {

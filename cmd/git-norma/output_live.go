@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/agent"
 )
 
 // heartbeatEvery is how often a step still running is said again when stderr is not a
@@ -122,7 +123,7 @@ func (p *progressWriter) draw() {
 	for _, k := range p.runningKeys() {
 		r := p.running[k]
 		part := fmt.Sprintf("%s%03d %-5s %s", r.prefix, r.live.Index, r.live.Role, now.Sub(r.started).Round(time.Second))
-		if a := loop.Activity(r.live.LogDir); a != "" {
+		if a := agent.Activity(r.live.LogDir); a != "" {
 			part += " · " + a
 		}
 		parts = append(parts, part)
@@ -144,7 +145,7 @@ func (p *progressWriter) tick() {
 		if !p.tty && now.Sub(r.beat) >= heartbeatEvery {
 			r.beat = now
 			line := fmt.Sprintf("%s%03d %-5s still running (%s)", r.prefix, r.live.Index, r.live.Role, now.Sub(r.started).Round(time.Second))
-			if a := loop.Activity(r.live.LogDir); a != "" {
+			if a := agent.Activity(r.live.LogDir); a != "" {
 				line += ": " + a
 			}
 			lines = append(lines, line)

@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // activityScan is how much of the end of each log Activity reads.
@@ -63,9 +65,9 @@ func activityOf(line string) string {
 	}
 	var v any
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &v) != nil {
-		return oneLine(line, 100)
+		return loop.OneLine(line, 100)
 	}
-	return oneLine(describe(v, 0), 100)
+	return loop.OneLine(describe(v, 0), 100)
 }
 
 // describe finds, depth first, the most telling part of an event: a tool call with its

@@ -1,9 +1,10 @@
-package loop
+package agent
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // The agent CLIs are replaced by testdata/agents/fakecli.sh (its header documents the log
@@ -47,7 +50,7 @@ func (f *fakeCLI) options(t *testing.T, o CLIOptions, cases ...string) CLIOption
 	return o
 }
 
-func (f *fakeCLI) agent(t *testing.T, role Role, o CLIOptions, cases ...string) Agent {
+func (f *fakeCLI) agent(t *testing.T, role loop.Role, o CLIOptions, cases ...string) loop.Agent {
 	t.Helper()
 	a, err := NewCLIAgent(role, f.options(t, o, cases...))
 	require.NoError(t, err)
@@ -107,10 +110,10 @@ func (f *fakeCLI) calls(t *testing.T) []fakeCall {
 
 // cliRig is a step laid out as the engine lays it out, for one role.
 type cliRig struct {
-	role    Role
+	role    loop.Role
 	workDir string
 	stepDir string
-	req     Request
+	req     loop.Request
 }
 
 // stalePrelude is what the step's stdout log holds before the agent runs (the check step's
@@ -121,68 +124,82 @@ const stalePrelude = "check command output\n" +
 	`{"type":"result","status":"error","error":{"type":"x","message":"stale"}}` + "\n" +
 	`{"type":"error","error":{"name":"Stale","data":{"message":"stale"}}}` + "\n"
 
-func newCLIRig(t *testing.T, role Role, timeout time.Duration) *cliRig {
+func newCLIRig(t *testing.T, role loop.Role, timeout time.Duration) *cliRig {
 	t.Helper()
 	root := t.TempDir()
-	index := map[Role]int{RolePlan: 1, RoleDo: 2, RoleCheck: 3, RoleAct: 4}[role]
+	index := map[loop.Role]int{loop.RolePlan: 1, loop.RoleDo: 2, loop.RoleCheck: 3, loop.RoleAct: 4}[role]
 	r := &cliRig{role: role, workDir: filepath.Join(root, "run", "workspace"),
-		stepDir: filepath.Join(root, "run", "steps", StepDirName(index, role))}
+		stepDir: filepath.Join(root, "run", "steps", loop.StepDirName(index, role))}
 	require.NoError(t, os.MkdirAll(r.workDir, 0o700))
-	s := &stepRun{dir: r.stepDir}
-	require.NoError(t, s.open())
-	t.Cleanup(func() { s.stdout.Close(); s.stderr.Close() })
-	_, err := s.stdout.WriteString(stalePrelude)
+	// the step's files, as the engine makes them
+	require.NoError(t, os.MkdirAll(filepath.Join(r.stepDir, "logs"), 0o700))
+	stdout, stderr := logFile(t, r.stepDir, "stdout.txt"), logFile(t, r.stepDir, "stderr.txt")
+	_, err := stdout.WriteString(stalePrelude)
 	require.NoError(t, err)
 	in := rigInput(t, role, index, r.stepDir, r.workDir)
+	data, err := json.MarshalIndent(in, "", "  ")
+	require.NoError(t, err)
 	inputPath := filepath.Join(r.stepDir, "input.json")
-	require.NoError(t, writeJSON(inputPath, in))
-	r.req = Request{Input: in, InputPath: inputPath, StepDir: r.stepDir, WorkDir: r.workDir,
-		Stdout: s.stdout, Stderr: s.stderr, StdoutPath: s.stdout.Name(), Timeout: timeout}
+	require.NoError(t, os.WriteFile(inputPath, data, 0o600))
+	r.req = loop.Request{Input: in, InputPath: inputPath, StepDir: r.stepDir, WorkDir: r.workDir,
+		Stdout: stdout, Stderr: stderr, StdoutPath: stdout.Name(), Timeout: timeout}
 	return r
 }
 
+// logFile opens a step log for appending, closed when the test ends.
+func logFile(t *testing.T, stepDir, name string) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(stepDir, "logs", name), os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // rigInput is the input the engine would send the role, built from the answer fixtures.
-func rigInput(t *testing.T, role Role, index int, stepDir, workDir string) Input {
+func rigInput(t *testing.T, role loop.Role, index int, stepDir, workDir string) loop.Input {
 	mode := "read_only"
-	if !readOnlyRole(role) {
+	if role.Writes() {
 		mode = "read_write"
 	}
-	in := Input{
-		Run:  RunRef{ID: "r-cli", Iteration: 1},
-		Task: TaskInput{ID: testTaskID, Title: "Make it work", Description: "Objective: make it work", AcceptanceCriteria: []AcceptanceCriterion{}},
-		Step: StepRef{Index: index, Name: role, Dir: stepDir},
-		Paths: Paths{WorkspaceDir: workDir, WorkspaceMode: mode,
+	in := loop.Input{
+		Run:  loop.RunRef{ID: "r-cli", Iteration: 1},
+		Task: loop.TaskInput{ID: testTaskID, Title: "Make it work", Description: "Objective: make it work", AcceptanceCriteria: []loop.AcceptanceCriterion{}},
+		Step: loop.StepRef{Index: index, Name: role, Dir: stepDir},
+		Paths: loop.Paths{WorkspaceDir: workDir, WorkspaceMode: mode,
 			ArtifactsDir: filepath.Join(filepath.Dir(workDir), "artifacts"), ProgressPath: filepath.Join(filepath.Dir(workDir), "artifacts", "progress.md")},
-		Budgets:            Budgets{MaxIterations: 3},
-		StopReasonsAllowed: StopReasonsAllowed,
-		Context:            Context{Facts: map[string]any{FactFailedChecks: 0}, Links: []string{}},
+		Budgets:            loop.Budgets{MaxIterations: 3},
+		StopReasonsAllowed: loop.StopReasonsAllowed,
+		Context:            loop.Context{Facts: map[string]any{loop.FactFailedChecks: 0}, Links: []string{}},
 	}
-	if role != RolePlan {
-		in.Plan = answerOutput(t, RolePlan).Plan
+	if role != loop.RolePlan {
+		in.Plan = answerOutput(t, loop.RolePlan).Plan
 	}
-	if role == RoleCheck || role == RoleAct {
-		in.Do = answerOutput(t, RoleDo).Do
+	if role == loop.RoleCheck || role == loop.RoleAct {
+		in.Do = answerOutput(t, loop.RoleDo).Do
 	}
-	if role == RoleAct {
-		in.Check = answerOutput(t, RoleCheck).Check
+	if role == loop.RoleAct {
+		in.Check = answerOutput(t, loop.RoleCheck).Check
 	}
 	return in
 }
 
-// answerText is testdata/agents/answers/<role>.json.
-func answerText(t *testing.T, role Role) string {
+// testTaskID is the task the rig's inputs are about.
+const testTaskID = "norma-t1"
+
+// answerText is a valid answer of the role: loop's testdata/answers/<role>.json.
+func answerText(t *testing.T, role loop.Role) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "agents", "answers", string(role)+".json"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "answers", string(role)+".json"))
 	require.NoError(t, err)
 	return string(data)
 }
 
 // answerOutput is the answer as the agent returns it: decoded and validated.
-func answerOutput(t *testing.T, role Role) Output {
+func answerOutput(t *testing.T, role loop.Role) loop.Output {
 	t.Helper()
-	out, err := DecodeOutput([]byte(answerText(t, role)))
+	out, err := loop.DecodeOutput([]byte(answerText(t, role)))
 	require.NoError(t, err)
-	require.NoError(t, ValidateOutput(role, testTaskID, &out))
+	require.NoError(t, loop.ValidateOutput(role, testTaskID, &out))
 	return out
 }
 
@@ -194,11 +211,21 @@ func (r *cliRig) log(t *testing.T, name string) string {
 }
 
 // compactSchema is the output schema as claude gets it on its command line.
-func compactSchema(t *testing.T, role Role) string {
+func compactSchema(t *testing.T, role loop.Role) string {
 	t.Helper()
-	s, err := Schema(role, "output")
+	s, err := loop.Schema(role, "output")
 	require.NoError(t, err)
 	var b bytes.Buffer
 	require.NoError(t, json.Compact(&b, s))
 	return b.String()
+}
+
+// requireProtocolError asserts err is the agent's failure to keep its contract, of kind.
+func requireProtocolError(t *testing.T, err error, kind string) *loop.ProtocolError {
+	t.Helper()
+	require.Error(t, err)
+	var pe *loop.ProtocolError
+	require.True(t, errors.As(err, &pe), "want *ProtocolError, got %T: %v", err, err)
+	require.Equal(t, kind, pe.Kind, "error: %v", err)
+	return pe
 }

@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"embed"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"text/template"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 //go:embed prompts/*.tmpl
@@ -33,7 +35,7 @@ var answerHints = map[string]string{
 
 // promptData is what the templates see.
 type promptData struct {
-	Role         Role
+	Role         loop.Role
 	TaskID       string
 	StepIndex    int
 	Iteration    int
@@ -50,17 +52,17 @@ type promptData struct {
 	Previous string
 }
 
-func (a *cliAgent) promptData(req Request) (promptData, error) {
+func (a *cliAgent) promptData(req loop.Request) (promptData, error) {
 	input, err := os.ReadFile(req.InputPath)
 	if err != nil {
 		return promptData{}, fmt.Errorf("read the step input: %w", err)
 	}
-	_, lastFailure := req.Input.Context.Facts[FactLastFailure]
+	_, lastFailure := req.Input.Context.Facts[loop.FactLastFailure]
 	return promptData{
 		Role: a.role, TaskID: req.Input.Task.ID, StepIndex: req.Input.Step.Index, Iteration: req.Input.Run.Iteration,
-		WorkDir: req.WorkDir, InputPath: req.InputPath, ReadOnly: readOnlyRole(a.role), LastFailure: lastFailure,
+		WorkDir: req.WorkDir, InputPath: req.InputPath, ReadOnly: !a.role.Writes(), LastFailure: lastFailure,
 		Input: strings.TrimSpace(string(input)), Schema: strings.TrimSpace(string(a.schema)),
-		StopReasons: strings.Join(StopReasonsAllowed, ", "), NativeSchema: answerHints[a.o.Kind],
+		StopReasons: strings.Join(loop.StopReasonsAllowed, ", "), NativeSchema: answerHints[a.o.Kind],
 	}, nil
 }
 

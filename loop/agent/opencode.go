@@ -1,9 +1,11 @@
-package loop
+package agent
 
 import (
 	"encoding/json"
 	"strings"
 	"sync"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // opencodeBackend runs `opencode run --format json --dir <workspace>`, the prompt on stdin,
@@ -40,7 +42,7 @@ var opencodeReserved = map[string]string{
 	"--interactive": "the run is headless",
 }
 
-func (opencodeBackend) vet(role Role, a cliArg) argRule {
+func (opencodeBackend) vet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
 	if why, ok := opencodeReserved[name]; ok {
 		return argRule{class: argReserved, why: why}
@@ -61,7 +63,7 @@ func (opencodeBackend) vet(role Role, a cliArg) argRule {
 }
 
 // vetEnv refuses environment that would replace git-norma's permission rules.
-func (opencodeBackend) vetEnv(_ Role, name, value string) argRule {
+func (opencodeBackend) vetEnv(_ loop.Role, name, value string) argRule {
 	switch name {
 	case "OPENCODE_PERMISSION":
 		return argRule{class: argUnsandboxed, why: "it replaces git-norma's permission rules for the role"}
@@ -79,7 +81,7 @@ func (opencodeBackend) vetEnv(_ Role, name, value string) argRule {
 	return argRule{}
 }
 
-func (opencodeBackend) argv(_ Role, inv cliInvocation) []string {
+func (opencodeBackend) argv(_ loop.Role, inv cliInvocation) []string {
 	args := append([]string{"run"}, inv.extra...)
 	args = append(args, "--format", "json")
 	if !inv.replaced[slotDir] {
@@ -91,8 +93,8 @@ func (opencodeBackend) argv(_ Role, inv cliInvocation) []string {
 	return args
 }
 
-func (opencodeBackend) env(role Role) []string {
-	if readOnlyRole(role) {
+func (opencodeBackend) env(role loop.Role) []string {
+	if !role.Writes() {
 		return []string{"OPENCODE_PERMISSION=" + opencodeReadOnly}
 	}
 	return []string{"OPENCODE_PERMISSION=" + opencodeWrite}
@@ -138,7 +140,7 @@ func (opencodeBackend) parse(e cliEnvelope) (cliAnswer, error) {
 				text.Reset()
 				lastID = ev.Part.MessageID
 			}
-			if text.Len()+len(ev.Part.Text) > MaxOutputBytes {
+			if text.Len()+len(ev.Part.Text) > loop.MaxOutputBytes {
 				tooLong = true
 				return
 			}

@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // codexBackend runs `codex exec --json ... --output-schema <file> -o <file> -`, the prompt
@@ -38,7 +40,7 @@ var codexReserved = map[string]string{
 	"--help": "it prints help and exits", "--version": "it prints the version and exits",
 }
 
-func (codexBackend) vet(role Role, a cliArg) argRule {
+func (codexBackend) vet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
 	if why, ok := codexReserved[name]; ok {
 		return argRule{class: argReserved, why: why}
@@ -94,9 +96,9 @@ func codexConfig(kv string) argRule {
 	return argRule{}
 }
 
-func (codexBackend) vetEnv(Role, string, string) argRule { return argRule{} }
+func (codexBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
 
-func (codexBackend) argv(role Role, inv cliInvocation) []string {
+func (codexBackend) argv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"exec"}, inv.extra...)
 	args = append(args, "--json")
 	if !inv.replaced[slotCd] {
@@ -104,7 +106,7 @@ func (codexBackend) argv(role Role, inv cliInvocation) []string {
 	}
 	if !inv.replaced[slotSandbox] {
 		mode := "workspace-write"
-		if readOnlyRole(role) {
+		if !role.Writes() {
 			mode = "read-only"
 		}
 		args = append(args, "-s", mode)
@@ -115,7 +117,7 @@ func (codexBackend) argv(role Role, inv cliInvocation) []string {
 	return append(args, "--output-schema", inv.schemaFile, "-o", inv.lastMessage, "--ephemeral", "-")
 }
 
-func (codexBackend) env(Role) []string { return nil }
+func (codexBackend) env(loop.Role) []string { return nil }
 
 // codexEvent is one line of `codex exec --json`.
 type codexEvent struct {
@@ -181,7 +183,7 @@ func (codexBackend) parse(e cliEnvelope) (cliAnswer, error) {
 func codexLastMessage(e cliEnvelope, ans cliAnswer, skipped bool) (cliAnswer, error) {
 	st, err := os.Stat(e.lastMessage)
 	switch {
-	case err == nil && st.Size() > MaxOutputBytes:
+	case err == nil && st.Size() > loop.MaxOutputBytes:
 		return ans, e.tooLong()
 	case err == nil:
 		data, err := os.ReadFile(e.lastMessage)

@@ -1,8 +1,10 @@
-package loop
+package agent
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // Protocol error kinds of the agent CLIs (claude, codex, gemini, opencode), on top of the
@@ -24,17 +26,17 @@ const (
 
 // cliErrorf builds a *ProtocolError whose message starts with the CLI's name.
 func cliErrorf(kind, cli, format string, args ...any) error {
-	return &ProtocolError{Kind: kind, Msg: cli + ": " + fmt.Sprintf(format, args...)}
+	return &loop.ProtocolError{Kind: kind, Msg: cli + ": " + fmt.Sprintf(format, args...)}
 }
 
 // repairable reports whether err is an answer a second, repair-only run could fix.
 func repairable(err error) bool {
-	var pe *ProtocolError
+	var pe *loop.ProtocolError
 	if !errors.As(err, &pe) {
 		return false
 	}
 	switch pe.Kind {
-	case ErrKindInvalidJSON, ErrKindContract, ErrKindNoAnswer:
+	case loop.ErrKindInvalidJSON, loop.ErrKindContract, ErrKindNoAnswer:
 		return true
 	}
 	return false
@@ -42,9 +44,9 @@ func repairable(err error) bool {
 
 // afterRepair marks the final error of a run whose repair attempt failed too.
 func afterRepair(err error) error {
-	var pe *ProtocolError
+	var pe *loop.ProtocolError
 	if !errors.As(err, &pe) {
 		return err
 	}
-	return &ProtocolError{Kind: pe.Kind, Msg: pe.Msg + " (after one repair attempt)"}
+	return &loop.ProtocolError{Kind: pe.Kind, Msg: pe.Msg + " (after one repair attempt)"}
 }

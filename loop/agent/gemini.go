@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // geminiBackend runs `gemini -p <instruction> -o stream-json --skip-trust`, the prompt on
@@ -43,7 +45,7 @@ var geminiReserved = map[string]string{
 	"--version":    "it prints the version and exits", "--help": "it prints help and exits",
 }
 
-func (geminiBackend) vet(role Role, a cliArg) argRule {
+func (geminiBackend) vet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
 	if why, ok := geminiReserved[name]; ok {
 		return argRule{class: argReserved, why: why}
@@ -63,14 +65,14 @@ func (geminiBackend) vet(role Role, a cliArg) argRule {
 
 // geminiApproval judges an approval mode: headless default and plan offer no write or shell
 // tool, auto_edit writes, yolo approves everything (do and act run with it).
-func geminiApproval(role Role, mode string) argRule {
+func geminiApproval(role loop.Role, mode string) argRule {
 	switch mode {
 	case "default", "plan":
 		return argRule{slot: slotApproval}
 	case "auto_edit":
 		return argRule{class: argWrite, why: "auto_edit approves file edits", slot: slotApproval}
 	case "yolo":
-		if readOnlyRole(role) {
+		if !role.Writes() {
 			return argRule{class: argUnsandboxed, why: "yolo approves every tool call, the shell included", slot: slotApproval}
 		}
 		return argRule{slot: slotApproval}
@@ -78,14 +80,14 @@ func geminiApproval(role Role, mode string) argRule {
 	return argRule{class: argUnsandboxed, why: "unknown approval mode " + mode, slot: slotApproval}
 }
 
-func (geminiBackend) vetEnv(Role, string, string) argRule { return argRule{} }
+func (geminiBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
 
-func (geminiBackend) argv(role Role, inv cliInvocation) []string {
+func (geminiBackend) argv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"-p", geminiPromptArg}, inv.extra...)
 	args = append(args, "-o", "stream-json", "--skip-trust")
 	if !inv.replaced[slotApproval] {
 		mode := "yolo"
-		if readOnlyRole(role) {
+		if !role.Writes() {
 			mode = "default"
 		}
 		args = append(args, "--approval-mode", mode)
@@ -97,7 +99,7 @@ func (geminiBackend) argv(role Role, inv cliInvocation) []string {
 }
 
 // env trusts the workspace for this run (headless gemini exits 55 in an untrusted folder).
-func (geminiBackend) env(Role) []string { return []string{"GEMINI_CLI_TRUST_WORKSPACE=true"} }
+func (geminiBackend) env(loop.Role) []string { return []string{"GEMINI_CLI_TRUST_WORKSPACE=true"} }
 
 // geminiError is the error object of a stream result or of the -o json error on stderr.
 type geminiError struct {
@@ -141,7 +143,7 @@ func (geminiBackend) parse(e cliEnvelope) (cliAnswer, error) {
 			if !ev.Delta {
 				text.Reset()
 			}
-			if text.Len()+len(ev.Content) > MaxOutputBytes {
+			if text.Len()+len(ev.Content) > loop.MaxOutputBytes {
 				tooLong = true
 				return
 			}
@@ -200,8 +202,8 @@ func geminiStderrError(stderr []byte) *geminiError {
 	return nil
 }
 
-func geminiUsage(r *geminiEvent) Usage {
-	u := Usage{InputTokens: r.Stats.InputTokens, OutputTokens: r.Stats.OutputTokens}
+func geminiUsage(r *geminiEvent) loop.Usage {
+	u := loop.Usage{InputTokens: r.Stats.InputTokens, OutputTokens: r.Stats.OutputTokens}
 	models := make([]string, 0, len(r.Stats.Models))
 	for m := range r.Stats.Models {
 		models = append(models, m)
@@ -285,7 +287,7 @@ func geminiFailure(ge *geminiError, rc int) error {
 func innerErrorMessage(msg string) string {
 	i, j := strings.Index(msg, "{"), strings.LastIndex(msg, "}")
 	if i < 0 || j < i {
-		return oneLine(msg, 200)
+		return loop.OneLine(msg, 200)
 	}
 	var v struct {
 		Error struct {
@@ -295,5 +297,5 @@ func innerErrorMessage(msg string) string {
 	if json.Unmarshal([]byte(msg[i:j+1]), &v) == nil && v.Error.Message != "" {
 		return v.Error.Message
 	}
-	return oneLine(msg, 200)
+	return loop.OneLine(msg, 200)
 }

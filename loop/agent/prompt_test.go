@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 func TestPromptPerRole(t *testing.T) {
@@ -19,16 +21,16 @@ func TestPromptPerRole(t *testing.T) {
 		"Answer with exactly one JSON object that matches the JSON Schema below",
 		"budget_exceeded, dependency_blocked, verify_missing, replan_required",
 	}
-	specific := map[Role][]string{
-		RolePlan: {"The plan role is READ-ONLY", "# Your role: PLAN", "executable checks", "DECOMPOSE", "BLOCKED",
+	specific := map[loop.Role][]string{
+		loop.RolePlan: {"The plan role is READ-ONLY", "# Your role: PLAN", "executable checks", "DECOMPOSE", "BLOCKED",
 			"plan.children", "plan.prerequisite", `plan.task_id is "norma-t1"`, "verify_missing"},
-		RoleDo: {"ONLY inside the workspace", "# Your role: DO", "Execute only the planned do_steps",
+		loop.RoleDo: {"ONLY inside the workspace", "# Your role: DO", "Execute only the planned do_steps",
 			"ids of the steps you executed", "exit_code", "do.discovered"},
-		RoleCheck: {"The check role is READ-ONLY", "# Your role: CHECK", "input.evidence", "acceptance_results",
+		loop.RoleCheck: {"The check role is READ-ONLY", "# Your role: CHECK", "input.evidence", "acceptance_results",
 			"any acceptance result FAIL → FAIL", "PARTIAL", "A failed command stays failed"},
-		RoleAct: {"ONLY inside the workspace", "# Your role: ACT", "close", "continue", "replan", "rollback", "input.check.verdict"},
+		loop.RoleAct: {"ONLY inside the workspace", "# Your role: ACT", "close", "continue", "replan", "rollback", "input.check.verdict"},
 	}
-	for _, role := range Roles {
+	for _, role := range loop.Roles {
 		t.Run(string(role), func(t *testing.T) {
 			r := newCLIRig(t, role, time.Second)
 			a, err := NewCLIAgent(role, CLIOptions{Kind: "gemini"})
@@ -46,7 +48,7 @@ func TestPromptPerRole(t *testing.T) {
 			for _, want := range specific[role] {
 				assert.Contains(t, p, want)
 			}
-			for _, other := range Roles {
+			for _, other := range loop.Roles {
 				if other != role {
 					assert.NotContains(t, p, "# Your role: "+strings.ToUpper(string(other)))
 				}
@@ -54,7 +56,7 @@ func TestPromptPerRole(t *testing.T) {
 			input, err := readFileString(r.req.InputPath)
 			require.NoError(t, err)
 			assert.Contains(t, p, strings.TrimSpace(input), "the step's input.json")
-			schema, err := Schema(role, "output")
+			schema, err := loop.Schema(role, "output")
 			require.NoError(t, err)
 			assert.Contains(t, p, strings.TrimSpace(string(schema)), "the output schema")
 			assert.Contains(t, p, r.workDir)
@@ -64,8 +66,8 @@ func TestPromptPerRole(t *testing.T) {
 
 func TestPromptHintsPerCLI(t *testing.T) {
 	for kind, want := range map[string]string{"claude": "StructuredOutput tool", "codex": "checked against the schema", "gemini": "nothing else", "opencode": "nothing else"} {
-		r := newCLIRig(t, RoleDo, time.Second)
-		a, err := NewCLIAgent(RoleDo, CLIOptions{Kind: kind})
+		r := newCLIRig(t, loop.RoleDo, time.Second)
+		a, err := NewCLIAgent(loop.RoleDo, CLIOptions{Kind: kind})
 		require.NoError(t, err)
 		d, err := a.(*cliAgent).promptData(r.req)
 		require.NoError(t, err)
@@ -76,9 +78,9 @@ func TestPromptHintsPerCLI(t *testing.T) {
 }
 
 func TestPromptLastFailure(t *testing.T) {
-	r := newCLIRig(t, RoleDo, time.Second)
-	r.req.Input.Context.Facts[FactLastFailure] = Failure{Iteration: 1, Verdict: VerdictFail}
-	a, err := NewCLIAgent(RoleDo, CLIOptions{Kind: "codex"})
+	r := newCLIRig(t, loop.RoleDo, time.Second)
+	r.req.Input.Context.Facts[loop.FactLastFailure] = loop.Failure{Iteration: 1, Verdict: loop.VerdictFail}
+	a, err := NewCLIAgent(loop.RoleDo, CLIOptions{Kind: "codex"})
 	require.NoError(t, err)
 	d, err := a.(*cliAgent).promptData(r.req)
 	require.NoError(t, err)
@@ -88,8 +90,8 @@ func TestPromptLastFailure(t *testing.T) {
 }
 
 func TestRepairPrompt(t *testing.T) {
-	r := newCLIRig(t, RoleCheck, time.Second)
-	a, err := NewCLIAgent(RoleCheck, CLIOptions{Kind: "opencode"})
+	r := newCLIRig(t, loop.RoleCheck, time.Second)
+	a, err := NewCLIAgent(loop.RoleCheck, CLIOptions{Kind: "opencode"})
 	require.NoError(t, err)
 	d, err := a.(*cliAgent).promptData(r.req)
 	require.NoError(t, err)
@@ -116,9 +118,9 @@ func TestExtractJSON(t *testing.T) {
 		{name: "fence after prose", text: "Here it is:\n```\n" + obj + "\n```\nDone.", want: obj},
 		{name: "object inside prose", text: "The answer: " + obj + " — that's all.", want: obj},
 		{name: "empty", text: "  \n", wantKind: ErrKindNoAnswer},
-		{name: "prose", text: "I did it.", wantKind: ErrKindInvalidJSON},
-		{name: "two objects", text: obj + "\n" + obj, wantKind: ErrKindInvalidJSON},
-		{name: "truncated", text: `{"status":"ok",`, wantKind: ErrKindInvalidJSON},
+		{name: "prose", text: "I did it.", wantKind: loop.ErrKindInvalidJSON},
+		{name: "two objects", text: obj + "\n" + obj, wantKind: loop.ErrKindInvalidJSON},
+		{name: "truncated", text: `{"status":"ok",`, wantKind: loop.ErrKindInvalidJSON},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

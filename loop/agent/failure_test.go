@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // TestCLIAgentFailures: every failure fixture becomes the right *ProtocolError, with an
@@ -21,55 +23,55 @@ func TestCLIAgentFailures(t *testing.T) {
 	tests := []struct {
 		name      string
 		kind      string
-		role      Role
+		role      loop.Role
 		cases     []string
 		path      string // binary override
 		wantKind  string
 		wantMsg   []string
 		wantCalls int
-		wantUsage *Usage // compared when set
+		wantUsage *loop.Usage // compared when set
 	}{
-		{name: "claude bad key", kind: "claude", role: RolePlan, cases: []string{"claude/badkey"},
+		{name: "claude bad key", kind: "claude", role: loop.RolePlan, cases: []string{"claude/badkey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"claude: Invalid API key", "(HTTP 401)", "set ANTHROPIC_API_KEY"}, wantCalls: 1},
-		{name: "claude no key", kind: "claude", role: RoleDo, cases: []string{"claude/nokey"},
+		{name: "claude no key", kind: "claude", role: loop.RoleDo, cases: []string{"claude/nokey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"Not logged in", "set ANTHROPIC_API_KEY"}, wantCalls: 1},
-		{name: "claude max turns", kind: "claude", role: RoleDo, cases: []string{"claude/max-turns"},
+		{name: "claude max turns", kind: "claude", role: loop.RoleDo, cases: []string{"claude/max-turns"},
 			wantKind: ErrKindLimit, wantMsg: []string{"claude: reached max turns", "Reached maximum number of turns (1)", "--max-turns"}, wantCalls: 1,
-			wantUsage: &Usage{Agent: "claude", Model: "claude-opus-4-8[1m]", InputTokens: 12, OutputTokens: 7, CostUSD: 0.000235, Attempts: 1}},
-		{name: "claude schema ignored twice", kind: "claude", role: RoleCheck, cases: []string{"claude/schema-ignored"},
+			wantUsage: &loop.Usage{Agent: "claude", Model: "claude-opus-4-8[1m]", InputTokens: 12, OutputTokens: 7, CostUSD: 0.000235, Attempts: 1}},
+		{name: "claude schema ignored twice", kind: "claude", role: loop.RoleCheck, cases: []string{"claude/schema-ignored"},
 			wantKind: ErrKindNoAnswer, wantMsg: []string{"no structured_output", "--json-schema was ignored", "not json at all", "after one repair attempt"}, wantCalls: 2,
-			wantUsage: &Usage{Agent: "claude", Model: "claude-opus-4-8[1m]", InputTokens: 48, OutputTokens: 28, CostUSD: 0.00094, Attempts: 2}},
-		{name: "claude bypass as root", kind: "claude", role: RoleDo, cases: []string{"claude/bypass-root"},
+			wantUsage: &loop.Usage{Agent: "claude", Model: "claude-opus-4-8[1m]", InputTokens: 48, OutputTokens: 28, CostUSD: 0.00094, Attempts: 2}},
+		{name: "claude bypass as root", kind: "claude", role: loop.RoleDo, cases: []string{"claude/bypass-root"},
 			wantKind: ErrKindRefused, wantMsg: []string{"root/sudo", "IS_SANDBOX=1"}, wantCalls: 1},
-		{name: "codex bad key", kind: "codex", role: RoleDo, cases: []string{"codex/badkey"},
+		{name: "codex bad key", kind: "codex", role: loop.RoleDo, cases: []string{"codex/badkey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"unexpected status 401", "set CODEX_API_KEY", "OPENAI_API_KEY"}, wantCalls: 1},
-		{name: "codex missing key variable", kind: "codex", role: RolePlan, cases: []string{"codex/nokey"},
+		{name: "codex missing key variable", kind: "codex", role: loop.RolePlan, cases: []string{"codex/nokey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"set MOCK_KEY"}, wantCalls: 1},
-		{name: "codex outside a git repository", kind: "codex", role: RolePlan, cases: []string{"codex/nogit"},
+		{name: "codex outside a git repository", kind: "codex", role: loop.RolePlan, cases: []string{"codex/nogit"},
 			wantKind: ErrKindRefused, wantMsg: []string{"Not inside a trusted directory", "--skip-git-repo-check"}, wantCalls: 1},
-		{name: "codex prose instead of JSON", kind: "codex", role: RoleDo, cases: []string{"codex/prose"},
-			wantKind: ErrKindInvalidJSON, wantMsg: []string{"not one JSON object", "I made the change", "after one repair attempt"}, wantCalls: 2,
-			wantUsage: &Usage{Agent: "codex", InputTokens: 24, OutputTokens: 14, Attempts: 2}},
-		{name: "codex JSON of another shape", kind: "codex", role: RoleDo, cases: []string{"codex/text"},
-			wantKind: ErrKindInvalidJSON, wantMsg: []string{"does not fit the output format", "Output.summary"}, wantCalls: 2},
-		{name: "gemini untrusted workspace", kind: "gemini", role: RoleCheck, cases: []string{"gemini/untrusted"},
+		{name: "codex prose instead of JSON", kind: "codex", role: loop.RoleDo, cases: []string{"codex/prose"},
+			wantKind: loop.ErrKindInvalidJSON, wantMsg: []string{"not one JSON object", "I made the change", "after one repair attempt"}, wantCalls: 2,
+			wantUsage: &loop.Usage{Agent: "codex", InputTokens: 24, OutputTokens: 14, Attempts: 2}},
+		{name: "codex JSON of another shape", kind: "codex", role: loop.RoleDo, cases: []string{"codex/text"},
+			wantKind: loop.ErrKindInvalidJSON, wantMsg: []string{"does not fit the output format", "Output.summary"}, wantCalls: 2},
+		{name: "gemini untrusted workspace", kind: "gemini", role: loop.RoleCheck, cases: []string{"gemini/untrusted"},
 			wantKind: ErrKindRefused, wantMsg: []string{"gemini: workspace not trusted (exit 55)", "--skip-trust"}, wantCalls: 1},
-		{name: "gemini bad key (stream)", kind: "gemini", role: RoleDo, cases: []string{"gemini/badkey-stream"},
+		{name: "gemini bad key (stream)", kind: "gemini", role: loop.RoleDo, cases: []string{"gemini/badkey-stream"},
 			wantKind: ErrKindAuth, wantMsg: []string{"gemini: invalid x-api-key (HTTP 401, exit 145)", "set GEMINI_API_KEY"}, wantCalls: 1},
-		{name: "gemini bad key (json error on stderr)", kind: "gemini", role: RoleDo, cases: []string{"gemini/badkey"},
+		{name: "gemini bad key (json error on stderr)", kind: "gemini", role: loop.RoleDo, cases: []string{"gemini/badkey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"gemini: invalid x-api-key (HTTP 401, exit 145)"}, wantCalls: 1},
-		{name: "gemini prose instead of JSON", kind: "gemini", role: RolePlan, cases: []string{"gemini/prose"},
-			wantKind: ErrKindInvalidJSON, wantMsg: []string{"not one JSON object", "after one repair attempt"}, wantCalls: 2},
-		{name: "gemini crashes", kind: "gemini", role: RoleAct, cases: []string{"gemini/crash"},
-			wantKind: ErrKindExit, wantMsg: []string{"gemini: exited with status 1: TypeError: boom"}, wantCalls: 1},
-		{name: "opencode bad key", kind: "opencode", role: RolePlan, cases: []string{"opencode/badkey"},
+		{name: "gemini prose instead of JSON", kind: "gemini", role: loop.RolePlan, cases: []string{"gemini/prose"},
+			wantKind: loop.ErrKindInvalidJSON, wantMsg: []string{"not one JSON object", "after one repair attempt"}, wantCalls: 2},
+		{name: "gemini crashes", kind: "gemini", role: loop.RoleAct, cases: []string{"gemini/crash"},
+			wantKind: loop.ErrKindExit, wantMsg: []string{"gemini: exited with status 1: TypeError: boom"}, wantCalls: 1},
+		{name: "opencode bad key", kind: "opencode", role: loop.RolePlan, cases: []string{"opencode/badkey"},
 			wantKind: ErrKindAuth, wantMsg: []string{"opencode: invalid x-api-key (HTTP 401)", "ANTHROPIC_API_KEY"}, wantCalls: 1},
-		{name: "opencode rejected permission, no answer", kind: "opencode", role: RoleDo, cases: []string{"opencode/write-outside"},
+		{name: "opencode rejected permission, no answer", kind: "opencode", role: loop.RoleDo, cases: []string{"opencode/write-outside"},
 			wantKind: ErrKindNoAnswer, wantMsg: []string{"without a final answer", "permission requested: external_directory", "after one repair attempt"}, wantCalls: 2},
-		{name: "opencode decision out of contract", kind: "opencode", role: RoleAct, cases: []string{"opencode/bad-decision"},
-			wantKind: ErrKindContract, wantMsg: []string{"act.decision must be close, replan, rollback or continue", "after one repair attempt"}, wantCalls: 2},
-		{name: "binary missing", kind: "codex", role: RoleDo, cases: []string{"codex/do-ok"}, path: "/nonexistent/codex",
-			wantKind: ErrKindStart, wantMsg: []string{"codex: cannot start", "npm install -g @openai/codex"}, wantCalls: 0},
+		{name: "opencode decision out of contract", kind: "opencode", role: loop.RoleAct, cases: []string{"opencode/bad-decision"},
+			wantKind: loop.ErrKindContract, wantMsg: []string{"act.decision must be close, replan, rollback or continue", "after one repair attempt"}, wantCalls: 2},
+		{name: "binary missing", kind: "codex", role: loop.RoleDo, cases: []string{"codex/do-ok"}, path: "/nonexistent/codex",
+			wantKind: loop.ErrKindStart, wantMsg: []string{"codex: cannot start", "npm install -g @openai/codex"}, wantCalls: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +85,7 @@ func TestCLIAgentFailures(t *testing.T) {
 			a, err := NewCLIAgent(tc.role, o)
 			require.NoError(t, err)
 
-			var out Output
+			var out loop.Output
 			require.NotPanics(t, func() { out, err = a.Run(context.Background(), r.req) })
 
 			pe := requireProtocolError(t, err, tc.wantKind)
@@ -114,9 +116,9 @@ func TestCLIAgentFailures(t *testing.T) {
 // valid answer is taken, with Attempts 2 and the usage of both runs.
 func TestCLIAgentRepairSucceeds(t *testing.T) {
 	t.Parallel()
-	r := newCLIRig(t, RolePlan, 10*time.Second)
+	r := newCLIRig(t, loop.RolePlan, 10*time.Second)
 	fake := newFakeCLI(t, "claude")
-	a := fake.agent(t, RolePlan, CLIOptions{}, "claude/schema-ignored", "claude/plan-ok")
+	a := fake.agent(t, loop.RolePlan, CLIOptions{}, "claude/schema-ignored", "claude/plan-ok")
 
 	out, err := a.Run(context.Background(), r.req)
 
@@ -144,52 +146,52 @@ func TestCLIAgentAnswerForms(t *testing.T) {
 	t.Parallel()
 	t.Run("codex: a stale last-message file is removed and the stream answers", func(t *testing.T) {
 		t.Parallel()
-		r := newCLIRig(t, RoleAct, 10*time.Second)
+		r := newCLIRig(t, loop.RoleAct, 10*time.Second)
 		last := filepath.Join(r.stepDir, cliLastMessageFile)
 		require.NoError(t, os.WriteFile(last, []byte(`{"status":"error","summary":{"text":"stale"}}`), 0o600))
 		fake := newFakeCLI(t, "codex")
-		out, err := fake.agent(t, RoleAct, CLIOptions{}, "codex/act-stream-only").Run(context.Background(), r.req)
+		out, err := fake.agent(t, loop.RoleAct, CLIOptions{}, "codex/act-stream-only").Run(context.Background(), r.req)
 		require.NoError(t, err)
-		assert.Equal(t, StatusOK, out.Status)
-		assert.Equal(t, DecisionClose, out.Act.Decision)
+		assert.Equal(t, loop.StatusOK, out.Status)
+		assert.Equal(t, loop.DecisionClose, out.Act.Decision)
 		assert.NoFileExists(t, last)
 	})
 	t.Run("codex: the last-message file wins over the stream", func(t *testing.T) {
 		t.Parallel()
-		r := newCLIRig(t, RoleAct, 10*time.Second)
+		r := newCLIRig(t, loop.RoleAct, 10*time.Second)
 		fake := newFakeCLI(t, "codex")
-		out, err := fake.agent(t, RoleAct, CLIOptions{}, "codex/act-last-file").Run(context.Background(), r.req)
+		out, err := fake.agent(t, loop.RoleAct, CLIOptions{}, "codex/act-last-file").Run(context.Background(), r.req)
 		require.NoError(t, err)
-		assert.Equal(t, DecisionClose, out.Act.Decision)
+		assert.Equal(t, loop.DecisionClose, out.Act.Decision)
 		assert.FileExists(t, filepath.Join(r.stepDir, cliLastMessageFile))
 		schema, err := os.ReadFile(filepath.Join(r.stepDir, cliPromptSchemaFile))
 		require.NoError(t, err)
-		want, err := Schema(RoleAct, "output")
+		want, err := loop.Schema(loop.RoleAct, "output")
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(schema), "--output-schema gets the role's schema")
 	})
 	t.Run("opencode: a fenced answer after prose", func(t *testing.T) {
 		t.Parallel()
-		r := newCLIRig(t, RoleAct, 10*time.Second)
+		r := newCLIRig(t, loop.RoleAct, 10*time.Second)
 		fake := newFakeCLI(t, "opencode")
-		out, err := fake.agent(t, RoleAct, CLIOptions{}, "opencode/fenced").Run(context.Background(), r.req)
+		out, err := fake.agent(t, loop.RoleAct, CLIOptions{}, "opencode/fenced").Run(context.Background(), r.req)
 		require.NoError(t, err)
-		assert.Equal(t, DecisionClose, out.Act.Decision)
+		assert.Equal(t, loop.DecisionClose, out.Act.Decision)
 	})
 	t.Run("opencode: the text after a denied tool call", func(t *testing.T) {
 		t.Parallel()
-		r := newCLIRig(t, RoleCheck, 10*time.Second)
+		r := newCLIRig(t, loop.RoleCheck, 10*time.Second)
 		fake := newFakeCLI(t, "opencode")
-		out, err := fake.agent(t, RoleCheck, CLIOptions{}, "opencode/check-after-denial").Run(context.Background(), r.req)
+		out, err := fake.agent(t, loop.RoleCheck, CLIOptions{}, "opencode/check-after-denial").Run(context.Background(), r.req)
 		require.NoError(t, err)
-		assert.Equal(t, VerdictPass, out.Check.Verdict.Status)
+		assert.Equal(t, loop.VerdictPass, out.Check.Verdict.Status)
 		assert.Equal(t, int64(24), out.Usage.InputTokens, "both steps' tokens")
 	})
 	t.Run("claude: permission denials become warnings", func(t *testing.T) {
 		t.Parallel()
-		r := newCLIRig(t, RoleDo, 10*time.Second)
+		r := newCLIRig(t, loop.RoleDo, 10*time.Second)
 		fake := newFakeCLI(t, "claude")
-		out, err := fake.agent(t, RoleDo, CLIOptions{}, "claude/do-denied").Run(context.Background(), r.req)
+		out, err := fake.agent(t, loop.RoleDo, CLIOptions{}, "claude/do-denied").Run(context.Background(), r.req)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"claude denied 1 tool call(s): Bash"}, out.Summary.Warnings)
 	})
@@ -204,13 +206,13 @@ func TestCLIAgentTimeoutKillsTheGroup(t *testing.T) {
 			t.Parallel()
 			// Long enough for the fake and its child to start and write their pids on a busy
 			// machine: the test is about what happens at the timeout, not before it.
-			r := newCLIRig(t, RoleDo, 1500*time.Millisecond)
+			r := newCLIRig(t, loop.RoleDo, 1500*time.Millisecond)
 			fake := newFakeCLI(t, "gemini")
-			a := fake.agent(t, RoleDo, CLIOptions{}, c)
+			a := fake.agent(t, loop.RoleDo, CLIOptions{}, c)
 			start := time.Now()
 			out, err := a.Run(context.Background(), r.req)
-			requireProtocolError(t, err, ErrKindTimeout)
-			assert.Less(t, time.Since(start), killGrace+3*time.Second)
+			requireProtocolError(t, err, loop.ErrKindTimeout)
+			assert.Less(t, time.Since(start), loop.KillGrace+3*time.Second)
 			assert.Len(t, fake.calls(t), 1, "a timeout is not repaired")
 			assert.Equal(t, 1, out.Usage.Attempts)
 			data, err := os.ReadFile(fake.log + ".pids")
@@ -228,14 +230,14 @@ func TestCLIAgentTimeoutKillsTheGroup(t *testing.T) {
 // (an interruption, not an agent fault).
 func TestCLIAgentCancel(t *testing.T) {
 	t.Parallel()
-	r := newCLIRig(t, RolePlan, 0)
+	r := newCLIRig(t, loop.RolePlan, 0)
 	fake := newFakeCLI(t, "codex")
-	a := fake.agent(t, RolePlan, CLIOptions{}, "hang")
+	a := fake.agent(t, loop.RolePlan, CLIOptions{}, "hang")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := a.Run(ctx, r.req)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.False(t, IsProtocolError(err))
+	assert.False(t, loop.IsProtocolError(err))
 }
 
 // assertDead waits briefly for pid to be gone or a zombie (state Z in /proc/<pid>/stat).
@@ -257,10 +259,10 @@ func assertDead(t *testing.T, pid int) {
 // TestCLIAgentStripsGitVariables: git's repository variables from a hook never reach the CLI.
 func TestCLIAgentStartsFromTheGivenEnv(t *testing.T) {
 	t.Setenv("GIT_DIR", "/somewhere/else/.git")
-	r := newCLIRig(t, RoleDo, 10*time.Second)
+	r := newCLIRig(t, loop.RoleDo, 10*time.Second)
 	r.req.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "GIT_DIR=") })
 	fake := newFakeCLI(t, "opencode")
-	_, err := fake.agent(t, RoleDo, CLIOptions{Env: []string{"IS_SANDBOX=1"}}, "opencode/do-ok").Run(context.Background(), r.req)
+	_, err := fake.agent(t, loop.RoleDo, CLIOptions{Env: []string{"IS_SANDBOX=1"}}, "opencode/do-ok").Run(context.Background(), r.req)
 	require.NoError(t, err)
 	env := fake.calls(t)[0].env
 	assert.Equal(t, "<unset>", env["GIT_DIR"])
@@ -271,12 +273,12 @@ func TestCLIAgentStartsFromTheGivenEnv(t *testing.T) {
 // turns into one outside it is refused at run time.
 func TestCLIAgentDirSymlinkOut(t *testing.T) {
 	t.Parallel()
-	r := newCLIRig(t, RoleDo, 10*time.Second)
+	r := newCLIRig(t, loop.RoleDo, 10*time.Second)
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(r.workDir, "out")))
 	fake := newFakeCLI(t, "claude")
-	a := fake.agent(t, RoleDo, CLIOptions{ExtraArgs: []string{"--add-dir", "out"}}, "claude/do-ok")
+	a := fake.agent(t, loop.RoleDo, CLIOptions{ExtraArgs: []string{"--add-dir", "out"}}, "claude/do-ok")
 	_, err := a.Run(context.Background(), r.req)
-	pe := requireProtocolError(t, err, ErrKindStart)
+	pe := requireProtocolError(t, err, loop.ErrKindStart)
 	assert.Contains(t, pe.Msg, "outside the workspace")
 	assert.Empty(t, fake.calls(t))
 }
@@ -287,15 +289,15 @@ func TestCLIAgentOversizedLine(t *testing.T) {
 	t.Parallel()
 	fixtures := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(fixtures, "big"), 0o700))
-	huge := `{"type":"result","subtype":"success","is_error":false,"result":"` + strings.Repeat("x", MaxOutputBytes) + `"}` + "\n"
+	huge := `{"type":"result","subtype":"success","is_error":false,"result":"` + strings.Repeat("x", loop.MaxOutputBytes) + `"}` + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(fixtures, "big", "claude.stdout"), []byte(huge), 0o600))
-	r := newCLIRig(t, RoleDo, 10*time.Second)
+	r := newCLIRig(t, loop.RoleDo, 10*time.Second)
 	fake := newFakeCLI(t, "claude")
 	o := fake.options(t, CLIOptions{}, "big/claude")
 	o.Env = append(o.Env, "FAKECLI_FIXTURES="+fixtures)
-	a, err := NewCLIAgent(RoleDo, o)
+	a, err := NewCLIAgent(loop.RoleDo, o)
 	require.NoError(t, err)
 	_, err = a.Run(context.Background(), r.req)
-	requireProtocolError(t, err, ErrKindTooLarge)
+	requireProtocolError(t, err, loop.ErrKindTooLarge)
 	assert.Len(t, fake.calls(t), 1)
 }

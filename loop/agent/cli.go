@@ -1,4 +1,10 @@
-package loop
+// Package agent holds the agent CLIs git-norma drives headless — claude, codex, gemini and
+// opencode — as loop.Agents: each CLI is its argv, its permission flags and its output
+// envelope (cliBackend), and all four share one way of starting, repairing and reading an
+// answer (run.go). Processes start through loop's process handling, so they are confined and
+// contained like every agent. The engine, the contracts, the exec agent and the built-ins
+// are loop's.
+package agent
 
 import (
 	"context"
@@ -7,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // CLIOptions configure one role's agent CLI.
@@ -33,13 +41,13 @@ type cliBackend interface {
 	// flags is the CLI's option table, from its captured --help.
 	flags() flagTable
 	// vet judges one extra option for role.
-	vet(role Role, a cliArg) argRule
+	vet(role loop.Role, a cliArg) argRule
 	// vetEnv judges one extra environment entry for role.
-	vetEnv(role Role, name, value string) argRule
+	vetEnv(role loop.Role, name, value string) argRule
 	// argv is everything after the binary: git-norma's flags around the extra ones.
-	argv(role Role, inv cliInvocation) []string
+	argv(role loop.Role, inv cliInvocation) []string
 	// env is what the backend adds to the inherited environment.
-	env(role Role) []string
+	env(role loop.Role) []string
 	// parse reads one run's envelope into the answer, or the CLI's failure.
 	parse(e cliEnvelope) (cliAnswer, error)
 }
@@ -63,7 +71,7 @@ type cliInvocation struct {
 type cliAnswer struct {
 	text       string
 	structured []byte
-	usage      Usage
+	usage      loop.Usage
 	warnings   []string
 }
 
@@ -76,7 +84,7 @@ var backends = map[string]func() cliBackend{
 
 // cliAgent runs one role through an agent CLI.
 type cliAgent struct {
-	role     Role
+	role     loop.Role
 	o        CLIOptions
 	b        cliBackend
 	extra    []string
@@ -88,14 +96,14 @@ type cliAgent struct {
 // NewCLIAgent validates the options for the role and returns the Agent. It refuses a
 // CLI/flag combination that grants the role more than the spec allows: plan and check are
 // read-only, do and act may write only in the workspace.
-func NewCLIAgent(role Role, o CLIOptions) (Agent, error) {
+func NewCLIAgent(role loop.Role, o CLIOptions) (loop.Agent, error) {
 	return newCLIAgent(role, o, os.Geteuid())
 }
 
 // newCLIAgent is NewCLIAgent for a git-norma running as user euid (0: root).
-func newCLIAgent(role Role, o CLIOptions, euid int) (Agent, error) {
-	if !slices.Contains(Roles, role) {
-		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, Roles)
+func newCLIAgent(role loop.Role, o CLIOptions, euid int) (loop.Agent, error) {
+	if !slices.Contains(loop.Roles, role) {
+		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, loop.Roles)
 	}
 	mk, ok := backends[o.Kind]
 	if !ok {
@@ -114,7 +122,7 @@ func newCLIAgent(role Role, o CLIOptions, euid int) (Agent, error) {
 	if err := a.vetRoot(euid); err != nil {
 		return nil, err
 	}
-	schema, err := Schema(role, "output")
+	schema, err := loop.Schema(role, "output")
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +196,9 @@ func envValue(env []string, name string) string {
 // environ is the CLI's environment: ours without git's repository variables, the
 // backend's settings, the step's NORMA_* variables, then the configured entries (the last
 // value of a name wins).
-func (a *cliAgent) environ(req Request) []string {
-	env := append(baseEnv(req.Env), a.b.env(a.role)...)
-	env = append(env, stepEnv(req)...)
+func (a *cliAgent) environ(req loop.Request) []string {
+	env := append(loop.BaseEnv(req.Env), a.b.env(a.role)...)
+	env = append(env, loop.StepEnv(req)...)
 	return append(env, a.o.Env...)
 }
 
@@ -205,23 +213,23 @@ func (a *cliAgent) String() string {
 
 // Run implements Agent: one run of the CLI and, if its answer is not a valid output, one
 // repair run that quotes the validation error.
-func (a *cliAgent) Run(ctx context.Context, req Request) (Output, error) {
+func (a *cliAgent) Run(ctx context.Context, req loop.Request) (loop.Output, error) {
 	if err := dirsInside(a.o.Kind, req.WorkDir, a.dirs); err != nil {
-		return Output{}, err
+		return loop.Output{}, err
 	}
 	data, err := a.promptData(req)
 	if err != nil {
-		return Output{}, err
+		return loop.Output{}, err
 	}
 	prompt, err := renderPrompt(data)
 	if err != nil {
-		return Output{}, err
+		return loop.Output{}, err
 	}
 	var deadline time.Time
 	if req.Timeout > 0 {
 		deadline = time.Now().Add(req.Timeout)
 	}
-	usage := &Usage{Agent: a.o.Kind, Model: a.o.Model, Attempts: 1}
+	usage := &loop.Usage{Agent: a.o.Kind, Model: a.o.Model, Attempts: 1}
 	out, rejected, err := a.attempt(ctx, req, "prompt.txt", prompt, deadline, usage)
 	if err == nil || !repairable(err) || ctx.Err() != nil {
 		return withUsage(out, usage), err
@@ -233,7 +241,7 @@ func (a *cliAgent) Run(ctx context.Context, req Request) (Output, error) {
 	usage.Attempts = 2
 	prompt, perr := renderRepair(data, err, rejected)
 	if perr != nil {
-		return Output{}, perr
+		return loop.Output{}, perr
 	}
 	out, _, err = a.attempt(ctx, req, "prompt-repair.txt", prompt, deadline, usage)
 	if err != nil && ctx.Err() == nil {
@@ -242,7 +250,7 @@ func (a *cliAgent) Run(ctx context.Context, req Request) (Output, error) {
 	return withUsage(out, usage), err
 }
 
-func withUsage(out Output, u *Usage) Output {
+func withUsage(out loop.Output, u *loop.Usage) loop.Output {
 	out.Usage = u
 	return out
 }

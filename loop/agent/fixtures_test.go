@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 var updateFixtures = flag.Bool("update-fixtures", false, "rewrite the synthesized fixtures and SYNTHESIZED.txt under testdata/agents")
@@ -41,7 +43,7 @@ func synthFixtures() []synthFixture {
 	var out []synthFixture
 	sources := map[string]string{"claude": "claude/schema", "codex": "codex/schema", "gemini": "gemini/stream", "opencode": "opencode/text"}
 	for _, kind := range CLIKinds {
-		for _, role := range Roles {
+		for _, role := range loop.Roles {
 			out = append(out, synthFixture{name: kind + "/" + string(role) + "-ok", from: sources[kind], answer: string(role)})
 		}
 	}
@@ -65,7 +67,7 @@ func synthFixtures() []synthFixture {
 // variant of the act answer.
 func answerSpec(t *testing.T, spec string) (string, string) {
 	t.Helper()
-	compact := func(role Role) string {
+	compact := func(role loop.Role) string {
 		var b bytes.Buffer
 		require.NoError(t, json.Compact(&b, []byte(answerText(t, role))))
 		return b.String()
@@ -74,11 +76,11 @@ func answerSpec(t *testing.T, spec string) (string, string) {
 	case "prose":
 		return proseAnswer, "prose: " + proseAnswer
 	case "fenced-act":
-		return "Here is my decision:\n```json\n" + compact(RoleAct) + "\n```\n", "answers/act.json in a ```json fence after prose"
+		return "Here is my decision:\n```json\n" + compact(loop.RoleAct) + "\n```\n", "answers/act.json in a ```json fence after prose"
 	case "act-maybe":
-		return strings.Replace(compact(RoleAct), `"decision":"close"`, `"decision":"maybe"`, 1), `answers/act.json with decision "maybe"`
+		return strings.Replace(compact(loop.RoleAct), `"decision":"close"`, `"decision":"maybe"`, 1), `answers/act.json with decision "maybe"`
 	}
-	return compact(Role(spec)), "answers/" + spec + ".json"
+	return compact(loop.Role(spec)), "answers/" + spec + ".json"
 }
 
 // jsonQuoted is s as the inside of a JSON string.

@@ -1,10 +1,12 @@
-package loop
+package agent
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // flagSpec is one option of an agent CLI, as its captured --help text lists it.
@@ -130,11 +132,8 @@ type argRule struct {
 	dirs  []string
 }
 
-// readOnlyRole reports whether the spec forbids the role any write (spec 5).
-func readOnlyRole(role Role) bool { return role == RolePlan || role == RoleCheck }
-
 // vetRule turns a rule into the refusal NewCLIAgent returns, or nil.
-func vetRule(cli string, role Role, a cliArg, r argRule, allow bool) error {
+func vetRule(cli string, role loop.Role, a cliArg, r argRule, allow bool) error {
 	opt := strings.Join(a.raw, " ")
 	for _, d := range r.dirs {
 		if err := checkDirValue(cli, a.flag.name, d); err != nil {
@@ -145,7 +144,7 @@ func vetRule(cli string, role Role, a cliArg, r argRule, allow bool) error {
 	case argReserved:
 		return fmt.Errorf("%s: %s cannot be used in extra_args: %s", cli, opt, r.why)
 	case argWrite:
-		if readOnlyRole(role) && !allow {
+		if !role.Writes() && !allow {
 			return fmt.Errorf("%s: %s lets the %s agent write (%s), but plan and check are read-only: they may change no file and git-norma fails the step if the workspace changed; remove it, or set allow_unsandboxed for this agent if it really must run commands that write", cli, opt, role, r.why)
 		}
 	case argUnsandboxed:
@@ -182,7 +181,7 @@ func dirsInside(cli, workDir string, dirs []string) error {
 			return err
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return protocolErrorf(ErrKindStart, "%s: refusing to start: directory option %q resolves to %s, outside the workspace", cli, d, real)
+			return loop.ProtocolErrorf(loop.ErrKindStart, "%s: refusing to start: directory option %q resolves to %s, outside the workspace", cli, d, real)
 		}
 	}
 	return nil

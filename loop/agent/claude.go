@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // claudeBackend runs Claude Code: `claude -p --output-format json --json-schema '<schema>'`,
@@ -62,7 +64,7 @@ var claudeReserved = map[string]string{
 
 const claudeRootTrap = "as root claude also refuses it unless IS_SANDBOX=1 is in its environment: add IS_SANDBOX=1 to the agent's env too"
 
-func (claudeBackend) vet(role Role, a cliArg) argRule {
+func (claudeBackend) vet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
 	if why, ok := claudeReserved[name]; ok {
 		return argRule{class: argReserved, why: why}
@@ -110,15 +112,15 @@ func claudePermissionMode(mode string) argRule {
 	return argRule{class: argUnsandboxed, why: "unknown permission mode " + mode, slot: slotPerm}
 }
 
-func (claudeBackend) vetEnv(Role, string, string) argRule { return argRule{} }
+func (claudeBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
 
-func (claudeBackend) argv(role Role, inv cliInvocation) []string {
+func (claudeBackend) argv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"-p"}, inv.extra...)
 	args = append(args, "--output-format", "json")
 	if inv.model != "" {
 		args = append(args, "--model", inv.model)
 	}
-	if readOnlyRole(role) {
+	if !role.Writes() {
 		if !inv.replaced[slotTools] {
 			args = append(args, "--tools", "Read,Grep,Glob")
 		}
@@ -133,7 +135,7 @@ func (claudeBackend) argv(role Role, inv cliInvocation) []string {
 	return append(args, "--json-schema", inv.schema)
 }
 
-func (claudeBackend) env(Role) []string {
+func (claudeBackend) env(loop.Role) []string {
 	if _, set := os.LookupEnv("CLAUDE_CODE_MAX_RETRIES"); set {
 		return nil
 	}
@@ -187,7 +189,7 @@ func (claudeBackend) parse(e cliEnvelope) (cliAnswer, error) {
 	case e.exitCode != 0:
 		return ans, e.exitError()
 	case len(res.StructuredOutput) == 0 || string(res.StructuredOutput) == "null":
-		return ans, cliErrorf(ErrKindNoAnswer, "claude", "the result has no structured_output: the model answered without calling the StructuredOutput tool, so --json-schema was ignored (result starts with %q)", snippet([]byte(res.Result)))
+		return ans, cliErrorf(ErrKindNoAnswer, "claude", "the result has no structured_output: the model answered without calling the StructuredOutput tool, so --json-schema was ignored (result starts with %q)", loop.Snippet([]byte(res.Result)))
 	}
 	ans.structured = res.StructuredOutput
 	if n := len(res.PermissionDenials); n > 0 {
@@ -208,11 +210,11 @@ func claudeWithoutResult(e cliEnvelope) error {
 	case e.exitCode != 0:
 		return e.exitError()
 	}
-	return cliErrorf(ErrKindInvalidJSON, "claude", "stdout has no result object (expected the envelope of --output-format json)")
+	return cliErrorf(loop.ErrKindInvalidJSON, "claude", "stdout has no result object (expected the envelope of --output-format json)")
 }
 
-func (r *claudeResult) usage() Usage {
-	u := Usage{
+func (r *claudeResult) usage() loop.Usage {
+	u := loop.Usage{
 		InputTokens:  r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
 		OutputTokens: r.Usage.OutputTokens, CostUSD: r.TotalCostUSD,
 	}

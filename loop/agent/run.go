@@ -1,4 +1,4 @@
-package loop
+package agent
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/git-norma/git-norma/loop"
 )
 
 // Files a CLI run leaves in the step directory, next to input.json and output.json.
@@ -27,14 +29,14 @@ const (
 
 // attempt is one run of the CLI: prompt file as stdin, envelope, answer, validation. It
 // returns the rejected answer text too, for the repair prompt.
-func (a *cliAgent) attempt(ctx context.Context, req Request, name, prompt string, deadline time.Time, usage *Usage) (Output, string, error) {
+func (a *cliAgent) attempt(ctx context.Context, req loop.Request, name, prompt string, deadline time.Time, usage *loop.Usage) (loop.Output, string, error) {
 	promptPath := filepath.Join(req.StepDir, name)
 	if err := os.WriteFile(promptPath, []byte(prompt), 0o600); err != nil {
-		return Output{}, "", err
+		return loop.Output{}, "", err
 	}
 	inv, err := a.invocation(req)
 	if err != nil {
-		return Output{}, "", err
+		return loop.Output{}, "", err
 	}
 	var timeout time.Duration
 	if !deadline.IsZero() {
@@ -42,12 +44,12 @@ func (a *cliAgent) attempt(ctx context.Context, req Request, name, prompt string
 	}
 	env, err := a.exec(ctx, req, inv, promptPath, timeout)
 	if err != nil {
-		return Output{}, "", err
+		return loop.Output{}, "", err
 	}
 	ans, err := a.b.parse(env)
 	addUsage(usage, ans.usage)
 	if err != nil {
-		return Output{}, ans.text, err
+		return loop.Output{}, ans.text, err
 	}
 	out, err := a.decode(ans, req.Input.Task.ID)
 	return out, ans.text, err
@@ -55,7 +57,7 @@ func (a *cliAgent) attempt(ctx context.Context, req Request, name, prompt string
 
 // invocation writes the schema file and removes a stale last-message file (codex leaves the
 // old one in place when a run fails).
-func (a *cliAgent) invocation(req Request) (cliInvocation, error) {
+func (a *cliAgent) invocation(req loop.Request) (cliInvocation, error) {
 	inv := cliInvocation{
 		model: a.o.Model, workDir: req.WorkDir, extra: a.extra, replaced: a.replaced,
 		schemaFile:  filepath.Join(req.StepDir, cliPromptSchemaFile),
@@ -76,7 +78,7 @@ func (a *cliAgent) invocation(req Request) (cliInvocation, error) {
 }
 
 // exec runs the CLI once in its own process group, streaming to the step's logs.
-func (a *cliAgent) exec(ctx context.Context, req Request, inv cliInvocation, promptPath string, timeout time.Duration) (cliEnvelope, error) {
+func (a *cliAgent) exec(ctx context.Context, req loop.Request, inv cliInvocation, promptPath string, timeout time.Duration) (cliEnvelope, error) {
 	stdin, err := os.Open(promptPath)
 	if err != nil {
 		return cliEnvelope{}, err
@@ -90,18 +92,18 @@ func (a *cliAgent) exec(ctx context.Context, req Request, inv cliInvocation, pro
 	cmd.Stdout = req.Stdout
 	cmd.Env = a.environ(req)
 	stderr := captureStderr(cmd, req.Stderr)
-	offset, err := logSize(req.StdoutPath)
+	offset, err := loop.LogSize(req.StdoutPath)
 	if err != nil {
 		return cliEnvelope{}, err
 	}
-	res, err := runProcess(ctx, cmd, timeout)
+	res, err := loop.RunProcess(ctx, cmd, timeout)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return cliEnvelope{}, err
 	case err != nil:
-		return cliEnvelope{}, cliErrorf(ErrKindStart, a.o.Kind, "cannot start %q: %s", a.o.Path, a.startHint(err))
+		return cliEnvelope{}, cliErrorf(loop.ErrKindStart, a.o.Kind, "cannot start %q: %s", a.o.Path, a.startHint(err))
 	case res.TimedOut:
-		return cliEnvelope{}, cliErrorf(ErrKindTimeout, a.o.Kind, "did not finish within %s; its process group was killed", timeout.Round(time.Millisecond))
+		return cliEnvelope{}, cliErrorf(loop.ErrKindTimeout, a.o.Kind, "did not finish within %s; its process group was killed", timeout.Round(time.Millisecond))
 	}
 	return cliEnvelope{cli: a.o.Kind, stdoutPath: req.StdoutPath, offset: offset, stderr: stderr.bytes(),
 		exitCode: res.ExitCode, lastMessage: inv.lastMessage}, nil
@@ -118,32 +120,32 @@ func (a *cliAgent) startHint(err error) string {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 		return "command not found; install it (" + installHints[a.o.Kind] + ") or set the agent's path"
 	}
-	return startHint(err)
+	return loop.StartHint(err)
 }
 
 // decode turns the answer into a validated output.
-func (a *cliAgent) decode(ans cliAnswer, taskID string) (Output, error) {
+func (a *cliAgent) decode(ans cliAnswer, taskID string) (loop.Output, error) {
 	data := ans.structured
 	if data == nil {
 		var err error
 		if data, err = extractJSON(a.o.Kind, ans.text); err != nil {
-			return Output{}, err
+			return loop.Output{}, err
 		}
 	}
-	var out Output
+	var out loop.Output
 	if err := json.Unmarshal(data, &out); err != nil {
-		return Output{}, cliErrorf(ErrKindInvalidJSON, a.o.Kind, "the answer does not fit the output format: %v (starts with %q)", err, snippet(data))
+		return loop.Output{}, cliErrorf(loop.ErrKindInvalidJSON, a.o.Kind, "the answer does not fit the output format: %v (starts with %q)", err, loop.Snippet(data))
 	}
 	out.Usage = nil
-	var pe *ProtocolError
-	if err := ValidateOutput(a.role, taskID, &out); errors.As(err, &pe) {
-		return Output{}, cliErrorf(pe.Kind, a.o.Kind, "the answer breaks the %s contract: %s", a.role, pe.Msg)
+	var pe *loop.ProtocolError
+	if err := loop.ValidateOutput(a.role, taskID, &out); errors.As(err, &pe) {
+		return loop.Output{}, cliErrorf(pe.Kind, a.o.Kind, "the answer breaks the %s contract: %s", a.role, pe.Msg)
 	}
 	out.Summary.Warnings = append(out.Summary.Warnings, ans.warnings...)
 	return out, nil
 }
 
-func addUsage(u *Usage, v Usage) {
+func addUsage(u *loop.Usage, v loop.Usage) {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
 	u.CostUSD += v.CostUSD
@@ -168,7 +170,7 @@ func extractJSON(cli, text string) ([]byte, error) {
 			return []byte(c), nil
 		}
 	}
-	return nil, cliErrorf(ErrKindInvalidJSON, cli, "the final message is not one JSON object (starts with %q)", snippet([]byte(t)))
+	return nil, cliErrorf(loop.ErrKindInvalidJSON, cli, "the final message is not one JSON object (starts with %q)", loop.Snippet([]byte(t)))
 }
 
 // fencedBlocks returns the contents of the Markdown code fences in text.
@@ -212,7 +214,7 @@ func (e cliEnvelope) jsonLines(fn func(line []byte)) (skipped bool, err error) {
 	over := false
 	for {
 		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxOutputBytes {
+		if len(line)+len(chunk) > loop.MaxOutputBytes {
 			over, line = true, line[:0]
 		} else if !over {
 			line = append(line, chunk...)
@@ -237,15 +239,15 @@ func (e cliEnvelope) jsonLines(fn func(line []byte)) (skipped bool, err error) {
 
 // tooLong is the error of a run whose answer may have been on a skipped, too long line.
 func (e cliEnvelope) tooLong() error {
-	return cliErrorf(ErrKindTooLarge, e.cli, "a stdout line is longer than %d MiB; the answer must be one JSON object", MaxOutputBytes>>20)
+	return cliErrorf(loop.ErrKindTooLarge, e.cli, "a stdout line is longer than %d MiB; the answer must be one JSON object", loop.MaxOutputBytes>>20)
 }
 
 // exitError is the failure of a run that exited non-zero without an envelope explaining it.
 func (e cliEnvelope) exitError() error {
 	if line := lastLine(e.stderr); line != "" {
-		return cliErrorf(ErrKindExit, e.cli, "exited with status %d: %s (see logs/stderr.txt)", e.exitCode, line)
+		return cliErrorf(loop.ErrKindExit, e.cli, "exited with status %d: %s (see logs/stderr.txt)", e.exitCode, line)
 	}
-	return cliErrorf(ErrKindExit, e.cli, "exited with status %d (see logs/stderr.txt)", e.exitCode)
+	return cliErrorf(loop.ErrKindExit, e.cli, "exited with status %d (see logs/stderr.txt)", e.exitCode)
 }
 
 var ansiRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`) })
@@ -256,7 +258,7 @@ func lastLine(out []byte) string {
 	lines := strings.Split(ansiRE().ReplaceAllString(string(out), ""), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "at ") {
-			return oneLine(l, 200)
+			return loop.OneLine(l, 200)
 		}
 	}
 	return ""
