@@ -100,7 +100,7 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
 	// Under the backlog lock no git-norma write is half done and the stamp is current.
 	if w.guard != nil {
-		unlockLand, err := waitLock(ctx, w.guard.app.Repo.Path("locks", "land.lock"))
+		unlockLand, err := waitLock(ctx, w.guard.repo.Path("locks", "land.lock"))
 		if err != nil {
 			return nil, err
 		}

@@ -104,7 +104,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
-	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-t", target: "main"}
+	g := &guardState{repo: app.Repo, now: app.Now, st: st, runID: "r-1", taskID: "norma-t", target: "main"}
 
 	snap, err := g.snapshotGit(ctx)
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 		git("branch", b, main)
 	}
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
-	g := &guardState{app: app, st: st, runID: "r-1", taskID: "norma-own", target: "main"}
+	g := &guardState{repo: app.Repo, now: app.Now, st: st, runID: "r-1", taskID: "norma-own", target: "main"}
 
 	snap, err := g.snapshotGit(ctx)
 	require.NoError(t, err)

@@ -21,7 +21,8 @@ import (
 // own state. Before every agent step it keeps a copy of what is small (snapshotGit), after the
 // step it compares, restores what it can, and reports each change (checkGit).
 type guardState struct {
-	app                   *App
+	repo                  *Repo
+	now                   func() time.Time
 	st                    *store.Store
 	runID, taskID, target string
 	// index caches the tracked paths between steps while the index file does not change.
@@ -106,26 +107,26 @@ func (f savedFile) restore() error {
 }
 
 func (g *guardState) configPaths() []string {
-	return []string{filepath.Join(g.app.Repo.GitDir, "config"), filepath.Join(g.app.Repo.GitDir, "config.worktree")}
+	return []string{filepath.Join(g.repo.GitDir, "config"), filepath.Join(g.repo.GitDir, "config.worktree")}
 }
 
 // smallFiles are restored whole: git-norma's config, and the shared files beside git's config
 // that change what git sees — ignored paths, attributes (which name filter drivers), grafts
 // (which rewrite history as git reads it), alternates (more object stores).
 func (g *guardState) smallFiles() []string {
-	gd := g.app.Repo.GitDir
-	return []string{g.app.Repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
+	gd := g.repo.GitDir
+	return []string{g.repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
 		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}
 }
 
 // snapshotGit copies what is small and fingerprints the rest.
 func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
-	unlock, err := waitLock(ctx, g.app.Repo.Path("locks", "land.lock")) // no landing half done
+	unlock, err := waitLock(ctx, g.repo.Path("locks", "land.lock")) // no landing half done
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s := &guardSnapshot{at: g.app.Now(), configs: map[string][]configEntry{}, hooks: map[string]savedFile{}}
+	s := &guardSnapshot{at: g.now(), configs: map[string][]configEntry{}, hooks: map[string]savedFile{}}
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
 	}
@@ -134,14 +135,14 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 			s.configs[p] = configEntries(data)
 		}
 	}
-	if dir, err := g.app.Repo.HooksDir(ctx); err == nil {
+	if dir, err := g.repo.HooksDir(ctx); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
 	s.live = g.liveTasks()
 	if s.refs, err = g.refs(ctx); err != nil {
 		return nil, err
 	}
-	s.head, _ = os.ReadFile(filepath.Join(g.app.Repo.GitDir, "HEAD"))
+	s.head, _ = os.ReadFile(filepath.Join(g.repo.GitDir, "HEAD"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
 		return nil, err
 	}
@@ -149,7 +150,7 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 		if s.db, err = g.st.TaskRecords(ctx, g.runID, g.taskID); err != nil {
 			return nil, err
 		}
-		s.dbFile = fileIdentity(g.app.Repo.Path("norma.db"))
+		s.dbFile = fileIdentity(g.repo.Path("norma.db"))
 	}
 	return s, nil
 }
@@ -196,7 +197,7 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 		}
 		if keys := configChanges(s.configs[p], now); len(keys) > 0 {
 			found = append(found, fmt.Sprintf("%s: %s (%s)", g.rel(p), strings.Join(keys, ", "),
-				restored(g.app.Repo.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
+				restored(g.repo.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
 		}
 	}
 	for _, f := range s.files {
@@ -218,8 +219,8 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 		}
 	}
 	landed := g.checkRefs(ctx, s, add)
-	if head, _ := os.ReadFile(filepath.Join(g.app.Repo.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
-		add(filepath.Join(g.app.Repo.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
+	if head, _ := os.ReadFile(filepath.Join(g.repo.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
+		add(filepath.Join(g.repo.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
 	found = append(found, g.checkIndex(ctx, s.index, landed)...)
 	found = append(found, g.checkStore(ctx, s)...)
@@ -241,7 +242,7 @@ func sortedKeys[V any](maps ...map[string]V) []string {
 }
 
 func (g *guardState) rel(p string) string {
-	if rel, err := filepath.Rel(g.app.Repo.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, err := filepath.Rel(g.repo.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return filepath.ToSlash(rel)
 	}
 	return p
@@ -249,7 +250,7 @@ func (g *guardState) rel(p string) string {
 
 // refs reads the target's and the task branches' values.
 func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
-	return readBranches(ctx, g.app, func(name string) bool {
+	return readBranches(ctx, g.repo, func(name string) bool {
 		return name == "refs/heads/"+g.target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 	})
 }
@@ -265,7 +266,7 @@ func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
 func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(path, fate string)) (landed [2]string) {
 	now, err := g.refs(ctx)
 	if err != nil {
-		add(filepath.Join(g.app.Repo.GitDir, "refs"), "could not read: "+err.Error())
+		add(filepath.Join(g.repo.GitDir, "refs"), "could not read: "+err.Error())
 		return landed
 	}
 	var busy map[string]bool // read once, when a task branch moved
@@ -300,10 +301,10 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		var err error
 		switch {
 		case before == "":
-			err = g.app.Repo.Git.DeleteRef(ctx, name, after)
+			err = g.repo.Git.DeleteRef(ctx, name, after)
 			fate = "removed"
 		default:
-			err = g.app.Repo.Git.UpdateRef(ctx, name, before, orZero(after), "")
+			err = g.repo.Git.UpdateRef(ctx, name, before, orZero(after), "")
 		}
 		if err != nil {
 			fate = "not moved back: it moved again since (" + strings.TrimSpace(firstLine(err.Error())) + ")"
@@ -329,7 +330,7 @@ func firstLine(s string) string {
 // (which may move the task branch after the run's end is recorded), or git norma land.
 func (g *guardState) liveTasks() map[string]bool {
 	out := map[string]bool{}
-	paths, _ := filepath.Glob(g.app.Repo.Path("locks", "task-*.lock"))
+	paths, _ := filepath.Glob(g.repo.Path("locks", "task-*.lock"))
 	for _, p := range paths {
 		if _, ok := LiveLockHolder(p); ok {
 			out[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")] = true
@@ -360,8 +361,8 @@ func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string 
 	if g.st == nil {
 		return nil
 	}
-	db := g.rel(g.app.Repo.Path("norma.db"))
-	if id := fileIdentity(g.app.Repo.Path("norma.db")); id != s.dbFile {
+	db := g.rel(g.repo.Path("norma.db"))
+	if id := fileIdentity(g.repo.Path("norma.db")); id != s.dbFile {
 		return []string{db + " (replaced by another file; not restored: move it away and run git norma doctor)"}
 	}
 	now, err := g.st.TaskRecords(ctx, g.runID, g.taskID)

@@ -15,11 +15,11 @@ import (
 // readBranches reads the values of the branches keep selects straight from the ref files
 // (packed-refs, then the loose refs that override it): a few file reads, no process. A
 // repository whose refs are in a reftable is asked through git for-each-ref.
-func readBranches(ctx context.Context, a *App, keep func(string) bool) (map[string]string, error) {
+func readBranches(ctx context.Context, repo *Repo, keep func(string) bool) (map[string]string, error) {
 	out := map[string]string{}
-	gitDir := a.Repo.GitDir
+	gitDir := repo.GitDir
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil {
-		lines, err := a.Repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
+		lines, err := repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func lstatOf(path string) fileStat {
 	return fileStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, mode: st.Mode}
 }
 
-func (g *guardState) indexPath() string { return filepath.Join(g.app.Repo.GitDir, "index") }
+func (g *guardState) indexPath() string { return filepath.Join(g.repo.GitDir, "index") }
 
 // snapshotIndex lists the tracked paths (again only when the index file changed since the last
 // step) and lstats them.
@@ -105,7 +105,7 @@ func (g *guardState) snapshotIndex(ctx context.Context) (*indexSnapshot, error) 
 	}
 	snap := &indexSnapshot{stat: s.stat, digest: s.digest, paths: s.paths, files: make([]fileStat, len(s.paths))}
 	for i, p := range s.paths {
-		snap.files[i] = lstatOf(filepath.Join(g.app.Repo.Root, p))
+		snap.files[i] = lstatOf(filepath.Join(g.repo.Root, p))
 	}
 	g.index = snap
 	return snap, nil
@@ -117,7 +117,7 @@ func (g *guardState) listIndex(ctx context.Context, stat string) (*indexSnapshot
 	if strings.HasPrefix(stat, "absent") {
 		return &indexSnapshot{stat: stat}, nil
 	}
-	out, err := g.app.Repo.Git.IndexEntries(ctx)
+	out, err := g.repo.Git.IndexEntries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the main checkout's index: %w", err)
 	}
@@ -147,7 +147,7 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 	var brought map[string]bool
 	if landed[0] != "" {
 		brought = map[string]bool{}
-		if out, err := g.app.Repo.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
+		if out, err := g.repo.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
 			for _, p := range strings.Split(out, "\x00") {
 				brought[p] = true
 			}
@@ -162,7 +162,7 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 	const most = 20
 	var files []string
 	for i, p := range before.paths {
-		if brought[p] || lstatOf(filepath.Join(g.app.Repo.Root, p)) == before.files[i] {
+		if brought[p] || lstatOf(filepath.Join(g.repo.Root, p)) == before.files[i] {
 			continue
 		}
 		files = append(files, p)

@@ -36,7 +36,7 @@ func indexRepo(t testing.TB, files map[string]string) (string, *guardState, func
 	run("add", "-A")
 	run("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial")
 	app := &App{Repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}, Now: time.Now}
-	return dir, &guardState{app: app}, run
+	return dir, &guardState{repo: app.Repo, now: app.Now}, run
 }
 
 // The guard compares each tracked file's lstat after the step with its lstat before: a file

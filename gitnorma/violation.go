@@ -43,7 +43,7 @@ func (g *guardState) recordViolation(ctx context.Context, paths []string) {
 	if g.st == nil {
 		return
 	}
-	v := guardViolation{TaskID: g.taskID, Paths: paths, At: g.app.Now()}
+	v := guardViolation{TaskID: g.taskID, Paths: paths, At: g.now()}
 	_ = g.st.SetKV(ctx, g.runID, kvGuardViolation, v)
 	_ = g.st.AppendEvent(ctx, g.runID, store.Event{TS: v.At, Type: kvGuardViolation,
 		Message: "an agent wrote outside the places it may write: " + strings.Join(paths, ", "), Data: v})
@@ -147,7 +147,7 @@ func (r *run) pauseReason() string {
 
 // newGuard is the run's fallback guard.
 func (r *run) newGuard() *guardState {
-	return &guardState{app: r.app, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
+	return &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
 		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: func() bool { return r.app.shields(r.pre.sandbox) }}
 }
 
