@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -26,7 +27,8 @@ type outcome struct {
 // an issue that already exists (same title under the same parent, from an earlier attempt
 // that crashed midway) is reused instead of duplicated.
 type applier struct {
-	app   *App
+	repo  *Repo
+	now   func() time.Time
 	tr    tracker.Tracker
 	st    *store.Store
 	runID string
@@ -42,7 +44,7 @@ func (a *App) newApplier(ctx context.Context, st *store.Store, runID string) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &applier{app: a, tr: tr, st: st, runID: runID, all: all}, nil
+	return &applier{repo: a.Repo, now: a.Now, tr: tr, st: st, runID: runID, all: all}, nil
 }
 
 // decompose creates the children under the task, their blocks edges, and names the child to
@@ -131,7 +133,7 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 		typ = "task"
 	}
 	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: n.Description,
-		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.app.Repo.actor(ctx)})
+		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.repo.actor(ctx)})
 	if err != nil {
 		return "", fmt.Errorf("create %q: %w", title, err)
 	}
@@ -163,7 +165,7 @@ func (ap *applier) link(ctx context.Context, issue, dependsOn, depType string) e
 }
 
 func (ap *applier) journal(ctx context.Context, typ, msg string, data any) {
-	_ = ap.st.AppendEvent(ctx, ap.runID, store.Event{TS: ap.app.Now(), Type: typ, Message: msg, Data: data})
+	_ = ap.st.AppendEvent(ctx, ap.runID, store.Event{TS: ap.now(), Type: typ, Message: msg, Data: data})
 }
 
 // notReady says why a new issue cannot be worked on yet ("" when it can): it needs a Verify
