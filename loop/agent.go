@@ -60,8 +60,8 @@ type ProtocolError struct {
 
 func (e *ProtocolError) Error() string { return fmt.Sprintf("%s: %s", e.Kind, e.Msg) }
 
-// ProtocolErrorf builds a *ProtocolError.
-func ProtocolErrorf(kind, format string, args ...any) error {
+// protocolErrorf builds a *ProtocolError.
+func protocolErrorf(kind, format string, args ...any) error {
 	return &ProtocolError{Kind: kind, Msg: fmt.Sprintf(format, args...)}
 }
 

@@ -68,7 +68,7 @@ func TestConfinedWrites(t *testing.T) {
 }
 
 // TestContainedOnTimeout: an agent that ignores SIGTERM and left a setsid child is stopped on
-// timeout within KillGrace, and the child dies with it, named in the step's event.
+// timeout within killGrace, and the child dies with it, named in the step's event.
 func TestContainedOnTimeout(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("needs setsid")
@@ -83,7 +83,7 @@ func TestContainedOnTimeout(t *testing.T) {
 	res, err := RunProcess(ctx, cmd, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.True(t, res.TimedOut)
-	assert.Less(t, time.Since(start), 300*time.Millisecond+KillGrace, "the launcher cleans up within git-norma's grace")
+	assert.Less(t, time.Since(start), 300*time.Millisecond+killGrace, "the launcher cleans up within git-norma's grace")
 	ev, ok := s.event()
 	require.True(t, ok, "an event names what was killed")
 	assert.Contains(t, ev.Message, "sleep 61")

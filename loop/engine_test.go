@@ -996,7 +996,7 @@ func TestRunWallTimeRunsOutDuringAStep(t *testing.T) {
 	var te *testEngine
 	do := script(func(ctx context.Context, _ int, req Request) (Output, error) {
 		te.clock.Advance(2 * time.Minute) // the agent works past the budget, and is stopped
-		return Output{}, ProtocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
+		return Output{}, protocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
 	})
 	te = newTestEngine(t, always(planWith("true")), do, BuiltinCheck{}, BuiltinAct{})
 	te.opts.Budgets = Budgets{MaxIterations: 3, MaxWallTimeMinutes: 1}
@@ -1019,7 +1019,7 @@ func TestRunRetriesAFailedAgent(t *testing.T) {
 	flaky := func(fails int) *scriptedAgent {
 		return script(func(_ context.Context, call int, _ Request) (Output, error) {
 			if call <= fails {
-				return Output{}, ProtocolErrorf(ErrKindExit, "agent exited with status 1")
+				return Output{}, protocolErrorf(ErrKindExit, "agent exited with status 1")
 			}
 			return doneAll(), nil
 		})
@@ -1051,4 +1051,16 @@ func TestRunRetriesAFailedAgent(t *testing.T) {
 		assert.Equal(t, RunFailed, res.Status)
 		assert.Len(t, do.requests(), 1)
 	})
+}
+
+// TestRunCollectsDiscoveredWork: what Do reports it found, but must not do now, comes back in
+// the Result for the orchestrator to file.
+func TestRunCollectsDiscoveredWork(t *testing.T) {
+	do := answerOutput(t, RoleDo)
+	require.NotEmpty(t, do.Do.Discovered, "the Do answer reports work it found")
+	te := newTestEngine(t, always(answerOutput(t, RolePlan)), always(do), always(answerOutput(t, RoleCheck)), always(answerOutput(t, RoleAct)))
+
+	res := te.run(t, context.Background())
+
+	assert.Equal(t, do.Do.Discovered, res.Discovered)
 }

@@ -28,7 +28,7 @@ type ExecAgent struct {
 // Run implements Agent.
 func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	if len(a.Argv) == 0 || a.Argv[0] == "" {
-		return Output{}, ProtocolErrorf(ErrKindStart, "no command configured")
+		return Output{}, protocolErrorf(ErrKindStart, "no command configured")
 	}
 	stdin, err := os.Open(req.InputPath)
 	if err != nil {
@@ -52,11 +52,11 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	case err != nil && ctx.Err() != nil:
 		return Output{}, err
 	case err != nil:
-		return Output{}, ProtocolErrorf(ErrKindStart, "cannot start %q: %v", a.Argv[0], StartHint(err))
+		return Output{}, protocolErrorf(ErrKindStart, "cannot start %q: %v", a.Argv[0], StartHint(err))
 	case res.TimedOut:
-		return Output{}, ProtocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
+		return Output{}, protocolErrorf(ErrKindTimeout, "agent did not finish within %s; its process group was killed", req.Timeout)
 	case res.ExitCode != 0:
-		return Output{}, ProtocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
+		return Output{}, protocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
 	}
 	return readOutput(req.StdoutPath, offset)
 }
@@ -124,7 +124,7 @@ func readOutput(path string, offset int64) (Output, error) {
 		return Output{}, err
 	}
 	if st.Size()-offset > MaxOutputBytes {
-		return Output{}, ProtocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
+		return Output{}, protocolErrorf(ErrKindTooLarge, "agent printed more than %d MiB on stdout; the output must be one JSON object", MaxOutputBytes>>20)
 	}
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return Output{}, err
@@ -140,15 +140,15 @@ func readOutput(path string, offset int64) (Output, error) {
 func DecodeOutput(data []byte) (Output, error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "agent printed nothing on stdout; expected one JSON object")
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "agent printed nothing on stdout; expected one JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var out Output
 	if err := dec.Decode(&out); err != nil {
-		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "stdout is not a JSON output object: %v (starts with %q)", err, Snippet(trimmed))
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout is not a JSON output object: %v (starts with %q)", err, Snippet(trimmed))
 	}
 	if dec.More() {
-		return Output{}, ProtocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", Snippet(trimmed))
+		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", Snippet(trimmed))
 	}
 	return out, nil
 }

@@ -320,7 +320,7 @@ func TestExecAgentTimeoutKillsProcessGroup(t *testing.T) {
 		minTime time.Duration
 	}{
 		{name: "agent and child die on SIGTERM", body: hangingAgent, minTime: timeout},
-		{name: "agent ignoring SIGTERM is killed after the grace period", body: "trap '' TERM\n" + hangingAgent, minTime: timeout + KillGrace},
+		{name: "agent ignoring SIGTERM is killed after the grace period", body: "trap '' TERM\n" + hangingAgent, minTime: timeout + killGrace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -358,7 +358,7 @@ func TestExecAgentContextCancelKillsProcessGroup(t *testing.T) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(KillGrace + 5*time.Second):
+	case <-time.After(killGrace + 5*time.Second):
 		require.FailNow(t, "Run did not return after the context was cancelled")
 	}
 	assert.Less(t, time.Since(cancelled), 3*time.Second)
@@ -395,7 +395,7 @@ func TestDecodeOutput(t *testing.T) {
 		{name: "empty", data: "", wantKind: ErrKindInvalidJSON},
 		{name: "null", data: "null", want: ""},
 		{name: "garbage after", data: `{"status":"ok"}x`, wantKind: ErrKindInvalidJSON},
-		{name: "invalid UTF-8 Snippet does not break the message", data: "\xff\xfe not json", wantKind: ErrKindInvalidJSON},
+		{name: "invalid UTF-8 snippet does not break the message", data: "\xff\xfe not json", wantKind: ErrKindInvalidJSON},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// KillGrace is how long a process group gets between SIGTERM and SIGKILL.
-const KillGrace = 2 * time.Second
+// killGrace is how long a process group gets between SIGTERM and SIGKILL.
+const killGrace = 2 * time.Second
 
 // ProcessResult is how a process ended.
 type ProcessResult struct {
@@ -21,7 +21,7 @@ type ProcessResult struct {
 }
 
 // RunProcess runs cmd in its own process group and waits for it. On timeout or cancellation
-// the whole group gets SIGTERM, then SIGKILL after KillGrace, so an agent's children die with
+// the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's children die with
 // it; after a normal exit any member still alive is killed too. cmd's streams must be files
 // (or nil): a pipe held open by a stray child would make Wait block.
 //
@@ -101,7 +101,7 @@ func stopGroup(pgid int, done <-chan error) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(KillGrace):
+	case <-time.After(killGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		return <-done
 	}

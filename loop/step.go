@@ -166,7 +166,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	if outside, err := ws.OutsideChanges(ctx, s.snap); err != nil {
 		return nil, err
 	} else if len(outside) > 0 {
-		return ProtocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
+		return protocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
 	}
 	if s.role == RoleDo {
 		e.preDo = s.snap.Head
@@ -203,7 +203,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	if err := ws.Discard(ctx, s.snap); err != nil {
 		return nil, err
 	}
-	return ProtocolErrorf(ErrKindWorkspace, "the %s agent is read-only but changed the workspace: %v", s.role, changed), nil
+	return protocolErrorf(ErrKindWorkspace, "the %s agent is read-only but changed the workspace: %v", s.role, changed), nil
 }
 
 func (e *engine) noteCommit(s *stepRun, res CommitResult) {

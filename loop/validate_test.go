@@ -108,7 +108,7 @@ func TestValidateOutput(t *testing.T) {
 }
 
 func TestProtocolErrorString(t *testing.T) {
-	err := ProtocolErrorf(ErrKindTimeout, "after %s", "2s")
+	err := protocolErrorf(ErrKindTimeout, "after %s", "2s")
 	assert.EqualError(t, err, "timeout: after 2s")
 	assert.True(t, IsProtocolError(err))
 	assert.False(t, IsProtocolError(errors.New("disk full")))

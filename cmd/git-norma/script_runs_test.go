@@ -22,6 +22,16 @@ import (
 // current_step_index, task_id, goal, run_id, kind, ...; a step's: step_index, role, iteration,
 // status, summary, ...; an event's: type, message, ...).
 
+// startQuery begins a runs, steps or events command: the status --json calls it makes must
+// not be what the script's next stdout assertion reads when the answer is empty, and an
+// answer is not a success or failure to negate.
+func startQuery(ts *testscript.TestScript, neg bool, name string) {
+	if neg {
+		ts.Fatalf("%s prints an answer; assert on its stdout instead of negating it", name)
+	}
+	_ = ts.Stdout() // from here on stdout is this command's, empty if it prints nothing
+}
+
 // runDetail is one run as `git norma status <run> --json` prints it.
 type runDetail struct {
 	Run    map[string]any   `json:"run"`
@@ -71,6 +81,7 @@ func fieldsOf(ts *testscript.TestScript, obj map[string]any, fields []string) st
 }
 
 func cmdRuns(ts *testscript.TestScript, neg bool, args []string) {
+	startQuery(ts, neg, "runs")
 	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
 	count := fs.Bool("count", false, "print how many runs there are")
 	last := fs.Bool("last", false, "only the newest run")
@@ -89,6 +100,7 @@ func cmdRuns(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdSteps(ts *testscript.TestScript, neg bool, args []string) {
+	startQuery(ts, neg, "steps")
 	fs := flag.NewFlagSet("steps", flag.ContinueOnError)
 	run := fs.String("run", "", "only the steps of this run")
 	index := fs.Int("index", 0, "only the steps with this index")
@@ -107,6 +119,7 @@ func cmdSteps(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdEvents(ts *testscript.TestScript, neg bool, args []string) {
+	startQuery(ts, neg, "events")
 	fs := flag.NewFlagSet("events", flag.ContinueOnError)
 	count := fs.Bool("count", false, "print how many events there are")
 	like := fs.String("like", "", "only the events whose message contains this")

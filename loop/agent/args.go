@@ -181,7 +181,7 @@ func dirsInside(cli, workDir string, dirs []string) error {
 			return err
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return loop.ProtocolErrorf(loop.ErrKindStart, "%s: refusing to start: directory option %q resolves to %s, outside the workspace", cli, d, real)
+			return cliErrorf(loop.ErrKindStart, cli, "refusing to start: directory option %q resolves to %s, outside the workspace", d, real)
 		}
 	}
 	return nil

@@ -1,5 +1,5 @@
 #!/bin/sh
-# fakecli.sh stands in for claude, codex, gemini and opencode in loop's tests (the tests copy
+# fakecli.sh stands in for claude, codex, gemini and opencode in loop/agent's tests (the tests copy
 # it to <tmp>/bin/<kind>). It never reads /work/shared or the network.
 #
 # Every invocation appends one record to $FAKECLI_LOG, one item per line:
