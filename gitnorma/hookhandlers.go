@@ -182,7 +182,7 @@ type gateRecords struct {
 }
 
 func (r *gateRecords) TaskBranches(ctx context.Context) ([]hooks.Branch, error) {
-	rows, err := r.a.taskBranches(ctx)
+	rows, err := r.a.Repo.taskBranches(ctx)
 	branches := make([]hooks.Branch, len(rows))
 	for i, b := range rows {
 		branches[i] = hooks.Branch{Task: b.Task, Head: b.Head}

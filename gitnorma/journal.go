@@ -39,14 +39,14 @@ type JournalEntry struct {
 
 // Journal returns the journal of a run (r-...) or of every run of a task, oldest first. Runs
 // this machine's store does not know are read from refs/notes/norma.
-func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error) {
+func (h *History) Journal(ctx context.Context, target string) ([]JournalEntry, error) {
 	isRun := strings.HasPrefix(target, "r-")
 	if !isRun {
-		if err := a.ValidateTaskID(target); err != nil {
+		if err := h.validID(target); err != nil {
 			return nil, err
 		}
 	}
-	st, err := a.Repo.OpenStore(ctx)
+	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 	}
 	var entries []JournalEntry
 	for _, r := range runs {
-		e, err := a.runJournal(ctx, st, r)
+		e, err := h.runJournal(ctx, st, r)
 		if err != nil {
 			return nil, withCode(ExitFail, err)
 		}
@@ -66,7 +66,7 @@ func (a *App) Journal(ctx context.Context, target string) ([]JournalEntry, error
 	if len(entries) > 0 {
 		return entries, nil
 	}
-	entries, err = a.Repo.notesJournal(ctx, target, isRun)
+	entries, err = h.repo.notesJournal(ctx, target, isRun)
 	if err == nil && len(entries) == 0 {
 		return nil, failf("list runs with: git norma status; runs made in another clone: git norma notes pull origin (or another remote), then log again",
 			"no journal for %s in the store or in %s", target, notes.Ref)
@@ -89,7 +89,7 @@ func journalRuns(ctx context.Context, st *store.Store, target string, isRun bool
 
 // runJournal rebuilds a run's entries from its step rows, which hold each step's output (a
 // step committed before they did has its output.json file read instead).
-func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]JournalEntry, error) {
+func (h *History) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]JournalEntry, error) {
 	steps, err := st.Steps(ctx, r.ID)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func (a *App) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]J
 		out, ok := storedOutput(s)
 		if !ok {
 			var err error
-			out, err = readStepOutput(filepath.Join(a.Repo.Root, filepath.FromSlash(s.Dir)))
+			out, err = readStepOutput(filepath.Join(h.repo.Root, filepath.FromSlash(s.Dir)))
 			ok = err == nil
 		}
 		if ok {

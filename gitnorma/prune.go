@@ -279,7 +279,7 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 	if err != nil {
 		return nil // without a target there is no telling what landed; keep every branch
 	}
-	branches, err := a.taskBranches(ctx)
+	branches, err := a.Repo.taskBranches(ctx)
 	if err != nil || len(branches) == 0 {
 		return err
 	}

@@ -63,8 +63,23 @@ type BranchRow struct {
 	Worktree string `json:"worktree"`
 }
 
+// History is what the read-only commands — status, log, logs — read: the run store and run
+// directories, the live locks, git's task branches and the notes journal.
+type History struct {
+	repo    *Repo
+	now     func() time.Time
+	redact  redactor
+	validID func(id string) error
+	backlog *Backlog
+}
+
+// History is the repository's record of runs, for reading.
+func (a *App) History() *History {
+	return &History{repo: a.Repo, now: a.Now, redact: a.redact, validID: a.ValidateTaskID, backlog: a.Backlog()}
+}
+
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
-func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
+func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}, Violations: []Violation{}}
 	// The task branches come from git; reading them while the database is opened and queried
 	// hides most of that process's cost (status is the command people run all the time).
@@ -74,17 +89,17 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 	}
 	branches := make(chan branchesResult, 1)
 	go func() {
-		rows, err := a.taskBranches(ctx)
+		rows, err := h.repo.taskBranches(ctx)
 		branches <- branchesResult{rows, err}
 	}()
-	for _, h := range a.Repo.LiveRuns() {
+	for _, h := range h.repo.LiveRuns() {
 		live := LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
 		rep.LiveRuns = append(rep.LiveRuns, live)
 		if rep.Live == nil {
 			rep.Live = &live
 		}
 	}
-	st, err := a.Repo.OpenStore(ctx)
+	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
 		<-branches
 		return rep, err
@@ -96,7 +111,7 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 		return rep, withCode(ExitFail, err)
 	}
 	for _, r := range runs {
-		rep.Runs = append(rep.Runs, a.runRow(r))
+		rep.Runs = append(rep.Runs, h.runRow(r))
 	}
 	if pending, err := pendingViolations(ctx, st); err == nil && pending != nil {
 		rep.Violations = pending
@@ -106,10 +121,10 @@ func (a *App) Status(ctx context.Context, limit int) (StatusReport, error) {
 	return rep, b.err
 }
 
-func (a *App) runRow(r store.Run) RunRow {
+func (h *History) runRow(r store.Run) RunRow {
 	end := r.EndedAt
 	if end.IsZero() {
-		end = a.Now()
+		end = h.now()
 	}
 	row := RunRow{
 		ID: r.ID, Kind: r.Kind, Task: r.TaskID, Goal: r.Goal, Status: r.Status, Verdict: r.Verdict, StopReason: r.StopReason,
@@ -117,7 +132,7 @@ func (a *App) runRow(r store.Run) RunRow {
 		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
 	}
 	if r.Status == store.StatusRunning {
-		h, live := LiveLockHolder(a.Repo.TaskLockPath(r.TaskID))
+		h, live := LiveLockHolder(h.repo.TaskLockPath(r.TaskID))
 		row.ProcessGone = !live || h.RunID != r.ID
 	}
 	return row
@@ -127,21 +142,21 @@ func (a *App) runRow(r store.Run) RunRow {
 // ref files in the usual layout (status is the command people run all the time, and a git
 // process is most of its cost), else in one git call (%(worktreepath) names the worktree a
 // branch is checked out in).
-func (a *App) taskBranches(ctx context.Context) ([]BranchRow, error) {
+func (r *Repo) taskBranches(ctx context.Context) ([]BranchRow, error) {
 	rows := []BranchRow{}
-	if branches, ok := git.ReadBranches(a.Repo.GitDir, worktree.BranchPrefix); ok {
+	if branches, ok := git.ReadBranches(r.GitDir, worktree.BranchPrefix); ok {
 		for _, b := range branches {
 			rows = append(rows, BranchRow{Branch: b.Name, Task: strings.TrimPrefix(b.Name, worktree.BranchPrefix), Head: b.Head, Worktree: b.Worktree})
 		}
 		return rows, nil
 	}
 	const format, pattern = "%(refname:short) %(objectname) %(worktreepath)", "refs/heads/" + worktree.BranchPrefix
-	out, err := a.Repo.Git.ForEachRef(ctx, format, pattern)
+	out, err := r.Git.ForEachRef(ctx, format, pattern)
 	if err != nil && ctx.Err() == nil {
 		// %(worktreepath) reads git's worktree bookkeeping, which a run adding a worktree at
 		// this moment leaves half made for an instant; status does not wait on the lock.
 		time.Sleep(50 * time.Millisecond)
-		out, err = a.Repo.Git.ForEachRef(ctx, format, pattern)
+		out, err = r.Git.ForEachRef(ctx, format, pattern)
 	}
 	if err != nil {
 		return nil, withCode(ExitFail, err)
@@ -210,8 +225,8 @@ type EventRow struct {
 var FindingEvents = []string{loop.EventChecksEnforced, "verdict_overridden", "close_refused"}
 
 // RunDetail loads one run with its steps and events.
-func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
-	st, err := a.Repo.OpenStore(ctx)
+func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
+	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
 		return RunDetail{}, err
 	}
@@ -223,7 +238,7 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 	if err != nil {
 		return RunDetail{}, withCode(ExitFail, err)
 	}
-	d := RunDetail{Run: a.runRow(r), Steps: []StepRow{}, Events: []EventRow{}, Landed: r.LandedCommit}
+	d := RunDetail{Run: h.runRow(r), Steps: []StepRow{}, Events: []EventRow{}, Landed: r.LandedCommit}
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
 		return d, withCode(ExitFail, err)
@@ -240,10 +255,10 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 		return d, withCode(ExitFail, err)
 	}
 	if r.Status != store.StatusPassed {
-		d.Failure = a.redact.failure(lastFailure(events))
+		d.Failure = h.redact.failure(lastFailure(events))
 	}
 	if r.Status == store.StatusRunning {
-		d.Running = a.runningStep(runID)
+		d.Running = h.runningStep(runID)
 	}
 	for i, s := range steps {
 		if out, ok := storedOutput(s); ok {
@@ -262,8 +277,8 @@ func (a *App) RunDetail(ctx context.Context, runID string) (RunDetail, error) {
 
 // runningStep is the run's newest step when it has no output.json yet. Its logs directory was
 // made when it started and is not touched since (its files are written, not created).
-func (a *App) runningStep(runID string) *RunningStep {
-	steps := a.Repo.Path("runs", runID, "steps")
+func (h *History) runningStep(runID string) *RunningStep {
+	steps := h.repo.Path("runs", runID, "steps")
 	dirs := stepDirs(steps)
 	if len(dirs) == 0 {
 		return nil
@@ -277,8 +292,8 @@ func (a *App) runningStep(runID string) *RunningStep {
 		return nil
 	}
 	index, role, _ := stepOf(dirs[len(dirs)-1])
-	return &RunningStep{Index: index, Role: role, Started: st.ModTime().UTC(), ElapsedMS: a.Now().Sub(st.ModTime()).Milliseconds(),
-		Activity: a.redact.apply(agent.Activity(filepath.Join(dir, "logs")))}
+	return &RunningStep{Index: index, Role: role, Started: st.ModTime().UTC(), ElapsedMS: h.now().Sub(st.ModTime()).Milliseconds(),
+		Activity: h.redact.apply(agent.Activity(filepath.Join(dir, "logs")))}
 }
 
 // lastFailure is the Failure of the run's last failed Check (nil when none failed).
@@ -300,11 +315,11 @@ func storedOutput(s store.Step) (loop.Output, bool) {
 }
 
 // TaskRuns lists the runs of one task, newest first.
-func (a *App) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow, error) {
-	if err := a.ValidateTaskID(taskID); err != nil {
+func (h *History) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow, error) {
+	if err := h.validID(taskID); err != nil {
 		return nil, err
 	}
-	st, err := a.Repo.OpenStore(ctx)
+	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -315,12 +330,12 @@ func (a *App) TaskRuns(ctx context.Context, taskID string, limit int) ([]RunRow,
 	}
 	rows := []RunRow{}
 	for _, r := range runs {
-		rows = append(rows, a.runRow(r))
+		rows = append(rows, h.runRow(r))
 	}
 	if len(rows) == 0 {
 		// No run: a task of the backlog that never ran, or a mistyped id, which must not look
 		// like the first.
-		if _, err := a.ShowTask(ctx, taskID); err != nil {
+		if _, err := h.backlog.Show(ctx, taskID); err != nil {
 			return nil, err
 		}
 	}

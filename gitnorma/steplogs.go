@@ -30,20 +30,20 @@ type LogsOptions struct {
 // Logs prints a step's stdout.txt and stderr.txt to w, each under a "==> path <==" header as
 // tail(1) does; following, it prints what is appended as it comes, moving on to each new
 // step of the run, until the run's process is gone.
-func (a *App) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
-	runID, err := a.logsRun(ctx, o.Target)
+func (h *History) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
+	runID, err := h.logsRun(ctx, o.Target)
 	if err != nil {
 		return err
 	}
-	runDir := a.Repo.Path("runs", runID)
+	runDir := h.repo.Path("runs", runID)
 	steps := filepath.Join(runDir, "steps")
 	if o.Poll <= 0 {
 		o.Poll = 200 * time.Millisecond
 	}
-	f := &logFollower{w: w, offsets: map[string]int64{}, root: a.Repo.Root}
+	f := &logFollower{w: w, offsets: map[string]int64{}, root: h.repo.Root}
 	first := "" // the first step shown; following, every later one is shown too, in order
 	for {
-		live := a.Repo.runLive(runID) // asked before reading: what it wrote before it ended is shown
+		live := h.repo.runLive(runID) // asked before reading: what it wrote before it ended is shown
 		dirs := stepDirs(steps)
 		dir := ""
 		switch {
@@ -85,17 +85,17 @@ func (a *App) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 }
 
 // logsRun is the run a target names: itself, or the task's newest run.
-func (a *App) logsRun(ctx context.Context, target string) (string, error) {
+func (h *History) logsRun(ctx context.Context, target string) (string, error) {
 	if strings.HasPrefix(target, "r-") {
-		if _, err := os.Stat(a.Repo.Path("runs", target)); err != nil {
+		if _, err := os.Stat(h.repo.Path("runs", target)); err != nil {
 			return "", failf("list runs with: git norma status", "no run %s here", target)
 		}
 		return target, nil
 	}
-	if err := a.ValidateTaskID(target); err != nil {
+	if err := h.validID(target); err != nil {
 		return "", err
 	}
-	st, err := a.Repo.OpenStore(ctx)
+	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -133,8 +133,9 @@ func Main(args []string, stdio IO) (code int) {
 	if err := p.ctx.BindToProvider(open); err != nil {
 		return report(stdio.Err, err)
 	}
-	// The task commands get the repository's backlog, and nothing else of it. (Not a provider
-	// that takes the App: kong would prefix its errors with the type's name.)
+	// The task commands get the repository's backlog, and log and logs its history, nothing
+	// else of it. (Not providers that take the App: kong would prefix their errors with the
+	// type's name.)
 	backlog := func() (*gitnorma.Backlog, error) {
 		app, err := open()
 		if err != nil {
@@ -142,8 +143,17 @@ func Main(args []string, stdio IO) (code int) {
 		}
 		return app.Backlog(), nil
 	}
-	if err := p.ctx.BindToProvider(backlog); err != nil {
-		return report(stdio.Err, err)
+	history := func() (*gitnorma.History, error) {
+		app, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return app.History(), nil
+	}
+	for _, provider := range []any{backlog, history} {
+		if err := p.ctx.BindToProvider(provider); err != nil {
+			return report(stdio.Err, err)
+		}
 	}
 	return report(stdio.Err, p.ctx.Run(env))
 }

@@ -11,8 +11,8 @@ type logCmd struct {
 	JSON   bool   `help:"Print the entries as a JSON array."`
 }
 
-func (c *logCmd) Run(env *Env, app *gitnorma.App) error {
-	entries, err := app.Journal(env.Ctx, c.Target)
+func (c *logCmd) Run(env *Env, history *gitnorma.History) error {
+	entries, err := history.Journal(env.Ctx, c.Target)
 	if err != nil {
 		return err
 	}

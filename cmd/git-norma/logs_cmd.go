@@ -10,6 +10,6 @@ type logsCmd struct {
 	Follow bool   `short:"f" help:"Keep printing what is written, step after step, until the run ends (with --step, until that step ends)."`
 }
 
-func (c *logsCmd) Run(env *Env, app *gitnorma.App) error {
-	return app.Logs(env.Ctx, gitnorma.LogsOptions{Target: c.Target, Step: c.Step, Follow: c.Follow}, env.IO.Out)
+func (c *logsCmd) Run(env *Env, history *gitnorma.History) error {
+	return history.Logs(env.Ctx, gitnorma.LogsOptions{Target: c.Target, Step: c.Step, Follow: c.Follow}, env.IO.Out)
 }

@@ -27,13 +27,13 @@ func (c *statusCmd) Run(env *Env) error {
 	}
 	switch {
 	case strings.HasPrefix(c.Target, "r-"):
-		d, err := app.RunDetail(env.Ctx, c.Target)
+		d, err := app.History().RunDetail(env.Ctx, c.Target)
 		if err != nil || c.JSON {
 			return jsonOr(env, d, err)
 		}
 		printRunDetail(env.IO.Out, d)
 	case c.Target != "":
-		runs, err := app.TaskRuns(env.Ctx, c.Target, c.Limit)
+		runs, err := app.History().TaskRuns(env.Ctx, c.Target, c.Limit)
 		if err != nil || c.JSON {
 			return jsonOr(env, runs, err)
 		}
@@ -43,7 +43,7 @@ func (c *statusCmd) Run(env *Env) error {
 		}
 		printRuns(env.IO.Out, runs)
 	default:
-		rep, err := app.Status(env.Ctx, c.Limit)
+		rep, err := app.History().Status(env.Ctx, c.Limit)
 		if err != nil || c.JSON {
 			return jsonOr(env, rep, err)
 		}
