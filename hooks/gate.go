@@ -52,7 +52,7 @@ func (g Gate) Published() []string {
 // ref's current commit when it is known here; for a new ref, or one whose remote commit was
 // never fetched, whatever a remote-tracking branch already has.
 func (g Gate) PushedOver(ctx context.Context, u PushUpdate) []string {
-	if !ZeroID(u.RemoteID) && g.Git.Run(ctx, "cat-file", "-e", u.RemoteID+"^{commit}") == nil {
+	if !ZeroID(u.RemoteID) && g.Git.HasCommit(ctx, u.RemoteID) {
 		return []string{u.RemoteID}
 	}
 	return g.Published()
