@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // BuiltinPlan turns the task's Ready Contract into a plan without an LLM: every baseline AC is
@@ -117,13 +116,4 @@ func nonNilACs(acs []AcceptanceCriterion) []AcceptanceCriterion {
 		return []AcceptanceCriterion{}
 	}
 	return acs
-}
-
-// OneLine shortens text to a single line of at most n runes for live output and journals.
-func OneLine(text string, n int) string {
-	text = strings.Join(strings.Fields(text), " ")
-	if r := []rune(text); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return text
 }

@@ -88,14 +88,6 @@ func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, ti
 	return checkRun{res: res, tail: tail, offset: start}, nil
 }
 
-// BaseEnv is env, or this process's environment when there is none.
-func BaseEnv(env []string) []string {
-	if env == nil {
-		return os.Environ()
-	}
-	return slices.Clone(env)
-}
-
 // readTail returns up to tailBytes of f written since offset start, leaving f at its end.
 func readTail(f *os.File, start int64) (string, error) {
 	end, err := f.Seek(0, io.SeekEnd)

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 )
 
 // MaxOutputBytes bounds the stdout an agent may produce as its JSON answer. Anything longer
@@ -61,18 +58,6 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	return readOutput(req.StdoutPath, offset)
 }
 
-// LogSize is how much of the log file at path was written before the agent started.
-func LogSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
 func (a ExecAgent) agentEnv(req Request) []string {
 	return append(StepEnv(req), a.Env...)
 }
@@ -80,37 +65,6 @@ func (a ExecAgent) agentEnv(req Request) []string {
 // StepDirEnv names the step directory in every agent's environment. A git-norma command that
 // finds it set knows an agent is calling it, from inside a step.
 const StepDirEnv = "NORMA_STEP_DIR"
-
-// StepEnv tells an agent process, whatever its kind, which run, task, role and step it is.
-func StepEnv(req Request) []string {
-	return []string{
-		"NORMA_RUN_ID=" + req.Input.Run.ID,
-		"NORMA_TASK_ID=" + req.Input.Task.ID,
-		"NORMA_ROLE=" + string(req.Input.Step.Name),
-		StepDirEnv + "=" + req.StepDir,
-		"NORMA_INPUT=" + req.InputPath,
-		"NORMA_WORKSPACE=" + req.WorkDir,
-		CeilingEnv(req.WorkDir),
-	}
-}
-
-// CeilingEnv keeps git, run by an agent or a check command in the workspace at dir, inside
-// that workspace: should the worktree's .git file go missing, git would otherwise walk up to
-// the user's own repository and commit, reset or check out there.
-func CeilingEnv(dir string) string {
-	return "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)
-}
-
-// StartHint says what to do about an agent that could not be started.
-func StartHint(err error) string {
-	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return "command not found; check the agent's cmd in .norma/config.json"
-	}
-	if errors.Is(err, os.ErrPermission) {
-		return "permission denied; make the file executable (chmod +x) or run it through its interpreter"
-	}
-	return err.Error()
-}
 
 // readOutput parses the agent's stdout log, from offset on, as exactly one JSON object.
 func readOutput(path string, offset int64) (Output, error) {
@@ -151,12 +105,6 @@ func DecodeOutput(data []byte) (Output, error) {
 		return Output{}, protocolErrorf(ErrKindInvalidJSON, "stdout has data after the JSON object (starts with %q)", Snippet(trimmed))
 	}
 	return out, nil
-}
-
-// Snippet is the start of an agent's answer, one printable line, for an error message.
-func Snippet(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "?")
-	return OneLine(s, 80)
 }
 
 // String describes the agent for logs.

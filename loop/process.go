@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -116,4 +118,55 @@ func exitCodeOf(cmd *exec.Cmd, err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// BaseEnv is env, or this process's environment when there is none.
+func BaseEnv(env []string) []string {
+	if env == nil {
+		return os.Environ()
+	}
+	return slices.Clone(env)
+}
+
+// StepEnv tells an agent process, whatever its kind, which run, task, role and step it is.
+func StepEnv(req Request) []string {
+	return []string{
+		"NORMA_RUN_ID=" + req.Input.Run.ID,
+		"NORMA_TASK_ID=" + req.Input.Task.ID,
+		"NORMA_ROLE=" + string(req.Input.Step.Name),
+		StepDirEnv + "=" + req.StepDir,
+		"NORMA_INPUT=" + req.InputPath,
+		"NORMA_WORKSPACE=" + req.WorkDir,
+		CeilingEnv(req.WorkDir),
+	}
+}
+
+// CeilingEnv keeps git, run by an agent or a check command in the workspace at dir, inside
+// that workspace: should the worktree's .git file go missing, git would otherwise walk up to
+// the user's own repository and commit, reset or check out there.
+func CeilingEnv(dir string) string {
+	return "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)
+}
+
+// StartHint says what to do about an agent that could not be started.
+func StartHint(err error) string {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return "command not found; check the agent's cmd in .norma/config.json"
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return "permission denied; make the file executable (chmod +x) or run it through its interpreter"
+	}
+	return err.Error()
+}
+
+// LogSize is how much of the log file at path was written before the agent started.
+func LogSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
 }
