@@ -376,7 +376,7 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 // refuses to delete (checked out, being rebased).
 func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
 	msg := "deleted " + branch
-	if why, err := a.deleteBranchAt(ctx, branch, landed); err != nil {
+	if why, err := a.Repo.deleteBranchAt(ctx, branch, landed); err != nil {
 		msg = fmt.Sprintf("kept %s: %v", branch, err)
 	} else if why != "" {
 		msg = fmt.Sprintf("kept %s: %s", branch, why)

@@ -52,30 +52,46 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 		return PruneReport{}, err
 	}
 	defer st.Close()
-	return a.prune(ctx, st, o)
+	return a.pruner().prune(ctx, st, o)
+}
+
+// pruner applies retention. What it reads and removes is the repository's; of the backlog it
+// asks only whether a task is closed.
+type pruner struct {
+	repo      *Repo
+	retention Retention
+	now       func() time.Time
+	tracker   func() (tracker.Tracker, error)
+	validID   func(id string) error
+	target    func(ctx context.Context) (string, error)
+}
+
+func (a *App) pruner() *pruner {
+	return &pruner{repo: a.Repo, retention: a.Config.Retention, now: a.Now, tracker: a.Tracker,
+		validID: a.ValidateTaskID, target: a.targetBranch}
 }
 
 // prune does the work. Runs of other live processes may go on meanwhile: a running run is
 // never touched, nor a branch checked out in a worktree.
-func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (PruneReport, error) {
+func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (PruneReport, error) {
 	if o.KeepLast < 0 {
-		o.KeepLast = a.Config.Retention.KeepLast
+		o.KeepLast = p.retention.KeepLast
 	}
 	if o.KeepDays < 0 {
-		o.KeepDays = a.Config.Retention.KeepDays
+		o.KeepDays = p.retention.KeepDays
 	}
 	rep := PruneReport{Runs: []string{}, Branches: []string{}, Kept: []string{}, DryRun: o.DryRun}
 	runs, err := st.RecentRuns(ctx, 0)
 	if err != nil {
 		return rep, withCode(ExitFail, err)
 	}
-	cutoff := a.Now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
+	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
 	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
-			why, err := a.stillNeeded(ctx, st, r, scan)
+			why, err := p.stillNeeded(ctx, st, r, scan)
 			if err != nil {
 				return rep, withCode(ExitFail, err)
 			}
@@ -92,7 +108,7 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 			}
 			continue
 		}
-		why, err := a.pruneRun(ctx, st, r, o.DryRun)
+		why, err := p.pruneRun(ctx, st, r, o.DryRun)
 		if err != nil {
 			return rep, withCode(ExitFail, err)
 		}
@@ -108,36 +124,36 @@ func (a *App) prune(ctx context.Context, st *store.Store, o PruneOptions) (Prune
 	if !o.DryRun {
 		// A run worktree whose directory someone deleted is still locked (see
 		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
-		err := a.Repo.withWorktreeLock(ctx, func() error { return a.Repo.Worktrees().ForgetVanished(ctx) })
+		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees().ForgetVanished(ctx) })
 		if err != nil {
 			return rep, withCode(ExitFail, err)
 		}
 	}
-	if err := a.pruneBranches(ctx, o, retained, &rep); err != nil {
+	if err := p.pruneBranches(ctx, o, retained, &rep); err != nil {
 		return rep, err
 	}
 	if !o.DryRun {
-		a.pruneCheckTrees(ctx, retained)
+		p.pruneCheckTrees(ctx, retained)
 	}
-	return rep, a.pruneKept(ctx, o, runs, rep.Runs, &rep)
+	return rep, p.pruneKept(ctx, o, runs, rep.Runs, &rep)
 }
 
 // pruneCheckTrees removes the check worktrees (.norma/checks/<task>) of tasks none of whose
 // runs is retained any more — the task's workspace state is gone, so are its caches — each
 // under its task's lock; a task a live run holds keeps its own. A failure leaves it for the
 // next prune.
-func (a *App) pruneCheckTrees(ctx context.Context, retained map[string]string) {
-	entries, _ := os.ReadDir(a.Repo.Path("checks"))
+func (p *pruner) pruneCheckTrees(ctx context.Context, retained map[string]string) {
+	entries, _ := os.ReadDir(p.repo.Path("checks"))
 	for _, e := range entries {
 		task := e.Name()
 		if !e.IsDir() || retained[task] != "" || strings.HasPrefix(task, ".") {
 			continue
 		}
-		lock, err := a.Repo.acquireTaskLock(task)
+		lock, err := p.repo.acquireTaskLock(task)
 		if err != nil {
 			continue
 		}
-		_ = a.Repo.removeCheckTree(ctx, task)
+		_ = p.repo.removeCheckTree(ctx, task)
 		lock.Release()
 	}
 }
@@ -147,8 +163,8 @@ func (a *App) pruneCheckTrees(ctx context.Context, retained map[string]string) {
 // PASS, not landed, and its task branch is still at the verified commit — `git norma land`
 // needs its record to land the verified work.
 // scan carries what the runs before r told (runs go newest first).
-func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
-	if scan.liveRun(a, r.TaskID) == r.ID {
+func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
+	if scan.liveRun(p.repo, r.TaskID) == r.ID {
 		return "its process is still finishing it", nil
 	}
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
@@ -160,7 +176,7 @@ func (a *App) stillNeeded(ctx context.Context, st *store.Store, r store.Run, sca
 	}
 	// Only while its task branch is still where the PASS was recorded: a branch that moved
 	// on, or was deleted, has no use for it.
-	head, err := a.Repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
+	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
 	switch {
 	case git.ExitCodeOf(err) == 1 || err == nil && head != passHead:
 		return "", nil
@@ -178,10 +194,10 @@ type pruneScan struct {
 	live map[string]string
 }
 
-func (s *pruneScan) liveRun(a *App, taskID string) string {
+func (s *pruneScan) liveRun(repo *Repo, taskID string) string {
 	run, known := s.live[taskID]
 	if !known {
-		if h, live := LiveLockHolder(a.Repo.TaskLockPath(taskID)); live {
+		if h, live := LiveLockHolder(repo.TaskLockPath(taskID)); live {
 			run = h.RunID
 		}
 		s.live[taskID] = run
@@ -193,8 +209,8 @@ func (s *pruneScan) liveRun(a *App, taskID string) string {
 // (refs/norma/kept/<task>/<run>) once that run is pruned, its task closed and everything in
 // them on the target — like a task branch. A kept branch is work that did not land (that is
 // why it was kept), so it usually stays until --force.
-func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
-	out, err := a.Repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", worktree.KeptPrefix)
+func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
+	out, err := p.repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", worktree.KeptPrefix)
 	if err != nil || out == "" {
 		return err
 	}
@@ -206,11 +222,11 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 	for _, r := range runs {
 		known[r.ID] = true
 	}
-	tr, err := a.Tracker()
+	tr, err := p.tracker()
 	if err != nil {
 		return err
 	}
-	target, err := a.targetBranch(ctx)
+	target, err := p.target(ctx)
 	if err != nil {
 		target = "" // without a target there is no telling what landed: keep them (below)
 	}
@@ -220,14 +236,14 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 		if !ok || (known[runID] && !gone[runID]) {
 			continue // its run is retained
 		}
-		if why := a.keepKept(ctx, tr, target, task, head); why != "" && !o.Force {
+		if why := p.keepKept(ctx, tr, target, task, head); why != "" && !o.Force {
 			rep.Kept = append(rep.Kept, ref+": "+why+" (use --force to delete anyway)")
 			continue
 		}
 		if !o.DryRun {
 			// Deleted only as judged: the head compared with the target above.
-			if err := a.Repo.Git.DeleteRef(ctx, ref, head); err != nil {
-				why, gone, rerr := a.Repo.movedFrom(ctx, ref, head)
+			if err := p.repo.Git.DeleteRef(ctx, ref, head); err != nil {
+				why, gone, rerr := p.repo.movedFrom(ctx, ref, head)
 				switch {
 				case rerr == nil && gone:
 					continue // someone else deleted it meanwhile
@@ -244,9 +260,9 @@ func (a *App) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, p
 }
 
 // pruneRun removes a finished run; it returns why the run stays ("" once it is gone).
-func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) (string, error) {
-	dir := filepath.Join(a.Repo.Root, filepath.FromSlash(r.RunDir))
-	if !strings.HasPrefix(dir, a.Repo.Path("runs")+string(filepath.Separator)) {
+func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) (string, error) {
+	dir := filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir))
+	if !strings.HasPrefix(dir, p.repo.Path("runs")+string(filepath.Separator)) {
 		return "", fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
 	}
 	if dryRun {
@@ -255,7 +271,7 @@ func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
 		// A stale index.lock is removed on the way; the run's events go with it.
-		err := a.Repo.withWorktreeLock(ctx, func() error { _, err := a.Repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
+		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.
@@ -274,16 +290,16 @@ func (a *App) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun
 
 // pruneBranches deletes landed task branches (task closed, nothing left to land) once no
 // retained run refers to them, so a landed branch stays for review as long as its run does.
-func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[string]string, rep *PruneReport) error {
-	target, err := a.targetBranch(ctx)
+func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map[string]string, rep *PruneReport) error {
+	target, err := p.target(ctx)
 	if err != nil {
 		return nil // without a target there is no telling what landed; keep every branch
 	}
-	branches, err := a.Repo.taskBranches(ctx)
+	branches, err := p.repo.taskBranches(ctx)
 	if err != nil || len(branches) == 0 {
 		return err
 	}
-	tr, err := a.Tracker()
+	tr, err := p.tracker()
 	if err != nil {
 		return err
 	}
@@ -296,7 +312,7 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 		status[t.ID] = t.Status
 	}
 	for _, b := range branches {
-		why := a.keepBranch(ctx, b, status[b.Task], target)
+		why := p.keepBranch(ctx, b, status[b.Task], target)
 		if why == "" && retained[b.Task] != "" {
 			why = "run " + retained[b.Task] + " of its task is retained"
 		}
@@ -305,7 +321,7 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 			continue
 		}
 		if !o.DryRun {
-			why, err := a.deleteBranchAsJudged(ctx, b)
+			why, err := p.deleteBranchAsJudged(ctx, b)
 			if err != nil {
 				return withCode(ExitFail, err)
 			}
@@ -325,9 +341,9 @@ func (a *App) pruneBranches(ctx context.Context, o PruneOptions, retained map[st
 // through git branch -D, which refuses a branch any worktree has checked out, is rebasing or
 // is bisecting, and drops the branch's config with it. It returns why the branch stays (""
 // once it is gone, or was already).
-func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
-	if a.ValidateTaskID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
-		lock, err := a.Repo.acquireTaskLock(b.Task)
+func (p *pruner) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
+	if p.validID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
+		lock, err := p.repo.acquireTaskLock(b.Task)
 		if errors.Is(err, ErrLocked) {
 			return "a run of its task is in progress", nil
 		} else if err != nil {
@@ -335,17 +351,17 @@ func (a *App) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, er
 		}
 		defer lock.Release()
 	}
-	return a.deleteBranchAt(ctx, b.Branch, b.Head)
+	return p.repo.deleteBranchAt(ctx, b.Branch, b.Head)
 }
 
 // deleteBranchAt deletes branch if it is still at head; it returns why it stays ("" once it
 // is gone). Only a user's own git command could move it between the look and the delete: the
 // callers hold the task's lock.
-func (a *App) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
-	if why, gone, err := a.Repo.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
+func (r *Repo) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
+	if why, gone, err := r.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
 		return why, err // gone already: nothing to keep
 	}
-	if err := a.Repo.Git.DeleteBranch(ctx, branch); err != nil {
+	if err := r.Git.DeleteBranch(ctx, branch); err != nil {
 		if msg := strings.TrimSpace(git.StderrOf(err)); msg != "" {
 			return "git refused to delete it: " + msg, nil
 		}
@@ -370,21 +386,21 @@ func (r *Repo) movedFrom(ctx context.Context, ref, head string) (why string, gon
 }
 
 // keepKept says why a kept branch at head must stay ("" when it may go).
-func (a *App) keepKept(ctx context.Context, tr tracker.Tracker, target, task, head string) string {
+func (p *pruner) keepKept(ctx context.Context, tr tracker.Tracker, target, task, head string) string {
 	if t, err := tr.Get(ctx, task); err != nil || t.Status != tracker.StatusClosed {
 		return "its task is not closed"
 	}
 	if target == "" {
 		return "there is no target to compare it with"
 	}
-	if landed, err := a.Repo.Worktrees().LandedRef(ctx, target, head); err != nil || !landed {
+	if landed, err := p.repo.Worktrees().LandedRef(ctx, target, head); err != nil || !landed {
 		return "it has changes that are not on " + target
 	}
 	return ""
 }
 
 // keepBranch says why a task branch must stay ("" when it may go).
-func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target string) string {
+func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target string) string {
 	switch {
 	case b.Worktree != "":
 		return "checked out in " + b.Worktree
@@ -393,11 +409,11 @@ func (a *App) keepBranch(ctx context.Context, b BranchRow, taskStatus, target st
 	case taskStatus != tracker.StatusClosed:
 		return "its task is " + taskStatus + " (use --force to delete anyway)"
 	}
-	landed, err := a.Repo.Worktrees().LandedRef(ctx, target, b.Head) // the head that may be deleted
+	landed, err := p.repo.Worktrees().LandedRef(ctx, target, b.Head) // the head that may be deleted
 	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
 		// Merging it again changes the target, or conflicts, when later commits touched the
 		// same lines; its landing, naming the run that made its head, still says it landed.
-		landed, err = a.Repo.landedAsRecorded(ctx, b.Task, b.Head, target), nil
+		landed, err = p.repo.landedAsRecorded(ctx, b.Task, b.Head, target), nil
 	}
 	if err != nil || !landed {
 		return "it has changes that are not on " + target + " (use --force to delete anyway)"

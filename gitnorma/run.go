@@ -219,7 +219,7 @@ func (r *run) autoPrune(ctx context.Context) {
 		return
 	}
 	defer lock.Release()
-	rep, err := r.app.prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true})
+	rep, err := r.app.pruner().prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true})
 	msg := fmt.Sprintf("retention removed %d run(s) and %d branch(es)", len(rep.Runs), len(rep.Branches))
 	if err != nil {
 		msg = "retention failed: " + err.Error()
