@@ -46,11 +46,11 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorTracker(ctx, &rep)
 	a.doctorAgents(ctx, &rep)
 	a.doctorSandbox(&rep)
-	a.doctorStore(ctx, &rep)
+	doctorStore(ctx, a.Repo, &rep)
 	a.doctorCrashWindows(ctx, &rep)
 	a.doctorRemote(ctx, &rep)
 	a.doctorLeases(ctx, &rep)
-	a.doctorRuntime(ctx, &rep)
+	doctorRuntime(ctx, a.Repo, &rep)
 	return rep
 }
 
@@ -118,8 +118,8 @@ func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
 	}
 }
 
-func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
-	st, err := a.Repo.OpenStore(ctx)
+func doctorStore(ctx context.Context, repo *Repo, rep *DoctorReport) {
+	st, err := repo.OpenStore(ctx)
 	if err != nil {
 		rep.add("database", "fail", err.Error(), hintOf(err))
 		return
@@ -137,7 +137,7 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 	doctorViolations(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
 	live := map[string]bool{}
-	for _, h := range a.Repo.LiveRuns() {
+	for _, h := range repo.LiveRuns() {
 		live[h.RunID] = true
 	}
 	for _, r := range running {
@@ -148,15 +148,15 @@ func (a *App) doctorStore(ctx context.Context, rep *DoctorReport) {
 	}
 }
 
-func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
-	if runs := a.Repo.LiveRuns(); len(runs) > 0 {
+func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
+	if runs := repo.LiveRuns(); len(runs) > 0 {
 		for _, h := range runs {
 			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
 		}
 	} else {
 		rep.add("live runs", "ok", "none", "")
 	}
-	if dir, err := a.Repo.HooksDir(ctx); err == nil {
+	if dir, err := repo.HooksDir(ctx); err == nil {
 		states := hooks.Status(dir)
 		for _, name := range hooks.Names {
 			state := states[name]
@@ -167,11 +167,11 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 			rep.add("hook "+name, status, state+" ("+dir+")", fix)
 		}
 	}
-	if reason := a.Repo.PauseReason(); reason != "" {
+	if reason := repo.PauseReason(); reason != "" {
 		rep.add("pause", "warn", reason, "git norma resume")
 	}
 	var list []worktree.Info
-	err := a.Repo.withWorktreeLock(ctx, func() (err error) { list, err = a.Repo.Worktrees().List(ctx); return err })
+	err := repo.withWorktreeLock(ctx, func() (err error) { list, err = repo.Worktrees().List(ctx); return err })
 	if err != nil {
 		rep.add("worktrees", "fail", err.Error(), "")
 		return
@@ -185,19 +185,19 @@ func (a *App) doctorRuntime(ctx context.Context, rep *DoctorReport) {
 				"git worktree unlock "+wt.Path+" && git worktree prune (the next run does it too)")
 		}
 	}
-	a.doctorStaleLocks(ctx, rep, list)
+	doctorStaleLocks(ctx, repo, rep, list)
 }
 
 // doctorStaleLocks reports an index.lock left in the git directory of a run worktree no live
 // run works in (a git killed with its run, or an agent): git refuses to write that worktree's
 // index while it is there. The next run of the task removes it, after stopping whatever the
 // dead run left running.
-func (a *App) doctorStaleLocks(ctx context.Context, rep *DoctorReport, list []worktree.Info) {
+func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list []worktree.Info) {
 	live := map[string]bool{}
-	for _, h := range a.Repo.LiveRuns() {
+	for _, h := range repo.LiveRuns() {
 		live[h.RunID] = true
 	}
-	runs, wm := a.Repo.Path("runs")+string(filepath.Separator), a.Repo.Worktrees()
+	runs, wm := repo.Path("runs")+string(filepath.Separator), repo.Worktrees()
 	for _, wt := range list {
 		task, isTask := strings.CutPrefix(wt.Branch, worktree.BranchPrefix)
 		if !isTask || !strings.HasPrefix(wt.Path, runs) || live[filepath.Base(filepath.Dir(wt.Path))] {

@@ -19,7 +19,7 @@ func (a *App) doctorCrashWindows(ctx context.Context, rep *DoctorReport) {
 	}
 	defer st.Close()
 	a.doctorClaims(ctx, rep, st)
-	a.doctorRechecks(ctx, rep, st)
+	doctorRechecks(ctx, a.Repo, rep, st)
 }
 
 // doctorClaims looks at the runs that may hold a claim: those marked running (killed, maybe
@@ -67,14 +67,14 @@ func unlandedPass(r store.Run) string {
 
 // doctorRechecks reports a landing re-check's workspace whose process is gone: git refuses to
 // add it again, so it would fail that landing until it goes.
-func (a *App) doctorRechecks(ctx context.Context, rep *DoctorReport, st *store.Store) {
-	dirs, _ := filepath.Glob(a.Repo.Path("runs", "*", "recheck", "workspace"))
+func doctorRechecks(ctx context.Context, repo *Repo, rep *DoctorReport, st *store.Store) {
+	dirs, _ := filepath.Glob(repo.Path("runs", "*", "recheck", "workspace"))
 	for _, dir := range dirs {
 		r, err := st.Run(ctx, filepath.Base(filepath.Dir(filepath.Dir(dir))))
 		if err != nil || r.TaskID == "" {
 			continue
 		}
-		if _, live := LiveLockHolder(a.Repo.TaskLockPath(r.TaskID)); live {
+		if _, live := LiveLockHolder(repo.TaskLockPath(r.TaskID)); live {
 			continue // a landing is re-checking right now
 		}
 		rep.add("re-check "+r.ID, "warn", "a landing re-check left its workspace behind (its process died): "+dir,
