@@ -103,7 +103,7 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 		bd := tracker.NewBD(a.Repo.Root)
 		// Every bd call is made as this worker: its writes carry the actor, its claims are
 		// refused when another worker holds the task.
-		bd.Env = append(bd.Env, "BEADS_ACTOR="+a.WorkerID())
+		bd.Env = append(bd.Env, "BEADS_ACTOR="+a.Config.WorkerID())
 		a.backlog = bd
 	default:
 		a.backlog = tracker.NewJSONL(filepath.Join(a.Repo.Root, ".beads", "issues.jsonl"), a.Repo.Path("locks", "tasks.lock"), a.Config.IDPrefix).

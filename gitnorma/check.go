@@ -52,7 +52,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if err != nil {
 		return CheckReport{}, err
 	}
-	effective := a.taskCriteria(task)
+	effective := a.Config.taskCriteria(task)
 	if len(effective) == 0 {
 		return CheckReport{}, &Error{Code: ExitStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
@@ -107,9 +107,9 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 
 // taskCriteria are a task's own criteria (its Verify commands) and the project gates: what
 // `git norma check` checks, and what a landing re-checks for a run without a plan.
-func (a *App) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
+func (c Config) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
 	effective := loop.EffectiveCriteria(taskInput(task))
-	for _, g := range a.Config.Gates {
+	for _, g := range c.Gates {
 		effective = append(effective, loop.GateCriterion(g))
 	}
 	return effective

@@ -28,24 +28,24 @@ type forkPoint struct {
 // commit, what the user took out — a secret committed by mistake, say. Every run since the
 // branch was last (re)started left its fork point; each must still be on the target, unless
 // the branch itself was rebuilt without it.
-func (a *App) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
+func (r *Repo) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
 	runs, err := st.RunsForTask(ctx, req.task.ID, 20)
 	if err != nil {
 		return err
 	}
 	checked := map[string]bool{}
-	for _, r := range runs {
-		kv, err := st.KV(ctx, r.ID)
+	for _, rec := range runs {
+		kv, err := st.KV(ctx, rec.ID)
 		if err != nil {
 			return err
 		}
 		var fp forkPoint
 		if json.Unmarshal(kv[kvForkPoint], &fp) != nil || fp.Base == "" {
-			continue // a run from before fork points were recorded, or one that never started
+			continue // a rec from before fork points were recorded, or one that never started
 		}
 		if !checked[fp.Base] {
 			checked[fp.Base] = true
-			if err := a.Repo.forkPointOnTarget(ctx, req, fp, head); err != nil {
+			if err := r.forkPointOnTarget(ctx, req, fp, head); err != nil {
 				return err
 			}
 		}

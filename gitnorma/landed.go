@@ -52,26 +52,26 @@ func (a *App) landedBefore(ctx context.Context, st *store.Store, task tracker.Ta
 			return priorLanding{Commit: f[0], RunID: strings.Split(f[2], ",")[0]}, nil
 		}
 	}
-	return a.storeLanding(ctx, st, task, target)
+	return a.Repo.storeLanding(ctx, st, task, target)
 }
 
 // storeLanding is the landing the store records for one of the task's runs since it was
 // created, if its commit is on target.
-func (a *App) storeLanding(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
+func (r *Repo) storeLanding(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
 	runs, err := st.RunsForTask(ctx, task.ID, 50)
 	if err != nil {
 		return priorLanding{}, err
 	}
-	for _, r := range runs {
-		if r.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
+	for _, rec := range runs {
+		if rec.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
 			continue
 		}
-		landed := r.LandedCommit
+		landed := rec.LandedCommit
 		if landed == "" {
 			continue
 		}
-		if on, err := a.Repo.Git.IsAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
-			return priorLanding{Commit: landed, RunID: r.ID}, nil
+		if on, err := r.Git.IsAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
+			return priorLanding{Commit: landed, RunID: rec.ID}, nil
 		}
 	}
 	return priorLanding{}, nil

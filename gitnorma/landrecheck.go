@@ -44,13 +44,13 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
-	if err := a.checkForkPoints(ctx, st, req, head); err != nil {
+	if err := a.Repo.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", "", err
 	}
 	if onBranch, err := a.Repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, tip, a.checkPassTree(ctx, req, run.PassTree, head)
+		return head, tip, a.Repo.checkPassTree(ctx, req, run.PassTree, head)
 	}
 	wm := a.Repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
@@ -90,8 +90,8 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
 // tree its check commands ran on. A PASS without one was not produced by a Check step of this
 // git-norma (a resumed step, a record made some other way).
-func (a *App) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
-	tree, err := a.Repo.Git.CommitTree(ctx, head)
+func (r *Repo) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
+	tree, err := r.Git.CommitTree(ctx, head)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
@@ -113,7 +113,7 @@ func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
 		return plan.AcceptanceCriteria.Effective, nil
 	}
-	return a.taskCriteria(req.task), nil
+	return a.Config.taskCriteria(req.task), nil
 }
 
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is

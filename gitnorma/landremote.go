@@ -174,7 +174,7 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 			return
 		}
 	}
-	rep.add("remote", "ok", fmt.Sprintf("lands on %s/%s as %s", remote, target, a.WorkerID()), "")
+	rep.add("remote", "ok", fmt.Sprintf("lands on %s/%s as %s", remote, target, a.Config.WorkerID()), "")
 }
 
 // doctorLeases lists the tasks in progress whose lease ran out: the next loop reopens them.

@@ -47,7 +47,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return LandReport{}, err
 	}
 	defer st.Close()
-	run, err := a.passingRun(ctx, st, taskID)
+	run, err := a.Repo.passingRun(ctx, st, taskID)
 	if err != nil {
 		return LandReport{}, err
 	}
@@ -71,9 +71,9 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 }
 
 // passingRun finds the run whose PASS was recorded on exactly the task branch's current head.
-func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (store.Run, error) {
+func (r *Repo) passingRun(ctx context.Context, st *store.Store, taskID string) (store.Run, error) {
 	branch := worktree.TaskBranch(taskID)
-	head, err := a.Repo.Git.Resolve(ctx, "refs/heads/"+branch)
+	head, err := r.Git.Resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
 			Hint: "run it first: git norma run " + taskID}
@@ -82,16 +82,16 @@ func (a *App) passingRun(ctx context.Context, st *store.Store, taskID string) (s
 	if err != nil {
 		return store.Run{}, withCode(ExitFail, err)
 	}
-	for _, r := range runs {
-		if r.Status != store.StatusPassed || r.PassHead != head {
+	for _, rec := range runs {
+		if rec.Status != store.StatusPassed || rec.PassHead != head {
 			continue
 		}
-		if r.LandedCommit != "" {
-			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, r.LandedCommit, r.ID)}
+		if rec.LandedCommit != "" {
+			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by rec %s", branch, rec.LandedCommit, rec.ID)}
 		}
-		return r, nil
+		return rec, nil
 	}
 	return store.Run{}, &Error{Code: ExitLandRefused,
 		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),
-		Hint: "verify it with: git norma run " + taskID + " --no-land"}
+		Hint: "verify it with: git norma rec " + taskID + " --no-land"}
 }

@@ -40,7 +40,7 @@ func (a *App) Next(ctx context.Context, scope Scope, exclude []string) (Selectio
 // next is Next, also skipping tasks related to busy ones (being run in parallel): no blocks
 // dependency and no parent-child line between them, so parallel runs never step on each other.
 func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Selection, error) {
-	sel := Selection{Scope: a.scope(scope)}
+	sel := Selection{Scope: a.Config.scope(scope)}
 	for _, id := range []string{sel.Scope.Feature, sel.Scope.Epic} {
 		if id != "" {
 			if err := a.ValidateTaskID(id); err != nil {
@@ -116,9 +116,9 @@ func hasVerify(description string) bool {
 	return len(loop.ParseReadyContract(description).Verify) > 0
 }
 
-func (a *App) scope(s Scope) Scope {
+func (c Config) scope(s Scope) Scope {
 	if s.Feature == "" && s.Epic == "" {
-		return Scope{Feature: a.Config.Selection.ActiveFeature, Epic: a.Config.Selection.ActiveEpic}
+		return Scope{Feature: c.Selection.ActiveFeature, Epic: c.Selection.ActiveEpic}
 	}
 	return s
 }

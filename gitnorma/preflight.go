@@ -154,7 +154,7 @@ func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error
 		}
 		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
 	case AgentClaude, AgentCodex, AgentGemini, AgentOpencode:
-		return a.cliAgent(role, c)
+		return a.Repo.cliAgent(role, c)
 	}
 	return nil, "", fatalf("fix agents."+string(role)+".type in .norma/config.json",
 		"agents.%s.type %q cannot play the %s role", role, c.Type, role)
@@ -168,13 +168,13 @@ var npmPackages = map[string]string{
 
 // cliAgent builds a CLI agent, refusing a missing binary or a flag combination that would give
 // the role more than it may have.
-func (a *App) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
+func (r *Repo) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
 	bin := c.Path
 	if bin == "" {
 		bin = c.Type
 	}
 	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
-		bin = filepath.Join(a.Repo.Root, bin)
+		bin = filepath.Join(r.Root, bin)
 	}
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, "", fatalf(fmt.Sprintf("install it (npm install -g %s), or set agents.%s.path to where it is", npmPackages[c.Type], role),

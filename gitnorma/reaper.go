@@ -58,7 +58,7 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 		st := e.state
 		st.LeaseUntil = ""
 		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
-			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.WorkerID())})
+			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.Config.WorkerID())})
 		u, _, err := stateWrite(st, a.redact, nil)
 		if err != nil {
 			return err

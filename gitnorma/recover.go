@@ -59,9 +59,9 @@ func (a *App) claimAssignee(ctx context.Context, run store.Run) string {
 // <host>/<pid> — one per process, never git's user.name, which every CI runner of a project
 // shares (and bd accepts a claim again from the actor that holds it). It starts no process:
 // every command with bd asks for it.
-func (a *App) WorkerID() string {
-	if a.Config.Worker.ID != "" {
-		return a.Config.Worker.ID
+func (c Config) WorkerID() string {
+	if c.Worker.ID != "" {
+		return c.Worker.ID
 	}
 	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
 		return actor
@@ -310,7 +310,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 			continue
 		}
 		seen[h.TaskID] = true
-		if err := a.recoverTask(ctx, base, h, noLand, live); err != nil {
+		if err := base.recoverTask(ctx, h, noLand, live); err != nil {
 			say(live, h.TaskID, "recovering task %s failed: %v", h.TaskID, err)
 		}
 	}
@@ -324,9 +324,9 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 // recoverTask recovers the finished runs of held's task that still hold its claim, under the
 // task's lock. A task no longer in progress (closed by a landing killed just after, moved by
 // someone) is held by none of them: that is recorded, so it is not looked at again.
-func (a *App) recoverTask(ctx context.Context, base *run, held store.Run, noLand bool, live loop.LiveFunc) error {
+func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool, live loop.LiveFunc) error {
 	taskID := held.TaskID
-	lock, err := a.Repo.acquireTaskLock(taskID)
+	lock, err := base.app.Repo.acquireTaskLock(taskID)
 	if err != nil {
 		return nil // a live run has it
 	}

@@ -114,7 +114,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		if o.store != nil {
 			err = refuseViolated(ctx, o.store)
 		} else { // opened only if there is one: a repository without a store has no violation
-			err = a.withStore(ctx, func(st *store.Store) error { return refuseViolated(ctx, st) })
+			err = a.Repo.withStore(ctx, func(st *store.Store) error { return refuseViolated(ctx, st) })
 		}
 		if err != nil {
 			return RunReport{}, err
@@ -254,7 +254,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	host, _ := os.Hostname()
 	actor := "" // the embedded backlog's claims carry no assignee
 	if r.app.TrackerKind() == "beads" {
-		actor = r.app.WorkerID() // bd's claim assigns the task to it (see App.Tracker)
+		actor = r.app.Config.WorkerID() // bd's claim assigns the task to it (see App.Tracker)
 	}
 	err := r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,

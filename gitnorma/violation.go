@@ -51,11 +51,11 @@ func (g *guardState) recordViolation(ctx context.Context, paths []string) {
 
 // withStore runs fn on the run store. A repository without a store has no violation on
 // record, and none is created for it.
-func (a *App) withStore(ctx context.Context, fn func(*store.Store) error) error {
-	if _, err := os.Stat(a.Repo.Path("norma.db")); err != nil {
+func (r *Repo) withStore(ctx context.Context, fn func(*store.Store) error) error {
+	if _, err := os.Stat(r.Path("norma.db")); err != nil {
 		return nil
 	}
-	st, err := a.Repo.OpenStore(ctx)
+	st, err := r.OpenStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func violationText(pending []Violation) string {
 // ClearViolations marks every pending violation seen by the user (git norma resume).
 func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
 	var cleared []Violation
-	err := a.withStore(ctx, func(st *store.Store) error {
+	err := a.Repo.withStore(ctx, func(st *store.Store) error {
 		pending, err := pendingViolations(ctx, st)
 		if err != nil {
 			return err
