@@ -91,7 +91,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	defer log.Close()
 	// The commit is an agent's: its check commands run its code, confined as in a run.
-	cctx, done, err := a.confineChecks(ctx, logDir, log)
+	cctx, done, err := a.confiner().confineChecks(ctx, logDir, log)
 	if err != nil {
 		return rep, err
 	}

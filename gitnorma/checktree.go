@@ -23,7 +23,7 @@ func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckT
 	defer log.Close()
 	// Confined agents cannot write the check worktree, so what the checks cached there under
 	// ignored paths is kept; unconfined ones could have, so it is made afresh every time.
-	c, err := a.confinement()
+	c, err := a.confiner().confinement()
 	confined := err == nil && c.landlock()
 	ct, err := a.Repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: a.worktreeSetup(log),
@@ -55,7 +55,7 @@ func (r *Repo) removeCheckTree(ctx context.Context, taskID string) error {
 // worktreeSetup is the repository's preparation of a new worktree: .worktreeinclude and the
 // config's worktree.setup commands, their output to log.
 func (a *App) worktreeSetup(log *lazyLog) worktree.Setup {
-	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log, Confine: a.confineSetup}
+	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log, Confine: a.confiner().confineSetup}
 }
 
 // lazyLog is a log file created on its first write: most worktrees need no setup, and then

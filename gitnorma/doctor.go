@@ -45,7 +45,7 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorGit(ctx, &rep)
 	a.doctorTracker(ctx, &rep)
 	a.doctorAgents(ctx, &rep)
-	a.doctorSandbox(&rep)
+	a.confiner().doctorSandbox(&rep)
 	doctorStore(ctx, a.Repo, &rep)
 	a.doctorCrashWindows(ctx, &rep)
 	a.doctorRemote(ctx, &rep)

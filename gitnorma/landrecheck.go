@@ -139,7 +139,7 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 		return nil, "", err
 	}
 	defer a.Repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
-	cctx, done, err := a.confineChecks(ctx, dir, log)
+	cctx, done, err := a.confiner().confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", err
 	}
@@ -163,7 +163,7 @@ func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string,
 	if err != nil {
 		return nil, "", "", err
 	}
-	cctx, done, err := a.confineChecks(ctx, dir, log)
+	cctx, done, err := a.confiner().confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", "", err
 	}

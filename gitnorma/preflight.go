@@ -62,7 +62,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err != nil {
 		return nil, nil, err
 	}
-	conf, err := a.confinement()
+	conf, err := a.confiner().confinement()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -476,7 +476,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 // loopWorkspace is the run's worktree as the loop works with it.
 func (r *run) loopWorkspace(ctx context.Context) workspace {
 	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
-		confined: r.app.shields(r.pre.sandbox),
+		confined: r.app.confiner().shields(r.pre.sandbox),
 		events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
 		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
 			return r.app.checkTree(ctx, r.pre.task.ID, commit)

@@ -26,19 +26,28 @@ type confinement struct {
 // landlock says whether agents get Landlock: the mode allows it and the kernel has it.
 func (c confinement) landlock() bool { return c.mode != sandbox.ModeOff && c.abi > 0 }
 
+// confiner is how git-norma confines what it starts: the sandbox config, and the repository
+// whose shared places a confined process must not write.
+type confiner struct {
+	cfg  SandboxConfig
+	repo *Repo
+}
+
+func (a *App) confiner() confiner { return confiner{cfg: a.Config.Sandbox, repo: a.Repo} }
+
 // shields says the kernel keeps every process a step starts out of the places the fallback
 // guard and the run dir's fingerprint watch: Landlock confines them, and sandbox.allow_write
 // opens none of the repository's shared directories (the main checkout, its git directory).
-func (a *App) shields(c confinement) bool {
+func (cf confiner) shields(c confinement) bool {
 	if !c.landlock() {
 		return false
 	}
-	for _, p := range expandHome(a.Config.Sandbox.AllowWrite) {
+	for _, p := range expandHome(cf.cfg.AllowWrite) {
 		p, err := filepath.Abs(p)
 		if err != nil {
 			return false
 		}
-		for _, shared := range []string{a.Repo.Root, a.Repo.GitDir} {
+		for _, shared := range []string{cf.repo.Root, cf.repo.GitDir} {
 			if contains(p, shared) || contains(shared, p) {
 				return false
 			}
@@ -55,8 +64,8 @@ func contains(dir, path string) bool {
 
 // confinement reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
 // Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
-func (a *App) confinement() (confinement, error) {
-	mode, err := sandbox.EffectiveMode(sandbox.Mode(a.Config.Sandbox.Mode))
+func (cf confiner) confinement() (confinement, error) {
+	mode, err := sandbox.EffectiveMode(sandbox.Mode(cf.cfg.Mode))
 	if err != nil {
 		return confinement{}, usagef("set "+sandbox.ModeEnv+" to auto, required or off (or unset it)", "%v", err)
 	}
@@ -71,7 +80,7 @@ func (a *App) confinement() (confinement, error) {
 
 // loopSandbox is the sandbox the engine starts every agent and check command in.
 func (r *run) loopSandbox() (*loop.Sandbox, error) {
-	sb, err := r.app.sandbox(r.pre.sandbox)
+	sb, err := r.app.confiner().sandbox(r.pre.sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -81,30 +90,30 @@ func (r *run) loopSandbox() (*loop.Sandbox, error) {
 
 // sandbox is the sandbox for processes confined as c says: the workspace's admin dir is the
 // caller's to add.
-func (a *App) sandbox(c confinement) (*loop.Sandbox, error) {
+func (cf confiner) sandbox(c confinement) (*loop.Sandbox, error) {
 	launcher, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
 	}
-	cfg := a.Config.Sandbox
+	cfg := cf.cfg
 	return &loop.Sandbox{
-		Launcher: launcher, Landlock: c.landlock(), Shields: a.shields(c), Network: cfg.Network,
+		Launcher: launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cfg.Network,
 		AllowWrite: expandHome(cfg.AllowWrite),
-		ObjectsDir: filepath.Join(a.Repo.GitDir, "objects"),
+		ObjectsDir: filepath.Join(cf.repo.GitDir, "objects"),
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
-		CacheDir: a.Repo.Path("cache"),
+		CacheDir: cf.repo.Path("cache"),
 	}, nil
 }
 
 // confineChecks confines the check commands run outside a step (the re-check before landing)
 // as the run's are; dir is their directory of logs. done records what was left running in
 // the log.
-func (a *App) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
-	c, err := a.confinement()
+func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
+	c, err := cf.confinement()
 	if err != nil {
 		return ctx, nil, err
 	}
-	sb, err := a.sandbox(c)
+	sb, err := cf.sandbox(c)
 	if err != nil {
 		return ctx, nil, err
 	}
@@ -120,8 +129,8 @@ func (a *App) confineChecks(ctx context.Context, dir string, log io.Writer) (con
 // confined: writable are the worktree it prepares, a private TMPDIR and sandbox.allow_write
 // (package caches); the network is open (installing dependencies is what it is for). Mode off
 // (or no Landlock) still contains it.
-func (a *App) confineSetup(cmd *exec.Cmd) (func(), error) {
-	c, err := a.confinement()
+func (cf confiner) confineSetup(cmd *exec.Cmd) (func(), error) {
+	c, err := cf.confinement()
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +143,7 @@ func (a *App) confineSetup(cmd *exec.Cmd) (func(), error) {
 		return nil, err
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	writable := append([]string{cmd.Dir, tmp}, expandHome(a.Config.Sandbox.AllowWrite)...)
+	writable := append([]string{cmd.Dir, tmp}, expandHome(cf.cfg.AllowWrite)...)
 	l, err := sandbox.Wrap(cmd, launcher, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -177,8 +186,8 @@ func expandHome(paths []string) []string {
 }
 
 // doctorSandbox reports the Landlock ABI and the mode in force.
-func (a *App) doctorSandbox(rep *DoctorReport) {
-	c, err := a.confinement()
+func (cf confiner) doctorSandbox(rep *DoctorReport) {
+	c, err := cf.confinement()
 	switch {
 	case err != nil && c.mode == "":
 		rep.add("sandbox", "fail", err.Error(), hintOf(err))
@@ -191,7 +200,7 @@ func (a *App) doctorSandbox(rep *DoctorReport) {
 		rep.add("sandbox", "warn", fmt.Sprintf("mode %s: agents run unconfined: %s", c.mode, c.why), "run on a Linux kernel with Landlock (5.13+)")
 	default:
 		detail := fmt.Sprintf("mode %s, Landlock ABI %d", c.mode, c.abi)
-		if !a.Config.Sandbox.Network && c.abi < sandbox.NetworkABI {
+		if !cf.cfg.Network && c.abi < sandbox.NetworkABI {
 			detail += fmt.Sprintf(" (network: false needs ABI %d; agents keep the network)", sandbox.NetworkABI)
 		}
 		rep.add("sandbox", "ok", detail, "")

@@ -148,7 +148,7 @@ func (r *run) pauseReason() string {
 // newGuard is the run's fallback guard.
 func (r *run) newGuard() *guardState {
 	return &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
-		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: func() bool { return r.app.shields(r.pre.sandbox) }}
+		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: func() bool { return r.app.confiner().shields(r.pre.sandbox) }}
 }
 
 // violationSince summarises a violation recorded since t ("" when there is none).
