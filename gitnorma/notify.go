@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -44,20 +45,32 @@ type NotifyEvent struct {
 	Failure *loop.Failure `json:"failure,omitempty"`
 }
 
+// notifier runs the user's notify command: the command, where it runs, and the tracker it
+// asks whether a task is blocked.
+type notifier struct {
+	cmd     []string
+	root    string
+	tracker func() (tracker.Tracker, error)
+}
+
+func (a *App) notifier() notifier {
+	return notifier{cmd: a.Config.Notify, root: a.Repo.Root, tracker: a.Tracker}
+}
+
 // notifyRunEnd runs the configured notify command (if any) for a run that ended. A failure
 // is only warned about on warn: notification never changes how a run ended.
-func (a *App) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, live loop.LiveFunc) {
-	if len(a.Config.Notify) == 0 || rep.RunID == "" {
+func (n notifier) notifyRunEnd(ctx context.Context, rep RunReport, runErr error, live loop.LiveFunc) {
+	if len(n.cmd) == 0 || rep.RunID == "" {
 		return
 	}
-	ev := a.notifyEvent(context.WithoutCancel(ctx), rep, runErr)
-	if err := a.runNotify(context.WithoutCancel(ctx), ev, notifyTimeout); err != nil {
+	ev := n.notifyEvent(context.WithoutCancel(ctx), rep, runErr)
+	if err := n.runNotify(context.WithoutCancel(ctx), ev, notifyTimeout); err != nil {
 		warn(live, rep.TaskID, "notify command failed for run %s: %v", rep.RunID, err)
 	}
 }
 
 // notifyEvent builds the event of a run report (and the error that ended it, if any).
-func (a *App) notifyEvent(ctx context.Context, rep RunReport, runErr error) NotifyEvent {
+func (n notifier) notifyEvent(ctx context.Context, rep RunReport, runErr error) NotifyEvent {
 	ev := NotifyEvent{Event: EventRunEnded, RunID: rep.RunID, TaskID: rep.TaskID, Title: rep.Title,
 		Status: rep.Status, Verdict: rep.Verdict, StopReason: rep.StopReason, ExitCode: rep.ExitCode,
 		Message: rep.Message, LandedCommit: rep.Landed, Failure: rep.Failure}
@@ -71,7 +84,7 @@ func (a *App) notifyEvent(ctx context.Context, rep RunReport, runErr error) Noti
 		!slices.Contains([]string{loop.StopPaused, loop.StopDecomposed}, rep.StopReason):
 		ev.Event = EventNeedsHuman
 	}
-	if ev.Verdict != loop.VerdictPass && a.taskBlocked(ctx, rep.TaskID) {
+	if ev.Verdict != loop.VerdictPass && n.taskBlocked(ctx, rep.TaskID) {
 		ev.Event = EventNeedsHuman
 		ev.Message = "task blocked (" + LabelBlocked + "): checks failed in 3 consecutive runs; " + ev.Message
 	}
@@ -79,8 +92,8 @@ func (a *App) notifyEvent(ctx context.Context, rep RunReport, runErr error) Noti
 }
 
 // taskBlocked says whether the three-strike rule has blocked the task.
-func (a *App) taskBlocked(ctx context.Context, id string) bool {
-	tr, err := a.Tracker()
+func (n notifier) taskBlocked(ctx context.Context, id string) bool {
+	tr, err := n.tracker()
 	if err != nil || id == "" {
 		return false
 	}
@@ -90,20 +103,20 @@ func (a *App) taskBlocked(ctx context.Context, id string) bool {
 
 // runNotify runs the notify argv (never a shell string) in the repository root with the event
 // on stdin and NORMA_EVENT, NORMA_RUN_ID, NORMA_TASK_ID and NORMA_STATUS in its environment.
-func (a *App) runNotify(ctx context.Context, ev NotifyEvent, limit time.Duration) error {
+func (n notifier) runNotify(ctx context.Context, ev NotifyEvent, limit time.Duration) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	argv := a.Config.Notify
+	argv := n.cmd
 	prog := argv[0]
 	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
-		prog = filepath.Join(a.Repo.Root, prog)
+		prog = filepath.Join(n.root, prog)
 	}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
-	cmd.Dir = a.Repo.Root
+	cmd.Dir = n.root
 	cmd.Stdin = bytes.NewReader(append(data, '\n'))
 	cmd.Env = append(os.Environ(), "NORMA_EVENT="+ev.Event, "NORMA_RUN_ID="+ev.RunID,
 		"NORMA_TASK_ID="+ev.TaskID, "NORMA_STATUS="+ev.Status)

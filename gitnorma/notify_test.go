@@ -34,7 +34,7 @@ func TestNotifySendsTheEventOnStdin(t *testing.T) {
 	rep := RunReport{RunID: "r-1", TaskID: "norma-a", Title: "A", Status: "passed", Verdict: "PASS",
 		StopReason: "none", Message: "PASS; landed", Landed: "abc123"}
 	var warn warnings
-	a.notifyRunEnd(context.Background(), rep, nil, warn.live)
+	a.notifier().notifyRunEnd(context.Background(), rep, nil, warn.live)
 	assert.Empty(t, warn.String())
 
 	data, err := os.ReadFile(filepath.Join(a.Repo.Root, "event.json"))
@@ -53,7 +53,7 @@ func TestNotifyEventSaysWhyItFailed(t *testing.T) {
 	a, _ := notifyApp(t, "true")
 	f := &loop.Failure{Iteration: 2, Verdict: "FAIL", Summary: "iteration 2 FAIL: `make` exited 2",
 		Failing: []loop.FailedCheck{{ACID: "AC-1", CheckID: "CHK-AC-1", Cmd: "make", ExitCode: 2, OutputTail: "expected 3, got 4\n"}}}
-	ev := a.notifyEvent(context.Background(), RunReport{RunID: "r-1", Status: "stopped", Verdict: "FAIL", StopReason: "no_progress",
+	ev := a.notifier().notifyEvent(context.Background(), RunReport{RunID: "r-1", Status: "stopped", Verdict: "FAIL", StopReason: "no_progress",
 		ExitCode: ExitStopped, Failure: f}, nil)
 	data, err := json.Marshal(ev)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestNotifyEventNeedsHuman(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.rep.RunID = "r-1"
-			ev := a.notifyEvent(context.Background(), c.rep, c.err)
+			ev := a.notifier().notifyEvent(context.Background(), c.rep, c.err)
 			assert.Equal(t, c.want, ev.Event)
 			if c.err != nil {
 				assert.Equal(t, "error", ev.Status)
@@ -110,7 +110,7 @@ func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
 			a, _ := notifyApp(t, c.argv...)
 			var warn warnings
 			start := time.Now()
-			a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1", Status: "passed"}, nil, warn.live)
+			a.notifier().notifyRunEnd(context.Background(), RunReport{RunID: "r-1", Status: "passed"}, nil, warn.live)
 			assert.Less(t, time.Since(start), 5*time.Second)
 			assert.Contains(t, warn.String(), c.want)
 		})
@@ -121,7 +121,7 @@ func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
 func TestNotifyTimeoutKills(t *testing.T) {
 	a, _ := notifyApp(t, "sh", "-c", "sleep 30 & sleep 30")
 	start := time.Now()
-	err := a.runNotify(context.Background(), NotifyEvent{Event: EventRunEnded, RunID: "r-1"}, 200*time.Millisecond)
+	err := a.notifier().runNotify(context.Background(), NotifyEvent{Event: EventRunEnded, RunID: "r-1"}, 200*time.Millisecond)
 	assert.EqualError(t, err, "sh: killed after 200ms")
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
@@ -129,7 +129,7 @@ func TestNotifyTimeoutKills(t *testing.T) {
 func TestNotifyNotConfiguredRunsNothing(t *testing.T) {
 	a, _ := notifyApp(t)
 	var warn warnings
-	a.notifyRunEnd(context.Background(), RunReport{RunID: "r-1"}, nil, warn.live)
+	a.notifier().notifyRunEnd(context.Background(), RunReport{RunID: "r-1"}, nil, warn.live)
 	assert.Empty(t, warn.String())
 }
 

@@ -122,7 +122,7 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	}
 	rep, err := a.runOnce(ctx, o)
 	if rep.Status != StatusAlreadyLanded { // nothing ran
-		a.notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
+		a.notifier().notifyRunEnd(ctx, rep, err, o.Live) // the notify command, if configured (notify.go)
 	}
 	if err != nil || rep.continueWith == "" {
 		return rep, err
