@@ -183,7 +183,7 @@ func (a *App) doctorLeases(ctx context.Context, rep *DoctorReport) {
 	if err != nil {
 		return
 	}
-	gone, _ := a.expiredLeases(ctx, tr)
+	gone, _ := a.leases().expired(ctx, tr)
 	for _, e := range gone {
 		rep.add("lease "+e.task.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", orDash(e.task.Assignee), e.until.Format(time.RFC3339)),
 			"the next git norma loop reopens it")

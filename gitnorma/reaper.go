@@ -24,26 +24,37 @@ const (
 	leaseSkew    = 30 * time.Second
 )
 
-// leaseFor is how long a run's claim is leased: with bd only (a claim in the embedded backlog
-// is in this clone's file, and the loop's own recovery gives back what its dead runs left).
-func (a *App) leaseFor() time.Duration {
-	if a.TrackerKind() != "beads" {
-		return 0
-	}
-	return time.Duration(a.Config.Worker.Lease)
+// leases are the claims' leases: how long one lasts here, and who reopens a task whose lease
+// ran out.
+type leases struct {
+	// length is how long a run's claim is leased: with bd only (0 otherwise: a claim in the
+	// embedded backlog is in this clone's file, and the loop's own recovery gives back what
+	// its dead runs left).
+	length   time.Duration
+	workerID string
+	now      func() time.Time
+	redact   redactor
 }
 
-// reapLeases reopens the tasks in progress whose lease ran out: their worker died or lost
+func (a *App) leases() leases {
+	l := leases{workerID: a.Config.WorkerID(), now: a.Now, redact: a.redact}
+	if a.TrackerKind() == "beads" {
+		l.length = time.Duration(a.Config.Worker.Lease)
+	}
+	return l
+}
+
+// reap reopens the tasks in progress whose lease ran out: their worker died or lost
 // touch. Only tasks git-norma leased are looked at: a task a person claimed has no lease. The
 // task is given back (status open, nobody's) in one write that also clears the lease. Should its worker come back, it does not land once
 // another worker holds the claim (see checkStillOpen); if it lands first, the other worker's
 // run finds the landing on the target and closes the task instead of landing it twice.
-func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
-	gone, err := a.expiredLeases(ctx, tr)
+func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
+	gone, err := l.expired(ctx, tr)
 	if err != nil {
 		return err
 	}
-	now := a.Now()
+	now := l.now()
 	for _, e := range gone {
 		if e.byTracker {
 			reclaim(ctx, tr, e, live)
@@ -58,8 +69,8 @@ func (a *App) reapLeases(ctx context.Context, tr tracker.Tracker, live loop.Live
 		st := e.state
 		st.LeaseUntil = ""
 		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
-			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), a.Config.WorkerID())})
-		u, _, err := stateWrite(st, a.redact, nil)
+			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), l.workerID)})
+		u, _, err := stateWrite(st, l.redact, nil)
 		if err != nil {
 			return err
 		}
@@ -101,10 +112,10 @@ type expiredLease struct {
 	byTracker bool
 }
 
-// expiredLeases lists the tasks in progress whose lease ran out more than leaseSkew ago. Only
+// expired lists the tasks in progress whose lease ran out more than leaseSkew ago. Only
 // tasks git-norma leased count: a task a person claimed has none.
-func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredLease, error) {
-	if a.leaseFor() == 0 {
+func (l leases) expired(ctx context.Context, tr tracker.Tracker) ([]expiredLease, error) {
+	if l.length == 0 {
 		return nil, nil
 	}
 	tasks, err := tr.List(ctx)
@@ -128,7 +139,7 @@ func (a *App) expiredLeases(ctx context.Context, tr tracker.Tracker) ([]expiredL
 		} else if e.until, err = time.Parse(time.RFC3339, st.LeaseUntil); err != nil {
 			continue
 		}
-		if e.until = e.until.UTC(); a.Now().After(e.until.Add(leaseSkew)) {
+		if e.until = e.until.UTC(); l.now().After(e.until.Add(leaseSkew)) {
 			gone = append(gone, e)
 		}
 	}

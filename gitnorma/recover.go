@@ -315,7 +315,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 		}
 	}
 	// And what dead workers elsewhere left: tasks whose lease ran out.
-	if err := a.reapLeases(ctx, tr, live); err != nil {
+	if err := a.leases().reap(ctx, tr, live); err != nil {
 		say(live, "", "looking for tasks whose lease ran out failed: %v", err)
 	}
 	return nil

@@ -444,7 +444,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if r.mirror, err = newTaskMirror(r.tr, t, r.app.redact); err != nil {
 		return err
 	}
-	r.mirror.lease, r.mirror.now = r.app.leaseFor(), r.app.Now
+	r.mirror.lease, r.mirror.now = r.app.leases().length, r.app.Now
 	r.mirror.catchUp(r.crashedJournal(ctx))
 	return nil
 }
