@@ -62,9 +62,9 @@ func (p *branchPusher) push(ctx context.Context, commit string) {
 	p.queue.then(func() {
 		wm := p.app.Repo.Worktrees()
 		err := wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
-		if errors.Is(err, worktree.ErrBranchTaken) && p.app.holdsClaim(ctx, p.st, p.runID, p.taskID) {
+		if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
 			// Pushed by a worker that lost the claim to this run: the claim decides.
-			if err = p.app.takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
+			if err = p.app.lander().takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
 				err = wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
 			}
 		}

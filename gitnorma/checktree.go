@@ -17,17 +17,17 @@ func (r *Repo) checkTreeDir(taskID string) string {
 
 // checkTree brings the task's check worktree to exactly commit (created and set up on first
 // use). The caller holds the task's lock.
-func (a *App) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
-	dir := a.Repo.checkTreeDir(taskID)
+func (ld *lander) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
+	dir := ld.repo.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
 	// Confined agents cannot write the check worktree, so what the checks cached there under
 	// ignored paths is kept; unconfined ones could have, so it is made afresh every time.
-	c, err := a.confiner().confinement()
+	c, err := ld.confiner().confinement()
 	confined := err == nil && c.landlock()
-	ct, err := a.Repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
-		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: a.worktreeSetup(log),
-		Locked: func(fn func() error) error { return a.Repo.withWorktreeLock(ctx, fn) },
+	ct, err := ld.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
+		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ld.worktreeSetup(log),
+		Locked: func(fn func() error) error { return ld.repo.withWorktreeLock(ctx, fn) },
 		Fresh:  !confined,
 	})
 	if err != nil {
@@ -54,8 +54,8 @@ func (r *Repo) removeCheckTree(ctx context.Context, taskID string) error {
 
 // worktreeSetup is the repository's preparation of a new worktree: .worktreeinclude and the
 // config's worktree.setup commands, their output to log.
-func (a *App) worktreeSetup(log *lazyLog) worktree.Setup {
-	return worktree.Setup{Root: a.Repo.Root, Commands: a.Config.Worktree.Setup, Log: log, Confine: a.confiner().confineSetup}
+func (ld *lander) worktreeSetup(log *lazyLog) worktree.Setup {
+	return worktree.Setup{Root: ld.repo.Root, Commands: ld.cfg.Worktree.Setup, Log: log, Confine: ld.confiner().confineSetup}
 }
 
 // lazyLog is a log file created on its first write: most worktrees need no setup, and then

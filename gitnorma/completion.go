@@ -13,8 +13,8 @@ import (
 // epic, and so on up) whose children are all closed is closed when its own Verify commands
 // pass on the landed commit. Without Verify commands its acceptance cannot be checked, so it is
 // left open with a note saying so — git-norma never closes on an unverified claim.
-func (a *App) completeParents(ctx context.Context, st *store.Store, runID, taskID, commit string) {
-	tr, err := a.Tracker()
+func (ld *lander) completeParents(ctx context.Context, st *store.Store, runID, taskID, commit string) {
+	tr, err := ld.tracker()
 	if err != nil {
 		return
 	}
@@ -36,8 +36,8 @@ func (a *App) completeParents(ctx context.Context, st *store.Store, runID, taskI
 		if parent.Status == tracker.StatusClosed || !allClosed(children[id], byID) {
 			return
 		}
-		outcome, closed := a.completeOne(ctx, tr, runID, parent, len(children[id]), commit)
-		_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "parent_completion", Message: outcome,
+		outcome, closed := ld.completeOne(ctx, tr, runID, parent, len(children[id]), commit)
+		_ = st.AppendEvent(ctx, runID, store.Event{TS: ld.now(), Type: "parent_completion", Message: outcome,
 			Data: map[string]any{"task": id, "closed": closed}})
 		if !closed {
 			return
@@ -62,17 +62,17 @@ func allClosed(ids []string, byID map[string]tracker.Task) bool {
 
 // completeOne verifies and closes one parent, or leaves it open with a note. It returns what
 // happened and whether the parent was closed.
-func (a *App) completeOne(ctx context.Context, tr tracker.Tracker, runID string, p tracker.Task, n int, commit string) (string, bool) {
+func (ld *lander) completeOne(ctx context.Context, tr tracker.Tracker, runID string, p tracker.Task, n int, commit string) (string, bool) {
 	verify := loop.ParseReadyContract(p.Description).Verify
 	if len(verify) == 0 {
 		msg := fmt.Sprintf("all %d children are closed; its own acceptance has no Verify command, so git-norma leaves closing it to you", n)
-		a.noteCompletion(ctx, tr, p, msg)
+		ld.noteCompletion(ctx, tr, p, msg)
 		return p.ID + ": " + msg, false
 	}
-	failing, err := a.verifyAt(ctx, runID, p, verify, commit)
+	failing, err := ld.verifyAt(ctx, runID, p, verify, commit)
 	if err != nil || failing != "" {
 		msg := fmt.Sprintf("all %d children are closed, but its Verify failed on %.10s: %s", n, commit, orText(failing, err))
-		a.noteCompletion(ctx, tr, p, msg)
+		ld.noteCompletion(ctx, tr, p, msg)
 		return p.ID + ": " + msg, false
 	}
 	reason := fmt.Sprintf("all %d children closed and its Verify passed on %.10s (git-norma run %s)", n, commit, runID)
@@ -91,12 +91,12 @@ func orText(s string, err error) string {
 
 // verifyAt runs the parent's Verify commands in a throwaway detached worktree of commit and
 // returns the first failing command ("" when all pass).
-func (a *App) verifyAt(ctx context.Context, runID string, p tracker.Task, verify []string, commit string) (string, error) {
+func (ld *lander) verifyAt(ctx context.Context, runID string, p tracker.Task, verify []string, commit string) (string, error) {
 	ac := loop.EffectiveCriterion{ID: "AC-" + p.ID, Checks: make([]loop.CheckSpec, len(verify))}
 	for i, cmd := range verify {
 		ac.Checks[i] = loop.CheckSpec{ID: fmt.Sprintf("CHK-%d", i+1), Cmd: cmd, ExpectExitCodes: []int{0}}
 	}
-	evidence, _, err := a.checksAt(ctx, a.Repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
+	evidence, _, err := ld.checksAt(ctx, ld.repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
 	if err != nil {
 		return "", err
 	}
@@ -110,13 +110,13 @@ func (a *App) verifyAt(ctx context.Context, runID string, p tracker.Task, verify
 
 // noteCompletion records in the parent's state (keeping any notes of the user's) why it is
 // still open.
-func (a *App) noteCompletion(ctx context.Context, tr tracker.Tracker, p tracker.Task, msg string) {
+func (ld *lander) noteCompletion(ctx context.Context, tr tracker.Tracker, p tracker.Task, msg string) {
 	st, err := readState(tr, p)
 	if err != nil {
 		return
 	}
 	st.Completion = msg
-	if u, _, err := stateWrite(st, a.redact, func(s *TaskState) { s.Completion = msg }); err == nil {
+	if u, _, err := stateWrite(st, ld.redact, func(s *TaskState) { s.Completion = msg }); err == nil {
 		_ = tr.Update(ctx, p.ID, u)
 	}
 }

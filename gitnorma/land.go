@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -47,38 +48,38 @@ func (e *landRefusal) Error() string { return e.reason.Error() }
 // returns the squash commit ("" when the branch added nothing). Landings are serialised by
 // .norma/locks/land.lock: parallel runs land one after the other, each merging against the
 // target as the previous one left it.
-func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	unlock, err := waitLock(ctx, a.Repo.Path("locks", "land.lock"))
+func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+	unlock, err := waitLock(ctx, ld.repo.Path("locks", "land.lock"))
 	if err != nil {
 		return "", withCode(ExitFail, err)
 	}
 	defer unlock()
 	branch := worktree.TaskBranch(req.task.ID)
-	if err := a.checkStillOpen(ctx, st, req); err != nil {
-		return "", a.refuse(ctx, st, req, err)
+	if err := ld.checkStillOpen(ctx, st, req); err != nil {
+		return "", ld.refuse(ctx, st, req, err)
 	}
 	var res worktree.LandResult
 	var head, tip string
 	for attempt := 1; ; attempt++ {
-		if err := a.syncTarget(ctx, req.target); err != nil {
-			return "", a.refuse(ctx, st, req, err)
+		if err := ld.syncTarget(ctx, req.target); err != nil {
+			return "", ld.refuse(ctx, st, req, err)
 		}
-		if p, err := a.earlierLanding(ctx, st, req); err != nil {
+		if p, err := ld.earlierLanding(ctx, st, req); err != nil {
 			return "", withCode(ExitFail, err)
 		} else if p.Commit != "" {
-			return a.adoptLanding(ctx, st, req, p)
+			return ld.adoptLanding(ctx, st, req, p)
 		}
-		if head, tip, err = a.recheckOnTarget(ctx, st, req); err != nil {
-			return "", a.refuse(ctx, st, req, err)
+		if head, tip, err = ld.recheckOnTarget(ctx, st, req); err != nil {
+			return "", ld.refuse(ctx, st, req, err)
 		}
-		msg, err := a.landMessage(ctx, st, req)
+		msg, err := ld.landMessage(ctx, st, req)
 		if err != nil {
 			return "", err
 		}
 		// Under the worktree lock too: landing reads which worktree has the target checked out,
 		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
-		err = a.Repo.withWorktreeLock(ctx, func() (err error) {
-			res, err = a.Repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: a.Config.Remote})
+		err = ld.repo.withWorktreeLock(ctx, func() (err error) {
+			res, err = ld.repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: ld.cfg.Remote})
 			return err
 		})
 		if err == nil {
@@ -89,15 +90,15 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			return "", withCode(ExitFail, err)
 		}
 		if errors.Is(err, worktree.ErrBranchTaken) {
-			if attempt < remoteLandAttempts && req.claimedByUs && a.holdsClaim(ctx, st, req.runID, req.task.ID) {
+			if attempt < remoteLandAttempts && req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID) {
 				// A worker that lost the claim pushed the branch after this run took the task
 				// over: the claim decides whose branch it is.
-				if err := a.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
+				if err := ld.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
 					return "", withCode(ExitFail, err)
 				}
 				continue // moved again since: the next try looks again
 			}
-			return "", a.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
+			return "", ld.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
 				hint: "its new holder runs it; this run's work stays on the local " + branch})
 		}
 		if errors.Is(err, worktree.ErrTargetMoved) {
@@ -106,19 +107,19 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			// Fetch, look again (it may have been this very task, taken over), re-check on what
 			// is there now, land again.
 			if attempt < remoteLandAttempts {
-				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_push_rejected",
+				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_push_rejected",
 					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
 				if err := sleepCtx(ctx, landRetryPause()); err != nil {
 					return "", withCode(ExitFail, err)
 				}
 				continue
 			}
-			if a.Config.Remote == "" {
-				return "", a.refuse(ctx, st, req, &landRefusal{reason: err, hint: resolveHint(req, le)})
+			if ld.cfg.Remote == "" {
+				return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, hint: resolveHint(req, le)})
 			}
-			return "", a.refuse(ctx, st, req, a.contended(ctx, req, attempt, err))
+			return "", ld.refuse(ctx, st, req, ld.contended(ctx, req, attempt, err))
 		}
-		return "", a.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
+		return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
 	}
 	crashPoint("landed")
 	reason := landingReason(res.Commit, req.target, req.runID)
@@ -130,23 +131,23 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 	if res.Empty {
 		landed = "" // nothing landed to note; the steps' notes still go on their commits
 	}
-	a.noteLanding(ctx, st, req, landed)
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason,
+	ld.noteLanding(ctx, st, req, landed)
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
 	if res.LocalBehind != "" {
 		// On the remote, where it counts; the local target catches up at the next run.
-		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "local_target_behind",
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "local_target_behind",
 			Message: fmt.Sprintf("landed on %s/%s, but the local %s did not follow: %s (git merge --ff-only %s/%s brings it there)",
-				a.Config.Remote, req.target, req.target, res.LocalBehind, a.Config.Remote, req.target)})
+				ld.cfg.Remote, req.target, req.target, res.LocalBehind, ld.cfg.Remote, req.target)})
 	}
 	// The task's check worktree served its last check: landed, the task needs no other.
-	if err := a.Repo.removeCheckTree(ctx, req.task.ID); err != nil {
-		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "worktree_kept", Message: "check worktree: " + err.Error()})
+	if err := ld.repo.removeCheckTree(ctx, req.task.ID); err != nil {
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "worktree_kept", Message: "check worktree: " + err.Error()})
 	}
-	if a.Config.DeleteBranchOnLand {
-		a.deleteTaskBranch(ctx, st, req, branch, head)
+	if ld.cfg.DeleteBranchOnLand {
+		ld.deleteTaskBranch(ctx, st, req, branch, head)
 	}
-	tr, err := a.Tracker()
+	tr, err := ld.tracker()
 	if fc, ok := tr.(tracker.ForceCloser); ok && err == nil && req.forced {
 		err = fc.CloseForced(ctx, req.task.ID, reason)
 	} else if err == nil {
@@ -157,13 +158,13 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
 	crashPoint("closed")
-	a.shareJournal(ctx, st, req)
+	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
 		at := res.Commit
 		if at == "" {
 			at = res.Parent
 		}
-		a.completeParents(ctx, st, req.runID, req.task.ID, at)
+		ld.completeParents(ctx, st, req.runID, req.task.ID, at)
 	}
 	return res.Commit, nil
 }
@@ -171,12 +172,12 @@ func (a *App) land(ctx context.Context, st *store.Store, req landRequest) (strin
 // otherHolder is who holds the claim of t when it is not run's own actor (with bd, the
 // assignee a claim of that run would have left), "" when it is run's own or the tracker keeps
 // no assignee for claims.
-func (a *App) otherHolder(ctx context.Context, st *store.Store, runID string, t tracker.Task) (string, error) {
+func (ld *lander) otherHolder(ctx context.Context, st *store.Store, runID string, t tracker.Task) (string, error) {
 	run, err := st.Run(ctx, runID)
 	if err != nil {
 		return "", err
 	}
-	if want := a.claimAssignee(ctx, run); want != "" && t.Assignee != want {
+	if want := ld.claimAssignee(ctx, run); want != "" && t.Assignee != want {
 		return orDash(t.Assignee), nil
 	}
 	return "", nil
@@ -187,8 +188,8 @@ func (a *App) otherHolder(ctx context.Context, st *store.Store, runID string, t 
 // tells two runs of one actor apart — a worker id reused across a CI job's attempts, say — so a
 // run of that actor which lost the claim never takes the branch back. A tracker that cannot
 // be asked says no.
-func (a *App) holdsClaim(ctx context.Context, st *store.Store, runID, taskID string) bool {
-	tr, err := a.Tracker()
+func (ld *lander) holdsClaim(ctx context.Context, st *store.Store, runID, taskID string) bool {
+	tr, err := ld.tracker()
 	if err != nil {
 		return false
 	}
@@ -199,19 +200,19 @@ func (a *App) holdsClaim(ctx context.Context, st *store.Store, runID, taskID str
 	if state, err := readState(tr, t); err != nil || state.RunID != runID {
 		return false
 	}
-	holder, err := a.otherHolder(ctx, st, runID, t)
+	holder, err := ld.otherHolder(ctx, st, runID, t)
 	return err == nil && holder == ""
 }
 
 // takeBackBranch makes the next push of a task branch go over the copy on the remote that
 // pushErr found there (pushed by a worker that lost the task's claim, or by a person), keeps
 // that copy under refs/norma/kept/, and records both.
-func (a *App) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
+func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
 	var le *worktree.LandError
 	if !errors.As(pushErr, &le) {
 		return pushErr
 	}
-	kept, err := a.Repo.Worktrees().TakeBackTaskBranch(ctx, a.Config.Remote, taskID, runID, le.Theirs)
+	kept, err := ld.repo.Worktrees().TakeBackTaskBranch(ctx, ld.cfg.Remote, taskID, runID, le.Theirs)
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func (a *App) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID
 	if kept != "" {
 		msg += ", kept as " + kept
 	}
-	_ = st.AppendEvent(ctx, runID, store.Event{TS: a.Now(), Type: "branch_taken_back", Message: msg,
+	_ = st.AppendEvent(ctx, runID, store.Event{TS: ld.now(), Type: "branch_taken_back", Message: msg,
 		Data: map[string]any{"overwritten": le.Theirs, "kept": kept}})
 	return nil
 }
@@ -228,8 +229,8 @@ func (a *App) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID
 // with bd, a claim whose assignee is no longer this run's actor was taken over (a lease that
 // ran out, a person), and the work of the run that lost it does not land — the fence that
 // keeps a worker that was presumed dead from landing over the one that took its task.
-func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landRequest) error {
-	tr, err := a.Tracker()
+func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landRequest) error {
+	tr, err := ld.tracker()
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landReque
 	case t.Status == tracker.StatusOpen:
 		return nil
 	case t.Status == tracker.StatusInProgress && req.claimedByUs:
-		holder, err := a.otherHolder(ctx, st, req.runID, t)
+		holder, err := ld.otherHolder(ctx, st, req.runID, t)
 		if err != nil || holder == "" {
 			return err
 		}
@@ -255,12 +256,12 @@ func (a *App) checkStillOpen(ctx context.Context, st *store.Store, req landReque
 		hint: "reopen the task if its work should still land, then: git norma land " + req.task.ID}
 }
 
-func (a *App) refuse(ctx context.Context, st *store.Store, req landRequest, err error) error {
+func (ld *lander) refuse(ctx context.Context, st *store.Store, req landRequest, err error) error {
 	var lr *landRefusal
 	if !errors.As(err, &lr) {
 		return withCode(ExitFail, err)
 	}
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_refused", Message: lr.Error(),
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_refused", Message: lr.Error(),
 		Data: map[string]any{"paths": lr.paths}})
 	return lr
 }
@@ -284,12 +285,12 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 }
 
 // landMessage builds the squash commit's message from the run's last plan and check outputs.
-func (a *App) landMessage(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+func (ld *lander) landMessage(ctx context.Context, st *store.Store, req landRequest) (string, error) {
 	plan, check, last, err := runOutputs(ctx, st, req.runID)
 	if err != nil {
 		return "", err
 	}
-	return a.redact.apply(CommitMessage(a.Config.Commit, req.task, plan, check, req.runID, last)), nil
+	return ld.redact.apply(CommitMessage(ld.cfg.Commit, req.task, plan, check, req.runID, last)), nil
 }
 
 // runOutputs reads a run's last plan and last check outputs as the orchestrator committed them
@@ -350,7 +351,7 @@ func readStepOutput(dir string) (loop.Output, error) {
 // whole journal on the squash commit (squash merges carry no notes of the branch), ending with
 // the landing entry itself — all in one commit of the notes ref. commit "" is a landing that
 // made no commit: only the step notes are written.
-func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest, commit string) {
+func (ld *lander) noteLanding(ctx context.Context, st *store.Store, req landRequest, commit string) {
 	all := slices.Clone(req.stepNotes)
 	if commit != "" {
 		steps, err := st.Steps(ctx, req.runID)
@@ -359,14 +360,14 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 		}
 		entries := make([]notes.Entry, 0, len(steps)+1)
 		for _, s := range steps {
-			entries = append(entries, stepEntry(req.task.ID, s, a.redact))
+			entries = append(entries, stepEntry(req.task.ID, s, ld.redact))
 		}
-		entries = append(entries, notes.Entry{TS: notes.Stamp(a.Now()), Kind: notes.KindLand, Task: req.task.ID,
+		entries = append(entries, notes.Entry{TS: notes.Stamp(ld.now()), Kind: notes.KindLand, Task: req.task.ID,
 			Run: req.runID, Verdict: "PASS", Commit: commit, Summary: "landed on " + req.target})
 		all = append(all, notes.Note{Commit: commit, Entries: entries})
 	}
-	if err := a.Repo.NotesJournal().AddAll(ctx, all); err != nil {
-		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "mirror_failed", Message: err.Error()})
+	if err := ld.repo.NotesJournal().AddAll(ctx, all); err != nil {
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "mirror_failed", Message: err.Error()})
 	}
 }
 
@@ -374,12 +375,30 @@ func (a *App) noteLanding(ctx context.Context, st *store.Store, req landRequest,
 // commit that landed: the squash commit holds its content, the run dir and the notes keep its
 // journal. A branch that moved since holds work that did not land, and stays; so does one git
 // refuses to delete (checked out, being rebased).
-func (a *App) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
+func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
 	msg := "deleted " + branch
-	if why, err := a.Repo.deleteBranchAt(ctx, branch, landed); err != nil {
+	if why, err := ld.repo.deleteBranchAt(ctx, branch, landed); err != nil {
 		msg = fmt.Sprintf("kept %s: %v", branch, err)
 	} else if why != "" {
 		msg = fmt.Sprintf("kept %s: %s", branch, why)
 	}
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "branch_deleted", Message: msg})
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "branch_deleted", Message: msg})
 }
+
+// lander lands verified work and does what a landing entails — the re-check on the target,
+// the squash commit's message and notes, closing the task and the parents it completes — and
+// answers who holds a task's claim. It holds what that reads and writes.
+type lander struct {
+	repo    *Repo
+	cfg     Config
+	now     func() time.Time
+	redact  redactor
+	tracker func() (tracker.Tracker, error)
+	kind    string // the tracker's kind (beads or jsonl)
+}
+
+func (a *App) lander() *lander {
+	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind()}
+}
+
+func (ld *lander) confiner() confiner { return confiner{cfg: ld.cfg.Sandbox, repo: ld.repo} }

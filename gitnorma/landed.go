@@ -37,12 +37,12 @@ type priorLanding struct {
 // a long history), or the landing one of its runs recorded in the store, if that commit is
 // still on the target. The tracker's status says nothing here: a `git stash` or checkout of
 // a tracked backlog reopens a landed task, and git's history is what tells.
-func (a *App) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
+func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task.ID, Fixed: true}
 	if !task.CreatedAt.IsZero() {
 		q.Since = task.CreatedAt.Add(-clockSkew).UTC().Format(time.RFC3339)
 	}
-	out, err := a.Repo.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)", q)
+	out, err := ld.repo.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)", q)
 	if err != nil {
 		return priorLanding{}, fmt.Errorf("look for an earlier landing of %s on %s: %w", task.ID, target, err)
 	}
@@ -52,7 +52,7 @@ func (a *App) landedBefore(ctx context.Context, st *store.Store, task tracker.Ta
 			return priorLanding{Commit: f[0], RunID: strings.Split(f[2], ",")[0]}, nil
 		}
 	}
-	return a.Repo.storeLanding(ctx, st, task, target)
+	return ld.repo.storeLanding(ctx, st, task, target)
 }
 
 // storeLanding is the landing the store records for one of the task's runs since it was
@@ -109,7 +109,7 @@ func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, err
 
 // earlierLanding is the landing of req's task already on the target, unless req's run redoes
 // the task on purpose (--force).
-func (a *App) earlierLanding(ctx context.Context, st *store.Store, req landRequest) (priorLanding, error) {
+func (ld *lander) earlierLanding(ctx context.Context, st *store.Store, req landRequest) (priorLanding, error) {
 	kv, err := st.KV(ctx, req.runID)
 	if err != nil {
 		return priorLanding{}, err
@@ -118,19 +118,19 @@ func (a *App) earlierLanding(ctx context.Context, st *store.Store, req landReque
 	if json.Unmarshal(kv[kvRedo], &redo) == nil && redo {
 		return priorLanding{}, nil
 	}
-	return a.landedBefore(ctx, st, req.task, req.target)
+	return ld.landedBefore(ctx, st, req.task, req.target)
 }
 
 // adoptLanding makes a landing idempotent: a task whose work is already on the target (a crash
 // between the squash commit and its record, a backlog reverted by a stash, a recovery landing a
 // PASS again) is not landed a second time. The run records that landing as its own, and the
 // task is closed with it as its reason.
-func (a *App) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
+func (ld *lander) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
 	_ = st.SetLanded(ctx, req.runID, p.Commit)
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "already_landed",
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "already_landed",
 		Message: fmt.Sprintf("%s already landed as %.10s on %s by run %s; not landed again", req.task.ID, p.Commit, req.target, orDash(p.RunID)),
 		Data:    map[string]any{"commit": p.Commit, "run": p.RunID, "target": req.target}})
-	tr, err := a.Tracker()
+	tr, err := ld.tracker()
 	if err == nil {
 		err = closeLanded(ctx, tr, req.task, req.target, p)
 	}

@@ -31,17 +31,17 @@ func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	commitAt(created.Add(2*time.Hour), "docs: mentions Norma-Task: norma-a1 in its text\n")
 	task := tracker.Task{ID: "norma-a1", CreatedAt: created}
 
-	p, err := a.landedBefore(ctx, st, task, "main")
+	p, err := a.lander().landedBefore(ctx, st, task, "main")
 	require.NoError(t, err)
 	assert.Empty(t, p.Commit, "only the child's trailer, a mention, and a landing older than the task")
 
 	landed := commitAt(created.Add(3*time.Hour), "feat: a1\n\nNorma-Task: norma-a1\nNorma-Run: r-new\nNorma-Verdict: PASS\n")
 	commitAt(created.Add(4*time.Hour), "chore: later\n")
-	p, err = a.landedBefore(ctx, st, task, "main")
+	p, err = a.lander().landedBefore(ctx, st, task, "main")
 	require.NoError(t, err)
 	assert.Equal(t, priorLanding{Commit: landed, RunID: "r-new"}, p)
 
-	p, err = a.landedBefore(ctx, st, tracker.Task{ID: "norma-a1.1", CreatedAt: created}, "main")
+	p, err = a.lander().landedBefore(ctx, st, tracker.Task{ID: "norma-a1.1", CreatedAt: created}, "main")
 	require.NoError(t, err)
 	assert.Equal(t, "r-child", p.RunID)
 }

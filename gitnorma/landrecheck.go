@@ -24,9 +24,9 @@ import (
 // to land, and the target tip it was verified on: the landing must be built on exactly that tip
 // (LandOptions.Base), as another git-norma of this clone may move the target meanwhile (a run
 // starting brings it up to the remote's).
-func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (head, tip string, err error) {
+func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (head, tip string, err error) {
 	branch := worktree.TaskBranch(req.task.ID)
-	heads, err := a.Repo.Git.ResolveAll(ctx, "refs/heads/"+branch, "refs/heads/"+req.target)
+	heads, err := ld.repo.Git.ResolveAll(ctx, "refs/heads/"+branch, "refs/heads/"+req.target)
 	if err != nil || len(heads) != 2 {
 		return "", "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
 	}
@@ -44,26 +44,26 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
-	if err := a.Repo.checkForkPoints(ctx, st, req, head); err != nil {
+	if err := ld.repo.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", "", err
 	}
-	if onBranch, err := a.Repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
+	if onBranch, err := ld.repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, tip, a.Repo.checkPassTree(ctx, req, run.PassTree, head)
+		return head, tip, ld.repo.checkPassTree(ctx, req, run.PassTree, head)
 	}
-	wm := a.Repo.Worktrees()
+	wm := ld.repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
 	if errors.Is(err, worktree.ErrConflict) {
 		return head, tip, nil // landing refuses it, naming the paths
 	} else if err != nil {
 		return "", "", withCode(ExitFail, err) // never land a merge that was not checked
 	}
-	effective, err := a.landCriteria(ctx, st, req)
+	effective, err := ld.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
 		return head, tip, err
 	}
-	evidence, tree, logPath, err := a.checksInCheckTree(ctx, a.Repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
+	evidence, tree, logPath, err := ld.checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
 	if err != nil {
 		return "", "", withCode(ExitFail, err)
 	}
@@ -74,14 +74,14 @@ func (a *App) recheckOnTarget(ctx context.Context, st *store.Store, req landRequ
 			failed = append(failed, fmt.Sprintf("`%s` exited %d", e.Cmd, e.ExitCode))
 		}
 	}
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "land_rechecked",
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_rechecked",
 		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
 		Data:    map[string]any{"target_tip": tip, "merge": merge, "tree": tree, "verdict": verdict, "evidence": evidence, "log": logPath}})
 	if verdict != loop.VerdictPass {
 		return "", "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
 	}
-	if err := a.Repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
+	if err := ld.repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
 		return "", "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
 	}
 	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
@@ -107,29 +107,29 @@ func (r *Repo) checkPassTree(ctx context.Context, req landRequest, checked, head
 
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
 // `git norma check`) the task's Verify commands and the project gates.
-func (a *App) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
+func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
 	if plan, _, _, err := runOutputs(ctx, st, req.runID); err != nil {
 		return nil, err
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
 		return plan.AcceptanceCriteria.Effective, nil
 	}
-	return a.Config.taskCriteria(req.task), nil
+	return ld.cfg.taskCriteria(req.task), nil
 }
 
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is
 // thrown away after; the output goes to dir/checks.txt, whose path it returns. (A parent's
 // completion checks there: it holds no lock of that task.)
-func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
+func (ld *lander) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
-	wm := a.Repo.Worktrees()
+	wm := ld.repo.Worktrees()
 	// A re-check killed before it removed its workspace left it here: it holds nothing of
 	// value, and git would refuse to add it again.
-	err = a.Repo.withWorktreeLock(ctx, func() error {
+	err = ld.repo.withWorktreeLock(ctx, func() error {
 		if _, err := wm.ClearScratch(ctx, scratch); err != nil {
 			return err
 		}
@@ -138,14 +138,14 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 	if err != nil {
 		return nil, "", err
 	}
-	defer a.Repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
-	cctx, done, err := a.confiner().confineChecks(ctx, dir, log)
+	defer ld.repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	cctx, done, err := ld.confiner().confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", err
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(ld.cfg.Agents.Check.Timeout), processEnv())
 	return evidence, logPath, err
 }
 
@@ -153,23 +153,23 @@ func (a *App) checksAt(ctx context.Context, dir, commit string, effective []loop
 // brought to exactly that commit (see App.checkTree), with what its setup installed and the
 // checks cached there; the output goes to dir/checks.txt. It returns the evidence, the checked
 // tree and the log's path. The caller holds the task's lock.
-func (a *App) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
+func (ld *lander) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer log.Close()
-	ct, err := a.checkTree(ctx, taskID, commit)
+	ct, err := ld.checkTree(ctx, taskID, commit)
 	if err != nil {
 		return nil, "", "", err
 	}
-	cctx, done, err := a.confiner().confineChecks(ctx, dir, log)
+	cctx, done, err := ld.confiner().confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(ld.cfg.Agents.Check.Timeout), processEnv())
 	return evidence, ct.Tree, logPath, err
 }
 

@@ -31,14 +31,14 @@ func landRetryPause() time.Duration {
 // syncTarget brings the local target to the remote's, when git-norma lands through a remote
 // (config "remote", --remote): runs fork from it and landings are built on it. Nothing
 // happens without a remote.
-func (a *App) syncTarget(ctx context.Context, target string) error {
-	remote := a.Config.Remote
+func (ld *lander) syncTarget(ctx context.Context, target string) error {
+	remote := ld.cfg.Remote
 	if remote == "" {
 		return nil
 	}
 	var err error
-	lockErr := a.Repo.withWorktreeLock(ctx, func() error {
-		_, err = a.Repo.Worktrees().SyncTarget(ctx, remote, target)
+	lockErr := ld.repo.withWorktreeLock(ctx, func() error {
+		_, err = ld.repo.Worktrees().SyncTarget(ctx, remote, target)
 		return nil
 	})
 	if lockErr != nil {
@@ -92,14 +92,14 @@ func (a *App) checkRemote(ctx context.Context) error {
 // notes are fetched and merged first (cat_sort_uniq, so no line is lost), and a push that
 // loses the race to another worker's is merged and pushed again. A journal that could not be
 // shared is recorded; the landing stands (git norma notes push sends it later).
-func (a *App) shareJournal(ctx context.Context, st *store.Store, req landRequest) {
-	remote := a.Config.Remote
+func (ld *lander) shareJournal(ctx context.Context, st *store.Store, req landRequest) {
+	remote := ld.cfg.Remote
 	if remote == "" {
 		return
 	}
 	var err error
 	for attempt := 0; attempt < remoteLandAttempts; attempt++ {
-		if err = a.Repo.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
+		if err = ld.repo.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
 			break
 		}
 		if sleepCtx(ctx, landRetryPause()) != nil {
@@ -107,24 +107,24 @@ func (a *App) shareJournal(ctx context.Context, st *store.Store, req landRequest
 		}
 	}
 	if err != nil {
-		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "notes_push_failed",
+		_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "notes_push_failed",
 			Message: fmt.Sprintf("the journal was not pushed to %s: %v (push it with: git norma notes push %s)", remote, err, remote)})
 	}
 }
 
 // contended leaves a task whose landing kept losing the race for the remote to a person: it
 // gets the norma-land-contended label and its branch is pushed to the remote for review.
-func (a *App) contended(ctx context.Context, req landRequest, attempts int, last error) error {
+func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, last error) error {
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
 	// Under the branch's lease, like every push of it: never over another worker's.
-	if err := a.Repo.Worktrees().PushTaskBranch(ctx, a.Config.Remote, req.task.ID, "refs/heads/"+branch); err == nil {
-		pushed = fmt.Sprintf("; its branch is on %s for review", a.Config.Remote)
+	if err := ld.repo.Worktrees().PushTaskBranch(ctx, ld.cfg.Remote, req.task.ID, "refs/heads/"+branch); err == nil {
+		pushed = fmt.Sprintf("; its branch is on %s for review", ld.cfg.Remote)
 	}
-	if tr, err := a.Tracker(); err == nil {
+	if tr, err := ld.tracker(); err == nil {
 		_ = tr.Update(ctx, req.task.ID, tracker.Update{AddLabels: []string{LabelLandContended}})
 	}
-	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, a.Config.Remote, req.target, last, pushed),
+	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, ld.cfg.Remote, req.target, last, pushed),
 		hint: "land it when the remote is quieter: git norma land " + req.task.ID}
 }
 

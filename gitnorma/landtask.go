@@ -58,7 +58,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: runID, task: task, target: target}, rep.Commit)
 	}
 	claimed := a.claimedBy(ctx, run, task)
-	rep.Commit, err = a.land(ctx, st, landRequest{runID: runID, task: task, target: target, claimedByUs: claimed})
+	rep.Commit, err = a.lander().land(ctx, st, landRequest{runID: runID, task: task, target: target, claimedByUs: claimed})
 	if claimed {
 		a.giveBackClaim(ctx, st, runID, taskID)
 	}

@@ -40,7 +40,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err := a.checkRemote(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := a.syncTarget(ctx, target); err != nil {
+	if err := a.lander().syncTarget(ctx, target); err != nil {
 		// Commits of the user's the remote lacks stay until the user acts: no run can start.
 		// A remote that did not answer, or a checkout busy for a moment, fail this run only: a
 		// worker tries again at its next look.

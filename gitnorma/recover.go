@@ -34,7 +34,7 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 	case store.ClaimHeld:
 		return true
 	case store.ClaimIntent:
-		return t.Assignee == a.claimAssignee(ctx, run)
+		return t.Assignee == a.lander().claimAssignee(ctx, run)
 	}
 	return false
 }
@@ -43,16 +43,16 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 // keeps the task unassigned (git-norma claims with no actor), bd's sets the actor the run
 // recorded (worker.id), or for a run of a version that recorded none, bd's own default then:
 // BEADS_ACTOR, or else git's user.name.
-func (a *App) claimAssignee(ctx context.Context, run store.Run) string {
+func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 	switch {
-	case a.TrackerKind() != "beads":
+	case ld.kind != "beads":
 		return ""
 	case run.Actor != "":
 		return run.Actor
 	case os.Getenv("BEADS_ACTOR") != "":
 		return os.Getenv("BEADS_ACTOR")
 	}
-	return a.Repo.actor(ctx)
+	return ld.repo.actor(ctx)
 }
 
 // WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
@@ -132,7 +132,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		}
 		rep, done = nil, "reopened ("+why+")"
 	default:
-		commit, err := r.app.land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true})
+		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true})
 		var refused *landRefusal
 		switch {
 		case errors.As(err, &refused):
@@ -223,11 +223,11 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 	}
 	_ = st.SetLanded(ctx, req.runID, commit)
 	_ = st.SetClaim(ctx, req.runID, store.ClaimReleased)
-	a.noteLanding(ctx, st, req, commit)
+	a.lander().noteLanding(ctx, st, req, commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
 		Data: map[string]any{"commit": commit, "target": req.target}})
 	if req.task.Parent != "" {
-		a.completeParents(ctx, st, req.runID, req.task.ID, commit)
+		a.lander().completeParents(ctx, st, req.runID, req.task.ID, commit)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func (r *run) fileDiscoveries(ctx context.Context, found []loop.Discovery, rep *
 // branch left for review.
 func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error) {
 	r.removeWorktree(ctx)
-	commit, err := r.app.land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed, forced: r.forced,
+	commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed, forced: r.forced,
 		leaseLost: r.leaseLost != nil && r.leaseLost.Load(), stepNotes: r.rec.notes})
 	r.closedByLanding = err == nil
 	r.release(ctx, false)
@@ -182,7 +182,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 // takenOverBy is who holds the claim of t, in progress, when that is not this run's actor ("":
 // this run's, or the tracker keeps no assignee for claims).
 func (r *run) takenOverBy(ctx context.Context, t tracker.Task) string {
-	holder, _ := r.app.otherHolder(ctx, r.st, r.id, t)
+	holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t)
 	return holder
 }
 
