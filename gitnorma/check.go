@@ -48,7 +48,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 			return CheckReport{}, usagef("name the task: git norma check <task>", "this worktree is not on a %s<task> branch", worktree.BranchPrefix)
 		}
 	}
-	task, err := a.ShowTask(ctx, taskID)
+	task, err := a.Backlog().Show(ctx, taskID)
 	if err != nil {
 		return CheckReport{}, err
 	}

@@ -46,9 +46,9 @@ func (r *Repo) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
 }
 
 // taskOfWorktree returns the task whose branch is checked out in dir ("" if none).
-func (a *App) taskOfWorktree(ctx context.Context, dir string) string {
-	branch, _ := a.Repo.Git.In(dir).CurrentBranch(ctx)
-	if id := strings.TrimPrefix(branch, worktree.BranchPrefix); id != branch && a.ValidateTaskID(id) == nil {
+func (h *hookHandler) taskOfWorktree(ctx context.Context, dir string) string {
+	branch, _ := h.a.Repo.Git.In(dir).CurrentBranch(ctx)
+	if id := strings.TrimPrefix(branch, worktree.BranchPrefix); id != branch && h.a.ValidateTaskID(id) == nil {
 		return id
 	}
 	return ""
@@ -84,7 +84,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 		}
 		return nil
 	}
-	task := h.a.taskOfWorktree(ctx, h.dir)
+	task := h.taskOfWorktree(ctx, h.dir)
 	if task == "" {
 		return nil
 	}
@@ -123,7 +123,7 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
-	return h.a.refusal("merge", refused)
+	return h.refusal("merge", refused)
 }
 
 // Pushing refuses to push a task branch whose head has no recorded PASS, or any other ref
@@ -149,7 +149,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 		}
 		refused = append(refused, why...)
 	}
-	if err := h.a.refusal("push", refused); err != nil {
+	if err := h.refusal("push", refused); err != nil {
 		return err
 	}
 	if h.a.configErr != nil && !h.a.uninitialised {
@@ -220,12 +220,12 @@ func (r *gateRecords) close() {
 	}
 }
 
-func (a *App) refusal(what string, refused []string) error {
+func (h *hookHandler) refusal(what string, refused []string) error {
 	if len(refused) == 0 {
 		return nil
 	}
 	hint := "verify it: git norma check <task> in the task's worktree, or git norma run <task> --no-land"
-	if a.uninitialised {
+	if h.a.uninitialised {
 		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
 	}
 	return &Error{Code: ExitFail,

@@ -26,7 +26,7 @@ type LandReport struct {
 func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	// A task that is not in the backlog is a plain failure (exit 1, as for run), not a refused
 	// landing (exit 3).
-	task, err := a.ShowTask(ctx, taskID)
+	task, err := a.Backlog().Show(ctx, taskID)
 	if err != nil {
 		return LandReport{}, err
 	}

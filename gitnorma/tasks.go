@@ -126,11 +126,6 @@ func (b *Backlog) Show(ctx context.Context, id string) (tracker.Task, error) {
 	return t, taskErr(id, err)
 }
 
-// ShowTask returns one task of the repository's backlog.
-func (a *App) ShowTask(ctx context.Context, id string) (tracker.Task, error) {
-	return a.Backlog().Show(ctx, id)
-}
-
 // DescribeTask renders a task for `task show`.
 func DescribeTask(t tracker.Task) string {
 	var b strings.Builder

@@ -180,7 +180,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 			// A fresh App reads the same task back from .beads/issues.jsonl.
 			fresh, err := Open(ctx, repo.Dir)
 			require.NoError(t, err)
-			got, err := fresh.ShowTask(ctx, created.ID)
+			got, err := fresh.Backlog().Show(ctx, created.ID)
 			require.NoError(t, err)
 			assert.Equal(t, created.ID, got.ID)
 			assert.Equal(t, created.Title, got.Title)
@@ -201,7 +201,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 			require.NoError(t, err, "child %d", n)
 			assert.Equal(t, want, child.ID)
 			assert.Equal(t, parent.ID, child.Parent)
-			got, err := app.ShowTask(ctx, child.ID)
+			got, err := app.Backlog().Show(ctx, child.ID)
 			require.NoError(t, err)
 			assert.Equal(t, parent.ID, got.Parent)
 		}
@@ -245,7 +245,7 @@ func TestShowTaskErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := app.ShowTask(ctx, tt.id)
+			_, err := app.Backlog().Show(ctx, tt.id)
 			e := requireCode(t, err, tt.code)
 			assert.Contains(t, e.Hint, "git norma task list")
 		})
