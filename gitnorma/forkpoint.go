@@ -28,7 +28,7 @@ type forkPoint struct {
 // commit, what the user took out — a secret committed by mistake, say. Every run since the
 // branch was last (re)started left its fork point; each must still be on the target, unless
 // the branch itself was rebuilt without it.
-func (r *Repo) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
+func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
 	runs, err := st.RunsForTask(ctx, req.task.ID, 20)
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func (r *Repo) checkForkPoints(ctx context.Context, st *store.Store, req landReq
 		}
 		if !checked[fp.Base] {
 			checked[fp.Base] = true
-			if err := r.forkPointOnTarget(ctx, req, fp, head); err != nil {
+			if err := ld.forkPointOnTarget(ctx, req, fp, head); err != nil {
 				return err
 			}
 		}
@@ -56,13 +56,13 @@ func (r *Repo) checkForkPoints(ctx context.Context, st *store.Store, req landReq
 	return nil
 }
 
-func (r *Repo) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
+func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
 	base := fp.Base
-	onTarget, err := r.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
+	onTarget, err := ld.repo.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
 	if err != nil || onTarget {
 		return err
 	}
-	inBranch, err := r.Git.IsAncestor(ctx, base, head)
+	inBranch, err := ld.repo.Git.IsAncestor(ctx, base, head)
 	if err != nil || !inBranch {
 		return err // the branch was rebuilt without it since
 	}

@@ -44,13 +44,13 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
-	if err := ld.repo.checkForkPoints(ctx, st, req, head); err != nil {
+	if err := ld.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", "", err
 	}
 	if onBranch, err := ld.repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, tip, ld.repo.checkPassTree(ctx, req, run.PassTree, head)
+		return head, tip, ld.checkPassTree(ctx, req, run.PassTree, head)
 	}
 	wm := ld.repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
@@ -90,8 +90,8 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
 // tree its check commands ran on. A PASS without one was not produced by a Check step of this
 // git-norma (a resumed step, a record made some other way).
-func (r *Repo) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
-	tree, err := r.Git.CommitTree(ctx, head)
+func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
+	tree, err := ld.repo.Git.CommitTree(ctx, head)
 	if err != nil {
 		return withCode(ExitFail, err)
 	}
