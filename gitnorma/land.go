@@ -178,7 +178,7 @@ func (ld *lander) otherHolder(ctx context.Context, st *store.Store, runID string
 		return "", err
 	}
 	if want := ld.claimAssignee(ctx, run); want != "" && t.Assignee != want {
-		return orDash(t.Assignee), nil
+		return loop.OrDash(t.Assignee), nil
 	}
 	return "", nil
 }

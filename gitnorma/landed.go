@@ -11,6 +11,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -79,7 +80,7 @@ func (r *Repo) storeLanding(ctx context.Context, st *store.Store, task tracker.T
 
 // landingReason is the close reason of a landed task.
 func landingReason(commit, target, runID string) string {
-	return fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, target, orDash(runID))
+	return fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, target, loop.OrDash(runID))
 }
 
 // closeLanded closes a task whose work is already on the target, with the landing as its
@@ -102,7 +103,7 @@ func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, err
 	return RunReport{
 		RunID: p.RunID, TaskID: r.pre.task.ID, Title: r.pre.task.Title, Status: StatusAlreadyLanded,
 		Message: fmt.Sprintf("already landed as %.10s on %s by run %s; the task is closed, not run again (to redo it: git norma run --force %s)",
-			p.Commit, r.pre.target, orDash(p.RunID), r.pre.task.ID),
+			p.Commit, r.pre.target, loop.OrDash(p.RunID), r.pre.task.ID),
 		Branch: worktree.TaskBranch(r.pre.task.ID), Target: r.pre.target, Landed: p.Commit,
 	}, nil
 }
@@ -128,7 +129,7 @@ func (ld *lander) earlierLanding(ctx context.Context, st *store.Store, req landR
 func (ld *lander) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
 	_ = st.SetLanded(ctx, req.runID, p.Commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "already_landed",
-		Message: fmt.Sprintf("%s already landed as %.10s on %s by run %s; not landed again", req.task.ID, p.Commit, req.target, orDash(p.RunID)),
+		Message: fmt.Sprintf("%s already landed as %.10s on %s by run %s; not landed again", req.task.ID, p.Commit, req.target, loop.OrDash(p.RunID)),
 		Data:    map[string]any{"commit": p.Commit, "run": p.RunID, "target": req.target}})
 	tr, err := ld.tracker()
 	if err == nil {

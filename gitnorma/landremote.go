@@ -10,6 +10,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
@@ -185,7 +186,7 @@ func (a *App) doctorLeases(ctx context.Context, rep *DoctorReport) {
 	}
 	gone, _ := a.leases().expired(ctx, tr)
 	for _, e := range gone {
-		rep.add("lease "+e.task.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", orDash(e.task.Assignee), e.until.Format(time.RFC3339)),
+		rep.add("lease "+e.task.ID, "warn", fmt.Sprintf("in_progress, claimed by %s, whose lease ran out at %s: its worker stopped", loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339)),
 			"the next git norma loop reopens it")
 	}
 }

@@ -69,7 +69,7 @@ func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc
 		st := e.state
 		st.LeaseUntil = ""
 		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
-			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", orDash(e.task.Assignee), e.until.Format(time.RFC3339), l.workerID)})
+			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339), l.workerID)})
 		u, _, err := stateWrite(st, l.redact, nil)
 		if err != nil {
 			return err
@@ -79,7 +79,7 @@ func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc
 			say(live, e.task.ID, "reopening task %s, whose lease ran out, failed: %v", e.task.ID, err)
 			continue
 		}
-		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
+		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339))
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.
 		return
 	}
 	if done {
-		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, orDash(e.task.Assignee), e.until.Format(time.RFC3339))
+		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339))
 	}
 }
 

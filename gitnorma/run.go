@@ -270,7 +270,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	}
 	if takenOver.PID != 0 {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
-			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, orDash(takenOver.RunID), takenOver.Host)})
+			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, loop.OrDash(takenOver.RunID), takenOver.Host)})
 	}
 	if err := r.resumeFromRemote(ctx); err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
@@ -520,13 +520,6 @@ func taskInput(t tracker.Task) loop.TaskInput {
 		ID: t.ID, Title: t.Title, Description: t.Description, Type: t.IssueType,
 		AcceptanceCriteria: loop.ParseAcceptance(t.AcceptanceCriteria), VerifyCommands: rc.Verify,
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // newRunID sorts by time to the millisecond and is unique enough across machines:

@@ -50,7 +50,7 @@ func runSummary(o Options, plan *Plan, res *Result) string {
 		bu.MaxIterations, bu.MaxWallTimeMinutes, bu.MaxFailedChecks, bu.MaxPatchKB)
 	if res != nil {
 		fmt.Fprintf(&b, "\n## Outcome\n\n- status: %s\n- verdict: %s\n- stop reason: %s\n- iterations: %d, steps: %d\n- %s\n",
-			res.Status, orDash(res.Verdict), orDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
+			res.Status, OrDash(res.Verdict), OrDash(res.StopReason), res.Iterations, res.LastStep, res.Message)
 		writeFailure(&b, res.Failure)
 	}
 	return b.String()
@@ -73,11 +73,4 @@ func writeFailure(b *strings.Builder, f *Failure) {
 	if f.Changes != "" {
 		fmt.Fprintf(b, "\nChanged since the previous try:\n\n```\n%s\n```\n", f.Changes)
 	}
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

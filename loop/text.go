@@ -18,3 +18,11 @@ func Snippet(b []byte) string {
 	s := strings.ToValidUTF8(string(b), "?")
 	return OneLine(s, 80)
 }
+
+// OrDash is s, or "-" when it is empty: a column that has no value yet.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type loopCmd struct {
@@ -69,7 +70,7 @@ func (c *loopCmd) Run(env *Env) error {
 	w := table(env.IO.Out)
 	fmt.Fprintln(w, "TASK\tRUN\tSTATUS\tVERDICT\tLANDED\tMESSAGE")
 	for _, r := range rep.Runs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.TaskID, orDash(r.RunID), r.Status, orDash(r.Verdict), orDash(short(r.Landed)), r.Message)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.TaskID, loop.OrDash(r.RunID), r.Status, loop.OrDash(r.Verdict), loop.OrDash(short(r.Landed)), r.Message)
 	}
 	w.Flush()
 	fmt.Fprintf(env.IO.Out, "loop stopped: %s (%d run(s))\n", rep.Message, len(rep.Runs))

@@ -33,13 +33,6 @@ func durationText(ms int64) string {
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func short(id string) string {
 	if len(id) > 10 {
 		return id[:10]

@@ -79,7 +79,7 @@ func printStatus(out io.Writer, rep gitnorma.StatusReport) {
 		w := table(out)
 		fmt.Fprintln(w, "TASK BRANCH\tHEAD\tWORKTREE")
 		for _, b := range rep.Branches {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", b.Branch, short(b.Head), orDash(b.Worktree))
+			fmt.Fprintf(w, "%s\t%s\t%s\n", b.Branch, short(b.Head), loop.OrDash(b.Worktree))
 		}
 		w.Flush()
 	}
@@ -100,7 +100,7 @@ func printRuns(out io.Writer, runs []gitnorma.RunRow) {
 		if r.Kind == "check" {
 			iter = "check" // git norma check: no iterations
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Task, status, orDash(r.Verdict), iter,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Task, status, loop.OrDash(r.Verdict), iter,
 			r.Started.Local().Format("2006-01-02 15:04:05"), durationText(r.DurationMS))
 	}
 	w.Flush()
@@ -126,7 +126,7 @@ func usageText(u *loop.Usage) string {
 
 func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 	r := d.Run
-	fmt.Fprintf(out, "run %s  task %s  %s  verdict %s  iteration %d  %s\n", r.ID, r.Task, r.Status, orDash(r.Verdict), r.Iteration, durationText(r.DurationMS))
+	fmt.Fprintf(out, "run %s  task %s  %s  verdict %s  iteration %d  %s\n", r.ID, r.Task, r.Status, loop.OrDash(r.Verdict), r.Iteration, durationText(r.DurationMS))
 	fmt.Fprintf(out, "goal: %s\n", r.Goal)
 	if d.Landed != "" {
 		fmt.Fprintf(out, "landed: %s\n", d.Landed)
