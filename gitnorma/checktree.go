@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
@@ -15,19 +16,36 @@ func (r *Repo) checkTreeDir(taskID string) string {
 	return r.Path("checks", taskID)
 }
 
+// checker runs a task's checks where nothing but the checked tree is: it moves the task's
+// check worktree (and sets up new worktrees), and runs check commands confined, with the
+// check step's timeout.
+type checker struct {
+	repo     *Repo
+	setup    [][]string
+	timeout  time.Duration
+	confiner confiner
+}
+
+func (ld *lander) checker() checker { return checkerOf(ld.repo, ld.cfg) }
+
+func checkerOf(repo *Repo, cfg Config) checker {
+	return checker{repo: repo, setup: cfg.Worktree.Setup, timeout: time.Duration(cfg.Agents.Check.Timeout),
+		confiner: confiner{cfg: cfg.Sandbox, repo: repo}}
+}
+
 // checkTree brings the task's check worktree to exactly commit (created and set up on first
 // use). The caller holds the task's lock.
-func (ld *lander) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
-	dir := ld.repo.checkTreeDir(taskID)
+func (ck checker) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
+	dir := ck.repo.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
 	// Confined agents cannot write the check worktree, so what the checks cached there under
 	// ignored paths is kept; unconfined ones could have, so it is made afresh every time.
-	c, err := ld.confiner().confinement()
+	c, err := ck.confiner.confinement()
 	confined := err == nil && c.landlock()
-	ct, err := ld.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
-		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ld.worktreeSetup(log),
-		Locked: func(fn func() error) error { return ld.repo.withWorktreeLock(ctx, fn) },
+	ct, err := ck.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
+		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ck.worktreeSetup(log),
+		Locked: func(fn func() error) error { return ck.repo.withWorktreeLock(ctx, fn) },
 		Fresh:  !confined,
 	})
 	if err != nil {
@@ -54,8 +72,8 @@ func (r *Repo) removeCheckTree(ctx context.Context, taskID string) error {
 
 // worktreeSetup is the repository's preparation of a new worktree: .worktreeinclude and the
 // config's worktree.setup commands, their output to log.
-func (ld *lander) worktreeSetup(log *lazyLog) worktree.Setup {
-	return worktree.Setup{Root: ld.repo.Root, Commands: ld.cfg.Worktree.Setup, Log: log, Confine: ld.confiner().confineSetup}
+func (ck checker) worktreeSetup(log *lazyLog) worktree.Setup {
+	return worktree.Setup{Root: ck.repo.Root, Commands: ck.setup, Log: log, Confine: ck.confiner.confineSetup}
 }
 
 // lazyLog is a log file created on its first write: most worktrees need no setup, and then

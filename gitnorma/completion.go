@@ -96,7 +96,7 @@ func (ld *lander) verifyAt(ctx context.Context, runID string, p tracker.Task, ve
 	for i, cmd := range verify {
 		ac.Checks[i] = loop.CheckSpec{ID: fmt.Sprintf("CHK-%d", i+1), Cmd: cmd, ExpectExitCodes: []int{0}}
 	}
-	evidence, _, err := ld.checksAt(ctx, ld.repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
+	evidence, _, err := ld.checker().checksAt(ctx, ld.repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
 	if err != nil {
 		return "", err
 	}

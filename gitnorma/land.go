@@ -385,9 +385,10 @@ func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req lan
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "branch_deleted", Message: msg})
 }
 
-// lander lands verified work and does what a landing entails — the re-check on the target,
-// the squash commit's message and notes, closing the task and the parents it completes — and
-// answers who holds a task's claim. It holds what that reads and writes.
+// lander lands verified work and does what a landing entails — the re-check on the target (its
+// checker runs the commands), the squash commit's message and notes, closing the task and the
+// parents it completes — and answers who holds a task's claim. It holds what that reads and
+// writes.
 type lander struct {
 	repo    *Repo
 	cfg     Config
@@ -400,5 +401,3 @@ type lander struct {
 func (a *App) lander() *lander {
 	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind()}
 }
-
-func (ld *lander) confiner() confiner { return confiner{cfg: ld.cfg.Sandbox, repo: ld.repo} }

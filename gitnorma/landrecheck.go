@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
@@ -63,7 +62,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	if err != nil || len(effective) == 0 {
 		return head, tip, err
 	}
-	evidence, tree, logPath, err := ld.checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
+	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
 	if err != nil {
 		return "", "", withCode(ExitFail, err)
 	}
@@ -119,17 +118,17 @@ func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landReq
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is
 // thrown away after; the output goes to dir/checks.txt, whose path it returns. (A parent's
 // completion checks there: it holds no lock of that task.)
-func (ld *lander) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
+func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
-	wm := ld.repo.Worktrees()
+	wm := ck.repo.Worktrees()
 	// A re-check killed before it removed its workspace left it here: it holds nothing of
 	// value, and git would refuse to add it again.
-	err = ld.repo.withWorktreeLock(ctx, func() error {
+	err = ck.repo.withWorktreeLock(ctx, func() error {
 		if _, err := wm.ClearScratch(ctx, scratch); err != nil {
 			return err
 		}
@@ -138,14 +137,14 @@ func (ld *lander) checksAt(ctx context.Context, dir, commit string, effective []
 	if err != nil {
 		return nil, "", err
 	}
-	defer ld.repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
-	cctx, done, err := ld.confiner().confineChecks(ctx, dir, log)
+	defer ck.repo.withWorktreeLock(context.WithoutCancel(ctx), func() error { return wm.RemoveScratch(context.WithoutCancel(ctx), scratch) }) //nolint:errcheck // a leftover is pruned later
+	cctx, done, err := ck.confiner.confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", err
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", time.Duration(ld.cfg.Agents.Check.Timeout), processEnv())
+	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", ck.timeout, processEnv())
 	return evidence, logPath, err
 }
 
@@ -153,23 +152,23 @@ func (ld *lander) checksAt(ctx context.Context, dir, commit string, effective []
 // brought to exactly that commit (see App.checkTree), with what its setup installed and the
 // checks cached there; the output goes to dir/checks.txt. It returns the evidence, the checked
 // tree and the log's path. The caller holds the task's lock.
-func (ld *lander) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
+func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer log.Close()
-	ct, err := ld.checkTree(ctx, taskID, commit)
+	ct, err := ck.checkTree(ctx, taskID, commit)
 	if err != nil {
 		return nil, "", "", err
 	}
-	cctx, done, err := ld.confiner().confineChecks(ctx, dir, log)
+	cctx, done, err := ck.confiner.confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer done()
 	crashPoint("rechecking")
-	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", time.Duration(ld.cfg.Agents.Check.Timeout), processEnv())
+	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", ck.timeout, processEnv())
 	return evidence, ct.Tree, logPath, err
 }
 

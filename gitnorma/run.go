@@ -362,7 +362,7 @@ const StopClaimLost = "claim_lost"
 func (r *run) setUpWorkspace(ctx context.Context) error {
 	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
 	defer log.Close()
-	setup := r.app.lander().worktreeSetup(log)
+	setup := checkerOf(r.app.Repo, r.app.Config).worktreeSetup(log)
 	err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
 	if err == nil && len(setup.Commands) > 0 {
 		err = r.setupWroteOnlyIgnored(ctx)
@@ -479,7 +479,7 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 		confined: r.app.confiner().shields(r.pre.sandbox),
 		events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
 		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
-			return r.app.lander().checkTree(ctx, r.pre.task.ID, commit)
+			return checkerOf(r.app.Repo, r.app.Config).checkTree(ctx, r.pre.task.ID, commit)
 		}}
 }
 
