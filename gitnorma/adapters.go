@@ -158,7 +158,7 @@ type workspace struct {
 	confined bool
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
-	// checks brings the task's check worktree to a commit (App.checkTree).
+	// checks brings the task's check worktree to a commit (checker.checkTree).
 	checks func(ctx context.Context, commit string) (loop.CheckTree, error)
 }
 

@@ -56,7 +56,7 @@ type Config struct {
 	Worktree WorktreeConfig `json:"worktree"`
 	// Sandbox confines agents and check commands (loop/sandbox).
 	Sandbox SandboxConfig `json:"sandbox"`
-	// Worker names this git-norma to a shared tracker (see App.WorkerID).
+	// Worker names this git-norma to a shared tracker (see Config.WorkerID).
 	Worker WorkerConfig `json:"worker"`
 	// Remote is the git remote tasks land through, for workers on several machines: runs
 	// fork from its target branch, and a landing is a compare-and-swap push to it, retried

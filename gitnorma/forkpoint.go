@@ -41,7 +41,7 @@ func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req land
 		}
 		var fp forkPoint
 		if json.Unmarshal(kv[kvForkPoint], &fp) != nil || fp.Base == "" {
-			continue // a rec from before fork points were recorded, or one that never started
+			continue // a run from before fork points were recorded, or one that never started
 		}
 		if !checked[fp.Base] {
 			checked[fp.Base] = true

@@ -395,9 +395,9 @@ type lander struct {
 	now     func() time.Time
 	redact  redactor
 	tracker func() (tracker.Tracker, error)
-	kind    string // the tracker's kind (beads or jsonl)
+	kind    func() string // the tracker's kind (beads or jsonl), asked when needed
 }
 
 func (a *App) lander() *lander {
-	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind()}
+	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind}
 }

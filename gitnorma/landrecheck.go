@@ -149,7 +149,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 }
 
 // checksInCheckTree runs the criteria's checks on commit in the task's check worktree,
-// brought to exactly that commit (see App.checkTree), with what its setup installed and the
+// brought to exactly that commit (see checker.checkTree), with what its setup installed and the
 // checks cached there; the output goes to dir/checks.txt. It returns the evidence, the checked
 // tree and the log's path. The caller holds the task's lock.
 func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {

@@ -87,11 +87,11 @@ func (r *Repo) passingRun(ctx context.Context, st *store.Store, taskID string) (
 			continue
 		}
 		if rec.LandedCommit != "" {
-			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by rec %s", branch, rec.LandedCommit, rec.ID)}
+			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, rec.LandedCommit, rec.ID)}
 		}
 		return rec, nil
 	}
 	return store.Run{}, &Error{Code: ExitLandRefused,
 		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),
-		Hint: "verify it with: git norma rec " + taskID + " --no-land"}
+		Hint: "verify it with: git norma run " + taskID + " --no-land"}
 }

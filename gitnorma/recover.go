@@ -45,7 +45,7 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 // BEADS_ACTOR, or else git's user.name.
 func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 	switch {
-	case ld.kind != "beads":
+	case ld.kind() != "beads":
 		return ""
 	case run.Actor != "":
 		return run.Actor

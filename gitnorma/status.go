@@ -64,7 +64,8 @@ type BranchRow struct {
 }
 
 // History is what the read-only commands — status, log, logs — read: the run store and run
-// directories, the live locks, git's task branches and the notes journal.
+// directories, the live locks, git's task branches and the notes journal, and the backlog
+// for the task a status names.
 type History struct {
 	repo    *Repo
 	now     func() time.Time
@@ -92,8 +93,8 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 		rows, err := h.repo.taskBranches(ctx)
 		branches <- branchesResult{rows, err}
 	}()
-	for _, h := range h.repo.LiveRuns() {
-		live := LiveRun{RunID: h.RunID, PID: h.PID, Host: h.Host, Started: h.Started}
+	for _, holder := range h.repo.LiveRuns() {
+		live := LiveRun{RunID: holder.RunID, PID: holder.PID, Host: holder.Host, Started: holder.Started}
 		rep.LiveRuns = append(rep.LiveRuns, live)
 		if rep.Live == nil {
 			rep.Live = &live
@@ -132,8 +133,8 @@ func (h *History) runRow(r store.Run) RunRow {
 		DurationMS: end.Sub(r.CreatedAt).Milliseconds(), RunDir: r.RunDir,
 	}
 	if r.Status == store.StatusRunning {
-		h, live := LiveLockHolder(h.repo.TaskLockPath(r.TaskID))
-		row.ProcessGone = !live || h.RunID != r.ID
+		holder, live := LiveLockHolder(h.repo.TaskLockPath(r.TaskID))
+		row.ProcessGone = !live || holder.RunID != r.ID
 	}
 	return row
 }
