@@ -130,32 +130,27 @@ func Main(args []string, stdio IO) (code int) {
 	// (and its config read) before the command starts; commands that check their flags first,
 	// or work outside an initialised repository, open it themselves.
 	open := sync.OnceValues(func() (*gitnorma.App, error) { return gitnorma.Open(env.Ctx, env.Dir) })
-	if err := p.ctx.BindToProvider(open); err != nil {
-		return report(stdio.Err, err)
-	}
 	// The task commands get the repository's backlog, and log and logs its history, nothing
 	// else of it. (Not providers that take the App: kong would prefix their errors with the
 	// type's name.)
-	backlog := func() (*gitnorma.Backlog, error) {
-		app, err := open()
-		if err != nil {
-			return nil, err
-		}
-		return app.Backlog(), nil
-	}
-	history := func() (*gitnorma.History, error) {
-		app, err := open()
-		if err != nil {
-			return nil, err
-		}
-		return app.History(), nil
-	}
-	for _, provider := range []any{backlog, history} {
+	for _, provider := range []any{open, part(open, (*gitnorma.App).Backlog), part(open, (*gitnorma.App).History)} {
 		if err := p.ctx.BindToProvider(provider); err != nil {
 			return report(stdio.Err, err)
 		}
 	}
 	return report(stdio.Err, p.ctx.Run(env))
+}
+
+// part provides what of the App a command asks for, from the App the command line opened.
+func part[T any](open func() (*gitnorma.App, error), of func(*gitnorma.App) T) func() (T, error) {
+	return func() (T, error) {
+		app, err := open()
+		if err != nil {
+			var none T
+			return none, err
+		}
+		return of(app), nil
+	}
 }
 
 // report prints an error with its hint and maps it to the exit code (DESIGN.md section 2).
