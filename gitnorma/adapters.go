@@ -25,6 +25,7 @@ type recorder struct {
 	journal notes.Journal
 	mirror  *taskMirror
 	redact  redactor
+	crash   *crashpoints
 	// notes are the run's journal entries by the commit they go on, in the order the run
 	// reached those commits. They are written when the run ends, all in one commit of the
 	// notes ref (writeNotes), or by the landing with the squash commit's note (also one
@@ -69,7 +70,7 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		Status: rec.Status, Dir: r.rel(rec.Dir), StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Summary: rec.Summary,
 		Output: string(output),
 	}
-	crashPoint("step-files")
+	r.crash.reach("step-files")
 	err = r.st.CommitStep(ctx, store.StepCommit{
 		Step: step, Events: events, Iteration: rec.Iteration, CurrentStepIndex: rec.Index, Verdict: verdict,
 	})
@@ -79,7 +80,7 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	if rec.Head == "" {
 		return nil
 	}
-	crashPoint("step-committed")
+	r.crash.reach("step-committed")
 	if rec.Commit != "" && rec.Commit != r.lastHead {
 		r.journal.Written.Own(rec.Commit) // a new commit of this run's: nobody else notes it
 		r.pushBranch.push(ctx, rec.Commit)

@@ -29,6 +29,8 @@ type App struct {
 	backlog   tracker.Tracker
 	// redact scrubs credentials from what leaves the private run directory.
 	redact redactor
+	// crash is where the crash tests kill the process (GIT_NORMA_CRASH); nil elsewhere.
+	crash *crashpoints
 	// configErr is why the config did not load (OpenForHook only: Open fails instead), and
 	// uninitialised says it is because git-norma was never set up here, or .norma/ is gone.
 	configErr     error
@@ -58,7 +60,8 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Repo: repo, Config: DefaultConfig(), Now: time.Now, redact: newRedactor(os.Environ())}
+	a := &App{Repo: repo, Config: DefaultConfig(), Now: time.Now, redact: newRedactor(os.Environ()),
+		crash: crashpointsFrom(os.Getenv(crashEnv))}
 	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
 		a.configErr = fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
 		a.uninitialised = true

@@ -73,7 +73,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 			rep.Recorded = false // a run of the task is under way: its own Check decides
 		} else {
 			defer lock.Release()
-			ct, err := checkerOf(a.Repo, a.Config).checkTree(ctx, taskID, rep.Head)
+			ct, err := checkerOf(a.Repo, a.Config, a.crash).checkTree(ctx, taskID, rep.Head)
 			if err != nil {
 				return rep, err
 			}

@@ -24,13 +24,14 @@ type checker struct {
 	setup    [][]string
 	timeout  time.Duration
 	confiner confiner
+	crash    *crashpoints
 }
 
-func (ld *lander) checker() checker { return checkerOf(ld.repo, ld.cfg) }
+func (ld *lander) checker() checker { return checkerOf(ld.repo, ld.cfg, ld.crash) }
 
-func checkerOf(repo *Repo, cfg Config) checker {
+func checkerOf(repo *Repo, cfg Config, crash *crashpoints) checker {
 	return checker{repo: repo, setup: cfg.Worktree.Setup, timeout: time.Duration(cfg.Agents.Check.Timeout),
-		confiner: confiner{cfg: cfg.Sandbox, repo: repo}}
+		confiner: confiner{cfg: cfg.Sandbox, repo: repo}, crash: crash}
 }
 
 // checkTree brings the task's check worktree to exactly commit (created and set up on first

@@ -13,30 +13,35 @@ import (
 // that a run killed at any of these points recovers, loses nothing and lands at most once.
 const crashEnv = "GIT_NORMA_CRASH"
 
-var crash struct {
-	once  sync.Once
+// crashpoints is the process's GIT_NORMA_CRASH, read once when the App opens and handed to
+// what reaches the points. nil, the usual case, crashes nowhere.
+type crashpoints struct {
 	point string
 	at    int
-	seen  int
 	mu    sync.Mutex
+	seen  int
 }
 
-// crashPoint dies here if GIT_NORMA_CRASH says so.
-func crashPoint(name string) {
-	crash.once.Do(func() {
-		spec := os.Getenv(crashEnv)
-		point, n, _ := strings.Cut(spec, ":")
-		crash.point, crash.at = point, 1
-		if k, err := strconv.Atoi(n); err == nil && k > 0 {
-			crash.at = k
-		}
-	})
-	if crash.point != name {
+func crashpointsFrom(spec string) *crashpoints {
+	if spec == "" {
+		return nil
+	}
+	point, n, _ := strings.Cut(spec, ":")
+	c := &crashpoints{point: point, at: 1}
+	if k, err := strconv.Atoi(n); err == nil && k > 0 {
+		c.at = k
+	}
+	return c
+}
+
+// reach dies here if this is the point, reached for the n-th time.
+func (c *crashpoints) reach(name string) {
+	if c == nil || c.point != name {
 		return
 	}
-	crash.mu.Lock()
-	defer crash.mu.Unlock()
-	if crash.seen++; crash.seen == crash.at {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen++; c.seen == c.at {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way
 	}

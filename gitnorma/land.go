@@ -121,7 +121,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		}
 		return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
 	}
-	crashPoint("landed")
+	ld.crash.reach("landed")
 	reason := landingReason(res.Commit, req.target, req.runID)
 	if res.Empty {
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
@@ -157,7 +157,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		return res.Commit, failf(fmt.Sprintf("close it by hand with the reason %q", reason),
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
-	crashPoint("closed")
+	ld.crash.reach("closed")
 	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
 		at := res.Commit
@@ -396,8 +396,9 @@ type lander struct {
 	redact  redactor
 	tracker func() (tracker.Tracker, error)
 	kind    func() string // the tracker's kind (beads or jsonl), asked when needed
+	crash   *crashpoints
 }
 
 func (a *App) lander() *lander {
-	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind}
+	return &lander{repo: a.Repo, cfg: a.Config, now: a.Now, redact: a.redact, tracker: a.Tracker, kind: a.TrackerKind, crash: a.crash}
 }

@@ -143,7 +143,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 		return nil, "", err
 	}
 	defer done()
-	crashPoint("rechecking")
+	ck.crash.reach("rechecking")
 	evidence, err := loop.RunChecks(cctx, scratch, effective, log, "checks.txt", ck.timeout, processEnv())
 	return evidence, logPath, err
 }
@@ -167,7 +167,7 @@ func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit str
 		return nil, "", "", err
 	}
 	defer done()
-	crashPoint("rechecking")
+	ck.crash.reach("rechecking")
 	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", ck.timeout, processEnv())
 	return evidence, ct.Tree, logPath, err
 }

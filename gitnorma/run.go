@@ -298,7 +298,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := r.st.SetClaim(ctx, r.id, store.ClaimIntent); err != nil {
 		return err
 	}
-	crashPoint("claiming")
+	r.app.crash.reach("claiming")
 	if err := r.claimTask(ctx); err != nil {
 		_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
 		if errors.Is(err, tracker.ErrClaimed) {
@@ -312,7 +312,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		}
 		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
 	}
-	crashPoint("claimed")
+	r.app.crash.reach("claimed")
 	r.claimed = true
 	lost := new(atomic.Bool)
 	r.leaseLost = lost
@@ -362,7 +362,7 @@ const StopClaimLost = "claim_lost"
 func (r *run) setUpWorkspace(ctx context.Context) error {
 	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
 	defer log.Close()
-	setup := checkerOf(r.app.Repo, r.app.Config).worktreeSetup(log)
+	setup := checkerOf(r.app.Repo, r.app.Config, r.app.crash).worktreeSetup(log)
 	err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
 	if err == nil && len(setup.Commands) > 0 {
 		err = r.setupWroteOnlyIgnored(ctx)
@@ -479,13 +479,13 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 		confined: r.app.confiner().shields(r.pre.sandbox),
 		events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
 		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
-			return checkerOf(r.app.Repo, r.app.Config).checkTree(ctx, r.pre.task.ID, commit)
+			return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit)
 		}}
 }
 
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
-		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact, pushBranch: r.branchPusher()}
+		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,

@@ -45,7 +45,7 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 			return rep, nil
 		}
 		r.finish(fctx, store.StatusPassed, verdict, "", rep.Message)
-		crashPoint("passed")
+		r.app.crash.reach("passed")
 		return r.landAndClose(fctx, rep)
 	case res.StopReason == loop.StopInterrupted:
 		rep.ExitCode = ExitInterrupted

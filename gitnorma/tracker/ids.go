@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,6 @@ const (
 	maxIDLen     = 12
 	triesPerSize = 5
 )
-
-// randReader is the id entropy source; tests replace it to force collisions.
-var randReader io.Reader = rand.Reader
 
 var prefixRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]*$`) })
 
@@ -63,12 +59,12 @@ func ValidateBDID(id string) error {
 	return nil
 }
 
-// randomBase36 returns n lowercase base36 characters from randReader, without modulo bias.
-func randomBase36(n int) (string, error) {
+// randomBase36 returns n lowercase base36 characters from random, without modulo bias.
+func randomBase36(random io.Reader, n int) (string, error) {
 	out := make([]byte, 0, n)
 	buf := make([]byte, n)
 	for len(out) < n {
-		if _, err := io.ReadFull(randReader, buf); err != nil {
+		if _, err := io.ReadFull(random, buf); err != nil {
 			return "", fmt.Errorf("generate task id: %w", err)
 		}
 		for _, b := range buf {
@@ -82,10 +78,10 @@ func randomBase36(n int) (string, error) {
 
 // newTopID picks a random unused top-level id. An id is also taken when orphaned children of
 // it exist, so a new task never adopts them.
-func newTopID(prefix string, ids []string) (string, error) {
+func newTopID(random io.Reader, prefix string, ids []string) (string, error) {
 	for n := minIDLen; n <= maxIDLen; n++ {
 		for range triesPerSize {
-			s, err := randomBase36(n)
+			s, err := randomBase36(random, n)
 			if err != nil {
 				return "", err
 			}

@@ -75,11 +75,8 @@ func (c constantReader) Read(p []byte) (int, error) {
 }
 
 func TestTopLevelIDGrowsOnCollision(t *testing.T) {
-	old := randReader
-	randReader = constantReader(10) // base36 digit 'a'
-	t.Cleanup(func() { randReader = old })
-
 	j, _ := newTestJSONL(t)
+	j.random = constantReader(10) // base36 digit 'a'
 	first := mustCreate(t, j, NewTask{Title: "one"})
 	second := mustCreate(t, j, NewTask{Title: "two"})
 	third := mustCreate(t, j, NewTask{Title: "three"})

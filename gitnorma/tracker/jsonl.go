@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,6 +29,8 @@ type JSONL struct {
 	lockPath string
 	prefix   string
 	now      func() time.Time
+	// random is where new ids' characters come from (crypto/rand; a test forces collisions).
+	random io.Reader
 
 	// written identifies the file as git-norma last wrote it, every line valid (kept beside
 	// the lock too, for the next process: see checkedPath). An update that finds the file
@@ -98,7 +102,7 @@ var _ Tracker = (*JSONL)(nil)
 // NewJSONL returns a backend over path (normally .beads/issues.jsonl). lockPath serializes
 // writers; it is created on first use. prefix starts new top-level ids, as bd's issue-prefix.
 func NewJSONL(path, lockPath, prefix string) *JSONL {
-	return &JSONL{path: path, lockPath: lockPath, prefix: prefix, now: time.Now}
+	return &JSONL{path: path, lockPath: lockPath, prefix: prefix, now: time.Now, random: rand.Reader}
 }
 
 // line is one line of the file, decoded on first use; foreign (non-issue) lines have rec ==
@@ -218,7 +222,7 @@ func (j *JSONL) Create(ctx context.Context, t NewTask) (Task, error) {
 
 func (j *JSONL) assignID(f *issueFile, parent string) (string, error) {
 	if parent == "" {
-		return newTopID(j.prefix, f.ids())
+		return newTopID(j.random, j.prefix, f.ids())
 	}
 	if f.find(parent) == nil {
 		return "", fmt.Errorf("parent task %s: %w", parent, ErrNotFound)
