@@ -1,9 +1,8 @@
 package gitnorma
 
 import (
-	"bufio"
-	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -12,98 +11,8 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
-// configEntry is one setting of a git config file: its canonical key (section and key
-// lowercased, a subsection as written) and its value as git reads it.
-type configEntry struct {
-	Key, Value string
-}
-
-// configEntries reads a git config text as far as the guard needs: sections with or without a
-// quoted subsection (and the old [section.sub] form), comments, keys without a value (true),
-// quoted values, escapes, values continued on the next line. Entries keep their order.
-func configEntries(data []byte) []configEntry {
-	var out []configEntry
-	section := ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		for strings.HasSuffix(line, "\\") && !strings.HasSuffix(line, "\\\\") && sc.Scan() {
-			line = strings.TrimSuffix(line, "\\") + sc.Text()
-		}
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			head, rest, _ := strings.Cut(line[1:], "]")
-			name, sub, quoted := strings.Cut(head, " ")
-			if quoted {
-				section = strings.ToLower(strings.TrimSpace(name)) + "." + unquoteSubsection(strings.TrimSpace(sub))
-			} else if top, dotted, ok := strings.Cut(name, "."); ok {
-				section = strings.ToLower(top) + "." + strings.ToLower(dotted) // [section.sub] is lowercased by git
-			} else {
-				section = strings.ToLower(strings.TrimSpace(name))
-			}
-			if line = strings.TrimSpace(rest); line == "" {
-				continue // a key may follow the header on the same line
-			}
-		}
-		key, value, hasValue := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		v := "true"
-		if hasValue {
-			v = configValue(value)
-		}
-		out = append(out, configEntry{Key: section + "." + key, Value: v})
-	}
-	return out
-}
-
-func unquoteSubsection(s string) string {
-	s = strings.TrimPrefix(strings.TrimSuffix(s, `"`), `"`)
-	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(s)
-}
-
-// configValue is a raw value as git reads it: quotes removed, escapes applied, an unquoted
-// comment cut off, surrounding blanks trimmed.
-func configValue(raw string) string {
-	var b strings.Builder
-	quoted := false
-	pendingSpace := ""
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '"':
-			quoted = !quoted
-			continue
-		case c == '\\' && i+1 < len(raw):
-			i++
-			b.WriteString(pendingSpace)
-			pendingSpace = ""
-			switch raw[i] {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'b':
-				b.WriteByte('\b')
-			default:
-				b.WriteByte(raw[i])
-			}
-			continue
-		case !quoted && (c == '#' || c == ';'):
-			return strings.TrimLeft(b.String(), " \t")
-		case !quoted && (c == ' ' || c == '\t'):
-			pendingSpace += string(c)
-			continue
-		}
-		b.WriteString(pendingSpace)
-		pendingSpace = ""
-		b.WriteByte(c)
-	}
-	return strings.TrimLeft(b.String(), " \t")
-}
+// configEntry is one setting of a git config file, as git reads it.
+type configEntry = git.ConfigEntry
 
 // configCounts says whether a change of key (in a config whose remotes are named remotes)
 // counts against an agent. Every key counts — settings make git run a program, read more
@@ -199,4 +108,43 @@ func (r *Repo) restoreConfig(ctx context.Context, path string, before []configEn
 		}
 	}
 	return nil
+}
+
+// configChange compares a config file with the one saved and sets back the keys that changed
+// and count; it returns what it found, or "". Unchanged bytes, the usual case, cost no git
+// process; a file git can no longer read is written back whole.
+func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
+	now := saveFile(saved.path)
+	if saved.same(now) {
+		return ""
+	}
+	var before, after []configEntry
+	var err error
+	if !saved.absent {
+		// The config git read before the step: should git not read it, nothing counts as set.
+		before, _ = g.repo.Git.ParseConfig(ctx, saved.data)
+	}
+	if !now.absent {
+		if after, err = g.repo.Git.ParseConfig(ctx, now.data); err != nil {
+			fate := "restored"
+			if err := saved.restore(); err != nil {
+				fate = "could not restore: " + err.Error()
+			}
+			return fmt.Sprintf("%s: no longer a config git reads (%s)", g.rel(saved.path), fate)
+		}
+	}
+	keys := configChanges(before, after)
+	if len(keys) == 0 {
+		return ""
+	}
+	fate, err := "set back", error(nil)
+	if now.absent {
+		fate, err = "restored", saved.restore() // removed: nothing to set keys in
+	} else {
+		err = g.repo.restoreConfig(ctx, saved.path, before, keys)
+	}
+	if err != nil {
+		fate = "could not restore: " + err.Error()
+	}
+	return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), strings.Join(keys, ", "), fate)
 }

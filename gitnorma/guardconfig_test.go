@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -35,7 +36,9 @@ func configRepo(t *testing.T) (string, func(args ...string)) {
 func readEntries(t *testing.T, path string) []configEntry {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	return configEntries(data)
+	entries, err := git.Runner{}.ParseConfig(context.Background(), data)
+	require.NoError(t, err)
+	return entries
 }
 
 // Every key of the shared config counts but those git writes itself for everyday commands:
@@ -101,12 +104,23 @@ func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
 	assert.Contains(t, after, configEntry{Key: "core.editor", Value: `vi "-n" # the user's`})
 }
 
-func TestConfigEntriesReadGitSyntax(t *testing.T) {
-	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x ; trailing\n[Alias]\n\tst\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n" +
-		"[branch \"Main\"]\n\tremote = origin\n[remote.Origin]\n\turl = x\n[core]\n\teditor = vi \\\n-n\n\tpager = \"less -R\" # q\n\tquote = a\\\"b\\\\c\n"
-	assert.Equal(t, []configEntry{
-		{"core.bare", "false"}, {"core.hookspath", "/x"}, {"alias.st", "true"}, {"filter.lfs.smudge", "git-lfs smudge %f"},
-		{"user.name", "U"}, {"branch.Main.remote", "origin"}, {"remote.origin.url", "x"}, {"core.editor", "vi -n"},
-		{"core.pager", "less -R"}, {"core.quote", `a"b\c`},
-	}, configEntries([]byte(text)))
+// A config file removed, or one git can no longer read, is written back whole and reported;
+// an unchanged one is not.
+func TestConfigChangeRestoresARemovedOrBrokenFile(t *testing.T) {
+	dir, _ := configRepo(t)
+	config := filepath.Join(dir, ".git", "config")
+	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	ctx := context.Background()
+	saved := saveFile(config)
+	assert.Empty(t, g.configChange(ctx, saved))
+
+	require.NoError(t, os.Remove(config))
+	found := g.configChange(ctx, saved)
+	assert.Contains(t, found, "remote.origin.url")
+	assert.Contains(t, found, "(restored)")
+	assert.True(t, saved.same(saveFile(config)), "the file is back as it was")
+
+	require.NoError(t, os.WriteFile(config, append(slices.Clone(saved.data), "[core\n"...), 0o644))
+	assert.Equal(t, ".git/config: no longer a config git reads (restored)", g.configChange(ctx, saved))
+	assert.True(t, saved.same(saveFile(config)))
 }

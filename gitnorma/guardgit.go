@@ -49,8 +49,8 @@ type guardSnapshot struct {
 	// hooks are the regular files of the hooks directory, by name.
 	hooksDir string
 	hooks    map[string]savedFile
-	// configs are the shared config files' settings, by path (nil: the file is absent).
-	configs map[string][]configEntry
+	// configs are the shared config files, by path.
+	configs map[string]savedFile
 	// refs are the target's and the task branches' values, by ref name.
 	refs  map[string]string
 	head  []byte
@@ -126,14 +126,12 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 		return nil, err
 	}
 	defer unlock()
-	s := &guardSnapshot{at: g.now(), configs: map[string][]configEntry{}, hooks: map[string]savedFile{}}
+	s := &guardSnapshot{at: g.now(), configs: map[string]savedFile{}, hooks: map[string]savedFile{}}
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
 	}
 	for _, p := range g.configPaths() {
-		if data, err := os.ReadFile(p); err == nil {
-			s.configs[p] = configEntries(data)
-		}
+		s.configs[p] = saveFile(p)
 	}
 	if dir, err := g.repo.HooksDir(ctx); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
@@ -191,13 +189,8 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 	}
 	// Configs first: until they are set back (core.bare, say) git itself may not work here.
 	for _, p := range g.configPaths() {
-		var now []configEntry
-		if data, err := os.ReadFile(p); err == nil {
-			now = configEntries(data)
-		}
-		if keys := configChanges(s.configs[p], now); len(keys) > 0 {
-			found = append(found, fmt.Sprintf("%s: %s (%s)", g.rel(p), strings.Join(keys, ", "),
-				restored(g.repo.restoreConfig(ctx, p, s.configs[p], keys), "set back")))
+		if change := g.configChange(ctx, s.configs[p]); change != "" {
+			found = append(found, change)
 		}
 	}
 	for _, f := range s.files {

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -81,6 +82,34 @@ func (r Runner) ConfigAll(ctx context.Context, key string) (string, error) {
 func (r Runner) ConfigFileUnset(ctx context.Context, path, key string) error {
 	_, err := r.Output(ctx, "config", "--file", path, "--unset-all", key)
 	return err
+}
+
+// ConfigEntry is one setting of a config file: its canonical key (section and name
+// lowercased, a subsection as written) and its value ("true" for a key written without one).
+type ConfigEntry struct {
+	Key, Value string
+}
+
+// ParseConfig reads the text of a config file as git does — git parses it (`git config
+// --file - --list -z`), so no second reading of its syntax can disagree — and returns its
+// settings in order. Includes are not followed.
+func (r Runner) ParseConfig(ctx context.Context, text []byte) ([]ConfigEntry, error) {
+	out, err := r.Input(ctx, bytes.NewReader(text), "config", "--file", "-", "--list", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var entries []ConfigEntry
+	for _, item := range strings.Split(strings.TrimSuffix(out, "\x00"), "\x00") {
+		if item == "" {
+			continue
+		}
+		key, value, hasValue := strings.Cut(item, "\n")
+		if !hasValue {
+			value = "true"
+		}
+		entries = append(entries, ConfigEntry{Key: key, Value: value})
+	}
+	return entries, nil
 }
 
 // ConfigFileAdd adds a value of key to the config file at path.

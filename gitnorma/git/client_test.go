@@ -90,3 +90,22 @@ func TestClientRefChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "b =")
 }
+
+// A config text reads as git reads it: sections, subsections old and new, keys without a
+// value, comments, quotes, escapes and continued lines; a key set to nothing is not a key
+// without a value; a text git cannot read is an error.
+func TestParseConfigReadsAsGitDoes(t *testing.T) {
+	text := "# a comment\n[core]\n\tbare = false\n\thooksPath = /x ; trailing\n[Alias]\n\tst\n\tempty =\n[filter \"lfs\"]\n\tsmudge = git-lfs smudge %f\n; another\n[user] name = U\n" +
+		"[branch \"Main\"]\n\tremote = origin\n[remote.Origin]\n\turl = x\n[core]\n\teditor = vi \\\n-n\n\tpager = \"less -R\" # q\n\tquote = a\\\"b\\\\c\n"
+	got, err := git.Runner{}.ParseConfig(context.Background(), []byte(text))
+	require.NoError(t, err)
+	assert.Equal(t, []git.ConfigEntry{
+		{Key: "core.bare", Value: "false"}, {Key: "core.hookspath", Value: "/x"}, {Key: "alias.st", Value: "true"},
+		{Key: "alias.empty", Value: ""}, {Key: "filter.lfs.smudge", Value: "git-lfs smudge %f"}, {Key: "user.name", Value: "U"},
+		{Key: "branch.Main.remote", Value: "origin"}, {Key: "remote.origin.url", Value: "x"}, {Key: "core.editor", Value: "vi -n"},
+		{Key: "core.pager", Value: "less -R"}, {Key: "core.quote", Value: `a"b\c`},
+	}, got)
+
+	_, err = git.Runner{}.ParseConfig(context.Background(), []byte("[core\n\tbare = true\n"))
+	assert.Error(t, err)
+}
