@@ -83,7 +83,7 @@ func (r *Repo) OpenStore(ctx context.Context) (*store.Store, error) {
 	case errors.Is(err, store.ErrCorrupt):
 		return nil, fatalf("move it aside (mv .norma/norma.db .norma/norma.db.bad) and run git norma init", "%v", err)
 	case err != nil:
-		return nil, withCode(ExitFatal, err)
+		return nil, withKind(ErrEnvironment, err)
 	}
 	return st, nil
 }

@@ -21,7 +21,7 @@ func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) erro
 		if status == "" {
 			blocker, err := tr.Get(ctx, d.DependsOnID)
 			if err != nil {
-				return withCode(ExitFail, err)
+				return err
 			}
 			status = blocker.Status
 		}
@@ -33,7 +33,7 @@ func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) erro
 		return nil
 	}
 	first := strings.Fields(open[0])[0]
-	return &Error{Code: ExitLandRefused,
+	return &Error{Kind: ErrLandRefused,
 		Err:  fmt.Errorf("task %s is blocked by open %s: its work would land ahead of theirs, and the tracker would not close it", t.ID, strings.Join(open, ", ")),
 		Hint: "run " + first + " first (git norma run " + first + "), or run this one anyway: git norma run --force " + t.ID}
 }

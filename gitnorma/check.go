@@ -39,7 +39,7 @@ type CheckReport struct {
 func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error) {
 	top, err := a.Repo.Git.In(dir).Toplevel(ctx)
 	if err != nil {
-		return CheckReport{}, withCode(ExitFatal, err)
+		return CheckReport{}, withKind(ErrEnvironment, err)
 	}
 	if taskID == "" {
 		branch, _ := a.Repo.Git.In(top).CurrentBranch(ctx)
@@ -54,7 +54,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	effective := a.Config.taskCriteria(task)
 	if len(effective) == 0 {
-		return CheckReport{}, &Error{Code: ExitStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
+		return CheckReport{}, &Error{Kind: ErrStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
 	}
 	started := a.Now()
@@ -82,12 +82,12 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	logDir := a.Repo.Path("runs", rep.RunID)
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return rep, withCode(ExitFail, err)
+		return rep, err
 	}
 	rep.Log = filepath.Join(logDir, "checks.txt")
 	log, err := os.OpenFile(rep.Log, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return rep, withCode(ExitFail, err)
+		return rep, err
 	}
 	defer log.Close()
 	// The commit is an agent's: its check commands run its code, confined as in a run.
@@ -98,7 +98,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	rep.Evidence, err = loop.RunChecks(cctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
 	done()
 	if err != nil {
-		return rep, withCode(ExitFail, err)
+		return rep, err
 	}
 	rep.Results = loop.ResultsFromEvidence(effective, rep.Evidence)
 	rep.Verdict = loop.ComputeVerdict(effective, rep.Results, loop.PlanMatch{}).Status
@@ -128,7 +128,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Tim
 	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, Kind: store.KindCheck, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
 		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID, Head: rep.Head}, nil)
 	if err != nil {
-		return withCode(ExitFail, err)
+		return err
 	}
 	status, verdict := store.StatusFailed, "FAIL"
 	if rep.Verdict == loop.VerdictPass {
@@ -142,7 +142,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Tim
 		summary += " (not the tip of " + worktree.TaskBranch(rep.TaskID) + ", or uncommitted changes: not a verdict on the task's work)"
 	}
 	if err := st.FinishRun(ctx, rep.RunID, status, verdict, "", now, store.Event{TS: now, Type: "check", Message: summary}); err != nil {
-		return withCode(ExitFail, err)
+		return err
 	}
 	if rep.Recorded {
 		_ = a.Repo.NotesJournal().Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",

@@ -50,7 +50,7 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string) (loop.Ch
 		Fresh:  !confined,
 	})
 	if err != nil {
-		return loop.CheckTree{}, withCode(ExitFail, err)
+		return loop.CheckTree{}, err
 	}
 	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree}, nil
 }

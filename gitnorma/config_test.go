@@ -27,7 +27,7 @@ func requireFatal(t *testing.T, err error, path string, want ...string) *Error {
 	require.Error(t, err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, e.Code, "exit code of %v", err)
+	assert.Equal(t, ExitFatal, ExitCode(e), "exit code of %v", err)
 	assert.NotEmpty(t, e.Hint, "hint of %v", err)
 	assert.Contains(t, err.Error(), path)
 	for _, w := range want {
@@ -253,7 +253,7 @@ func TestLoadConfigUnreadable(t *testing.T) {
 	require.Error(t, err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, e.Code)
+	assert.Equal(t, ExitFatal, ExitCode(e))
 	assert.Contains(t, err.Error(), path)
 	assert.NotEmpty(t, e.Hint)
 }

@@ -67,7 +67,7 @@ func (r *Repo) SetConfig(key, value string) (Config, error) {
 	setPath(file, strings.Split(key, "."), v)
 	data, err := json.MarshalIndent(file, "", "  ")
 	if err != nil {
-		return Config{}, withCode(ExitFail, err)
+		return Config{}, err
 	}
 	data = append(data, '\n')
 	cfg := DefaultConfig()
@@ -76,10 +76,10 @@ func (r *Repo) SetConfig(key, value string) (Config, error) {
 	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return Config{}, withCode(ExitFail, err)
+		return Config{}, err
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return Config{}, withCode(ExitFail, err)
+		return Config{}, err
 	}
 	return cfg, nil
 }

@@ -22,7 +22,7 @@ import (
 // HooksDir is where git runs hooks from (honours core.hooksPath; shared by all worktrees).
 func (r *Repo) HooksDir(ctx context.Context) (string, error) {
 	dir, err := r.Git.GitPath(ctx, "hooks")
-	return dir, withCode(ExitFatal, err)
+	return dir, withKind(ErrEnvironment, err)
 }
 
 // InstallHooks writes git-norma's hook blocks (see hooks.Install).
@@ -32,7 +32,7 @@ func (r *Repo) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, er
 		return nil, err
 	}
 	actions, err := hooks.Install(dir, force)
-	return actions, withCode(ExitFail, err)
+	return actions, err
 }
 
 // UninstallHooks removes git-norma's hook blocks, leaving everything else as it was.
@@ -42,7 +42,7 @@ func (r *Repo) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
 		return nil, err
 	}
 	actions, err := hooks.Uninstall(dir)
-	return actions, withCode(ExitFail, err)
+	return actions, err
 }
 
 // taskOfWorktree returns the task whose branch is checked out in dir ("" if none).
@@ -228,7 +228,7 @@ func (h *hookHandler) refusal(what string, refused []string) error {
 	if h.a.uninitialised {
 		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
 	}
-	return &Error{Code: ExitFail,
+	return &Error{
 		Err:  fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
 		Hint: hint + undo(what) + "; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
 }

@@ -75,7 +75,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 		return InitResult{}, err
 	}
 	if err := repo.Git.CheckVersion(ctx); err != nil {
-		return InitResult{}, withCode(ExitFatal, err)
+		return InitResult{}, withKind(ErrEnvironment, err)
 	}
 	res := InitResult{Root: repo.Root}
 	for _, d := range []string{repo.NormaDir(), repo.Path("locks"), repo.Path("runs")} {
@@ -105,11 +105,11 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 		return res, err
 	}
 	if err := notes.Configure(ctx, repo.Git); err != nil {
-		return res, withCode(ExitFatal, fmt.Errorf("configure git notes: %w", err))
+		return res, withKind(ErrEnvironment, fmt.Errorf("configure git notes: %w", err))
 	}
 	if o.DisplayNotes {
 		if err := notes.ShowInLog(ctx, repo.Git); err != nil {
-			return res, withCode(ExitFatal, fmt.Errorf("configure notes.displayRef: %w", err))
+			return res, withKind(ErrEnvironment, fmt.Errorf("configure notes.displayRef: %w", err))
 		}
 	}
 	app := &App{Repo: repo, Config: cfg}
@@ -154,7 +154,7 @@ func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) err
 		return fatalf("install bd (Beads) first, or leave out --beads to use the embedded backlog", "bd is not installed or not on PATH")
 	}
 	if staged, err := app.Repo.Git.StagedChanges(ctx); err != nil {
-		return withCode(ExitFail, err)
+		return err
 	} else if staged {
 		return failf("commit or unstage them first (git restore --staged :/), then run git norma init --beads again",
 			"bd init commits the whole git index, and you have staged changes")
@@ -193,7 +193,7 @@ func (r *InitResult) mkdir(repo *Repo, dir string) error {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return withCode(ExitFatal, fmt.Errorf("create %s: %w", dir, err))
+		return withKind(ErrEnvironment, fmt.Errorf("create %s: %w", dir, err))
 	}
 	r.note(repo, dir, true)
 	return nil
@@ -207,12 +207,12 @@ func (r *InitResult) writeOnce(repo *Repo, path string, data []byte) error {
 		return nil
 	}
 	if err != nil {
-		return withCode(ExitFatal, err)
+		return withKind(ErrEnvironment, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		os.Remove(path)
-		return withCode(ExitFatal, err)
+		return withKind(ErrEnvironment, err)
 	}
 	r.note(repo, path, true)
 	return f.Close()

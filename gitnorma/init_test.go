@@ -278,7 +278,7 @@ func TestInitOutsideAWorkTree(t *testing.T) {
 			require.Error(t, err)
 			var e *Error
 			require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-			assert.Equal(t, ExitFatal, e.Code)
+			assert.Equal(t, ExitFatal, ExitCode(e))
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NoDirExists(t, filepath.Join(tt.dir, ".norma"))
 		})

@@ -59,7 +59,7 @@ func (h *History) Journal(ctx context.Context, target string) ([]JournalEntry, e
 	for _, r := range runs {
 		e, err := h.runJournal(ctx, st, r)
 		if err != nil {
-			return nil, withCode(ExitFail, err)
+			return nil, err
 		}
 		entries = append(entries, e...)
 	}
@@ -71,7 +71,7 @@ func (h *History) Journal(ctx context.Context, target string) ([]JournalEntry, e
 		return nil, failf("list runs with: git norma status; runs made in another clone: git norma notes pull origin (or another remote), then log again",
 			"no journal for %s in the store or in %s", target, notes.Ref)
 	}
-	return entries, withCode(ExitFail, err)
+	return entries, err
 }
 
 func journalRuns(ctx context.Context, st *store.Store, target string, isRun bool) ([]store.Run, error) {
@@ -84,7 +84,7 @@ func journalRuns(ctx context.Context, st *store.Store, target string, isRun bool
 	}
 	runs, err := st.RunsForTask(ctx, target, 0)
 	slices.Reverse(runs)
-	return runs, withCode(ExitFail, err)
+	return runs, err
 }
 
 // runJournal rebuilds a run's entries from its step rows, which hold each step's output (a

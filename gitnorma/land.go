@@ -51,7 +51,7 @@ func (e *landRefusal) Error() string { return e.reason.Error() }
 func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
 	unlock, err := waitLock(ctx, ld.repo.Path("locks", "land.lock"))
 	if err != nil {
-		return "", withCode(ExitFail, err)
+		return "", err
 	}
 	defer unlock()
 	branch := worktree.TaskBranch(req.task.ID)
@@ -65,7 +65,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			return "", ld.refuse(ctx, st, req, err)
 		}
 		if p, err := ld.earlierLanding(ctx, st, req); err != nil {
-			return "", withCode(ExitFail, err)
+			return "", err
 		} else if p.Commit != "" {
 			return ld.adoptLanding(ctx, st, req, p)
 		}
@@ -87,14 +87,14 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		}
 		var le *worktree.LandError
 		if !errors.As(err, &le) {
-			return "", withCode(ExitFail, err)
+			return "", err
 		}
 		if errors.Is(err, worktree.ErrBranchTaken) {
 			if attempt < remoteLandAttempts && req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID) {
 				// A worker that lost the claim pushed the branch after this run took the task
 				// over: the claim decides whose branch it is.
 				if err := ld.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
-					return "", withCode(ExitFail, err)
+					return "", err
 				}
 				continue // moved again since: the next try looks again
 			}
@@ -110,7 +110,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_push_rejected",
 					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
 				if err := sleepCtx(ctx, landRetryPause()); err != nil {
-					return "", withCode(ExitFail, err)
+					return "", err
 				}
 				continue
 			}
@@ -259,7 +259,7 @@ func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landR
 func (ld *lander) refuse(ctx context.Context, st *store.Store, req landRequest, err error) error {
 	var lr *landRefusal
 	if !errors.As(err, &lr) {
-		return withCode(ExitFail, err)
+		return err
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_refused", Message: lr.Error(),
 		Data: map[string]any{"paths": lr.paths}})

@@ -27,12 +27,12 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	branch := worktree.TaskBranch(req.task.ID)
 	heads, err := ld.repo.Git.ResolveAll(ctx, "refs/heads/"+branch, "refs/heads/"+req.target)
 	if err != nil || len(heads) != 2 {
-		return "", "", withCode(ExitFail, fmt.Errorf("read %s and %s: %v", branch, req.target, err))
+		return "", "", fmt.Errorf("read %s and %s: %v", branch, req.target, err)
 	}
 	head, tip = heads[0], heads[1]
 	run, err := st.Run(ctx, req.runID)
 	if err != nil {
-		return "", "", withCode(ExitFail, err)
+		return "", "", err
 	}
 	passHead := run.PassHead
 	switch {
@@ -56,7 +56,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	if errors.Is(err, worktree.ErrConflict) {
 		return head, tip, nil // landing refuses it, naming the paths
 	} else if err != nil {
-		return "", "", withCode(ExitFail, err) // never land a merge that was not checked
+		return "", "", err // never land a merge that was not checked
 	}
 	effective, err := ld.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
@@ -64,7 +64,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	}
 	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
 	if err != nil {
-		return "", "", withCode(ExitFail, err)
+		return "", "", err
 	}
 	verdict := loop.ComputeVerdict(effective, loop.ResultsFromEvidence(effective, evidence), loop.PlanMatch{}).Status
 	var failed []string
@@ -81,7 +81,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
 	}
 	if err := ld.repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
-		return "", "", withCode(ExitFail, fmt.Errorf("move %s to the checked merge: %w", branch, err))
+		return "", "", fmt.Errorf("move %s to the checked merge: %w", branch, err)
 	}
 	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
 }
@@ -92,7 +92,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
 	tree, err := ld.repo.Git.CommitTree(ctx, head)
 	if err != nil {
-		return withCode(ExitFail, err)
+		return err
 	}
 	hint := "verify it again, on exactly this tree: git norma run " + req.task.ID
 	switch {

@@ -65,7 +65,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	var lr *landRefusal
 	if errors.As(err, &lr) {
 		rep.Paths = lr.paths
-		return rep, &Error{Code: ExitLandRefused, Err: fmt.Errorf("landing refused: %w", lr), Hint: lr.hint}
+		return rep, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("landing refused: %w", lr), Hint: lr.hint}
 	}
 	return rep, err
 }
@@ -75,23 +75,23 @@ func (r *Repo) passingRun(ctx context.Context, st *store.Store, taskID string) (
 	branch := worktree.TaskBranch(taskID)
 	head, err := r.Git.Resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
-		return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
+		return store.Run{}, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
 			Hint: "run it first: git norma run " + taskID}
 	}
 	runs, err := st.RunsForTask(ctx, taskID, 20)
 	if err != nil {
-		return store.Run{}, withCode(ExitFail, err)
+		return store.Run{}, err
 	}
 	for _, rec := range runs {
 		if rec.Status != store.StatusPassed || rec.PassHead != head {
 			continue
 		}
 		if rec.LandedCommit != "" {
-			return store.Run{}, &Error{Code: ExitLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, rec.LandedCommit, rec.ID)}
+			return store.Run{}, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("%s was already landed as %.10s by run %s", branch, rec.LandedCommit, rec.ID)}
 		}
 		return rec, nil
 	}
-	return store.Run{}, &Error{Code: ExitLandRefused,
+	return store.Run{}, &Error{Kind: ErrLandRefused,
 		Err:  fmt.Errorf("%s (at %.10s) has no recorded PASS: only verified work lands", branch, head),
 		Hint: "verify it with: git norma run " + taskID + " --no-land"}
 }

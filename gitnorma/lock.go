@@ -73,14 +73,14 @@ func acquireLock(path, busy string) (*RunLock, error) {
 func lockedError(path, busy string) error {
 	h, err := ReadLockHolder(path)
 	if err != nil || h.PID <= 0 {
-		return &Error{Code: ExitFail, Err: lockError(busy + " (held by another git norma process)"),
+		return &Error{Err: lockError(busy + " (held by another git norma process)"),
 			Hint: "wait for it to finish; git norma status shows the live runs"}
 	}
 	what := "a git norma process"
 	if h.RunID != "" {
 		what = "run " + h.RunID
 	}
-	return &Error{Code: ExitFail,
+	return &Error{
 		Err:  lockError(fmt.Sprintf("%s (%s, pid %d on %s, since %s)", busy, what, h.PID, h.Host, h.Started.Format(time.RFC3339))),
 		Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
 }

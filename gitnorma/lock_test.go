@@ -30,7 +30,7 @@ func requireLocked(t *testing.T, err error, pid int, runID string) {
 	assert.True(t, errors.Is(err, ErrLocked), "error %v does not wrap ErrLocked", err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFail, e.Code)
+	assert.Equal(t, ExitFail, ExitCode(e))
 	assert.Contains(t, err.Error(), "run "+runID)
 	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d", pid))
 	assert.Contains(t, e.Hint, fmt.Sprintf("kill -INT %d", pid))

@@ -122,7 +122,7 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 // collect records a finished run; an interruption or a fatal error stops new runs.
 func (l *looper) collect(r runResult) {
 	delete(l.running, r.run.TaskID)
-	if r.err != nil && codeOf(r.err) == ExitFatal {
+	if r.err != nil && ExitCode(r.err) == ExitFatal {
 		if l.fatal == nil {
 			l.fatal = r.err
 		}
@@ -198,7 +198,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopClaimLost, Message: err.Error()}, nil
 		}
 		if err != nil {
-			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: codeOf(err)}
+			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: ExitCode(err)}
 		}
 		run.TaskID = sel.TaskID
 		l.results <- runResult{run, err}
@@ -243,12 +243,4 @@ func scopeText(s Scope) string {
 		return " under epic " + s.Epic
 	}
 	return ""
-}
-
-func codeOf(err error) int {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return ExitFail
 }

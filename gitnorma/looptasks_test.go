@@ -44,7 +44,7 @@ func TestRelatedToAny(t *testing.T) {
 // A task claimed by someone else between selection and the run's claim is a lost claim
 // (loop goes on), however the run found out: bd's refusal, or the task read as in progress.
 func TestClaimLostIsRecognised(t *testing.T) {
-	err := error(&Error{Code: ExitFail, Err: lostClaim{fmt.Errorf("task x is in_progress (claimed by another run or person)")}})
+	err := error(&Error{Err: lostClaim{fmt.Errorf("task x is in_progress (claimed by another run or person)")}})
 	assert.ErrorIs(t, err, ErrClaimLost)
 	assert.Equal(t, "task x is in_progress (claimed by another run or person)", err.(*Error).Err.Error())
 	assert.NotErrorIs(t, failf("hint", "task x is closed"), ErrClaimLost)

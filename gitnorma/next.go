@@ -54,7 +54,7 @@ func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 	}
 	all, err := selectionHeads(ctx, tr)
 	if err != nil {
-		return sel, withCode(ExitFail, err)
+		return sel, err
 	}
 	cands := eligible(all, sel.Scope, exclude)
 	if len(busy) > 0 {

@@ -26,20 +26,20 @@ func notesSyncError(err error, remote string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, notes.ErrInvalidRemote):
-		return &Error{Code: ExitUsage, Err: err,
+		return &Error{Kind: ErrUsage, Err: err,
 			Hint: "give the name of a configured remote (see: git remote -v); for a URL or path, add it first: git remote add <name> <url>"}
 	case errors.Is(err, notes.ErrNoRemote):
-		return &Error{Code: ExitFail, Err: err,
+		return &Error{Err: err,
 			Hint: "see the configured remotes with: git remote -v; add this one with: git remote add " + remote + " <url>"}
 	case errors.Is(err, notes.ErrUnreachable):
-		return &Error{Code: ExitFail, Err: err,
+		return &Error{Err: err,
 			Hint: "check the remote's URL (git remote get-url " + remote + ") and that you can reach it (git ls-remote " + remote + ")"}
 	case errors.Is(err, notes.ErrRejected):
-		return &Error{Code: ExitFail, Err: err,
+		return &Error{Err: err,
 			Hint: "the remote's journal moved while it was merged: fetch and merge again with: git norma notes pull " + remote + ", then push"}
 	case errors.Is(err, notes.ErrNoJournal):
-		return &Error{Code: ExitFail, Err: err,
+		return &Error{Err: err,
 			Hint: "runs write the journal (git norma run); another clone's comes with: git norma notes pull " + remote}
 	}
-	return withCode(ExitFail, err)
+	return err
 }

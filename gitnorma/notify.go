@@ -75,7 +75,7 @@ func (n notifier) notifyEvent(ctx context.Context, rep RunReport, runErr error) 
 		Status: rep.Status, Verdict: rep.Verdict, StopReason: rep.StopReason, ExitCode: rep.ExitCode,
 		Message: rep.Message, LandedCommit: rep.Landed, Failure: rep.Failure}
 	if runErr != nil {
-		ev.Status, ev.ExitCode, ev.Message = "error", codeOf(runErr), runErr.Error()
+		ev.Status, ev.ExitCode, ev.Message = "error", ExitCode(runErr), runErr.Error()
 	}
 	switch {
 	case ev.ExitCode == ExitLandRefused:

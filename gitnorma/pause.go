@@ -29,7 +29,7 @@ func (r *Repo) Pause(reason string) error {
 	if strings.TrimSpace(reason) == "" {
 		reason = "paused by git norma pause"
 	}
-	return withCode(ExitFail, os.WriteFile(r.Path(pauseFile), []byte(reason+"\n"), 0o644))
+	return os.WriteFile(r.Path(pauseFile), []byte(reason+"\n"), 0o644)
 }
 
 // Resume removes .norma/PAUSE; it reports whether there was one.
@@ -38,5 +38,5 @@ func (r *Repo) Resume() (bool, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
-	return err == nil, withCode(ExitFail, err)
+	return err == nil, err
 }

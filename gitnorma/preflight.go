@@ -31,7 +31,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		return nil, nil, err
 	}
 	if err := a.Repo.Git.CheckVersion(ctx); err != nil {
-		return nil, nil, withCode(ExitFatal, err)
+		return nil, nil, withKind(ErrEnvironment, err)
 	}
 	target, err := a.targetBranch(ctx)
 	if err != nil {
@@ -46,13 +46,13 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		// worker tries again at its next look.
 		var r *landRefusal
 		if !errors.As(err, &r) {
-			return nil, nil, withCode(ExitFail, err)
+			return nil, nil, err
 		}
-		code := ExitFail
+		var kind error
 		if errors.Is(r.reason, worktree.ErrTargetAhead) {
-			code = ExitFatal
+			kind = ErrEnvironment
 		}
-		return nil, nil, &Error{Code: code, Err: r.reason, Hint: r.hint}
+		return nil, nil, &Error{Kind: kind, Err: r.reason, Hint: r.hint}
 	}
 	if _, err := a.Repo.Git.Var(ctx, "GIT_COMMITTER_IDENT"); err != nil {
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
@@ -75,7 +75,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		return nil, nil, failf("list tasks with: git norma task list", "no task %s in the backlog", taskID)
 	}
 	if err != nil {
-		return nil, nil, withCode(ExitFail, err)
+		return nil, nil, err
 	}
 	if task.Status == tracker.StatusBlocked {
 		return nil, nil, failf("see why with: git norma task show "+taskID+"; once fixed: git norma task unblock "+taskID,

@@ -83,7 +83,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	rep := PruneReport{Runs: []string{}, Branches: []string{}, Kept: []string{}, DryRun: o.DryRun}
 	runs, err := st.RecentRuns(ctx, 0)
 	if err != nil {
-		return rep, withCode(ExitFail, err)
+		return rep, err
 	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
@@ -93,7 +93,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		if !keep {
 			why, err := p.stillNeeded(ctx, st, r, scan)
 			if err != nil {
-				return rep, withCode(ExitFail, err)
+				return rep, err
 			}
 			if keep = why != ""; keep {
 				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
@@ -110,7 +110,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		}
 		why, err := p.pruneRun(ctx, st, r, o.DryRun)
 		if err != nil {
-			return rep, withCode(ExitFail, err)
+			return rep, err
 		}
 		if why != "" {
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
@@ -126,7 +126,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
 		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees().ForgetVanished(ctx) })
 		if err != nil {
-			return rep, withCode(ExitFail, err)
+			return rep, err
 		}
 	}
 	if err := p.pruneBranches(ctx, o, retained, &rep); err != nil {
@@ -251,7 +251,7 @@ func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run
 					rep.Kept = append(rep.Kept, ref+": "+why)
 					continue
 				}
-				return withCode(ExitFail, err)
+				return err
 			}
 		}
 		rep.Branches = append(rep.Branches, ref)
@@ -305,7 +305,7 @@ func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map
 	}
 	tasks, err := tr.List(ctx)
 	if err != nil {
-		return withCode(ExitFail, err)
+		return err
 	}
 	status := map[string]string{}
 	for _, t := range tasks {
@@ -323,7 +323,7 @@ func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map
 		if !o.DryRun {
 			why, err := p.deleteBranchAsJudged(ctx, b)
 			if err != nil {
-				return withCode(ExitFail, err)
+				return err
 			}
 			if why != "" {
 				rep.Kept = append(rep.Kept, b.Branch+": "+why)

@@ -96,7 +96,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 		r.reconciledOwn = true // what follows may hand the task back: read it again after
 		t, err := r.tr.Get(ctx, r.pre.task.ID)
 		if err != nil {
-			return nil, withCode(ExitFail, err)
+			return nil, err
 		}
 		if r.app.claimedBy(ctx, dead, t) {
 			return r.recoverPass(ctx, dead, t, noLand, live)
@@ -128,7 +128,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 			why = "it recorded no verified commit"
 		}
 		if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
-			return nil, withCode(ExitFail, fmt.Errorf("reopen task %s: %w", t.ID, err))
+			return nil, fmt.Errorf("reopen task %s: %w", t.ID, err)
 		}
 		rep, done = nil, "reopened ("+why+")"
 	default:
@@ -137,7 +137,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		switch {
 		case errors.As(err, &refused):
 			if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
-				return nil, withCode(ExitFail, fmt.Errorf("reopen task %s: %w", t.ID, err))
+				return nil, fmt.Errorf("reopen task %s: %w", t.ID, err)
 			}
 			rep, done = nil, "its landing was refused ("+refused.Error()+"); reopened"
 		case err != nil:
@@ -219,7 +219,7 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
 	}
 	if err != nil {
-		return withCode(ExitFail, fmt.Errorf("close task %s: %w", req.task.ID, err))
+		return fmt.Errorf("close task %s: %w", req.task.ID, err)
 	}
 	_ = st.SetLanded(ctx, req.runID, commit)
 	_ = st.SetClaim(ctx, req.runID, store.ClaimReleased)

@@ -100,7 +100,7 @@ func repoError(dir string, err error) error {
 	if errors.As(err, &ge) && ge.ExitCode == -1 {
 		return fatalf("install git 2.38 or newer", "%s", strings.TrimSpace(ge.Stderr))
 	}
-	return withCode(ExitFatal, err)
+	return withKind(ErrEnvironment, err)
 }
 
 // Worktrees returns the worktree manager of the repository (guarded like Git).

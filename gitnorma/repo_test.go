@@ -151,7 +151,7 @@ func TestOpenRepoSeparateGitDir(t *testing.T) {
 			if err != nil && tt.errorAccepted {
 				var e *Error
 				require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-				assert.Equal(t, ExitFatal, e.Code)
+				assert.Equal(t, ExitFatal, ExitCode(e))
 				assert.NotEmpty(t, e.Hint)
 				return
 			}
@@ -193,7 +193,7 @@ func TestOpenRepoErrors(t *testing.T) {
 			assert.Nil(t, r)
 			var e *Error
 			require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-			assert.Equal(t, ExitFatal, e.Code)
+			assert.Equal(t, ExitFatal, ExitCode(e))
 			for _, w := range tt.wantMsg {
 				assert.Contains(t, err.Error(), w)
 			}
@@ -209,7 +209,7 @@ func TestOpenRepoMissingDirectory(t *testing.T) {
 	require.Error(t, err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, e.Code)
+	assert.Equal(t, ExitFatal, ExitCode(e))
 	assert.NotContains(t, e.Hint, "install git")
 	assert.Contains(t, err.Error(), dir)
 }
@@ -221,7 +221,7 @@ func TestOpenRepoGitNotFound(t *testing.T) {
 	require.Error(t, err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, e.Code)
+	assert.Equal(t, ExitFatal, ExitCode(e))
 	assert.NotEmpty(t, strings.TrimSpace(err.Error()))
 	assert.Contains(t, e.Hint, "install git")
 	assert.Contains(t, err.Error(), "git was not found")

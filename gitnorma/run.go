@@ -176,7 +176,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	}
 	if !o.Force {
 		if p, err := a.lander().landedBefore(ctx, st, r.pre.task, r.pre.target); err != nil {
-			return RunReport{}, withCode(ExitFail, err)
+			return RunReport{}, err
 		} else if p.Commit != "" {
 			return r.alreadyLanded(ctx, p)
 		}
@@ -242,13 +242,13 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(r.dir, "artifacts"), 0o700); err != nil {
-		return withCode(ExitFatal, err)
+		return withKind(ErrEnvironment, err)
 	}
 	// The task's journal so far opens the run's progress.md (spec invariant 11): an agent
 	// reads there what the task's earlier runs did.
 	if prior := r.mirror.priorProgress(); prior != "" {
 		if err := os.WriteFile(filepath.Join(r.dir, "artifacts", "progress.md"), []byte(prior), 0o600); err != nil {
-			return withCode(ExitFail, err)
+			return err
 		}
 	}
 	host, _ := os.Hostname()
@@ -274,7 +274,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	}
 	if err := r.resumeFromRemote(ctx); err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
-		return withCode(ExitFail, err)
+		return err
 	}
 	err = r.app.Repo.withWorktreeLock(ctx, func() error {
 		var err error
@@ -285,7 +285,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	})
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
-		return withCode(ExitFail, err)
+		return err
 	}
 	if err := r.setUpWorkspace(ctx); err != nil {
 		return err
@@ -307,10 +307,10 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 			msg := fmt.Sprintf("task %s was claimed by another run or person first", r.pre.task.ID)
 			r.finish(ctx, store.StatusStopped, "", StopClaimLost, msg)
 			r.release(ctx, true)
-			return &Error{Code: ExitFail, Err: fmt.Errorf("%s: %w: %w", msg, ErrClaimLost, err),
+			return &Error{Err: fmt.Errorf("%s: %w: %w", msg, ErrClaimLost, err),
 				Hint: "git norma next picks another ready task; git norma loop goes on by itself"}
 		}
-		return withCode(ExitFail, fmt.Errorf("claim task %s: %w", r.pre.task.ID, err))
+		return fmt.Errorf("claim task %s: %w", r.pre.task.ID, err)
 	}
 	r.app.crash.reach("claimed")
 	r.claimed = true
@@ -370,7 +370,7 @@ func (r *run) setUpWorkspace(ctx context.Context) error {
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		r.removeWorktree(ctx)
-		return withCode(ExitFail, err)
+		return err
 	}
 	return nil
 }
@@ -424,7 +424,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if r.reconciledOwn {
 		var err error
 		if t, err = r.tr.Get(ctx, r.pre.task.ID); err != nil {
-			return withCode(ExitFail, err)
+			return err
 		}
 	}
 	if t.Status == tracker.StatusInProgress && r.recoverClaim(ctx) {
@@ -432,7 +432,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	}
 	if t.Status == tracker.StatusInProgress {
 		// Claimed since it was selected (another worker, a person): for loop, a lost claim.
-		return &Error{Code: ExitFail, Err: lostClaim{fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)},
+		return &Error{Err: lostClaim{fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)},
 			Hint: "if nobody is working on it, set its status back to open in the tracker"}
 	}
 	if t.Status != tracker.StatusOpen {

@@ -219,10 +219,10 @@ func (r *run) abort(err error) error {
 	r.finish(ctx, store.StatusFailed, "", "", "orchestrator error: "+err.Error())
 	r.release(ctx, false)
 	if diskFull(err) {
-		return &Error{Code: ExitFail, Err: err, Hint: fmt.Sprintf("free space on the disk holding %s, then run it again: git norma run %s (the task branch keeps what was committed)",
+		return &Error{Err: err, Hint: fmt.Sprintf("free space on the disk holding %s, then run it again: git norma run %s (the task branch keeps what was committed)",
 			r.app.Repo.Root, r.pre.task.ID)}
 	}
-	return withCode(ExitFail, err)
+	return err
 }
 
 // diskFull recognises a full disk however it surfaced: from the OS, or from SQLite.

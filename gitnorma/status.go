@@ -109,7 +109,7 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	runs, err := st.RecentRuns(ctx, limit)
 	if err != nil {
 		<-branches
-		return rep, withCode(ExitFail, err)
+		return rep, err
 	}
 	for _, r := range runs {
 		rep.Runs = append(rep.Runs, h.runRow(r))
@@ -160,7 +160,7 @@ func (r *Repo) taskBranches(ctx context.Context) ([]BranchRow, error) {
 		out, err = r.Git.ForEachRef(ctx, format, pattern)
 	}
 	if err != nil {
-		return nil, withCode(ExitFail, err)
+		return nil, err
 	}
 	for _, line := range strings.Split(out, "\n") {
 		fields := strings.SplitN(line, " ", 3)
@@ -237,12 +237,12 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 		return RunDetail{}, failf("list runs with: git norma status", "no run %s", runID)
 	}
 	if err != nil {
-		return RunDetail{}, withCode(ExitFail, err)
+		return RunDetail{}, err
 	}
 	d := RunDetail{Run: h.runRow(r), Steps: []StepRow{}, Events: []EventRow{}, Landed: r.LandedCommit}
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
-		return d, withCode(ExitFail, err)
+		return d, err
 	}
 	for _, s := range steps {
 		row := StepRow{Index: s.Index, Role: s.Role, Iteration: s.Iteration, Status: s.Status, Dir: s.Dir, Started: s.StartedAt, Summary: s.Summary}
@@ -253,7 +253,7 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 	}
 	events, err := st.Events(ctx, runID)
 	if err != nil {
-		return d, withCode(ExitFail, err)
+		return d, err
 	}
 	if r.Status != store.StatusPassed {
 		d.Failure = h.redact.failure(lastFailure(events))
@@ -327,7 +327,7 @@ func (h *History) TaskRuns(ctx context.Context, taskID string, limit int) ([]Run
 	defer st.Close()
 	runs, err := st.RunsForTask(ctx, taskID, limit)
 	if err != nil {
-		return nil, withCode(ExitFail, err)
+		return nil, err
 	}
 	rows := []RunRow{}
 	for _, r := range runs {

@@ -63,7 +63,7 @@ func (h *History) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 				continue
 			}
 			if err := f.show(filepath.Join(steps, d)); err != nil {
-				return withCode(ExitFail, err)
+				return err
 			}
 		}
 		_, statErr := os.Stat(filepath.Join(steps, dir, "output.json"))
@@ -102,7 +102,7 @@ func (h *History) logsRun(ctx context.Context, target string) (string, error) {
 	defer st.Close()
 	runs, err := st.RunsForTask(ctx, target, 1)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return "", withCode(ExitFail, err)
+		return "", err
 	}
 	if len(runs) == 0 {
 		return "", failf("run it with: git norma run "+target, "task %s has no run", target)

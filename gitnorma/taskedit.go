@@ -49,7 +49,7 @@ func (b *Backlog) Filter(ctx context.Context, f TaskFilter) (tasks []tracker.Tas
 	}
 	if hs, ok := tr.(headSource); ok && f.Ready {
 		if tasks, more, ok, err := readyPage(ctx, hs, f); ok || err != nil {
-			return tasks, more, withCode(ExitFail, err)
+			return tasks, more, err
 		}
 	}
 	if j, ok := tr.(scanner); ok && !f.Ready {
@@ -64,14 +64,14 @@ func (b *Backlog) Filter(ctx context.Context, f TaskFilter) (tasks []tracker.Tas
 			tasks = append(tasks, t)
 			return true
 		})
-		return tasks, more, withCode(ExitFail, err)
+		return tasks, more, err
 	}
 	list := tr.List
 	if f.Ready {
 		list = tr.Ready
 	}
 	if tasks, err = list(ctx); err != nil {
-		return nil, false, withCode(ExitFail, err)
+		return nil, false, err
 	}
 	tasks = slices.DeleteFunc(tasks, func(t tracker.Task) bool { return !f.keeps(t.Status, t.Labels) })
 	if f.Limit > 0 && len(tasks) > f.Limit {
@@ -216,5 +216,5 @@ func taskErr(id string, err error) error {
 	case errors.Is(err, tracker.ErrNotFound):
 		return failf("list tasks with: git norma task list", "no task %s in the backlog", id)
 	}
-	return withCode(ExitFail, fmt.Errorf("task %s: %w", id, err))
+	return fmt.Errorf("task %s: %w", id, err)
 }

@@ -79,7 +79,7 @@ func (b *Backlog) Add(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 	if errors.Is(err, tracker.ErrNotFound) {
 		return t, failf("list tasks with: git norma task list", "%v", err)
 	}
-	return t, withCode(ExitFail, err)
+	return t, err
 }
 
 // withVerify appends a Ready Contract Verify field as a fenced block, which carries any
@@ -113,7 +113,7 @@ func (b *Backlog) List(ctx context.Context) ([]tracker.Task, error) {
 		return nil, err
 	}
 	tasks, err := tr.List(ctx)
-	return tasks, withCode(ExitFail, err)
+	return tasks, err
 }
 
 // Show returns one task.

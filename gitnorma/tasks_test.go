@@ -81,7 +81,7 @@ func requireCode(t *testing.T, err error, code int) *Error {
 	require.Error(t, err)
 	var e *Error
 	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, code, e.Code, "exit code of %v", err)
+	assert.Equal(t, code, ExitCode(e), "exit code of %v", err)
 	return e
 }
 

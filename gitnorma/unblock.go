@@ -34,7 +34,7 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 	unblock(&st.TaskState)
 	u, _, err := stateWrite(st, b.redact, unblock)
 	if err != nil {
-		return false, withCode(ExitFail, err)
+		return false, err
 	}
 	u.RemoveLabels, u.Status = []string{LabelBlocked}, status
 	return true, taskErr(id, tr.Update(ctx, id, u))

@@ -87,7 +87,7 @@ func refuseViolated(ctx context.Context, st *store.Store) error {
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	return &Error{Code: ExitStopped, Err: fmt.Errorf("a guard violation is pending: %s", violationText(pending)),
+	return &Error{Kind: ErrStopped, Err: fmt.Errorf("a guard violation is pending: %s", violationText(pending)),
 		Hint: "look at what the agent did (git norma status <run>), then clear it: git norma resume; or start anyway: --force"}
 }
 
@@ -118,7 +118,7 @@ func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
 		}
 		return nil
 	})
-	return cleared, withCode(ExitFail, err)
+	return cleared, err
 }
 
 // violationSince is a violation another run recorded since this one started, which stops it

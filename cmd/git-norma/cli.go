@@ -164,14 +164,11 @@ func report(stderr io.Writer, err error) int {
 	}
 	fmt.Fprintf(stderr, "git norma: %v\n", err)
 	var ge *gitnorma.Error
-	if errors.As(err, &ge) {
-		if ge.Hint != "" {
-			fmt.Fprintf(stderr, "hint: %s\n", ge.Hint)
-		}
-		return ge.Code
+	if errors.As(err, &ge) && ge.Hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", ge.Hint)
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) && (ge == nil || ge.Kind == nil) {
 		return gitnorma.ExitInterrupted
 	}
-	return gitnorma.ExitFail
+	return gitnorma.ExitCode(err)
 }

@@ -29,7 +29,7 @@ func showManual(env *Env, app *kong.Application, topic string) error {
 		for _, p := range pages {
 			names = append(names, strings.TrimPrefix(strings.TrimPrefix(p.name, "git-norma-"), "gitnorma-"))
 		}
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("no manual page for %q", topic),
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("no manual page for %q", topic),
 			Hint: "try one of: " + strings.Join(names[1:], ", ")}
 	}
 	text, err := p.text(80)

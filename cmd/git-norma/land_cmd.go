@@ -22,7 +22,7 @@ func (c *landCmd) Run(env *Env, app *gitnorma.App) error {
 	}
 	rep, err := app.LandTask(env.Ctx, c.Task)
 	var refused *gitnorma.Error
-	if c.JSON && errors.As(err, &refused) && refused.Code == gitnorma.ExitLandRefused {
+	if c.JSON && errors.As(err, &refused) && errors.Is(err, gitnorma.ErrLandRefused) {
 		// A refused landing is an outcome too: scripts get its reason on stdout, and the exit
 		// code (3) and message as for any error.
 		rep.TaskID, rep.Refused, rep.Hint = c.Task, strings.TrimPrefix(refused.Err.Error(), "landing refused: "), refused.Hint

@@ -25,13 +25,13 @@ type loopCmd struct {
 
 func (c *loopCmd) Run(env *Env) error {
 	if c.Parallel < 1 {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--parallel must be 1 or more")}
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("--parallel must be 1 or more")}
 	}
 	if c.MaxTasks < 0 {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--max-tasks must be 0 or more")}
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("--max-tasks must be 0 or more")}
 	}
 	if c.Poll <= 0 {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--poll must be a duration above zero, such as 30s")}
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("--poll must be a duration above zero, such as 30s")}
 	}
 	var poll time.Duration // a plain loop, or a worker that exits when idle, stops then
 	if c.Worker && !c.ExitWhenIdle {

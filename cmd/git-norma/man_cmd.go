@@ -39,7 +39,7 @@ func (c *manCmd) Run(env *Env, app *kong.Application) error {
 	}
 	p := findPage(pages, c.Page)
 	if p == nil {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("no manual page for %q", c.Page),
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("no manual page for %q", c.Page),
 			Hint: "git norma man --list shows them"}
 	}
 	text, err := p.roff(v)

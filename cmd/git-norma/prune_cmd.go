@@ -58,7 +58,7 @@ func keepFlag(name string, v *int) (int, error) {
 	case v == nil:
 		return -1, nil
 	case *v < 0:
-		return 0, &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("%s must be 0 or more, not %d", name, *v),
+		return 0, &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("%s must be 0 or more, not %d", name, *v),
 			Hint: "leave " + name + " out to use the retention config"}
 	}
 	return *v, nil

@@ -19,7 +19,7 @@ type statusCmd struct {
 
 func (c *statusCmd) Run(env *Env) error {
 	if c.Limit < 0 {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--limit must be 0 (all runs) or more, not %d", c.Limit)}
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("--limit must be 0 (all runs) or more, not %d", c.Limit)}
 	}
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {

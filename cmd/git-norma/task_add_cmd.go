@@ -19,7 +19,7 @@ type taskAddCmd struct {
 
 func (c *taskAddCmd) Run(env *Env) error {
 	if c.Priority < 0 || c.Priority > 4 {
-		return &gitnorma.Error{Code: gitnorma.ExitUsage, Err: fmt.Errorf("--priority must be 0 to 4, got %d", c.Priority)}
+		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("--priority must be 0 to 4, got %d", c.Priority)}
 	}
 	app, err := gitnorma.Open(env.Ctx, env.Dir)
 	if err != nil {
