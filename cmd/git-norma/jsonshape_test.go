@@ -20,6 +20,11 @@ func checkShape(v any, name string) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
+	return checkShapeIn(shapes, v, name)
+}
+
+// checkShapeIn checks v against the shape @name of shapes.
+func checkShapeIn(shapes map[string]*jsonShape, v any, name string) []string {
 	s, ok := shapes[name]
 	if !ok {
 		return []string{fmt.Sprintf("no shape @%s in doc/json-shapes.txt", name)}
@@ -167,23 +172,20 @@ refs?    [@b]
 .        [string]
 `)
 	require.NoError(t, err)
-	old := jsonShapes
-	jsonShapes = func() (map[string]*jsonShape, error) { return shapes, nil }
-	t.Cleanup(func() { jsonShapes = old })
 	parse := func(s string) any {
 		var v any
 		require.NoError(t, json.Unmarshal([]byte(s), &v))
 		return v
 	}
-	assert.Empty(t, checkShape(parse(`{"x":"a","y":null,"list":[{"k":"v"}],"sub":{"b":true},"free":{"z":1},"refs":[["s"]]}`), "a"))
-	assert.Empty(t, checkShape(parse(`{"x":"a","list":[],"sub":{"b":false}}`), "a"))
+	assert.Empty(t, checkShapeIn(shapes, parse(`{"x":"a","y":null,"list":[{"k":"v"}],"sub":{"b":true},"free":{"z":1},"refs":[["s"]]}`), "a"))
+	assert.Empty(t, checkShapeIn(shapes, parse(`{"x":"a","list":[],"sub":{"b":false}}`), "a"))
 	assert.Equal(t, []string{
 		"@a list[0].k: want string, got number",
 		"@a sub.b: documented but missing",
 		"@a x: want string, got number",
 		"@a extra: not documented in doc/json-shapes.txt",
-	}, checkShape(parse(`{"x":1,"list":[{"k":2}],"sub":{},"extra":0}`), "a"))
-	assert.Equal(t, []string{"@b refs[0][0]: want string, got number"}, checkShape(parse(`{"x":"","list":[],"sub":{"b":true},"refs":[[1]]}`), "a"))
+	}, checkShapeIn(shapes, parse(`{"x":1,"list":[{"k":2}],"sub":{},"extra":0}`), "a"))
+	assert.Equal(t, []string{"@b refs[0][0]: want string, got number"}, checkShapeIn(shapes, parse(`{"x":"","list":[],"sub":{"b":true},"refs":[[1]]}`), "a"))
 }
 
 // TestJSONShapesAreReferenced: every shape is shown by some page or used by another shape,
