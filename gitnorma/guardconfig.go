@@ -118,20 +118,25 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 	if saved.same(now) {
 		return ""
 	}
-	var before, after []configEntry
-	var err error
-	if !saved.absent {
-		// The config git read before the step: should git not read it, nothing counts as set.
-		before, _ = g.repo.Git.ParseConfig(ctx, saved.data)
-	}
-	if !now.absent {
-		if after, err = g.repo.Git.ParseConfig(ctx, now.data); err != nil {
-			fate := "restored"
-			if err := saved.restore(); err != nil {
-				fate = "could not restore: " + err.Error()
-			}
-			return fmt.Sprintf("%s: no longer a config git reads (%s)", g.rel(saved.path), fate)
+	parse := func(f savedFile) (entries []configEntry, err error) {
+		if !f.absent {
+			entries, err = g.repo.Git.ParseConfig(ctx, f.data)
 		}
+		return entries, err
+	}
+	before, errBefore := parse(saved)
+	after, errAfter := parse(now)
+	if errBefore != nil || errAfter != nil || saved.link != now.link {
+		// Keys cannot be set back in a file git does not read, nor through a link made or
+		// moved meanwhile (git config would write where it points): the whole file goes back.
+		what, fate := "no longer a config git reads", "restored"
+		if saved.link != now.link {
+			what = "a symbolic link made, moved or removed"
+		}
+		if err := saved.restore(); err != nil {
+			fate = "could not restore: " + err.Error()
+		}
+		return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), what, fate)
 	}
 	keys := configChanges(before, after)
 	if len(keys) == 0 {

@@ -124,3 +124,45 @@ func TestConfigChangeRestoresARemovedOrBrokenFile(t *testing.T) {
 	assert.Equal(t, ".git/config: no longer a config git reads (restored)", g.configChange(ctx, saved))
 	assert.True(t, saved.same(saveFile(config)))
 }
+
+// A config replaced by a symbolic link is put back as the file it was: setting keys back
+// through git config would write where the link points.
+func TestConfigChangeReplacesALinkedConfig(t *testing.T) {
+	dir, _ := configRepo(t)
+	config := filepath.Join(dir, ".git", "config")
+	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	saved := saveFile(config)
+	elsewhere := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(elsewhere, saved.data, 0o644))
+	require.NoError(t, os.Remove(config))
+	require.NoError(t, os.Symlink(elsewhere, config))
+
+	assert.Equal(t, ".git/config: a symbolic link made, moved or removed (restored)", g.configChange(context.Background(), saved))
+	st, err := os.Lstat(config)
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular(), "a file again, not the link")
+	assert.True(t, saved.same(saveFile(config)))
+}
+
+// A config that is a symbolic link (into the user's dotfiles) is read through it, and a key
+// changed there is set back there; the link stays.
+func TestConfigChangeReadsThroughALink(t *testing.T) {
+	dir, run := configRepo(t)
+	config := filepath.Join(dir, ".git", "config")
+	dotfile := filepath.Join(t.TempDir(), "config")
+	data, err := os.ReadFile(config)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dotfile, data, 0o644))
+	require.NoError(t, os.Remove(config))
+	require.NoError(t, os.Symlink(dotfile, config))
+	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	saved := saveFile(config)
+
+	run("config", "core.bare", "true")
+	assert.Equal(t, ".git/config: core.bare (set back)", g.configChange(context.Background(), saved))
+	target, err := os.Readlink(config)
+	require.NoError(t, err)
+	assert.Equal(t, dotfile, target, "still the link")
+	assert.Empty(t, configChanges(readEntries(t, dotfile), readEntries(t, config)))
+	assert.NotContains(t, readEntries(t, config), configEntry{Key: "core.bare", Value: "true"})
+}

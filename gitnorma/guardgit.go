@@ -62,28 +62,32 @@ type guardSnapshot struct {
 	dbFile string
 }
 
-// savedFile is a file's content as it was ("absent" when there was none).
+// savedFile is a file's content as it was ("absent" when there was none), read through a
+// symbolic link as git reads it (a config may be one, into the user's dotfiles).
 type savedFile struct {
 	path   string
 	data   []byte
 	mode   os.FileMode
 	absent bool
+	// link is where path pointed when it was a symbolic link ("" for a file).
+	link string
 }
 
 func saveFile(path string) savedFile {
-	st, err := os.Lstat(path)
+	link, _ := os.Readlink(path)
+	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return savedFile{path: path, absent: err != nil}
+		return savedFile{path: path, absent: err != nil, link: link}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return savedFile{path: path, absent: true}
 	}
-	return savedFile{path: path, data: data, mode: st.Mode().Perm()}
+	return savedFile{path: path, data: data, mode: st.Mode().Perm(), link: link}
 }
 
 func (f savedFile) same(g savedFile) bool {
-	return f.absent == g.absent && f.mode == g.mode && bytes.Equal(f.data, g.data)
+	return f.absent == g.absent && f.link == g.link && f.mode == g.mode && bytes.Equal(f.data, g.data)
 }
 
 // restore puts the file back as it was: removed if it was absent, else rewritten whole
@@ -97,6 +101,14 @@ func (f savedFile) restore() error {
 		return err
 	}
 	tmp := f.path + ".norma-restore"
+	if f.link != "" {
+		// The link goes back; what it points at is not the repository's to restore.
+		_ = os.Remove(tmp)
+		if err := os.Symlink(f.link, tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, f.path)
+	}
 	if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
 		return err
 	}
