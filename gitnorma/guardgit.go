@@ -93,21 +93,21 @@ func (f savedFile) same(g savedFile) bool {
 // restore puts the file back as it was: removed if it was absent, else rewritten whole
 // through a new file, so nothing ever reads it half written.
 func (f savedFile) restore() error {
+	tmp := f.path + ".norma-restore"
+	if f.link != "" {
+		// The link goes back (dangling or not); what it points at is not the repository's.
+		_ = os.Remove(tmp)
+		if err := os.Symlink(f.link, tmp); err != nil {
+			return err
+		}
+		return os.Rename(tmp, f.path)
+	}
 	if f.absent {
 		err := os.Remove(f.path)
 		if os.IsNotExist(err) {
 			return nil
 		}
 		return err
-	}
-	tmp := f.path + ".norma-restore"
-	if f.link != "" {
-		// The link goes back; what it points at is not the repository's to restore.
-		_ = os.Remove(tmp)
-		if err := os.Symlink(f.link, tmp); err != nil {
-			return err
-		}
-		return os.Rename(tmp, f.path)
 	}
 	if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
 		return err
