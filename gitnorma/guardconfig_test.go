@@ -166,3 +166,25 @@ func TestConfigChangeReadsThroughALink(t *testing.T) {
 	assert.Empty(t, configChanges(readEntries(t, dotfile), readEntries(t, config)))
 	assert.NotContains(t, readEntries(t, config), configEntry{Key: "core.bare", Value: "true"})
 }
+
+// A guarded file that is a link gets back its link and, through it, its content.
+func TestRestoreRelinksAndRewritesThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	target, other, path := filepath.Join(dir, "target"), filepath.Join(dir, "other"), filepath.Join(dir, "exclude")
+	require.NoError(t, os.WriteFile(target, []byte("build/\n"), 0o644))
+	require.NoError(t, os.Symlink(target, path))
+	saved := saveFile(path)
+	assert.Equal(t, "build/\n", string(saved.data), "read through the link")
+
+	require.NoError(t, os.WriteFile(target, []byte("secret.txt\n"), 0o644))
+	require.False(t, saved.same(saveFile(path)))
+	require.NoError(t, saved.restore())
+	assert.True(t, saved.same(saveFile(path)))
+
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.Symlink(other, path))
+	require.NoError(t, saved.restore())
+	link, err := os.Readlink(path)
+	require.NoError(t, err)
+	assert.Equal(t, target, link)
+}

@@ -91,16 +91,24 @@ func (f savedFile) same(g savedFile) bool {
 }
 
 // restore puts the file back as it was: removed if it was absent, else rewritten whole
-// through a new file, so nothing ever reads it half written.
+// through a new file, so nothing ever reads it half written. A link goes back as the link
+// (dangling or not), and what it points at gets back the content read through it.
 func (f savedFile) restore() error {
 	tmp := f.path + ".norma-restore"
 	if f.link != "" {
-		// The link goes back (dangling or not); what it points at is not the repository's.
-		_ = os.Remove(tmp)
-		if err := os.Symlink(f.link, tmp); err != nil {
-			return err
+		if now, _ := os.Readlink(f.path); now != f.link {
+			_ = os.Remove(tmp)
+			if err := os.Symlink(f.link, tmp); err != nil {
+				return err
+			}
+			if err := os.Rename(tmp, f.path); err != nil {
+				return err
+			}
 		}
-		return os.Rename(tmp, f.path)
+		if f.absent {
+			return nil
+		}
+		return os.WriteFile(f.path, f.data, f.mode)
 	}
 	if f.absent {
 		err := os.Remove(f.path)
