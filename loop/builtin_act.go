@@ -10,9 +10,9 @@ import (
 // budget_exceeded when they do not.
 type BuiltinAct struct{}
 
-// Run implements Agent.
 func (BuiltinAct) pure() {}
 
+// Run implements Agent.
 func (BuiltinAct) Run(_ context.Context, req Request) (Output, error) {
 	in := req.Input
 	out := Output{Status: StatusOK, StopReason: StopNone}

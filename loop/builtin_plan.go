@@ -11,9 +11,9 @@ import (
 // prove the work is done.
 type BuiltinPlan struct{}
 
-// Run implements Agent.
 func (BuiltinPlan) pure() {}
 
+// Run implements Agent.
 func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 	in := req.Input
 	out := Output{Status: StatusOK, StopReason: StopNone}
@@ -39,7 +39,7 @@ func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 		Goal:        goal,
 		Constraints: []string{"change only what the task needs", "leave committing to the orchestrator"},
 		AcceptanceCriteria: PlanCriteria{
-			Baseline:  nonNilACs(in.Task.AcceptanceCriteria),
+			Baseline:  nonNil(in.Task.AcceptanceCriteria),
 			Effective: effective,
 		},
 		WorkPlan: WorkPlan{
@@ -109,11 +109,4 @@ func countChecks(eff []EffectiveCriterion) int {
 		n += len(ac.Checks)
 	}
 	return n
-}
-
-func nonNilACs(acs []AcceptanceCriterion) []AcceptanceCriterion {
-	if acs == nil {
-		return []AcceptanceCriterion{}
-	}
-	return acs
 }

@@ -3,6 +3,7 @@ package loop
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -72,18 +73,10 @@ func lookupEnv(env []string, names []string) (string, bool) {
 }
 
 func dropEnv(env []string, names []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		keep := true
-		for _, n := range names {
-			keep = keep && name != n
-		}
-		if keep {
-			out = append(out, kv)
-		}
-	}
-	return out
+		return slices.Contains(names, name)
+	})
 }
 
 // underAny says whether the absolute path p is one of dirs or inside one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 )
@@ -15,9 +16,7 @@ func (e *engine) input(s *stepRun) Input {
 		mode = "read_write"
 	}
 	facts := map[string]any{FactFailedChecks: e.failedChecks}
-	for k, v := range e.facts {
-		facts[k] = v
-	}
+	maps.Copy(facts, e.facts)
 	in := Input{
 		Run:  RunRef{ID: e.o.RunID, Iteration: e.iteration},
 		Task: e.o.Task,
@@ -198,12 +197,8 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 	s.out.Logs = Logs{StdoutPath: rel + "/logs/stdout.txt", StderrPath: rel + "/logs/stderr.txt"}
 	s.out.Timing.WallTimeMS = ended.Sub(s.started).Milliseconds()
 	s.out.Progress.Links = map[string]string{"stdout": s.out.Logs.StdoutPath, "stderr": s.out.Logs.StderrPath}
-	if s.out.Summary.Warnings == nil {
-		s.out.Summary.Warnings = []string{}
-	}
-	if s.out.Summary.Errors == nil {
-		s.out.Summary.Errors = []string{}
-	}
+	s.out.Summary.Warnings = nonNil(s.out.Summary.Warnings)
+	s.out.Summary.Errors = nonNil(s.out.Summary.Errors)
 	if err := writeJSON(filepath.Join(s.dir, "output.json"), s.out); err != nil {
 		return err
 	}

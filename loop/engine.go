@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
+	"maps"
 	"time"
 )
 
@@ -157,9 +157,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	e := &engine{o: o, facts: map[string]any{}, private: &privateDir{}}
 	defer e.private.remove()
-	for k, v := range o.Facts {
-		e.facts[k] = v
-	}
+	maps.Copy(e.facts, o.Facts)
 	if err := e.writeSummary(nil); err != nil {
 		return Result{}, err
 	}
@@ -225,13 +223,7 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 			if end := e.pauseRequested(role); end != nil {
 				return e.finish(end), nil
 			}
-			if role == RolePlan && e.reusePlan {
-				if err := e.skip(ctx, role, e.reusedPlan()); err != nil {
-					return e.finish(failed(err)), err
-				}
-				continue
-			}
-			if out, ok := e.resumed(role); ok {
+			if out, ok := e.notRun(role); ok {
 				if err := e.skip(ctx, role, out); err != nil {
 					return e.finish(failed(err)), err
 				}

@@ -37,7 +37,8 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	cmd.Env = append(BaseEnv(req.Env), a.agentEnv(req)...)
+	cmd.Env = append(BaseEnv(req.Env), StepEnv(req)...)
+	cmd.Env = append(cmd.Env, a.Env...)
 	// The check step's log already holds the check commands' output; the answer is only
 	// what the agent prints after it.
 	offset, err := LogSize(req.StdoutPath)
@@ -56,10 +57,6 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 		return Output{}, protocolErrorf(ErrKindExit, "agent exited with status %d (see logs/stderr.txt)", res.ExitCode)
 	}
 	return readOutput(req.StdoutPath, offset)
-}
-
-func (a ExecAgent) agentEnv(req Request) []string {
-	return append(StepEnv(req), a.Env...)
 }
 
 // StepDirEnv names the step directory in every agent's environment. A git-norma command that

@@ -74,20 +74,13 @@ func (rc *ReadyContract) add(field, text string) int {
 	}
 	switch field {
 	case "objective":
-		rc.Objective = joinText(rc.Objective, text)
+		rc.Objective = strings.TrimSpace(rc.Objective + " " + text)
 	case "artifact":
-		rc.Artifact = joinText(rc.Artifact, text)
+		rc.Artifact = strings.TrimSpace(rc.Artifact + " " + text)
 	case "verify":
 		rc.Verify = append(rc.Verify, commandsIn(text)...)
 	}
 	return 1
-}
-
-func joinText(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + " " + b
 }
 
 // commandsIn returns the backtick spans of text, or text itself when it has none.

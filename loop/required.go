@@ -61,12 +61,12 @@ func enforceRequired(p *Plan, t TaskInput, gates []Gate) (*Plan, []string) {
 		}
 		ac.Checks = slices.Clone(ac.Checks)
 		for i, c := range ac.Checks {
-			r, ok := findRequired(required, c.Cmd)
-			if !ok {
+			r := slices.IndexFunc(required, func(r requiredCheck) bool { return r.cmd == c.Cmd })
+			if r < 0 {
 				continue
 			}
 			if !onlyZero(c.ExpectExitCodes) {
-				findings = append(findings, fmt.Sprintf("the plan accepted exit codes %v for %s `%s`; only 0 passes", c.ExpectExitCodes, r.what, c.Cmd))
+				findings = append(findings, fmt.Sprintf("the plan accepted exit codes %v for %s `%s`; only 0 passes", c.ExpectExitCodes, required[r].what, c.Cmd))
 			}
 			ac.Checks[i].ExpectExitCodes = []int{0}
 		}
@@ -97,15 +97,6 @@ func (e *engine) enforcePlan(s *stepRun, p *Plan) *Plan {
 		s.out.Summary.Warnings = append(s.out.Summary.Warnings, f)
 	}
 	return p
-}
-
-func findRequired(required []requiredCheck, cmd string) (requiredCheck, bool) {
-	for _, r := range required {
-		if r.cmd == cmd {
-			return r, true
-		}
-	}
-	return requiredCheck{}, false
 }
 
 // onlyZero says a check passes on exit code 0 alone (no codes listed means 0).

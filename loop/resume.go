@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 )
 
-// resumed returns the restored output of role when this is the first iteration of a resumed
-// run and the earlier run completed that role.
-func (e *engine) resumed(role Role) (Output, bool) {
+// notRun returns the output of a step that does not run again: the plan, after Act decided
+// continue, or a role the earlier run completed, in the first iteration of a resumed run.
+func (e *engine) notRun(role Role) (Output, bool) {
+	if role == RolePlan && e.reusePlan {
+		return e.reusedPlan(), true
+	}
 	// A Check always runs again: its result may land, and what the tracker says it found is a
 	// hint, not evidence this run produced on the tree it would land.
 	if e.iteration != 1 || role == RoleCheck {

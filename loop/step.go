@@ -214,7 +214,7 @@ func (e *engine) noteCommit(s *stepRun, res CommitResult) {
 			Message: fmt.Sprintf("the agent made %d commit(s); folded into the orchestrator commit", res.AgentCommits)})
 	}
 	if res.Changed {
-		s.events = append(s.events, Event{Type: "workspace_committed", Message: "committed " + shortID(res.Commit),
+		s.events = append(s.events, Event{Type: "workspace_committed", Message: fmt.Sprintf("committed %.10s", res.Commit),
 			Data: map[string]any{"commit": res.Commit, "patch_bytes": res.PatchBytes}})
 	}
 	if kb := e.o.Budgets.MaxPatchKB; kb > 0 && res.PatchBytes > int64(kb)*1024 {
@@ -234,13 +234,6 @@ type interruption struct{ cause error }
 
 func (interruption) Error() string   { return "interrupted: the step's processes were stopped" }
 func (i interruption) Unwrap() error { return i.cause }
-
-func shortID(id string) string {
-	if len(id) > 10 {
-		return id[:10]
-	}
-	return id
-}
 
 // errorOutput is the output.json the orchestrator writes for a step whose agent failed.
 func errorOutput(err error) Output {

@@ -150,9 +150,10 @@ func MergeResults(evidence, claimed []AcceptanceResult) []AcceptanceResult {
 	return merged
 }
 
-func nonNil(s []string) []string {
+// nonNil is s, or an empty slice for nil: JSON writes [] rather than null.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
