@@ -158,7 +158,7 @@ func TestCLIFlagTablesMatchHelp(t *testing.T) {
 	for _, kind := range CLIKinds {
 		t.Run(kind, func(t *testing.T) {
 			help := readHelp(t, kind)
-			table := backends[kind]().flags()
+			table := parseFlagTable(backends[kind].flags)
 			require.NotEmpty(t, table)
 			for name, f := range table {
 				if f.hidden {

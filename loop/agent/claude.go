@@ -3,18 +3,47 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/git-norma/git-norma/loop"
 )
 
-// claudeBackend runs Claude Code: `claude -p --output-format json --json-schema '<schema>'`,
+// claudeCLI runs Claude Code: `claude -p --output-format json --json-schema '<schema>'`,
 // the prompt on stdin, the answer in the result's structured_output (CONTRACT.md §1).
-type claudeBackend struct{}
+var claudeCLI = cliBackend{
+	flags: `
+--add-dir* --agent= --agents= --allow-dangerously-skip-permissions --allowedTools|--allowed-tools*
+--append-system-prompt= --ax-screen-reader --bg|--background --bare --betas* --brief --chrome
+-c|--continue --dangerously-skip-permissions -d|--debug? --debug-file= --disable-slash-commands
+--disallowedTools|--disallowed-tools* --effort= --exclude-dynamic-system-prompt-sections
+--fallback-model= --file* --fork-session --from-pr? -h|--help --ide --include-hook-events
+--include-partial-messages --input-format= --json-schema= --max-budget-usd= --mcp-config*
+--model= -n|--name= --no-chrome --no-session-persistence --output-format= --permission-mode=
+--plugin-dir= --plugin-url= -p|--print --prompt-suggestions? --remote-control?
+--remote-control-session-name-prefix= --replay-user-messages -r|--resume? --safe-mode
+--session-id= --setting-sources= --settings= --strict-mcp-config --system-prompt= --tmux
+--tools* --verbose -v|--version -w|--worktree? !--max-turns=
+`,
+	reserved: map[string]string{
+		"--print": "git-norma passes -p itself", "--output-format": "the envelope must be json",
+		"--json-schema": "the role's output schema", "--input-format": "the prompt is text on stdin",
+		"--model": "set the agent's model option instead", "--continue": "every step is a fresh session",
+		"--resume": "every step is a fresh session", "--from-pr": "every step is a fresh session",
+		"--fork-session": "every step is a fresh session", "--worktree": "the run's workspace is the worktree",
+		"--tmux": "the run's workspace is the worktree", "--background": "git-norma waits for the answer",
+		"--help": "it prints help and exits", "--version": "it prints the version and exits",
+		"--remote-control": "the run is headless", "--replay-user-messages": "the prompt is text on stdin",
+	},
+	vet:        claudeVet,
+	argv:       claudeArgv,
+	env:        claudeEnv,
+	parse:      claudeParse,
+	install:    "npm install -g @anthropic-ai/claude-code",
+	answerHint: "Deliver the object by calling the StructuredOutput tool once, at the end; claude checks it against the schema.",
+}
 
 // Slots of git-norma's claude defaults that extra options can take over.
 const (
@@ -33,42 +62,10 @@ const claudeMaxRetries = "2"
 // claudeReadOnlyTools are the tools a plan or check agent gets: none of them writes.
 var claudeReadOnlyTools = []string{"Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch"}
 
-var claudeFlags = sync.OnceValue(func() flagTable {
-	return parseFlagTable(`
---add-dir* --agent= --agents= --allow-dangerously-skip-permissions --allowedTools|--allowed-tools*
---append-system-prompt= --ax-screen-reader --bg|--background --bare --betas* --brief --chrome
--c|--continue --dangerously-skip-permissions -d|--debug? --debug-file= --disable-slash-commands
---disallowedTools|--disallowed-tools* --effort= --exclude-dynamic-system-prompt-sections
---fallback-model= --file* --fork-session --from-pr? -h|--help --ide --include-hook-events
---include-partial-messages --input-format= --json-schema= --max-budget-usd= --mcp-config*
---model= -n|--name= --no-chrome --no-session-persistence --output-format= --permission-mode=
---plugin-dir= --plugin-url= -p|--print --prompt-suggestions? --remote-control?
---remote-control-session-name-prefix= --replay-user-messages -r|--resume? --safe-mode
---session-id= --setting-sources= --settings= --strict-mcp-config --system-prompt= --tmux
---tools* --verbose -v|--version -w|--worktree? !--max-turns=
-`)
-})
-
-func (claudeBackend) flags() flagTable { return claudeFlags() }
-
-var claudeReserved = map[string]string{
-	"--print": "git-norma passes -p itself", "--output-format": "the envelope must be json",
-	"--json-schema": "the role's output schema", "--input-format": "the prompt is text on stdin",
-	"--model": "set the agent's model option instead", "--continue": "every step is a fresh session",
-	"--resume": "every step is a fresh session", "--from-pr": "every step is a fresh session",
-	"--fork-session": "every step is a fresh session", "--worktree": "the run's workspace is the worktree",
-	"--tmux": "the run's workspace is the worktree", "--background": "git-norma waits for the answer",
-	"--help": "it prints help and exits", "--version": "it prints the version and exits",
-	"--remote-control": "the run is headless", "--replay-user-messages": "the prompt is text on stdin",
-}
-
 const claudeRootTrap = "as root claude also refuses it unless IS_SANDBOX=1 is in its environment: add IS_SANDBOX=1 to the agent's env too"
 
-func (claudeBackend) vet(role loop.Role, a cliArg) argRule {
+func claudeVet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
-	if why, ok := claudeReserved[name]; ok {
-		return argRule{class: argReserved, why: why}
-	}
 	switch name {
 	case "--dangerously-skip-permissions":
 		return argRule{class: argUnsandboxed, why: "every tool call runs unasked; " + claudeRootTrap, slot: slotBypass}
@@ -112,9 +109,7 @@ func claudePermissionMode(mode string) argRule {
 	return argRule{class: argUnsandboxed, why: "unknown permission mode " + mode, slot: slotPerm}
 }
 
-func (claudeBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
-
-func (claudeBackend) argv(role loop.Role, inv cliInvocation) []string {
+func claudeArgv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"-p"}, inv.extra...)
 	args = append(args, "--output-format", "json")
 	if inv.model != "" {
@@ -135,7 +130,7 @@ func (claudeBackend) argv(role loop.Role, inv cliInvocation) []string {
 	return append(args, "--json-schema", inv.schema)
 }
 
-func (claudeBackend) env(loop.Role) []string {
+func claudeEnv(loop.Role) []string {
 	if _, set := os.LookupEnv("CLAUDE_CODE_MAX_RETRIES"); set {
 		return nil
 	}
@@ -166,11 +161,10 @@ type claudeResult struct {
 	} `json:"permission_denials"`
 }
 
-func (claudeBackend) parse(e cliEnvelope) (cliAnswer, error) {
+func claudeParse(e cliEnvelope) (cliAnswer, error) {
 	var res *claudeResult
-	skipped, err := e.jsonLines(func(line []byte) {
-		var r claudeResult
-		if json.Unmarshal(line, &r) == nil && r.Type == "result" {
+	skipped, err := jsonEvents(e, func(r claudeResult) {
+		if r.Type == "result" {
 			res = &r
 		}
 	})
@@ -218,12 +212,7 @@ func (r *claudeResult) usage() loop.Usage {
 		InputTokens:  r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
 		OutputTokens: r.Usage.OutputTokens, CostUSD: r.TotalCostUSD,
 	}
-	models := make([]string, 0, len(r.ModelUsage))
-	for m := range r.ModelUsage {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	for _, m := range models {
+	for _, m := range slices.Sorted(maps.Keys(r.ModelUsage)) {
 		if u.Model == "" || r.ModelUsage[m].OutputTokens > r.ModelUsage[u.Model].OutputTokens {
 			u.Model = m
 		}

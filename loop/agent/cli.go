@@ -37,19 +37,26 @@ var CLIKinds = []string{"claude", "codex", "gemini", "opencode"}
 
 // cliBackend is what differs between the four CLIs: argv, permission vetting, environment
 // and the output envelope (agents/CONTRACT.md).
-type cliBackend interface {
-	// flags is the CLI's option table, from its captured --help.
-	flags() flagTable
-	// vet judges one extra option for role.
-	vet(role loop.Role, a cliArg) argRule
-	// vetEnv judges one extra environment entry for role.
-	vetEnv(role loop.Role, name, value string) argRule
+type cliBackend struct {
+	// flags is the CLI's option table, from its captured --help (parseFlagTable).
+	flags string
+	// reserved are the options git-norma sets itself or that break the one-shot protocol,
+	// with why.
+	reserved map[string]string
+	// vet judges one extra option, not a reserved one, for role.
+	vet func(role loop.Role, a cliArg) argRule
+	// vetEnv judges one extra environment entry for role; nil accepts every entry.
+	vetEnv func(role loop.Role, name, value string) argRule
 	// argv is everything after the binary: git-norma's flags around the extra ones.
-	argv(role loop.Role, inv cliInvocation) []string
-	// env is what the backend adds to the inherited environment.
-	env(role loop.Role) []string
+	argv func(role loop.Role, inv cliInvocation) []string
+	// env is what the backend adds to the inherited environment; nil adds nothing.
+	env func(role loop.Role) []string
 	// parse reads one run's envelope into the answer, or the CLI's failure.
-	parse(e cliEnvelope) (cliAnswer, error)
+	parse func(e cliEnvelope) (cliAnswer, error)
+	// install is the command that installs the CLI, for a binary that is not found.
+	install string
+	// answerHint tells the model how its answer is taken.
+	answerHint string
 }
 
 // cliInvocation is one run of a CLI.
@@ -75,11 +82,11 @@ type cliAnswer struct {
 	warnings   []string
 }
 
-var backends = map[string]func() cliBackend{
-	"claude":   func() cliBackend { return claudeBackend{} },
-	"codex":    func() cliBackend { return codexBackend{} },
-	"gemini":   func() cliBackend { return geminiBackend{} },
-	"opencode": func() cliBackend { return opencodeBackend{} },
+var backends = map[string]cliBackend{
+	"claude":   claudeCLI,
+	"codex":    codexCLI,
+	"gemini":   geminiCLI,
+	"opencode": opencodeCLI,
 }
 
 // cliAgent runs one role through an agent CLI.
@@ -105,11 +112,11 @@ func newCLIAgent(role loop.Role, o CLIOptions, euid int) (loop.Agent, error) {
 	if !slices.Contains(loop.Roles, role) {
 		return nil, fmt.Errorf("unknown role %q (want one of %v)", role, loop.Roles)
 	}
-	mk, ok := backends[o.Kind]
+	b, ok := backends[o.Kind]
 	if !ok {
 		return nil, fmt.Errorf("unknown agent CLI %q for the %s role: use one of %s, or type exec with a cmd", o.Kind, role, strings.Join(CLIKinds, ", "))
 	}
-	a := &cliAgent{role: role, o: o, b: mk(), replaced: map[string]bool{}}
+	a := &cliAgent{role: role, o: o, b: b, replaced: map[string]bool{}}
 	if a.o.Path == "" {
 		a.o.Path = o.Kind
 	}
@@ -131,12 +138,17 @@ func newCLIAgent(role loop.Role, o CLIOptions, euid int) (loop.Agent, error) {
 }
 
 func (a *cliAgent) vetArgs() error {
-	args, err := parseExtraArgs(a.o.Kind, a.b.flags(), a.o.ExtraArgs)
+	args, err := parseExtraArgs(a.o.Kind, parseFlagTable(a.b.flags), a.o.ExtraArgs)
 	if err != nil {
 		return err
 	}
 	for _, arg := range args {
-		r := a.b.vet(a.role, arg)
+		var r argRule
+		if why, ok := a.b.reserved[arg.flag.name]; ok {
+			r = argRule{class: argReserved, why: why}
+		} else {
+			r = a.b.vet(a.role, arg)
+		}
 		if err := vetRule(a.o.Kind, a.role, arg, r, a.o.AllowUnsandboxed); err != nil {
 			return err
 		}
@@ -157,6 +169,9 @@ func (a *cliAgent) vetEnv() error {
 		}
 		if strings.HasPrefix(name, "GIT_") {
 			return fmt.Errorf("%s: env %s would point the agent's git at another repository, or change what it does; git-norma runs every agent in the run's workspace, remove it", a.o.Kind, name)
+		}
+		if a.b.vetEnv == nil {
+			continue
 		}
 		r := a.b.vetEnv(a.role, name, value)
 		arg := cliArg{flag: &flagSpec{name: name}, raw: []string{"env " + name}}
@@ -197,7 +212,10 @@ func envValue(env []string, name string) string {
 // backend's settings, the step's NORMA_* variables, then the configured entries (the last
 // value of a name wins).
 func (a *cliAgent) environ(req loop.Request) []string {
-	env := append(loop.BaseEnv(req.Env), a.b.env(a.role)...)
+	env := loop.BaseEnv(req.Env)
+	if a.b.env != nil {
+		env = append(env, a.b.env(a.role)...)
+	}
 	env = append(env, loop.StepEnv(req)...)
 	return append(env, a.o.Env...)
 }

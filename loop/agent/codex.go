@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
@@ -11,9 +10,28 @@ import (
 	"github.com/git-norma/git-norma/loop"
 )
 
-// codexBackend runs `codex exec --json ... --output-schema <file> -o <file> -`, the prompt
+// codexCLI runs `codex exec --json ... --output-schema <file> -o <file> -`, the prompt
 // on stdin, the answer in the last agent message (CONTRACT.md §2).
-type codexBackend struct{}
+var codexCLI = cliBackend{
+	flags: `
+-c|--config= --enable= --disable= --strict-config -i|--image* -m|--model= --oss --local-provider=
+-p|--profile= -s|--sandbox= --approve-for-me --dangerously-bypass-approvals-and-sandbox
+--dangerously-bypass-hook-trust -C|--cd= --worktree --add-dir= --thread-source=
+--cyber-access-program= --skip-git-repo-check --trust --ephemeral --ignore-user-config
+--ignore-rules --output-schema= --color= --json -o|--output-last-message= -h|--help -V|--version
+`,
+	reserved: map[string]string{
+		"--model": "set the agent's model option instead", "--json": "git-norma passes --json itself",
+		"--output-last-message": "git-norma passes -o itself", "--output-schema": "the role's output schema",
+		"--ephemeral": "git-norma passes --ephemeral itself", "--worktree": "the run's workspace is the worktree",
+		"--help": "it prints help and exits", "--version": "it prints the version and exits",
+	},
+	vet:        codexVet,
+	argv:       codexArgv,
+	parse:      codexParse,
+	install:    "npm install -g @openai/codex",
+	answerHint: "Your final message is this object; it is checked against the schema.",
+}
 
 // Slots of git-norma's codex defaults that extra options can take over.
 const (
@@ -21,31 +39,8 @@ const (
 	slotCd      = "cd"
 )
 
-var codexFlags = sync.OnceValue(func() flagTable {
-	return parseFlagTable(`
--c|--config= --enable= --disable= --strict-config -i|--image* -m|--model= --oss --local-provider=
--p|--profile= -s|--sandbox= --approve-for-me --dangerously-bypass-approvals-and-sandbox
---dangerously-bypass-hook-trust -C|--cd= --worktree --add-dir= --thread-source=
---cyber-access-program= --skip-git-repo-check --trust --ephemeral --ignore-user-config
---ignore-rules --output-schema= --color= --json -o|--output-last-message= -h|--help -V|--version
-`)
-})
-
-func (codexBackend) flags() flagTable { return codexFlags() }
-
-var codexReserved = map[string]string{
-	"--model": "set the agent's model option instead", "--json": "git-norma passes --json itself",
-	"--output-last-message": "git-norma passes -o itself", "--output-schema": "the role's output schema",
-	"--ephemeral": "git-norma passes --ephemeral itself", "--worktree": "the run's workspace is the worktree",
-	"--help": "it prints help and exits", "--version": "it prints the version and exits",
-}
-
-func (codexBackend) vet(role loop.Role, a cliArg) argRule {
-	name := a.flag.name
-	if why, ok := codexReserved[name]; ok {
-		return argRule{class: argReserved, why: why}
-	}
-	switch name {
+func codexVet(_ loop.Role, a cliArg) argRule {
+	switch a.flag.name {
 	case "--sandbox":
 		return codexSandbox(a.values[0])
 	case "--dangerously-bypass-approvals-and-sandbox":
@@ -96,9 +91,7 @@ func codexConfig(kv string) argRule {
 	return argRule{}
 }
 
-func (codexBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
-
-func (codexBackend) argv(role loop.Role, inv cliInvocation) []string {
+func codexArgv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"exec"}, inv.extra...)
 	args = append(args, "--json")
 	if !inv.replaced[slotCd] {
@@ -117,8 +110,6 @@ func (codexBackend) argv(role loop.Role, inv cliInvocation) []string {
 	return append(args, "--output-schema", inv.schemaFile, "-o", inv.lastMessage, "--ephemeral", "-")
 }
 
-func (codexBackend) env(loop.Role) []string { return nil }
-
 // codexEvent is one line of `codex exec --json`.
 type codexEvent struct {
 	Type    string `json:"type"`
@@ -136,15 +127,11 @@ type codexEvent struct {
 	} `json:"usage"`
 }
 
-func (codexBackend) parse(e cliEnvelope) (cliAnswer, error) {
+func codexParse(e cliEnvelope) (cliAnswer, error) {
 	var ans cliAnswer
 	var failed, lastErr string
 	completed, events := false, 0
-	skipped, err := e.jsonLines(func(line []byte) {
-		var ev codexEvent
-		if json.Unmarshal(line, &ev) != nil {
-			return
-		}
+	skipped, err := jsonEvents(e, func(ev codexEvent) {
 		events++
 		switch ev.Type {
 		case "item.completed":

@@ -3,17 +3,41 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/git-norma/git-norma/loop"
 )
 
-// geminiBackend runs `gemini -p <instruction> -o stream-json --skip-trust`, the prompt on
+// geminiCLI runs `gemini -p <instruction> -o stream-json --skip-trust`, the prompt on
 // stdin (gemini appends -p to it), the answer in the assistant text (CONTRACT.md §3). Gemini
 // has no schema flag: the schema is in the prompt and the answer is validated here.
-type geminiBackend struct{}
+var geminiCLI = cliBackend{
+	flags: `
+-d|--debug -m|--model= -p|--prompt= -i|--prompt-interactive= --skip-trust -w|--worktree? -s|--sandbox
+-y|--yolo --approval-mode= --policy* --admin-policy* --acp --experimental-acp
+--allowed-mcp-server-names* --allowed-tools* -e|--extensions* -l|--list-extensions -r|--resume=
+--session-file= --session-id= --list-sessions --delete-session= --include-directories*
+-o|--output-format= --raw-output --accept-raw-output-risk -v|--version -h|--help
+`,
+	reserved: map[string]string{
+		"--model": "set the agent's model option instead", "--prompt": "git-norma passes the prompt itself",
+		"--prompt-interactive": "the run is headless", "--worktree": "the run's workspace is the worktree",
+		"--acp": "the run is headless", "--experimental-acp": "the run is headless",
+		"--list-extensions": "it lists and exits", "--resume": "every step is a fresh session",
+		"--session-file": "every step is a fresh session", "--list-sessions": "it lists and exits",
+		"--delete-session": "it deletes and exits", "--output-format": "the envelope must be stream-json",
+		"--skip-trust": "git-norma passes --skip-trust itself",
+		"--version":    "it prints the version and exits", "--help": "it prints help and exits",
+	},
+	vet:        geminiVet,
+	argv:       geminiArgv,
+	env:        geminiEnv,
+	parse:      geminiParse,
+	install:    "npm install -g @google/gemini-cli",
+	answerHint: "Your final message is this object and nothing else; git-norma checks it against the schema.",
+}
 
 // geminiPromptArg is the -p text; gemini appends it to the prompt read from stdin, and -p
 // keeps it headless.
@@ -22,35 +46,8 @@ const geminiPromptArg = "Follow the instructions above. Your final message must 
 // slotApproval is git-norma's --approval-mode, which extra options can take over.
 const slotApproval = "approval"
 
-var geminiFlags = sync.OnceValue(func() flagTable {
-	return parseFlagTable(`
--d|--debug -m|--model= -p|--prompt= -i|--prompt-interactive= --skip-trust -w|--worktree? -s|--sandbox
--y|--yolo --approval-mode= --policy* --admin-policy* --acp --experimental-acp
---allowed-mcp-server-names* --allowed-tools* -e|--extensions* -l|--list-extensions -r|--resume=
---session-file= --session-id= --list-sessions --delete-session= --include-directories*
--o|--output-format= --raw-output --accept-raw-output-risk -v|--version -h|--help
-`)
-})
-
-func (geminiBackend) flags() flagTable { return geminiFlags() }
-
-var geminiReserved = map[string]string{
-	"--model": "set the agent's model option instead", "--prompt": "git-norma passes the prompt itself",
-	"--prompt-interactive": "the run is headless", "--worktree": "the run's workspace is the worktree",
-	"--acp": "the run is headless", "--experimental-acp": "the run is headless",
-	"--list-extensions": "it lists and exits", "--resume": "every step is a fresh session",
-	"--session-file": "every step is a fresh session", "--list-sessions": "it lists and exits",
-	"--delete-session": "it deletes and exits", "--output-format": "the envelope must be stream-json",
-	"--skip-trust": "git-norma passes --skip-trust itself",
-	"--version":    "it prints the version and exits", "--help": "it prints help and exits",
-}
-
-func (geminiBackend) vet(role loop.Role, a cliArg) argRule {
-	name := a.flag.name
-	if why, ok := geminiReserved[name]; ok {
-		return argRule{class: argReserved, why: why}
-	}
-	switch name {
+func geminiVet(role loop.Role, a cliArg) argRule {
+	switch a.flag.name {
 	case "--yolo":
 		return geminiApproval(role, "yolo")
 	case "--approval-mode":
@@ -80,9 +77,7 @@ func geminiApproval(role loop.Role, mode string) argRule {
 	return argRule{class: argUnsandboxed, why: "unknown approval mode " + mode, slot: slotApproval}
 }
 
-func (geminiBackend) vetEnv(loop.Role, string, string) argRule { return argRule{} }
-
-func (geminiBackend) argv(role loop.Role, inv cliInvocation) []string {
+func geminiArgv(role loop.Role, inv cliInvocation) []string {
 	args := append([]string{"-p", geminiPromptArg}, inv.extra...)
 	args = append(args, "-o", "stream-json", "--skip-trust")
 	if !inv.replaced[slotApproval] {
@@ -99,7 +94,7 @@ func (geminiBackend) argv(role loop.Role, inv cliInvocation) []string {
 }
 
 // env trusts the workspace for this run (headless gemini exits 55 in an untrusted folder).
-func (geminiBackend) env(loop.Role) []string { return []string{"GEMINI_CLI_TRUST_WORKSPACE=true"} }
+func geminiEnv(loop.Role) []string { return []string{"GEMINI_CLI_TRUST_WORKSPACE=true"} }
 
 // geminiError is the error object of a stream result or of the -o json error on stderr.
 type geminiError struct {
@@ -125,16 +120,12 @@ type geminiEvent struct {
 	} `json:"stats"`
 }
 
-func (geminiBackend) parse(e cliEnvelope) (cliAnswer, error) {
+func geminiParse(e cliEnvelope) (cliAnswer, error) {
 	var ans cliAnswer
 	var result *geminiEvent
 	var text strings.Builder
 	tooLong := false
-	skipped, err := e.jsonLines(func(line []byte) {
-		var ev geminiEvent
-		if json.Unmarshal(line, &ev) != nil {
-			return
-		}
+	skipped, err := jsonEvents(e, func(ev geminiEvent) {
 		switch ev.Type {
 		case "message":
 			if ev.Role != "assistant" {
@@ -204,12 +195,7 @@ func geminiStderrError(stderr []byte) *geminiError {
 
 func geminiUsage(r *geminiEvent) loop.Usage {
 	u := loop.Usage{InputTokens: r.Stats.InputTokens, OutputTokens: r.Stats.OutputTokens}
-	models := make([]string, 0, len(r.Stats.Models))
-	for m := range r.Stats.Models {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	for _, m := range models {
+	for _, m := range slices.Sorted(maps.Keys(r.Stats.Models)) {
 		if u.Model == "" || r.Stats.Models[m].OutputTokens > r.Stats.Models[u.Model].OutputTokens {
 			u.Model = m
 		}

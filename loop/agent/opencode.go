@@ -3,15 +3,34 @@ package agent
 import (
 	"encoding/json"
 	"strings"
-	"sync"
 
 	"github.com/git-norma/git-norma/loop"
 )
 
-// opencodeBackend runs `opencode run --format json --dir <workspace>`, the prompt on stdin,
+// opencodeCLI runs `opencode run --format json --dir <workspace>`, the prompt on stdin,
 // the answer in the text of the last assistant message (CONTRACT.md §4). Permissions come
 // from OPENCODE_PERMISSION: `--agent plan` is not read-only (its bash still runs).
-type opencodeBackend struct{}
+var opencodeCLI = cliBackend{
+	flags: `
+-h|--help -v|--version --print-logs --log-level= --pure --command= -c|--continue -s|--session=
+--fork --share -m|--model= --agent= --format= -f|--file* --title= --attach= -p|--password=
+-u|--username= --dir= --port= --variant= --thinking -i|--interactive --auto
+`,
+	reserved: map[string]string{
+		"--help": "it prints help and exits", "--version": "it prints the version and exits",
+		"--command": "git-norma passes the prompt itself", "--continue": "every step is a fresh session",
+		"--session": "every step is a fresh session", "--fork": "every step is a fresh session",
+		"--model": "set the agent's model option instead", "--format": "the envelope must be json",
+		"--interactive": "the run is headless",
+	},
+	vet:        opencodeVet,
+	vetEnv:     opencodeVetEnv,
+	argv:       opencodeArgv,
+	env:        opencodeEnv,
+	parse:      opencodeParse,
+	install:    "npm install -g opencode-ai",
+	answerHint: "Your final message is this object and nothing else; git-norma checks it against the schema.",
+}
 
 // OPENCODE_PERMISSION per role. A denied tool is removed from the tool list; external
 // directories are denied rather than left to "ask", which opencode run auto-rejects by
@@ -24,30 +43,8 @@ const (
 // slotDir is git-norma's --dir, which an extra --dir inside the workspace takes over.
 const slotDir = "dir"
 
-var opencodeFlags = sync.OnceValue(func() flagTable {
-	return parseFlagTable(`
--h|--help -v|--version --print-logs --log-level= --pure --command= -c|--continue -s|--session=
---fork --share -m|--model= --agent= --format= -f|--file* --title= --attach= -p|--password=
--u|--username= --dir= --port= --variant= --thinking -i|--interactive --auto
-`)
-})
-
-func (opencodeBackend) flags() flagTable { return opencodeFlags() }
-
-var opencodeReserved = map[string]string{
-	"--help": "it prints help and exits", "--version": "it prints the version and exits",
-	"--command": "git-norma passes the prompt itself", "--continue": "every step is a fresh session",
-	"--session": "every step is a fresh session", "--fork": "every step is a fresh session",
-	"--model": "set the agent's model option instead", "--format": "the envelope must be json",
-	"--interactive": "the run is headless",
-}
-
-func (opencodeBackend) vet(role loop.Role, a cliArg) argRule {
-	name := a.flag.name
-	if why, ok := opencodeReserved[name]; ok {
-		return argRule{class: argReserved, why: why}
-	}
-	switch name {
+func opencodeVet(_ loop.Role, a cliArg) argRule {
+	switch a.flag.name {
 	case "--auto":
 		return argRule{class: argUnsandboxed, why: "it approves every permission request that is not explicitly denied"}
 	case "--attach":
@@ -63,7 +60,7 @@ func (opencodeBackend) vet(role loop.Role, a cliArg) argRule {
 }
 
 // vetEnv refuses environment that would replace git-norma's permission rules.
-func (opencodeBackend) vetEnv(_ loop.Role, name, value string) argRule {
+func opencodeVetEnv(_ loop.Role, name, value string) argRule {
 	switch name {
 	case "OPENCODE_PERMISSION":
 		return argRule{class: argUnsandboxed, why: "it replaces git-norma's permission rules for the role"}
@@ -81,7 +78,7 @@ func (opencodeBackend) vetEnv(_ loop.Role, name, value string) argRule {
 	return argRule{}
 }
 
-func (opencodeBackend) argv(_ loop.Role, inv cliInvocation) []string {
+func opencodeArgv(_ loop.Role, inv cliInvocation) []string {
 	args := append([]string{"run"}, inv.extra...)
 	args = append(args, "--format", "json")
 	if !inv.replaced[slotDir] {
@@ -93,7 +90,7 @@ func (opencodeBackend) argv(_ loop.Role, inv cliInvocation) []string {
 	return args
 }
 
-func (opencodeBackend) env(role loop.Role) []string {
+func opencodeEnv(role loop.Role) []string {
 	if !role.Writes() {
 		return []string{"OPENCODE_PERMISSION=" + opencodeReadOnly}
 	}
@@ -123,17 +120,13 @@ type opencodeEvent struct {
 	} `json:"error"`
 }
 
-func (opencodeBackend) parse(e cliEnvelope) (cliAnswer, error) {
+func opencodeParse(e cliEnvelope) (cliAnswer, error) {
 	var ans cliAnswer
 	var text strings.Builder
 	var lastID, reason string
 	var failure *opencodeEvent
 	tooLong := false
-	skipped, err := e.jsonLines(func(line []byte) {
-		var ev opencodeEvent
-		if json.Unmarshal(line, &ev) != nil {
-			return
-		}
+	skipped, err := jsonEvents(e, func(ev opencodeEvent) {
 		switch ev.Type {
 		case "text":
 			if ev.Part.MessageID != lastID {

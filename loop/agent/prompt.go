@@ -25,14 +25,6 @@ var promptTemplates = sync.OnceValue(func() *template.Template {
 // repairPreviousBytes bounds how much of a rejected answer the repair prompt quotes.
 const repairPreviousBytes = 4 << 10
 
-// answerHints tell each CLI how its answer is taken.
-var answerHints = map[string]string{
-	"claude":   "Deliver the object by calling the StructuredOutput tool once, at the end; claude checks it against the schema.",
-	"codex":    "Your final message is this object; it is checked against the schema.",
-	"gemini":   "Your final message is this object and nothing else; git-norma checks it against the schema.",
-	"opencode": "Your final message is this object and nothing else; git-norma checks it against the schema.",
-}
-
 // promptData is what the templates see.
 type promptData struct {
 	Role         loop.Role
@@ -62,7 +54,7 @@ func (a *cliAgent) promptData(req loop.Request) (promptData, error) {
 		Role: a.role, TaskID: req.Input.Task.ID, StepIndex: req.Input.Step.Index, Iteration: req.Input.Run.Iteration,
 		WorkDir: req.WorkDir, InputPath: req.InputPath, ReadOnly: !a.role.Writes(), LastFailure: lastFailure,
 		Input: strings.TrimSpace(string(input)), Schema: strings.TrimSpace(string(a.schema)),
-		StopReasons: strings.Join(loop.StopReasonsAllowed, ", "), NativeSchema: answerHints[a.o.Kind],
+		StopReasons: strings.Join(loop.StopReasonsAllowed, ", "), NativeSchema: a.b.answerHint,
 	}, nil
 }
 

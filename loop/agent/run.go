@@ -109,16 +109,9 @@ func (a *cliAgent) exec(ctx context.Context, req loop.Request, inv cliInvocation
 		exitCode: res.ExitCode, lastMessage: inv.lastMessage}, nil
 }
 
-var installHints = map[string]string{
-	"claude":   "npm install -g @anthropic-ai/claude-code",
-	"codex":    "npm install -g @openai/codex",
-	"gemini":   "npm install -g @google/gemini-cli",
-	"opencode": "npm install -g opencode-ai",
-}
-
 func (a *cliAgent) startHint(err error) string {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-		return "command not found; install it (" + installHints[a.o.Kind] + ") or set the agent's path"
+		return "command not found; install it (" + a.b.install + ") or set the agent's path"
 	}
 	return loop.StartHint(err)
 }
@@ -198,9 +191,9 @@ type cliEnvelope struct {
 	lastMessage string
 }
 
-// jsonLines calls fn with every stdout line of this run that looks like a JSON object.
+// jsonEvents calls fn with every stdout line of this run that decodes as a JSON object T.
 // Lines longer than MaxOutputBytes are skipped (and reported), never held in memory.
-func (e cliEnvelope) jsonLines(fn func(line []byte)) (skipped bool, err error) {
+func jsonEvents[T any](e cliEnvelope, fn func(ev T)) (skipped bool, err error) {
 	f, err := os.Open(e.stdoutPath)
 	if err != nil {
 		return false, err
@@ -225,7 +218,10 @@ func (e cliEnvelope) jsonLines(fn func(line []byte)) (skipped bool, err error) {
 		if t := bytes.TrimSpace(line); over {
 			skipped = true
 		} else if len(t) > 0 && t[0] == '{' {
-			fn(t)
+			var ev T
+			if json.Unmarshal(t, &ev) == nil {
+				fn(ev)
+			}
 		}
 		line, over = line[:0], false
 		if err == io.EOF {
