@@ -11,9 +11,8 @@ import (
 
 // flagSpec is one option of an agent CLI, as its captured --help text lists it.
 type flagSpec struct {
-	// names are every spelling ("-p", "--print"); name is the canonical (last) one.
-	names []string
-	name  string
+	// name is the canonical spelling: the last of "-p|--print".
+	name string
 	// arity: 0 a switch, '=' one value, '?' an optional value, '*' one or more values.
 	arity byte
 	// hidden flags work but are missing from --help (documented in agents/CONTRACT.md).
@@ -35,9 +34,9 @@ func parseFlagTable(spec string) flagTable {
 		if c := line[len(line)-1]; c == '=' || c == '?' || c == '*' {
 			f.arity, line = c, line[:len(line)-1]
 		}
-		f.names = strings.Split(line, "|")
-		f.name = f.names[len(f.names)-1]
-		for _, n := range f.names {
+		names := strings.Split(line, "|")
+		f.name = names[len(names)-1]
+		for _, n := range names {
 			t[n] = f
 		}
 	}

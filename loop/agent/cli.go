@@ -45,7 +45,8 @@ type cliBackend struct {
 	reserved map[string]string
 	// vet judges one extra option, not a reserved one, for role.
 	vet func(role loop.Role, a cliArg) argRule
-	// vetEnv judges one extra environment entry for role; nil accepts every entry.
+	// vetEnv judges one extra environment entry for role (its class only); nil accepts
+	// every entry.
 	vetEnv func(role loop.Role, name, value string) argRule
 	// argv is everything after the binary: git-norma's flags around the extra ones.
 	argv func(role loop.Role, inv cliInvocation) []string
@@ -177,9 +178,6 @@ func (a *cliAgent) vetEnv() error {
 		arg := cliArg{flag: &flagSpec{name: name}, raw: []string{"env " + name}}
 		if err := vetRule(a.o.Kind, a.role, arg, r, a.o.AllowUnsandboxed); err != nil {
 			return err
-		}
-		if r.slot != "" {
-			a.replaced[r.slot] = true
 		}
 	}
 	return nil
