@@ -110,8 +110,7 @@ func claudePermissionMode(mode string) argRule {
 }
 
 func claudeArgv(role loop.Role, inv cliInvocation) []string {
-	args := append([]string{"-p"}, inv.extra...)
-	args = append(args, "--output-format", "json")
+	args := slices.Concat([]string{"-p"}, inv.extra, []string{"--output-format", "json"})
 	if inv.model != "" {
 		args = append(args, "--model", inv.model)
 	}

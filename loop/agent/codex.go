@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -92,8 +93,7 @@ func codexConfig(kv string) argRule {
 }
 
 func codexArgv(role loop.Role, inv cliInvocation) []string {
-	args := append([]string{"exec"}, inv.extra...)
-	args = append(args, "--json")
+	args := slices.Concat([]string{"exec"}, inv.extra, []string{"--json"})
 	if !inv.replaced[slotCd] {
 		args = append(args, "-C", inv.workDir)
 	}

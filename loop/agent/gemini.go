@@ -78,8 +78,7 @@ func geminiApproval(role loop.Role, mode string) argRule {
 }
 
 func geminiArgv(role loop.Role, inv cliInvocation) []string {
-	args := append([]string{"-p", geminiPromptArg}, inv.extra...)
-	args = append(args, "-o", "stream-json", "--skip-trust")
+	args := slices.Concat([]string{"-p", geminiPromptArg}, inv.extra, []string{"-o", "stream-json", "--skip-trust"})
 	if !inv.replaced[slotApproval] {
 		mode := "yolo"
 		if !role.Writes() {

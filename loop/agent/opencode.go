@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/loop"
@@ -79,8 +80,7 @@ func opencodeVetEnv(_ loop.Role, name, value string) argRule {
 }
 
 func opencodeArgv(_ loop.Role, inv cliInvocation) []string {
-	args := append([]string{"run"}, inv.extra...)
-	args = append(args, "--format", "json")
+	args := slices.Concat([]string{"run"}, inv.extra, []string{"--format", "json"})
 	if !inv.replaced[slotDir] {
 		args = append(args, "--dir", inv.workDir)
 	}
