@@ -15,8 +15,7 @@ func OneLine(text string, n int) string {
 
 // Snippet is the start of an agent's answer, one printable line, for an error message.
 func Snippet(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "?")
-	return OneLine(s, 80)
+	return OneLine(strings.ToValidUTF8(string(b), "?"), 80)
 }
 
 // OrDash is s, or "-" when it is empty: a column that has no value yet.

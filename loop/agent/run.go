@@ -91,7 +91,7 @@ func (a *cliAgent) exec(ctx context.Context, req loop.Request, inv cliInvocation
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
 	cmd.Env = a.environ(req)
-	stderr := captureStderr(cmd, req.Stderr)
+	stderrTail := captureStderr(cmd, req.Stderr)
 	offset, err := loop.LogSize(req.StdoutPath)
 	if err != nil {
 		return cliEnvelope{}, err
@@ -105,7 +105,7 @@ func (a *cliAgent) exec(ctx context.Context, req loop.Request, inv cliInvocation
 	case res.TimedOut:
 		return cliEnvelope{}, cliErrorf(loop.ErrKindTimeout, a.o.Kind, "did not finish within %s; its process group was killed", timeout.Round(time.Millisecond))
 	}
-	return cliEnvelope{cli: a.o.Kind, stdoutPath: req.StdoutPath, offset: offset, stderr: stderr.bytes(),
+	return cliEnvelope{cli: a.o.Kind, stdoutPath: req.StdoutPath, offset: offset, stderr: stderrTail(),
 		exitCode: res.ExitCode, lastMessage: inv.lastMessage}, nil
 }
 
@@ -260,33 +260,25 @@ func lastLine(out []byte) string {
 	return ""
 }
 
-// stderrCapture keeps the tail of a run's stderr: re-read from the log file when it is one,
-// else teed through a bounded buffer.
-type stderrCapture struct {
-	path   string
-	offset int64
-	tail   *tailBuffer
-}
-
-func captureStderr(cmd *exec.Cmd, w io.Writer) *stderrCapture {
+// captureStderr sends cmd's stderr to w and returns what reads the run's stderr tail once it
+// is over: re-read from the log file when w is one, else teed through a bounded buffer.
+func captureStderr(cmd *exec.Cmd, w io.Writer) (tail func() []byte) {
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			cmd.Stderr = f
-			return &stderrCapture{path: f.Name(), offset: st.Size()}
+			return func() []byte { return fileTail(f.Name(), st.Size()) }
 		}
 	}
 	t := &tailBuffer{}
 	cmd.Stderr = io.MultiWriter(w, t)
 	// A pipe: do not wait on a stray child that still holds it once the CLI exited.
 	cmd.WaitDelay = time.Second
-	return &stderrCapture{tail: t}
+	return func() []byte { return t.buf }
 }
 
-func (c *stderrCapture) bytes() []byte {
-	if c.tail != nil {
-		return c.tail.buf
-	}
-	f, err := os.Open(c.path)
+// fileTail is what the file at path holds from offset on, at most its last stderrTailBytes.
+func fileTail(path string, offset int64) []byte {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
@@ -295,7 +287,7 @@ func (c *stderrCapture) bytes() []byte {
 	if err != nil {
 		return nil
 	}
-	from := max(c.offset, st.Size()-stderrTailBytes)
+	from := max(offset, st.Size()-stderrTailBytes)
 	buf := make([]byte, st.Size()-from)
 	n, _ := f.ReadAt(buf, from)
 	return buf[:n]
