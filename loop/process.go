@@ -61,18 +61,18 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 		expired = t.C
 	}
 	res := ProcessResult{}
-	var waitErr error
 	select {
-	case waitErr = <-done:
+	case <-done:
 	case <-expired:
 		res.TimedOut = true
-		waitErr = stopGroup(pgid, done)
+		stopGroup(pgid, done)
 	case <-ctx.Done():
-		waitErr = stopGroup(pgid, done)
+		stopGroup(pgid, done)
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	res.Duration = time.Since(start)
-	res.ExitCode = exitCodeOf(cmd, waitErr)
+	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
+	res.ExitCode = cmd.ProcessState.ExitCode()
 	if launch != nil {
 		rep := launch.Report()
 		sb.record(rep.Killed)
@@ -97,27 +97,15 @@ func withPGIDFile(ctx context.Context, path string) context.Context {
 	return context.WithValue(ctx, pgidFileKey{}, path)
 }
 
-// stopGroup asks the group to stop, then forces it, and returns the leader's Wait error.
-func stopGroup(pgid int, done <-chan error) error {
+// stopGroup asks the group to stop, then forces it, and waits for the leader.
+func stopGroup(pgid int, done <-chan error) {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
-	case err := <-done:
-		return err
+	case <-done:
 	case <-time.After(killGrace):
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		return <-done
+		<-done
 	}
-}
-
-func exitCodeOf(cmd *exec.Cmd, err error) int {
-	if cmd.ProcessState != nil {
-		return cmd.ProcessState.ExitCode()
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
 }
 
 // BaseEnv is env, or this process's environment when there is none.

@@ -92,7 +92,7 @@ func geminiArgv(role loop.Role, inv cliInvocation) []string {
 	return args
 }
 
-// env trusts the workspace for this run (headless gemini exits 55 in an untrusted folder).
+// geminiEnv trusts the workspace for this run (headless gemini exits 55 in an untrusted folder).
 func geminiEnv(loop.Role) []string { return []string{"GEMINI_CLI_TRUST_WORKSPACE=true"} }
 
 // geminiError is the error object of a stream result or of the -o json error on stderr.

@@ -60,7 +60,7 @@ func opencodeVet(_ loop.Role, a cliArg) argRule {
 	return argRule{}
 }
 
-// vetEnv refuses environment that would replace git-norma's permission rules.
+// opencodeVetEnv refuses environment that would replace git-norma's permission rules.
 func opencodeVetEnv(_ loop.Role, name, value string) argRule {
 	switch name {
 	case "OPENCODE_PERMISSION":
