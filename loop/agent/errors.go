@@ -35,11 +35,7 @@ func repairable(err error) bool {
 	if !errors.As(err, &pe) {
 		return false
 	}
-	switch pe.Kind {
-	case loop.ErrKindInvalidJSON, loop.ErrKindContract, ErrKindNoAnswer:
-		return true
-	}
-	return false
+	return pe.Kind == loop.ErrKindInvalidJSON || pe.Kind == loop.ErrKindContract || pe.Kind == ErrKindNoAnswer
 }
 
 // afterRepair marks the final error of a run whose repair attempt failed too.
