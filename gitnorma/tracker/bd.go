@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,11 +81,9 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
-	var b strings.Builder
-	b.WriteString("bd")
+	cmd := "bd"
 	for _, a := range e.Args {
-		b.WriteByte(' ')
-		b.WriteString(displayArg(a))
+		cmd += " " + displayArg(a)
 	}
 	var parts []string
 	if e.ExitCode != 0 {
@@ -99,7 +98,7 @@ func (e *CallError) Error() string {
 	if len(parts) == 0 {
 		parts = append(parts, "failed")
 	}
-	return b.String() + ": " + strings.Join(parts, ": ")
+	return cmd + ": " + strings.Join(parts, ": ")
 }
 
 // withoutWarnings is bd's stderr without its advice (a "Warning:" line and the indented lines
@@ -129,7 +128,7 @@ func withoutWarnings(stderr string) string {
 // spaces or quotes are quoted.
 func displayArg(a string) string {
 	if len(a) > 80 {
-		a = fmt.Sprintf("%s…(%d bytes)", cutRunes(a, 60), len(a))
+		a = fmt.Sprintf("%s(%d bytes)", truncate(a, 60), len(a))
 	}
 	if a == "" || strings.ContainsAny(a, " \t\n\"'\\") {
 		return fmt.Sprintf("%q", a)
@@ -137,22 +136,15 @@ func displayArg(a string) string {
 	return a
 }
 
+// truncate cuts s to at most n bytes, without splitting a UTF-8 sequence, and marks the cut.
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return cutRunes(s, n) + "…"
-}
-
-// cutRunes returns at most the first n bytes of s without splitting a UTF-8 sequence.
-func cutRunes(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return s[:n] + "…"
 }
 
 // Create runs `bd create <title> -t <type> [-p <prio>] [--parent <id> --no-inherit-labels]
@@ -166,11 +158,7 @@ func (b *BD) Create(ctx context.Context, t NewTask) (Task, error) {
 		// bd takes the title only as a positional argument and would parse it as a flag.
 		return Task{}, fmt.Errorf("task title %q starts with '-': bd would read it as an option; reword the title", title)
 	}
-	typ := t.Type
-	if typ == "" {
-		typ = "task"
-	}
-	args := []string{"create", title, "-t", typ}
+	args := []string{"create", title, "-t", cmp.Or(t.Type, "task")}
 	if t.Priority != PriorityUnset {
 		if t.Priority < 0 || t.Priority > 4 {
 			return Task{}, fmt.Errorf("invalid priority %d: use 0 (highest) to 4 (lowest)", t.Priority)
@@ -482,10 +470,7 @@ func (b *BD) call(ctx context.Context, args []string) (*bdResult, error) {
 			return nil, fmt.Errorf("bd %s: an argument contains a NUL byte, which cannot be passed to a program", args[0])
 		}
 	}
-	bin := b.Bin
-	if bin == "" {
-		bin = "bd"
-	}
+	bin := cmp.Or(b.Bin, "bd")
 	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = DefaultBDTimeout
@@ -521,7 +506,7 @@ func (b *BD) call(ctx context.Context, args []string) (*bdResult, error) {
 	}
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		// A missing Dir fails the same way (with Setpgid Go reports it as fork/exec ENOENT).
-		if _, derr := os.Stat(b.dirOrDot()); derr != nil {
+		if _, derr := os.Stat(cmp.Or(b.Dir, ".")); derr != nil {
 			return nil, fmt.Errorf("bd %s: repository directory: %w", args[0], derr)
 		}
 		return nil, fmt.Errorf("bd is not installed or not on PATH (looked for %q): %w", bin, err)
@@ -534,13 +519,6 @@ func (b *BD) call(ctx context.Context, args []string) (*bdResult, error) {
 		Args: slices.Clone(args), ExitCode: ee.ExitCode(), Stderr: stderr.String(),
 		Message: jsonErrorMessage(stdout.Bytes()),
 	}
-}
-
-func (b *BD) dirOrDot() string {
-	if b.Dir == "" {
-		return "."
-	}
-	return b.Dir
 }
 
 // environ is the caller's environment without git's repository-pinning variables (a hook's
