@@ -85,10 +85,7 @@ func bdDeps(id string, raw json.RawMessage) ([]Dependency, error) {
 	for _, w := range wires {
 		switch {
 		case w.DependsOnID != "": // Dependency record
-			deps = append(deps, Dependency{
-				IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
-				CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
-			})
+			deps = append(deps, w.dependency())
 		case w.ID != "" && w.DependencyType != "": // show: the depended-on issue itself
 			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType, DependsOnStatus: w.Status})
 		default:

@@ -177,6 +177,14 @@ func (f *issueFile) find(id string) *record {
 	return nil
 }
 
+// get is find for an id that must exist.
+func (f *issueFile) get(id string) (*record, error) {
+	if rec := f.find(id); rec != nil {
+		return rec, nil
+	}
+	return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
+}
+
 // records decodes every line and returns the tasks in file order.
 func (f *issueFile) records() []*record {
 	var out []*record
@@ -234,9 +242,9 @@ func (j *JSONL) assignID(f *issueFile, parent string) (string, error) {
 func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
 	var out Task
 	err := j.view(ctx, func(f *issueFile) error {
-		rec := f.find(id)
-		if rec == nil {
-			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		rec, err := f.get(id)
+		if err != nil {
+			return err
 		}
 		out = rec.task()
 		return nil
@@ -258,11 +266,11 @@ func (j *JSONL) GetMany(ctx context.Context, ids []string) ([]Task, error) {
 			}
 		}
 		for _, id := range ids {
-			rec, ok := byID[id]
+			rec := byID[id]
 			if byID == nil {
-				rec, ok = f.find(id), true
+				rec = f.find(id)
 			}
-			if !ok || rec == nil {
+			if rec == nil {
 				return fmt.Errorf("task %s: %w", id, ErrNotFound)
 			}
 			out = append(out, rec.task())
@@ -309,9 +317,9 @@ func (j *JSONL) SetStatus(ctx context.Context, id, status, reason string) error 
 		return fmt.Errorf("invalid status %q: use open, in_progress, blocked, deferred or closed", status)
 	}
 	return j.update(ctx, func(f *issueFile) error {
-		rec := f.find(id)
-		if rec == nil {
-			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		rec, err := f.get(id)
+		if err != nil {
+			return err
 		}
 		rec.setStatus(status, reason, bump(j.now(), rec.wire.UpdatedAt))
 		return nil

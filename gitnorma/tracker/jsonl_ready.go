@@ -32,9 +32,9 @@ func (j *JSONL) Ready(ctx context.Context) ([]Task, error) {
 func (j *JSONL) Claim(ctx context.Context, id, actor string) (Task, error) {
 	var out Task
 	err := j.update(ctx, func(f *issueFile) error {
-		rec := f.find(id)
-		if rec == nil {
-			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		rec, err := f.get(id)
+		if err != nil {
+			return err
 		}
 		if rec.wire.Status != StatusOpen {
 			return fmt.Errorf("task %s is %s: %w", id, rec.wire.Status, ErrClaimed)
@@ -72,12 +72,8 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
 		}
 		now := bump(j.now(), rec.wire.UpdatedAt)
-		rec.deps = append(rec.deps, Dependency{IssueID: issue, DependsOnID: dependsOn, Type: depType, CreatedAt: now, Metadata: "{}"})
-		raw, err := encodeJSON(rec.deps)
-		if err != nil {
-			return err
-		}
-		rec.wire.Dependencies, rec.wire.UpdatedAt, rec.dirty = raw, now, true
+		rec.setDeps(append(rec.deps, Dependency{IssueID: issue, DependsOnID: dependsOn, Type: depType, CreatedAt: now, Metadata: "{}"}))
+		rec.wire.UpdatedAt = now
 		return nil
 	})
 }
@@ -85,20 +81,16 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 // RemoveDependency removes every dependency of issue on dependsOn; none is ErrNotFound.
 func (j *JSONL) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
 	return j.update(ctx, func(f *issueFile) error {
-		rec := f.find(issue)
-		if rec == nil {
-			return fmt.Errorf("task %s: %w", issue, ErrNotFound)
+		rec, err := f.get(issue)
+		if err != nil {
+			return err
 		}
 		kept := slices.DeleteFunc(slices.Clone(rec.deps), func(d Dependency) bool { return d.DependsOnID == dependsOn })
 		if len(kept) == len(rec.deps) {
 			return fmt.Errorf("task %s does not depend on %s: %w", issue, dependsOn, ErrNotFound)
 		}
-		raw, err := encodeJSON(kept)
-		if err != nil {
-			return err
-		}
-		rec.deps = kept
-		rec.wire.Dependencies, rec.wire.UpdatedAt, rec.dirty = raw, bump(j.now(), rec.wire.UpdatedAt), true
+		rec.setDeps(kept)
+		rec.wire.UpdatedAt = bump(j.now(), rec.wire.UpdatedAt)
 		return nil
 	})
 }
@@ -134,9 +126,9 @@ func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 		return fmt.Errorf("invalid status %q", u.Status)
 	}
 	return j.update(ctx, func(f *issueFile) error {
-		rec := f.find(id)
-		if rec == nil {
-			return fmt.Errorf("task %s: %w", id, ErrNotFound)
+		rec, err := f.get(id)
+		if err != nil {
+			return err
 		}
 		now := bump(j.now(), rec.wire.UpdatedAt)
 		switch {

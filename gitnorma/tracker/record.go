@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -121,12 +122,16 @@ func parseDeps(raw json.RawMessage) ([]Dependency, error) {
 	}
 	deps := make([]Dependency, 0, len(wires))
 	for _, w := range wires {
-		deps = append(deps, Dependency{
-			IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
-			CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
-		})
+		deps = append(deps, w.dependency())
 	}
 	return deps, nil
+}
+
+func (w depWire) dependency() Dependency {
+	return Dependency{
+		IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
+		CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
+	}
 }
 
 func metadataString(raw json.RawMessage) string {
@@ -219,10 +224,7 @@ func newRecord(t NewTask) (*record, error) {
 	if title == "" {
 		return nil, errors.New("task title is empty")
 	}
-	typ := t.Type
-	if typ == "" {
-		typ = "task"
-	}
+	typ := cmp.Or(t.Type, "task")
 	if !ValidType(typ) {
 		return nil, fmt.Errorf("invalid task type %q: use task, bug, feature, epic, chore, decision, spike, story or milestone", typ)
 	}
@@ -246,11 +248,17 @@ func (r *record) setID(id, parent, actor string, now time.Time) {
 	if parent == "" {
 		return
 	}
-	r.deps = []Dependency{{
+	r.setDeps([]Dependency{{
 		IssueID: id, DependsOnID: parent, Type: "parent-child",
 		CreatedAt: now, CreatedBy: actor, Metadata: "{}",
-	}}
-	r.wire.Dependencies, _ = encodeJSON(r.deps) // plain structs: cannot fail
+	}})
+}
+
+// setDeps replaces the dependencies, and their raw form the record is written from.
+func (r *record) setDeps(deps []Dependency) {
+	r.deps = deps
+	r.wire.Dependencies, _ = encodeJSON(deps) // plain structs: cannot fail
+	r.dirty = true
 }
 
 func (r *record) setStatus(status, reason string, now time.Time) {
