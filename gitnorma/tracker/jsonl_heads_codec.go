@@ -67,14 +67,10 @@ func decodeIndex(data []byte) (idx headIndex, heads []Head, err error) {
 	d := indexDecoder{s: s, at: len(headIndexMagic)}
 	idx.Version = int(d.byte())
 	idx.File = d.string()
-	n := d.uvarint()
-	if n > uint64(len(s)) { // a count no file this size can hold
-		return idx, nil, errIndexFormat
-	}
-	idx.Lines = make([]indexedLine, n)
-	heads = make([]Head, 0, n)
+	idx.Lines = make([]indexedLine, d.count())
+	heads = make([]Head, 0, len(idx.Lines))
 	for i := range idx.Lines {
-		copy(idx.Lines[i].Key[:], d.bytes(len(idx.Lines[i].Key)))
+		copy(idx.Lines[i].Key[:], d.next(len(idx.Lines[i].Key)))
 		if d.byte() == 0 {
 			continue
 		}
@@ -149,15 +145,11 @@ func (d *indexDecoder) count() int {
 }
 
 func (d *indexDecoder) string() string {
-	n := d.count()
-	if d.err {
-		return ""
-	}
-	d.at += n
-	return d.s[d.at-n : d.at]
+	return d.next(d.count())
 }
 
-func (d *indexDecoder) bytes(n int) string {
+// next is the next n bytes.
+func (d *indexDecoder) next(n int) string {
 	if d.at+n > len(d.s) {
 		d.err = true
 		return ""
