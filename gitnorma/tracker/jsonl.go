@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/flock"
 )
 
 // JSONL is the embedded backend for machines without bd. It keeps tasks in bd's JSONL export
@@ -329,7 +331,7 @@ func (j *JSONL) SetStatus(ctx context.Context, id, status, reason string) error 
 // view runs fn on a snapshot of the file under a shared lock. Lines are decoded as fn reads
 // them: a Get decodes the lines that can hold its task, a List all of them.
 func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
-	unlock, err := lockFile(ctx, j.lockPath, lockShared)
+	unlock, err := j.lock(ctx, flock.Shared)
 	if err != nil {
 		return err
 	}
@@ -349,7 +351,7 @@ func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 // update runs a whole read-modify-write under the exclusive lock, so concurrent writers never
 // lose each other's changes. Nothing is written when fn fails.
 func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
-	unlock, err := lockFile(ctx, j.lockPath, lockExclusive)
+	unlock, err := j.lock(ctx, flock.Exclusive)
 	if err != nil {
 		return err
 	}
@@ -370,6 +372,20 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 		return err
 	}
 	return j.save(f)
+}
+
+// lock takes the backlog's flock (flock.Shared or flock.Exclusive) and returns its release
+// function. flock belongs to the open file, so two *JSONL values in one process exclude each
+// other just like two processes do.
+func (j *JSONL) lock(ctx context.Context, how int) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(j.lockPath), 0o755); err != nil {
+		return nil, fmt.Errorf("create lock directory: %w", err)
+	}
+	unlock, err := flock.Acquire(ctx, j.lockPath, 0o644, how)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", j.lockPath, err)
+	}
+	return unlock, nil
 }
 
 // load reads the file and tells which version of it was read.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+
+	"github.com/git-norma/git-norma/gitnorma/flock"
 )
 
 // headIndexVersion names the index's encoding and the meaning of its heads: change it with
@@ -49,7 +51,7 @@ func (j *JSONL) WithIndex(path string, verify VerifyFunc) *JSONL {
 // kind is seen and a malformed line is reported, while 10,000 unchanged tasks are not decoded
 // again; the index is then written for the file as it is.
 func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
-	unlock, err := lockFile(ctx, j.lockPath, lockShared)
+	unlock, err := j.lock(ctx, flock.Shared)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -272,7 +273,7 @@ func TestUpdatedAtChangesWithFrozenClock(t *testing.T) {
 
 func TestLockWaitHonoursContext(t *testing.T) {
 	j, path := newTestJSONL(t)
-	unlock, err := lockFile(context.Background(), j.lockPath, lockExclusive)
+	unlock, err := j.lock(context.Background(), flock.Exclusive)
 	require.NoError(t, err)
 	defer unlock()
 
