@@ -39,7 +39,7 @@ type JSONL struct {
 	// still so decodes only the lines it needs; any other file is checked whole first, so a
 	// malformed line is reported rather than carried along.
 	mu      sync.Mutex
-	written fileID
+	written string
 	// buffers are the buffers the file is read into, used again: with 10,000 tasks a new 3 MB
 	// buffer for every read cost more than the read (the heap grew, the collector with it).
 	buffers sync.Pool
@@ -48,27 +48,20 @@ type JSONL struct {
 	verify    VerifyFunc
 }
 
-// fileID tells one version of a file from another: a rewrite makes a new inode, and an edit
-// in place changes the size or a timestamp.
-type fileID struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64
-}
-
-func idOf(fi fs.FileInfo) fileID {
+// fileID tells one version of a file from another ("" when it cannot): a rewrite makes a new
+// inode, and an edit in place changes the size or a timestamp.
+func fileID(fi fs.FileInfo) string {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fileID{}
+		return ""
 	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(),
-		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	return fmt.Sprintf("%d %d %d %d %d\n", st.Dev, st.Ino, fi.Size(), st.Mtim.Nano(), st.Ctim.Nano())
 }
 
 // checkedBefore says whether id is the file as git-norma last wrote it, in this process or
 // an earlier one.
-func (j *JSONL) checkedBefore(id fileID) bool {
-	if id == (fileID{}) {
+func (j *JSONL) checkedBefore(id string) bool {
+	if id == "" {
 		return false
 	}
 	j.mu.Lock()
@@ -77,14 +70,14 @@ func (j *JSONL) checkedBefore(id fileID) bool {
 		return true
 	}
 	data, err := os.ReadFile(j.checkedPath())
-	return err == nil && string(data) == id.String()
+	return err == nil && string(data) == id
 }
 
-func (j *JSONL) remember(id fileID) {
+func (j *JSONL) remember(id string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.written = id
-	_ = os.WriteFile(j.checkedPath(), []byte(id.String()), 0o644) // a hint: a stale one never matches
+	_ = os.WriteFile(j.checkedPath(), []byte(id), 0o644) // a hint: a stale one never matches
 }
 
 // checkedPath holds the identity of the file as git-norma last wrote it, beside the lock
@@ -93,10 +86,6 @@ func (j *JSONL) remember(id fileID) {
 // bd changes the file's size, times or inode, and then the file is checked whole again.
 func (j *JSONL) checkedPath() string {
 	return strings.TrimSuffix(j.lockPath, ".lock") + ".checked"
-}
-
-func (id fileID) String() string {
-	return fmt.Sprintf("%d %d %d %d %d\n", id.dev, id.ino, id.size, id.mtime, id.ctime)
 }
 
 var _ Tracker = (*JSONL)(nil)
@@ -389,18 +378,18 @@ func (j *JSONL) lock(ctx context.Context, how int) (func(), error) {
 }
 
 // load reads the file and tells which version of it was read.
-func (j *JSONL) load() (*issueFile, fileID, error) {
+func (j *JSONL) load() (*issueFile, string, error) {
 	file, err := os.Open(j.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &issueFile{path: j.path}, fileID{}, nil
+		return &issueFile{path: j.path}, "", nil
 	}
 	if err != nil {
-		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
+		return nil, "", fmt.Errorf("read tasks: %w", err)
 	}
 	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
-		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
+		return nil, "", fmt.Errorf("read tasks: %w", err)
 	}
 	// One read into a buffer of the file's size, and lines as slices of it: a run updates its
 	// task after every step, and with 10,000 tasks growing buffers and per-line copies were a
@@ -414,22 +403,20 @@ func (j *JSONL) load() (*issueFile, fileID, error) {
 	}
 	buf := bytes.NewBuffer((*bp)[:0])
 	if _, err := buf.ReadFrom(file); err != nil {
-		return nil, fileID{}, fmt.Errorf("read tasks: %w", err)
+		return nil, "", fmt.Errorf("read tasks: %w", err)
 	}
 	data := buf.Bytes()
 	f := &issueFile{path: j.path, data: data, buf: bp, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
-	for no, start := 1, 0; start < len(data); no++ {
-		end := len(data)
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			end = start + i
+	no, start := 0, 0
+	for raw := range bytes.Lines(data) {
+		no++
+		if len(bytes.TrimSpace(raw)) > 0 {
+			f.lines = append(f.lines, line{raw: bytes.TrimSuffix(raw, []byte("\n")), no: no, start: start})
 		}
-		if raw := data[start:end]; len(bytes.TrimSpace(raw)) > 0 {
-			f.lines = append(f.lines, line{raw: raw, no: no, start: start})
-		}
-		start = end + 1
+		start += len(raw)
 	}
 	f.read = len(f.lines)
-	return f, idOf(fi), nil
+	return f, fileID(fi), nil
 }
 
 // release gives f's buffer back for the next read; f is not to be used after.
@@ -460,19 +447,19 @@ func (j *JSONL) save(f *issueFile) error {
 	}
 	// Every line written was decoded valid, marshalled here, or kept from a file checked whole.
 	// (Only if the file there now is the one written: someone may have replaced it since.)
-	if fi, err := os.Stat(j.path); err == nil && idOf(fi).ino == written.ino && idOf(fi).dev == written.dev {
-		j.remember(idOf(fi))
+	if fi, err := os.Stat(j.path); err == nil && os.SameFile(fi, written) {
+		j.remember(fileID(fi))
 	}
 	return nil
 }
 
 // writeAtomic replaces path with lines, each ended by a newline, through a synced temporary
-// file, and returns the identity of the file it wrote. The lines go out through one buffer,
+// file, and returns the file it wrote (nil if unknown). The lines go out through one buffer,
 // never joined into a copy of the whole backlog.
-func writeAtomic(path string, lines [][]byte) (_ fileID, err error) {
+func writeAtomic(path string, lines [][]byte) (_ fs.FileInfo, err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fileID{}, fmt.Errorf("create %s: %w", dir, err)
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	mode := fs.FileMode(0o644)
 	if st, err := os.Stat(path); err == nil {
@@ -480,7 +467,7 @@ func writeAtomic(path string, lines [][]byte) (_ fileID, err error) {
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fileID{}, fmt.Errorf("write tasks: %w", err)
+		return nil, fmt.Errorf("write tasks: %w", err)
 	}
 	defer func() {
 		if err != nil { // once renamed there is nothing left to remove
@@ -489,26 +476,17 @@ func writeAtomic(path string, lines [][]byte) (_ fileID, err error) {
 	}()
 	w := bufio.NewWriterSize(tmp, 256<<10)
 	for _, l := range lines {
-		if _, err = w.Write(l); err != nil {
-			break
-		}
-		if err = w.WriteByte('\n'); err != nil {
-			break
-		}
+		w.Write(l) // a failed write fails every later one, and Flush
+		w.WriteByte('\n')
 	}
-	if err == nil {
-		err = w.Flush()
-	}
+	err = w.Flush()
 	if err == nil {
 		err = tmp.Chmod(mode)
 	}
 	if err == nil {
 		err = tmp.Sync()
 	}
-	var written fileID
-	if fi, serr := tmp.Stat(); serr == nil {
-		written = idOf(fi)
-	}
+	written, _ := tmp.Stat()
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -516,16 +494,12 @@ func writeAtomic(path string, lines [][]byte) (_ fileID, err error) {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fileID{}, fmt.Errorf("write tasks: %w", err)
+		return nil, fmt.Errorf("write tasks: %w", err)
 	}
-	syncDir(dir)
-	return written, nil
-}
-
-// syncDir makes the rename durable; some filesystems refuse directory fsync, which is harmless.
-func syncDir(dir string) {
+	// Syncing the directory makes the rename durable; some filesystems refuse, which is harmless.
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
 		_ = d.Close()
 	}
+	return written, nil
 }

@@ -57,7 +57,7 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 	}
 	defer unlock()
 	idx, indexed := j.readIndex()
-	if fi, err := os.Stat(j.path); err == nil && idx != nil && idx.File == idOf(fi).String() {
+	if fi, err := os.Stat(j.path); err == nil && idx != nil && idx.File == fileID(fi) {
 		return indexed, nil
 	}
 	f, id, err := j.load()
@@ -99,8 +99,8 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 			k++
 		}
 	}
-	if j.indexPath != "" && id != (fileID{}) {
-		j.writeIndex(headIndex{Version: headIndexVersion, File: id.String(), Lines: lines})
+	if j.indexPath != "" && id != "" {
+		j.writeIndex(headIndex{Version: headIndexVersion, File: id, Lines: lines})
 	}
 	return heads, nil
 }
