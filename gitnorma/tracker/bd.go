@@ -108,15 +108,11 @@ func withoutWarnings(stderr string) string {
 	var kept []string
 	inWarning := false
 	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		switch {
-		case strings.HasPrefix(strings.ToLower(line), "warning:"):
-			inWarning = true
-			continue
-		case inWarning && (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")):
-			continue
+		indented := strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")
+		inWarning = strings.HasPrefix(strings.ToLower(line), "warning:") || (inWarning && indented)
+		if !inWarning {
+			kept = append(kept, line)
 		}
-		inWarning = false
-		kept = append(kept, line)
 	}
 	if len(kept) == 0 {
 		return strings.TrimSpace(stderr)

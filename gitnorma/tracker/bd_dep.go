@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,9 +38,8 @@ func (b *BD) AddDependency(ctx context.Context, issue, dependsOn, depType string
 	var out struct {
 		Status string `json:"status"`
 	}
-	trimmed := bytes.TrimSpace(res.stdout)
-	if json.Unmarshal(trimmed, &out) != nil || out.Status != "added" {
-		if msg := jsonErrorMessage(trimmed); msg != "" {
+	if json.Unmarshal(res.stdout, &out) != nil || out.Status != "added" {
+		if msg := jsonErrorMessage(res.stdout); msg != "" {
 			return res.errorf(msg)
 		}
 		return res.shapeError(`want {"status":"added"}`, nil)

@@ -44,8 +44,7 @@ func (b *BD) Reclaim(ctx context.Context, id string, grace time.Duration) (bool,
 	if err := checkID(id); err != nil {
 		return false, err
 	}
-	args := []string{"reclaim", "--id", id, "--older-than", grace.String(), "--json"}
-	res, err := b.call(ctx, args)
+	res, err := b.call(ctx, []string{"reclaim", "--id", id, "--older-than", grace.String(), "--json"})
 	if err != nil {
 		return false, err
 	}
@@ -56,7 +55,7 @@ func (b *BD) Reclaim(ctx context.Context, id string, grace time.Duration) (bool,
 		} `json:"reclaimed"`
 	}
 	if err := json.Unmarshal(res.stdout, &out); err != nil {
-		return false, &CallError{Args: args, Stderr: res.stderr, Message: fmt.Sprintf("unreadable output: %v", err)}
+		return false, res.errorf(fmt.Sprintf("unreadable output: %v", err))
 	}
 	for _, r := range out.Reclaimed {
 		if r.ID == id {

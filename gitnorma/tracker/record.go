@@ -158,10 +158,7 @@ func (r *record) marshal() ([]byte, error) {
 	}
 	b = b[:len(b)-1] // drop the closing brace
 	for _, k := range slices.Sorted(maps.Keys(r.extra)) {
-		key, err := encodeJSON(k)
-		if err != nil {
-			return nil, err
-		}
+		key, _ := encodeJSON(k) // a string: cannot fail
 		var val bytes.Buffer
 		if err := json.Compact(&val, r.extra[k]); err != nil {
 			return nil, fmt.Errorf("field %s: %w", k, err)
