@@ -401,23 +401,15 @@ func checkID(id string) error {
 	return nil
 }
 
-// bdLabels trims, drops empty, de-duplicates and sorts labels (as bd stores them), and refuses
-// the characters bd's comma-separated label flags (-l, --add-label, --remove-label) would
-// split or mangle.
+// bdLabels is normalizeLabels refusing the characters bd's comma-separated label flags (-l,
+// --add-label, --remove-label) would split or mangle.
 func bdLabels(in []string) ([]string, error) {
-	var out []string
 	for _, l := range in {
-		l = strings.TrimSpace(l)
-		if l == "" || slices.Contains(out, l) {
-			continue
-		}
-		if strings.ContainsAny(l, ",\"\r\n") {
+		if l = strings.TrimSpace(l); strings.ContainsAny(l, ",\"\r\n") {
 			return nil, fmt.Errorf("label %q cannot be passed to bd: labels may not contain commas, quotes or line breaks", l)
 		}
-		out = append(out, l)
 	}
-	slices.Sort(out)
-	return out, nil
+	return normalizeLabels(in), nil
 }
 
 // one runs a command that must return exactly the issue id (show, update, close) and returns it.
