@@ -187,14 +187,6 @@ func (f *issueFile) records() []*record {
 	return out
 }
 
-func (f *issueFile) ids() []string {
-	var ids []string
-	for _, rec := range f.records() {
-		ids = append(ids, rec.wire.ID)
-	}
-	return ids
-}
-
 // Create validates t, assigns a bd-style id and appends the task to the file.
 func (j *JSONL) Create(ctx context.Context, t NewTask) (Task, error) {
 	rec, err := newRecord(t)
@@ -220,27 +212,26 @@ func (j *JSONL) Create(ctx context.Context, t NewTask) (Task, error) {
 }
 
 func (j *JSONL) assignID(f *issueFile, parent string) (string, error) {
-	if parent == "" {
-		return newTopID(j.random, j.prefix, f.ids())
-	}
-	if f.find(parent) == nil {
+	if parent != "" && f.find(parent) == nil {
 		return "", fmt.Errorf("parent task %s: %w", parent, ErrNotFound)
 	}
-	return nextChildID(parent, f.ids()), nil
+	var ids []string
+	for _, rec := range f.records() {
+		ids = append(ids, rec.wire.ID)
+	}
+	if parent == "" {
+		return newTopID(j.random, j.prefix, ids)
+	}
+	return nextChildID(parent, ids), nil
 }
 
 // Get returns the task with the given id.
 func (j *JSONL) Get(ctx context.Context, id string) (Task, error) {
-	var out Task
-	err := j.view(ctx, func(f *issueFile) error {
-		rec, err := f.get(id)
-		if err != nil {
-			return err
-		}
-		out = rec.task()
-		return nil
-	})
-	return out, err
+	tasks, err := j.GetMany(ctx, []string{id})
+	if err != nil {
+		return Task{}, err
+	}
+	return tasks[0], nil
 }
 
 // GetMany returns the tasks with ids, in that order, from one read of the file: a page of them
