@@ -311,27 +311,27 @@ func (j *JSONL) SetStatus(ctx context.Context, id, status, reason string) error 
 // view runs fn on a snapshot of the file under a shared lock. Lines are decoded as fn reads
 // them: a Get decodes the lines that can hold its task, a List all of them.
 func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
-	unlock, err := j.lock(ctx, flock.Shared)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	f, _, err := j.load()
-	if err != nil {
-		return err
-	}
-	defer j.release(f)
-	err = fn(f)
-	if f.err != nil { // a malformed line among those fn read
-		return f.err
-	}
-	return err
+	return j.locked(ctx, flock.Shared, func(f *issueFile, _ string) error { return fn(f) })
 }
 
 // update runs a whole read-modify-write under the exclusive lock, so concurrent writers never
 // lose each other's changes. Nothing is written when fn fails.
 func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
-	unlock, err := j.lock(ctx, flock.Exclusive)
+	return j.locked(ctx, flock.Exclusive, func(f *issueFile, id string) error {
+		if !j.checkedBefore(id) {
+			f.records()
+		}
+		if err := fn(f); err != nil || f.err != nil {
+			return err
+		}
+		return j.save(f)
+	})
+}
+
+// locked runs fn on the file, and the version of it read, under the lock how. A malformed line
+// among those fn read fails it, whatever fn returned.
+func (j *JSONL) locked(ctx context.Context, how int, fn func(*issueFile, string) error) error {
+	unlock, err := j.lock(ctx, how)
 	if err != nil {
 		return err
 	}
@@ -341,17 +341,11 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 		return err
 	}
 	defer j.release(f)
-	if !j.checkedBefore(id) {
-		f.records()
-	}
-	err = fn(f)
+	err = fn(f, id)
 	if f.err != nil {
 		return f.err
 	}
-	if err != nil {
-		return err
-	}
-	return j.save(f)
+	return err
 }
 
 // lock takes the backlog's flock (flock.Shared or flock.Exclusive) and returns its release
