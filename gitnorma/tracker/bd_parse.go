@@ -45,8 +45,7 @@ func (bi *bdIssue) task() (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("issue %s: dependencies: %w", bi.ID, err)
 	}
-	rec := &record{wire: bi.issueWire, deps: deps}
-	t := rec.task()
+	t := (&record{wire: bi.issueWire, deps: deps}).task()
 	if bi.Parent != "" {
 		t.Parent = bi.Parent
 	}

@@ -110,11 +110,9 @@ func (j *JSONL) verifies(description string) bool {
 	return j.verify != nil && j.verify(description)
 }
 
-// readIndex is the index and its heads in file order; nil when there is no usable one.
+// readIndex is the index and its heads in file order; nil when there is no usable one (or no
+// indexPath, which no file has).
 func (j *JSONL) readIndex() (*headIndex, []Head) {
-	if j.indexPath == "" {
-		return nil, nil
-	}
 	data, err := os.ReadFile(j.indexPath)
 	if err != nil {
 		return nil, nil
