@@ -412,16 +412,22 @@ func bdLabels(in []string) ([]string, error) {
 	return normalizeLabels(in), nil
 }
 
-// one runs a command that must return exactly the issue id (show, update, close) and returns it.
+// one runs a command about one issue (show, update, close) and returns the issue it printed.
+// bd reporting success with nothing printed, or with `[]`, means the id was not acted on (bd
+// prints per-id failures only on stderr).
 func (b *BD) one(ctx context.Context, id string, args ...string) (Task, error) {
 	res, err := b.call(ctx, args)
+	var tasks []Task
 	if err == nil {
-		var t Task
-		if t, err = res.first(id); err == nil {
-			return t, nil
-		}
+		tasks, err = res.array()
 	}
-	return Task{}, taskError("task "+id, err)
+	if err == nil && len(tasks) == 0 {
+		err = res.errorf(fmt.Sprintf("bd printed no issue for %s", id))
+	}
+	if err != nil {
+		return Task{}, taskError("task "+id, err)
+	}
+	return tasks[0], nil
 }
 
 // taskError adds ErrNotFound or ErrClaimed to a bd failure that says so, keeping the

@@ -119,19 +119,6 @@ func (r *bdResult) array() ([]Task, error) {
 	return tasks, nil
 }
 
-// first is array for commands about one id: bd reporting success with nothing printed, or
-// with `[]`, means the id was not acted on (bd prints per-id failures only on stderr).
-func (r *bdResult) first(id string) (Task, error) {
-	tasks, err := r.array()
-	if err != nil {
-		return Task{}, err
-	}
-	if len(tasks) == 0 {
-		return Task{}, r.errorf(fmt.Sprintf("bd printed no issue for %s", id))
-	}
-	return tasks[0], nil
-}
-
 // object parses stdout as one issue object (create, which adds schema_version).
 func (r *bdResult) object() (Task, error) {
 	trimmed := bytes.TrimSpace(r.stdout)
