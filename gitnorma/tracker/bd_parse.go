@@ -165,15 +165,11 @@ func (r *bdResult) shapeError(want string, err error) *CallError {
 // jsonErrorMessage returns the "error" text of bd's JSON error object ({"error": ...,
 // "schema_version": 1}), or "" when stdout is not one.
 func jsonErrorMessage(stdout []byte) string {
-	trimmed := bytes.TrimSpace(stdout)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return ""
-	}
 	var e struct {
 		Error string `json:"error"`
 		Hint  string `json:"hint"`
 	}
-	if json.Unmarshal(trimmed, &e) != nil || e.Error == "" {
+	if json.Unmarshal(stdout, &e) != nil || e.Error == "" {
 		return ""
 	}
 	if e.Hint != "" {
