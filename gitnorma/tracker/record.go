@@ -134,13 +134,12 @@ func (w depWire) dependency() Dependency {
 	}
 }
 
+// metadataString is the metadata as bd 1.x keeps it, a JSON string ("" for null), or the raw
+// JSON of any other value.
 func metadataString(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
-	}
-	if string(raw) == "null" {
-		return ""
 	}
 	return string(raw)
 }
