@@ -287,8 +287,9 @@ func (b *BD) ClaimWithState(ctx context.Context, id, actor string, state json.Ra
 	}
 	args = append(args, "--json")
 	// A claim that lost a race on the database (several workers claiming at once) is tried
-	// again after a random pause, a few times: the other claim may have been of another task.
-	// Still lost, it is ErrClaimed like any claim someone else holds.
+	// again after a random pause of 50 to 250 ms (so the workers do not collide again), a few
+	// times: the other claim may have been of another task. Still lost, it is ErrClaimed like
+	// any claim someone else holds.
 	for attempt := 1; ; attempt++ {
 		t, err := b.one(ctx, id, args...)
 		var ce *CallError
@@ -298,18 +299,13 @@ func (b *BD) ClaimWithState(ctx context.Context, id, actor string, state json.Ra
 		select {
 		case <-ctx.Done():
 			return Task{}, err
-		case <-time.After(claimPause()):
+		case <-time.After(50*time.Millisecond + rand.N(200*time.Millisecond)):
 		}
 	}
 }
 
 // claimAttempts bounds the tries of a claim that keeps losing races.
 const claimAttempts = 3
-
-// claimPause is a random pause of 50 to 250 ms: workers that collided do not collide again.
-func claimPause() time.Duration {
-	return 50*time.Millisecond + rand.N(200*time.Millisecond)
-}
 
 // stateArg is the --metadata argument that sets git-norma's state: bd 1.0.5 merges the object
 // into the task's metadata key by key, so other keys (people's, other tools') stay.
