@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,12 +96,7 @@ func newTopID(random io.Reader, prefix string, ids []string) (string, error) {
 }
 
 func idTaken(id string, ids []string) bool {
-	for _, e := range ids {
-		if e == id || strings.HasPrefix(e, id+".") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ids, func(e string) bool { return e == id || strings.HasPrefix(e, id+".") })
 }
 
 // nextChildID numbers children like bd: one past the highest direct child number in use,

@@ -63,10 +63,8 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 		if rec == nil || target == nil {
 			return fmt.Errorf("dependency %s → %s: %w", issue, dependsOn, ErrNotFound)
 		}
-		for _, d := range rec.deps {
-			if d.DependsOnID == dependsOn && d.Type == depType {
-				return nil
-			}
+		if slices.ContainsFunc(rec.deps, func(d Dependency) bool { return d.DependsOnID == dependsOn && d.Type == depType }) {
+			return nil
 		}
 		if blockingTypes[depType] && dependsOnTransitively(f, dependsOn, issue) {
 			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
