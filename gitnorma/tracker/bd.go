@@ -387,12 +387,14 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 
 // checkID refuses ids bd would misread: an empty id makes update and close act on the "last
 // touched" issue, and a leading '-' would be parsed as a flag.
-func checkID(id string) error {
-	if id == "" {
-		return errors.New("task id is empty (refusing to run bd, which would act on the last touched issue)")
-	}
-	if strings.HasPrefix(id, "-") || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return fmt.Errorf("invalid task id %q", id)
+func checkID(ids ...string) error {
+	for _, id := range ids {
+		if id == "" {
+			return errors.New("task id is empty (refusing to run bd, which would act on the last touched issue)")
+		}
+		if strings.HasPrefix(id, "-") || strings.ContainsFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return fmt.Errorf("invalid task id %q", id)
+		}
 	}
 	return nil
 }

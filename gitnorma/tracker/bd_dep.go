@@ -9,10 +9,8 @@ import (
 // RemoveDependency runs `bd dep remove <issue> <depends-on> --json`. bd reports success even
 // for an edge that does not exist, so its answer is not read: the caller looks first.
 func (b *BD) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
-	for _, id := range []string{issue, dependsOn} {
-		if err := checkID(id); err != nil {
-			return err
-		}
+	if err := checkID(issue, dependsOn); err != nil {
+		return err
 	}
 	if _, err := b.call(ctx, []string{"dep", "remove", issue, dependsOn, "--json"}); err != nil {
 		return taskError("dependency "+issue+" → "+dependsOn, err)
@@ -23,10 +21,8 @@ func (b *BD) RemoveDependency(ctx context.Context, issue, dependsOn string) erro
 // AddDependency runs `bd dep add <issue> <depends-on> -t <type> --json` and checks bd's
 // object answer ({"status":"added",...}); a cycle or an unknown id is an error.
 func (b *BD) AddDependency(ctx context.Context, issue, dependsOn, depType string) error {
-	for _, id := range []string{issue, dependsOn} {
-		if err := checkID(id); err != nil {
-			return err
-		}
+	if err := checkID(issue, dependsOn); err != nil {
+		return err
 	}
 	if !ValidDependencyType(depType) {
 		return fmt.Errorf("invalid dependency type %q", depType)
