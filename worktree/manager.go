@@ -78,10 +78,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	}
 	// Forget worktrees whose directories were deleted, or git would still count the branch as
 	// checked out there.
-	if err := m.forgetVanished(ctx); err != nil {
-		return nil, err
-	}
-	if err := m.Git.Run(ctx, "worktree", "prune"); err != nil {
+	if err := m.ForgetVanished(ctx); err != nil {
 		return nil, err
 	}
 	exists, err := m.BranchExists(ctx, branch)
@@ -162,7 +159,7 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		// .git file alone is gone still holds an index and files: git worktree prune would
 		// throw its index away, so it is its holder's to remove (see Remove).
 		// A run worktree whose directory is gone only stays known through its lock; Create
-		// forgets it (see forgetVanished).
+		// forgets it (see ForgetVanished).
 		if wt.Branch == branch && (exists(wt.Path) || !wt.Prunable && !wt.LockedByRun()) {
 			return wt.Path, nil
 		}
@@ -176,10 +173,10 @@ const lockReason = "git-norma run "
 // LockedByRun says git-norma locked the worktree for a run (see Create).
 func (i Info) LockedByRun() bool { return strings.HasPrefix(i.Locked, lockReason) }
 
-// forgetVanished unlocks the run (and check) worktrees whose directories are gone, so that git worktree
-// prune forgets them: nothing is left in them to save, and they would keep their task
-// branches checked out.
-func (m *Manager) forgetVanished(ctx context.Context) error {
+// ForgetVanished makes git forget the worktrees whose directories are gone, run and check
+// worktrees (locked) included: nothing is left in them to save, and they would keep their
+// branches checked out, so that neither git branch -D nor git switch could have them.
+func (m *Manager) ForgetVanished(ctx context.Context) error {
 	list, err := m.List(ctx)
 	if err != nil {
 		return err
@@ -189,16 +186,6 @@ func (m *Manager) forgetVanished(ctx context.Context) error {
 			// Best effort: someone may have unlocked it meanwhile.
 			_ = m.Git.Run(ctx, "worktree", "unlock", wt.Path)
 		}
-	}
-	return nil
-}
-
-// ForgetVanished makes git forget the worktrees whose directories are gone, run worktrees
-// (locked) included: they would keep their branches checked out, so that neither git branch -D
-// nor git switch could have them.
-func (m *Manager) ForgetVanished(ctx context.Context) error {
-	if err := m.forgetVanished(ctx); err != nil {
-		return err
 	}
 	return m.Git.Run(ctx, "worktree", "prune")
 }
