@@ -138,27 +138,25 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 		if err := m.pushLanding(ctx, o, res.Commit, tip.commit, head); err != nil {
 			return LandResult{}, err
 		}
-		if err := m.followLanding(ctx, o, res, tip.commit); err != nil {
+		// The landing is on the remote; the local target follows it if it can.
+		if err := m.fastForward(ctx, o.Target, tip, res.Commit, "norma: land "+o.TaskBranch); err != nil {
 			res.LocalBehind = err.Error()
 		}
 		return res, nil
 	}
-	if res.Checkout != "" {
-		return res, m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
-	}
-	err = m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, tip.commit)
-	if err != nil {
-		return res, &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
-	}
-	return res, nil
+	return res, m.fastForward(ctx, o.Target, tip, res.Commit, "norma: land "+o.TaskBranch)
 }
 
-// followLanding brings the local target to a landing already on the remote.
-func (m *Manager) followLanding(ctx context.Context, o LandOptions, res LandResult, parent string) error {
-	if res.Checkout != "" {
-		return m.fastForwardCheckout(ctx, res.Checkout, res.Commit)
+// fastForward moves branch from tip to commit: where it is checked out, through its checkout
+// (see fastForwardCheckout); elsewhere with a compare-and-swap on tip.
+func (m *Manager) fastForward(ctx context.Context, branch string, tip branchState, commit, msg string) error {
+	if tip.checkout != "" {
+		return m.fastForwardCheckout(ctx, tip.checkout, commit)
 	}
-	return m.Git.Run(ctx, "update-ref", "-m", "norma: land "+o.TaskBranch, "refs/heads/"+o.Target, res.Commit, parent)
+	if err := m.Git.Run(ctx, "update-ref", "-m", msg, "refs/heads/"+branch, commit, tip.commit); err != nil {
+		return &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
+	}
+	return nil
 }
 
 // branchState is a branch's commit, its tree and the worktree that has it checked out.

@@ -87,13 +87,7 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 	} else if !behind {
 		return "", &LandError{Err: ErrTargetAhead, Detail: fmt.Sprintf("%s is at %.10s, which %s/%s (%.10s) does not contain", target, tip.commit, remote, target, remoteTip)}
 	}
-	if tip.checkout != "" {
-		return remoteTip, m.fastForwardCheckout(ctx, tip.checkout, remoteTip)
-	}
-	if err := m.Git.Run(ctx, "update-ref", "-m", "norma: fast-forward to "+remote+"/"+target, "refs/heads/"+target, remoteTip, tip.commit); err != nil {
-		return "", &LandError{Err: ErrTargetMoved, Detail: strings.TrimSpace(errStderr(err))}
-	}
-	return remoteTip, nil
+	return remoteTip, m.fastForward(ctx, target, tip, remoteTip, "norma: fast-forward to "+remote+"/"+target)
 }
 
 // pushLanding moves the remote's target from parent to commit with a compare-and-swap (a push
