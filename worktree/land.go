@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -249,12 +250,10 @@ const (
 )
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	}
 }
@@ -287,12 +286,11 @@ func errStderr(err error) string {
 	return err.Error()
 }
 
+// uniq is s without empty strings and repeats, in order.
 func uniq(s []string) []string {
 	var out []string
-	seen := map[string]bool{}
 	for _, v := range s {
-		if v != "" && !seen[v] {
-			seen[v] = true
+		if v != "" && !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}
