@@ -18,22 +18,16 @@ var ErrTargetAhead = errors.New("the local target branch has commits its remote 
 // DefaultRemoteTimeout is how long one fetch, ls-remote or push may take.
 const DefaultRemoteTimeout = 10 * time.Minute
 
-// remote runs a git command that talks to a remote, bounded by RemoteTimeout; a call that
-// runs out says so.
-func (m *Manager) remote(ctx context.Context, out bool, args ...string) (string, error) {
+// remote runs a git command that talks to a remote, bounded by RemoteTimeout, and returns its
+// output; a call that runs out says so.
+func (m *Manager) remote(ctx context.Context, args ...string) (string, error) {
 	limit := m.RemoteTimeout
 	if limit <= 0 {
 		limit = DefaultRemoteTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var res string
-	var err error
-	if out {
-		res, err = m.Git.Output(rctx, args...)
-	} else {
-		err = m.Git.Run(rctx, args...)
-	}
+	res, err := m.Git.Output(rctx, args...)
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return "", fmt.Errorf("git %s gave no answer within %s: %w", args[0], limit, ErrRemoteSilent)
 	}
@@ -62,7 +56,7 @@ func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote
 // lacks is left alone (ErrTargetAhead). It returns the remote's tip.
 func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string, error) {
 	tracking := TrackingRef(remote, target)
-	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
+	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", target, remote), err)
 	}
 	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -104,7 +98,7 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 	if err != nil {
 		return err
 	}
-	_, err = m.remote(ctx, false, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
+	_, err = m.remote(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
 		o.Remote, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
 		// What the remote has now says why, whatever git's message (a lease refused, or the
@@ -152,7 +146,7 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
 		return "", nil
 	}
-	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
+	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -190,7 +184,7 @@ func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit str
 	if err != nil {
 		return err
 	}
-	if _, err := m.remote(ctx, false, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
+	if _, err := m.remote(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
 		heads, lsErr := m.remoteHeads(ctx, remote, branch)
 		switch {
 		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
@@ -233,7 +227,7 @@ func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID, runID,
 	kept = KeptPrefix + taskID + "/" + runID + "-overwritten-" + shortSHA(theirs)
 	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"): it
 	// is the lease, and must become exactly theirs or stay.
-	if _, err := m.remote(ctx, false, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
+	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	if got := m.refAt(ctx, kept); got != theirs {
@@ -259,7 +253,7 @@ func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...st
 	for _, b := range branches {
 		args = append(args, "refs/heads/"+b)
 	}
-	out, err := m.remote(ctx, true, args...)
+	out, err := m.remote(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
