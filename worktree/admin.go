@@ -47,20 +47,27 @@ func (m *Manager) commonDir(ctx context.Context) (string, error) {
 }
 
 // linkedPath is the work tree an admin directory belongs to: its gitdir file names the work
-// tree's .git file (absolute, or relative to the admin directory).
+// tree's .git file.
 func linkedPath(admin string) (string, bool) {
-	data, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+	dotGit, ok := readLink(filepath.Join(admin, "gitdir"), "", admin)
+	return filepath.Dir(dotGit), ok
+}
+
+// readLink is the path one of git's link files (gitdir, commondir, a .git file) names after
+// prefix: absolute, or relative to dir.
+func readLink(file, prefix, dir string) (string, bool) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return "", false
 	}
-	dotGit := strings.TrimSpace(string(data))
-	if dotGit == "" {
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), prefix)
+	if !ok || target == "" {
 		return "", false
 	}
-	if !filepath.IsAbs(dotGit) {
-		dotGit = filepath.Join(admin, dotGit)
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(dir, target)
 	}
-	return filepath.Dir(dotGit), true
+	return target, true
 }
 
 // sameDir says whether a and b name the same existing directory, however they are spelled.
@@ -109,16 +116,6 @@ func relink(path, admin string) error {
 
 // pointsTo says whether the .git file dotGit names admin.
 func pointsTo(dotGit, admin string) bool {
-	data, err := os.ReadFile(dotGit)
-	if err != nil {
-		return false
-	}
-	target, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
-	if !ok {
-		return false
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(filepath.Dir(dotGit), target)
-	}
-	return sameDir(target, admin)
+	target, ok := readLink(dotGit, "gitdir: ", filepath.Dir(dotGit))
+	return ok && sameDir(target, admin)
 }

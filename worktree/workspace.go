@@ -159,11 +159,7 @@ func (w *Workspace) relinkCommon() (bool, error) {
 		return changed, err
 	}
 	path := filepath.Join(w.gitDir, "commondir")
-	if data, err := os.ReadFile(path); err == nil {
-		named := strings.TrimSpace(string(data))
-		if !filepath.IsAbs(named) {
-			named = filepath.Join(w.gitDir, named)
-		}
+	if named, ok := readLink(path, "", w.gitDir); ok {
 		if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && sameDir(named, w.common) {
 			return changed, nil
 		}
