@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // checkLockReason is the lock reason of a task's check worktree (see CheckTree).
@@ -63,7 +61,10 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	}()
 	moved := false
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh {
-		moved = m.moveCheckTree(ctx, m.Git.Pinned(admin, o.Path), o.Commit) == nil
+		// Tracked files forced to the commit's; what is untracked and not ignored removed,
+		// nested repositories included.
+		g := m.Git.Pinned(admin, o.Path)
+		moved = g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil && g.Run(ctx, "clean", "-ffdq") == nil
 	}
 	if err := ctx.Err(); err != nil {
 		<-tree
@@ -86,15 +87,6 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	}
 	err := <-tree // before out is read: out.Tree is the goroutine's
 	return out, err
-}
-
-// moveCheckTree brings an existing check worktree to exactly commit: its tracked files forced
-// to the commit's, what is untracked and not ignored removed (nested repositories included).
-func (m *Manager) moveCheckTree(ctx context.Context, g git.Runner, commit string) error {
-	if err := g.Run(ctx, "checkout", "-q", "--detach", "--force", commit); err != nil {
-		return err
-	}
-	return g.Run(ctx, "clean", "-ffdq")
 }
 
 func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
