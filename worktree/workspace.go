@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
@@ -263,10 +264,6 @@ func statusPath(entry string) (path string, renamed bool) {
 	return parts[len(parts)-1], entry[0] == '2'
 }
 
-func (w *Workspace) status(ctx context.Context) (string, error) {
-	return w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
-}
-
 // statusArgs make a status a pure read: without --no-optional-locks, git status rewrites the
 // index whenever it refreshed an entry's file times — after nearly every step, since an agent's
 // files are written moments before the commit that indexes them. That is a lock file, a new
@@ -470,7 +467,7 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 // worktree loses nothing.
 func (w *Workspace) rescue(ctx context.Context) error {
 	w.settled = nil
-	status, err := w.status(ctx)
+	status, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil || status == "" {
 		return err
 	}
@@ -521,14 +518,13 @@ func wrap(text string, width int) string {
 	var lines []string
 	line := ""
 	for _, word := range strings.Fields(text) {
-		if line != "" && len([]rune(line))+1+len([]rune(word)) > width {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width:
 			lines = append(lines, line)
 			line = word
-			continue
-		}
-		if line == "" {
-			line = word
-		} else {
+		default:
 			line += " " + word
 		}
 	}
