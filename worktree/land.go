@@ -1,10 +1,10 @@
 package worktree
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -112,10 +112,7 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if o.Base != "" && tip.commit != o.Base {
 		return LandResult{}, &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s moved from %.10s, where the landing was checked, to %.10s", o.Target, o.Base, tip.commit)}
 	}
-	head := o.Head
-	if head == "" {
-		head = "refs/heads/" + o.TaskBranch
-	}
+	head := cmp.Or(o.Head, "refs/heads/"+o.TaskBranch)
 	common, err := m.commonDir(ctx)
 	if err != nil {
 		return LandResult{}, err
@@ -176,11 +173,9 @@ func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, er
 		return branchState{}, fmt.Errorf("target branch %s does not exist", branch)
 	}
 	t := branchState{commit: fields[0], tree: fields[1]}
-	if len(fields) == 3 && fields[2] != "" {
-		// A checkout whose directory is gone holds nothing to protect.
-		if _, err := os.Stat(fields[2]); err == nil {
-			t.checkout = fields[2]
-		}
+	// A checkout whose directory is gone holds nothing to protect.
+	if len(fields) == 3 && fields[2] != "" && exists(fields[2]) {
+		t.checkout = fields[2]
 	}
 	return t, nil
 }

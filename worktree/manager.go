@@ -4,6 +4,7 @@
 package worktree
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -256,10 +257,7 @@ func (i *Info) set(key, val string) {
 	case "prunable":
 		i.Prunable = true
 	case "locked":
-		i.Locked = val
-		if i.Locked == "" {
-			i.Locked = "(no reason)"
-		}
+		i.Locked = cmp.Or(val, "(no reason)")
 	}
 }
 

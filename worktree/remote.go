@@ -109,7 +109,7 @@ func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent
 			return remoteErr("push the landing to "+o.Remote, err)
 		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case heads[o.TaskBranch] != m.trackingAt(ctx, o.Remote, o.TaskBranch):
+		case heads[o.TaskBranch] != m.refAt(ctx, TrackingRef(o.Remote, o.TaskBranch)):
 			return branchTaken(o.TaskBranch, o.Remote, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
@@ -191,7 +191,7 @@ func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit str
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		case heads[branch] == commit:
 			// This very push got there while its answer did not.
-		case heads[branch] != m.trackingAt(ctx, remote, branch):
+		case heads[branch] != m.refAt(ctx, TrackingRef(remote, branch)):
 			// Another worker's push, a person's, or an earlier one of this clone's that got
 			// there unanswered: only the claim can say whose it is (TakeBackTaskBranch).
 			return branchTaken(branch, remote, heads[branch])
@@ -264,11 +264,6 @@ func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...st
 		}
 	}
 	return heads, nil
-}
-
-// trackingAt is this clone's copy of a remote's branch ("" when it has none).
-func (m *Manager) trackingAt(ctx context.Context, remote, branch string) string {
-	return m.refAt(ctx, TrackingRef(remote, branch))
 }
 
 // refAt is the commit a ref points at ("" when there is no such ref).

@@ -204,7 +204,7 @@ func TestPushTaskBranchThatGotThere(t *testing.T) {
 	bare := f.git("remote", "get-url", "origin")
 	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
 	f.git("push", "-q", bare, first+":refs/heads/"+branch)
-	require.Empty(t, f.m.trackingAt(f.ctx, "origin", branch))
+	require.Empty(t, f.m.refAt(f.ctx, TrackingRef("origin", branch)))
 	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first), "the remote has this very commit")
 	assert.Equal(t, first, f.git("rev-parse", TrackingRef("origin", branch)))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
