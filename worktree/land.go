@@ -274,12 +274,8 @@ func overwrittenPaths(stderr string) []string {
 	return paths
 }
 
-func errStderr(err error) string {
-	if msg := git.StderrOf(err); msg != "" {
-		return msg
-	}
-	return err.Error()
-}
+// errStderr is what git printed on stderr for the failed command err, or err's own message.
+func errStderr(err error) string { return cmp.Or(git.StderrOf(err), err.Error()) }
 
 // uniq is s without empty strings and repeats, in order.
 func uniq(s []string) []string {
