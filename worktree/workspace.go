@@ -87,8 +87,7 @@ var controlDirs = []string{".norma", ".beads"}
 // tree's hooks directory; the channel delivers ErrControlFiles naming them, or nil. Like the
 // patch measure it only reads the index, so it runs beside the commit.
 func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan error {
-	args := []string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}
-	args = append(args, controlDirs...)
+	args := append([]string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}, controlDirs...)
 	if hooks := w.treeHooksDir(ctx); hooks != "" {
 		args = append(args, hooks)
 	}
