@@ -136,13 +136,13 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 		if err := m.pushLanding(ctx, o, res.Commit, tip.commit, head); err != nil {
 			return LandResult{}, err
 		}
-		// The landing is on the remote; the local target follows it if it can.
-		if err := m.fastForward(ctx, o.Target, tip, res.Commit, "norma: land "+o.TaskBranch); err != nil {
-			res.LocalBehind = err.Error()
-		}
-		return res, nil
 	}
-	return res, m.fastForward(ctx, o.Target, tip, res.Commit, "norma: land "+o.TaskBranch)
+	err = m.fastForward(ctx, o.Target, tip, res.Commit, "norma: land "+o.TaskBranch)
+	if err != nil && o.Remote != "" {
+		// The landing is on the remote all the same; the local target follows it later.
+		res.LocalBehind, err = err.Error(), nil
+	}
+	return res, err
 }
 
 // fastForward moves branch from tip to commit: where it is checked out, through its checkout
