@@ -92,7 +92,7 @@ const landAttempts = 3
 // edits; the user's checkout is never stashed or reset.
 func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 	var err error
-	for attempt := 0; attempt < landAttempts; attempt++ {
+	for range landAttempts {
 		var res LandResult
 		res, err = m.landOnce(ctx, o)
 		if !errors.Is(err, ErrTargetMoved) || o.Remote != "" || o.Base != "" {
