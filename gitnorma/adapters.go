@@ -160,13 +160,13 @@ type workspace struct {
 	// events records an event of the run, stamped with the run's clock (see clearStaleLock).
 	events func(context.Context, store.Event)
 	// checks brings the task's check worktree to a commit (checker.checkTree).
-	checks func(ctx context.Context, commit string) (loop.CheckTree, error)
+	checks func(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error)
 }
 
 func (w workspace) Dir() string { return w.ws.Dir() }
 
-func (w workspace) CheckTree(ctx context.Context, commit string) (loop.CheckTree, error) {
-	return w.checks(ctx, commit)
+func (w workspace) CheckTree(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error) {
+	return w.checks(ctx, commit, fresh)
 }
 
 func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, error) {

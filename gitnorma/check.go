@@ -65,7 +65,6 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	// worktree at the tip of the task's branch (not, say, main in the user's checkout).
 	tip, _ := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+worktree.TaskBranch(taskID))
 	rep.Recorded = dirty == "" && rep.Head != "" && tip == rep.Head
-	checkDir := top
 	if rep.Recorded {
 		// A clean worktree's commit is checked where nothing but its tree is: the task's check
 		// worktree (under the task's lock). Files the worktree ignores cannot make the PASS.
@@ -73,11 +72,6 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 			rep.Recorded = false // a run of the task is under way: its own Check decides
 		} else {
 			defer lock.Release()
-			ct, err := checkerOf(a.Repo, a.Config, a.crash).checkTree(ctx, taskID, rep.Head)
-			if err != nil {
-				return rep, err
-			}
-			checkDir, rep.Tree = ct.Dir, ct.Tree
 		}
 	}
 	logDir := a.Repo.Path("runs", rep.RunID)
@@ -95,7 +89,13 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if err != nil {
 		return rep, err
 	}
-	rep.Evidence, err = loop.RunChecks(cctx, checkDir, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+	if rep.Recorded {
+		var ct loop.CheckTree
+		ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)
+		rep.Tree = ct.Tree
+	} else {
+		rep.Evidence, err = loop.RunChecks(cctx, top, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+	}
 	done()
 	if err != nil {
 		return rep, err

@@ -35,24 +35,38 @@ func checkerOf(repo *Repo, cfg Config, crash *crashpoints) checker {
 }
 
 // checkTree brings the task's check worktree to exactly commit (created and set up on first
-// use). The caller holds the task's lock.
-func (ck checker) checkTree(ctx context.Context, taskID, commit string) (loop.CheckTree, error) {
+// use, or when fresh asks). The caller holds the task's lock.
+func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bool) (loop.CheckTree, error) {
 	dir := ck.repo.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
-	// Confined agents cannot write the check worktree, so what the checks cached there under
-	// ignored paths is kept; unconfined ones could have, so it is made afresh every time.
+	// Agents the kernel keeps out of the check worktree cannot write there, so what the checks
+	// cached there under ignored paths is kept; others could have (unconfined, or confined with
+	// sandbox.allow_write opening the repository), so it is made afresh every time.
 	c, err := ck.confiner.confinement()
-	confined := err == nil && c.landlock()
+	shielded := err == nil && ck.confiner.shields(c)
 	ct, err := ck.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ck.worktreeSetup(log),
 		Locked: func(fn func() error) error { return ck.repo.withWorktreeLock(ctx, fn) },
-		Fresh:  !confined,
+		Fresh:  fresh || !shielded,
 	})
 	if err != nil {
 		return loop.CheckTree{}, err
 	}
-	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree}, nil
+	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree, Leftovers: ct.Leftovers}, nil
+}
+
+// verify runs the criteria's checks on commit in the task's check worktree, under runCtx
+// (confined), with their output in log (logRef in the evidence), confirming a PASS that may
+// have needed what earlier checks left there in a fresh worktree (loop.VerifyTree). The caller
+// holds the task's lock.
+func (ck checker) verify(ctx, runCtx context.Context, taskID, commit string, effective []loop.EffectiveCriterion, log *os.File, logRef string) (loop.CheckTree, []loop.Evidence, bool, error) {
+	bring := func(fresh bool) (loop.CheckTree, error) { return ck.checkTree(ctx, taskID, commit, fresh) }
+	run := func(dir string) ([]loop.Evidence, error) {
+		ck.crash.reach("rechecking")
+		return loop.RunChecks(runCtx, dir, effective, log, logRef, ck.timeout, processEnv())
+	}
+	return loop.VerifyTree(bring, run)
 }
 
 // removeCheckTree removes the task's check worktree (its task landed, or its runs were

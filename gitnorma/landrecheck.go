@@ -158,17 +158,12 @@ func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit str
 		return nil, "", "", err
 	}
 	defer log.Close()
-	ct, err := ck.checkTree(ctx, taskID, commit)
-	if err != nil {
-		return nil, "", "", err
-	}
 	cctx, done, err := ck.confiner.confineChecks(ctx, dir, log)
 	if err != nil {
 		return nil, "", "", err
 	}
 	defer done()
-	ck.crash.reach("rechecking")
-	evidence, err := loop.RunChecks(cctx, ct.Dir, effective, log, "checks.txt", ck.timeout, processEnv())
+	ct, evidence, _, err := ck.verify(ctx, cctx, taskID, commit, effective, log, "checks.txt")
 	return evidence, ct.Tree, logPath, err
 }
 

@@ -478,8 +478,8 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
 		confined: r.app.confiner().shields(r.pre.sandbox),
 		events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
-		checks: func(ctx context.Context, commit string) (loop.CheckTree, error) {
-			return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit)
+		checks: func(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error) {
+			return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit, fresh)
 		}}
 }
 

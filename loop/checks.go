@@ -101,3 +101,35 @@ func readTail(f *os.File, start int64) (string, error) {
 	}
 	return string(buf), nil
 }
+
+// EventCheckConfirmed is the event of checks that passed in a check worktree holding what
+// earlier commands left there, and were run again in a fresh one.
+const EventCheckConfirmed = "check_confirmed_fresh"
+
+// VerifyTree runs the checks (run) where bring puts the commit and, when they all pass in a
+// worktree holding what earlier check or setup commands left there, once more in a fresh one:
+// those commands ran the code of earlier commits, so only a PASS that needs none of it counts.
+// The evidence is the last run's; confirmed says there were two.
+func VerifyTree(bring func(fresh bool) (CheckTree, error), run func(dir string) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
+	if ct, err = bring(false); err != nil {
+		return ct, nil, false, err
+	}
+	evidence, err = run(ct.Dir)
+	if err != nil || !ct.Leftovers || !allPassed(evidence) {
+		return ct, evidence, false, err
+	}
+	if ct, err = bring(true); err != nil {
+		return ct, nil, true, err
+	}
+	evidence, err = run(ct.Dir)
+	return ct, evidence, true, err
+}
+
+func allPassed(evidence []Evidence) bool {
+	for _, e := range evidence {
+		if !e.Passed {
+			return false
+		}
+	}
+	return len(evidence) > 0
+}

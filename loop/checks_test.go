@@ -174,3 +174,40 @@ func TestRunChecksCancelled(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(work, "ran-after-cancel"))
 	requireGone(t, "check's background child", readPID(t, filepath.Join(work, "child.pid")))
 }
+
+// VerifyTree confirms a PASS in a fresh check worktree only when the first one held what
+// earlier commands left there; a FAIL, or a PASS without leftovers, is run once.
+func TestVerifyTreeConfirmsAPassThatMayHaveNeededLeftovers(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		leftovers bool
+		first     []bool // what the first run's checks give; a fresh run fails them all
+		confirmed bool
+		passed    bool
+	}{
+		{"pass on leftovers", true, []bool{true, true}, true, false},
+		{"pass without leftovers", false, []bool{true}, false, true},
+		{"fail on leftovers", true, []bool{true, false}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var brought []bool
+			bring := func(fresh bool) (CheckTree, error) {
+				brought = append(brought, fresh)
+				return CheckTree{Dir: strconv.FormatBool(fresh), Tree: "t", Leftovers: c.leftovers && !fresh}, nil
+			}
+			run := func(dir string) ([]Evidence, error) {
+				var ev []Evidence
+				for _, p := range c.first {
+					ev = append(ev, Evidence{Passed: p && dir == "false"})
+				}
+				return ev, nil
+			}
+			ct, evidence, confirmed, err := VerifyTree(bring, run)
+			require.NoError(t, err)
+			assert.Equal(t, c.confirmed, confirmed)
+			assert.Equal(t, c.passed, allPassed(evidence))
+			assert.Equal(t, c.confirmed, ct.Dir == "true", "the evidence is the fresh run's when there were two")
+			assert.Len(t, brought, map[bool]int{false: 1, true: 2}[c.confirmed])
+		})
+	}
+}

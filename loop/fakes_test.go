@@ -44,7 +44,7 @@ func newFakeWorkspace(t *testing.T) *fakeWorkspace {
 
 func (w *fakeWorkspace) Dir() string { return w.dir }
 
-func (w *fakeWorkspace) CheckTree(_ context.Context, commit string) (CheckTree, error) {
+func (w *fakeWorkspace) CheckTree(_ context.Context, commit string, _ bool) (CheckTree, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.checkedAt = append(w.checkedAt, commit)

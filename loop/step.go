@@ -117,15 +117,27 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	if s.role == RoleCheck && e.plan != nil {
 		ref := filepath.ToSlash(filepath.Join("steps", StepDirName(s.index, s.role), "logs", "stdout.txt"))
 		// The evidence comes from the commit Do produced, checked out where no agent runs.
-		ct, err := e.o.Workspace.CheckTree(ctx, s.snap.Head)
-		if err != nil {
+		var bringErr error
+		bring := func(fresh bool) (CheckTree, error) {
+			ct, err := e.o.Workspace.CheckTree(ctx, s.snap.Head, fresh)
+			bringErr = err
+			return ct, err
+		}
+		run := func(dir string) ([]Evidence, error) {
+			return RunChecks(checkScope(ctx), dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
+		}
+		ct, evidence, confirmed, err := VerifyTree(bring, run)
+		if bringErr != nil {
 			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
 		}
-		s.tree = ct.Tree
-		s.input.Evidence, err = RunChecks(checkScope(ctx), ct.Dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
 		if err != nil {
 			return runErr(ctx, err)
 		}
+		if confirmed {
+			s.events = append(s.events, Event{Type: EventCheckConfirmed,
+				Message: "the checks passed in a check worktree holding files earlier checks left there; run again in a fresh one, " + passedOrNot(evidence)})
+		}
+		s.tree, s.input.Evidence = ct.Tree, evidence
 	}
 	inputPath := filepath.Join(s.dir, "input.json")
 	if err := writeJSON(inputPath, s.input); err != nil {
@@ -250,4 +262,11 @@ func errorOutput(err error) Output {
 		Summary:  Summary{Text: err.Error(), Warnings: []string{}, Errors: []string{err.Error()}},
 		Progress: Progress{Title: "step error: " + kind, Details: []string{err.Error()}},
 	}
+}
+
+func passedOrNot(evidence []Evidence) string {
+	if allPassed(evidence) {
+		return "they passed"
+	}
+	return "they did not pass"
 }

@@ -13,7 +13,9 @@ type Workspace interface {
 	// CheckTree brings the task's check worktree to exactly commit and says where it is and
 	// which tree it holds: the check commands run there, never in Dir, so nothing an agent
 	// wrote without committing (an ignored file, a nested repository) decides a verdict.
-	CheckTree(ctx context.Context, commit string) (CheckTree, error)
+	// fresh makes it anew (and sets it up again) instead of moving it, without what earlier
+	// checks left there.
+	CheckTree(ctx context.Context, commit string, fresh bool) (CheckTree, error)
 	// Snapshot records the workspace state before a step. For a writing step (one whose
 	// changes are committed, not compared) only HEAD and the outside places are needed.
 	Snapshot(ctx context.Context, writing bool) (Snapshot, error)
@@ -37,6 +39,8 @@ type CheckTree struct {
 	Dir string
 	// Tree is the commit's tree id, recorded with the evidence.
 	Tree string
+	// Leftovers says files earlier check or setup commands made (ignored caches) are there.
+	Leftovers bool
 }
 
 // Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.

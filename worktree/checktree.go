@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // checkLockReason is the lock reason of a task's check worktree (see CheckTree).
@@ -23,6 +25,10 @@ type CheckedOut struct {
 	Tree string
 	// Created says the worktree was made (and set up) by this call.
 	Created bool
+	// Leftovers says ignored files were there when it was moved to the commit: what earlier
+	// check and setup commands made, which ran the code of earlier commits. A PASS that may
+	// have needed them is confirmed in a fresh worktree (loop.VerifyTree).
+	Leftovers bool
 }
 
 // CheckTreeOptions say which task's check worktree to bring where.
@@ -43,9 +49,10 @@ type CheckTreeOptions struct {
 // CheckTree brings the task's check worktree to exactly opts.Commit: the check commands run
 // there, never where an agent works, so a file the agent wrote (ignored, excluded, in a nested
 // repository) cannot decide a verdict. Only the orchestrator moves it: created detached and
-// locked on first use, then on every call `checkout --detach --force` and `clean -ffd` (not
-// -x: the ignored caches the checks built survive), or made afresh when opts.Fresh says an
-// unconfined agent could have written there. The caller holds the task's lock.
+// locked on first use, then on every call `checkout --detach --force` and what is untracked
+// and not ignored removed (the ignored caches the checks built survive, and Leftovers says
+// so), or made afresh when opts.Fresh asks: an unconfined agent could have written there, or a
+// PASS is to be confirmed without the caches. The caller holds the task's lock.
 func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut, error) {
 	out := CheckedOut{Dir: o.Path}
 	locked := o.Locked
@@ -64,7 +71,11 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		// Tracked files forced to the commit's; what is untracked and not ignored removed,
 		// nested repositories included.
 		g := m.Git.Pinned(admin, o.Path)
-		moved = g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil && g.Run(ctx, "clean", "-ffdq") == nil
+		if g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil {
+			var err error
+			out.Leftovers, err = clearUntracked(ctx, g, o.Path)
+			moved = err == nil
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		<-tree
@@ -87,6 +98,31 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	}
 	err := <-tree // before out is read: out.Tree is the goroutine's
 	return out, err
+}
+
+// clearUntracked removes what is untracked and not ignored in the worktree dir, as `git clean
+// -ffd` would (nested repositories included, and ignored files below an untracked directory
+// too), and says whether ignored files are left. One git status answers both.
+func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bool, err error) {
+	out, err := g.Output(ctx, "status", "--porcelain", "-z", "--ignored", "--untracked-files=normal", "--no-renames")
+	if err != nil {
+		return false, err
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		switch {
+		case strings.HasPrefix(entry, "!! "):
+			leftovers = true
+		case strings.HasPrefix(entry, "?? "):
+			path := filepath.Join(dir, filepath.FromSlash(entry[len("?? "):]))
+			if !strings.HasPrefix(path, dir+string(filepath.Separator)) {
+				return false, fmt.Errorf("git status named %q, outside %s", entry[len("?? "):], dir)
+			}
+			if err := os.RemoveAll(path); err != nil {
+				return false, err
+			}
+		}
+	}
+	return leftovers, nil
 }
 
 func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {

@@ -24,6 +24,7 @@ func TestCheckTree(t *testing.T) {
 	ct, err := f.m.CheckTree(f.ctx, o)
 	require.NoError(t, err)
 	assert.True(t, ct.Created)
+	assert.False(t, ct.Leftovers)
 	assert.Equal(t, path, ct.Dir)
 	assert.Equal(t, f.rev(c1+"^{tree}"), ct.Tree)
 	assert.FileExists(t, filepath.Join(path, "app.conf"))
@@ -47,8 +48,21 @@ func TestCheckTree(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(path, "junk.txt"))
 	assert.NoDirExists(t, filepath.Join(path, "nested"))
 	assert.FileExists(t, filepath.Join(path, "cache", "deps"), "ignored caches survive")
+	assert.True(t, ct.Leftovers, "and are said to be there")
 	assert.Equal(t, c2, f.gitIn(path, "rev-parse", "HEAD"))
 	assert.Empty(t, f.gitIn(path, "status", "--porcelain"))
+
+	// asked for fresh: made again, without them
+	o.Fresh = true
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	assert.False(t, ct.Leftovers)
+	assert.NoDirExists(t, filepath.Join(path, "cache"))
+	o.Fresh = false
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.False(t, ct.Leftovers, "a move with no ignored file there says so")
 
 	// a packed commit: the tree comes from git
 	f.git("gc", "-q")
