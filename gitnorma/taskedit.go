@@ -117,29 +117,28 @@ func (b *Backlog) Close(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "closed by hand (git norma task close)"
 	}
-	return b.setStatus(ctx, id, tracker.StatusClosed, reason)
+	return b.change(id, func(tr tracker.Tracker) error { return tr.SetStatus(ctx, id, tracker.StatusClosed, reason) })
 }
 
 // Reopen makes a closed (or any) task open again.
 func (b *Backlog) Reopen(ctx context.Context, id string) error {
-	return b.setStatus(ctx, id, tracker.StatusOpen, "")
+	return b.change(id, func(tr tracker.Tracker) error { return tr.SetStatus(ctx, id, tracker.StatusOpen, "") })
 }
 
-func (b *Backlog) setStatus(ctx context.Context, id, status, reason string) error {
+// change opens the tracker for task id and makes one change to it.
+func (b *Backlog) change(id string, fn func(tr tracker.Tracker) error) error {
 	tr, err := b.open(id)
 	if err != nil {
 		return err
 	}
-	return taskErr(id, tr.SetStatus(ctx, id, status, reason))
+	return taskErr(id, fn(tr))
 }
 
 // Label adds and removes labels of a task in one change.
 func (b *Backlog) Label(ctx context.Context, id string, add, remove []string) error {
-	tr, err := b.open(id)
-	if err != nil {
-		return err
-	}
-	return taskErr(id, tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove}))
+	return b.change(id, func(tr tracker.Tracker) error {
+		return tr.Update(ctx, id, tracker.Update{AddLabels: add, RemoveLabels: remove})
+	})
 }
 
 // AddDependency records that id depends on dependsOn (a blocks dependency unless depType
@@ -181,11 +180,9 @@ func (b *Backlog) Edit(ctx context.Context, id string, e TaskEdit) error {
 	if e == (TaskEdit{}) {
 		return usagef("say what to change: --title, --description, --acceptance or --priority", "nothing to change")
 	}
-	tr, err := b.open(id)
-	if err != nil {
-		return err
-	}
-	return taskErr(id, tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority}))
+	return b.change(id, func(tr tracker.Tracker) error {
+		return tr.Update(ctx, id, tracker.Update{Title: e.Title, Description: e.Description, Acceptance: e.Acceptance, Priority: e.Priority})
+	})
 }
 
 // RemoveDependency removes what id depends on dependsOn for; that there is such a
@@ -201,11 +198,7 @@ func (b *Backlog) RemoveDependency(ctx context.Context, id, dependsOn string) er
 	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool { return d.IssueID == id && d.DependsOnID == dependsOn }) {
 		return failf("see its dependencies with: git norma task show "+id, "task %s does not depend on %s", id, dependsOn)
 	}
-	tr, err := b.open()
-	if err != nil {
-		return err
-	}
-	return taskErr(id, tr.RemoveDependency(ctx, id, dependsOn))
+	return b.change(id, func(tr tracker.Tracker) error { return tr.RemoveDependency(ctx, id, dependsOn) })
 }
 
 // taskErr gives a tracker's error about task id its exit code and hint.

@@ -155,12 +155,17 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 	}
 	// The write that closes the task carries a lease too: a worker killed during the landing
 	// that follows leaves a task in progress that a loop elsewhere must be able to reopen.
-	m.enqueue(ctx, true, failed)
+	m.enqueue(ctx, failed)
 }
 
-// enqueue prepares the write of the state as it stands and queues it. The caller holds mu.
-func (m *taskMirror) enqueue(ctx context.Context, leased bool, failed func(error)) {
-	w, err := m.prepare("", leased)
+// enqueue prepares the write of the state as it stands, with a lease from now, and queues it.
+// The caller holds mu.
+func (m *taskMirror) enqueue(ctx context.Context, failed func(error)) {
+	lease := ""
+	if m.lease > 0 {
+		lease = m.now().Add(m.lease).UTC().Format(time.RFC3339)
+	}
+	w, err := m.prepare("", lease)
 	if err != nil {
 		failed(err)
 		return
@@ -303,8 +308,12 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 	case verdict != "":
 		m.state.FailedRuns++
 		if m.state.FailedRuns >= blockAfter {
+			last := "no failure recorded"
+			if m.state.LastFailure != nil {
+				last = m.state.LastFailure.Summary
+			}
 			m.state.Blocked = fmt.Sprintf("checks failed in %d consecutive runs (last: run %s, %s); a human should look before it is selected again",
-				m.state.FailedRuns, m.state.RunID, lastFailureText(m.state.LastFailure))
+				m.state.FailedRuns, m.state.RunID, last)
 			add = []string{LabelBlocked}
 			blocked = m.state.Blocked
 			if status == tracker.StatusOpen {
@@ -318,23 +327,16 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 	// The run is over: nobody holds the claim any more, and the lease goes — but on a task the
 	// landing closed, the lease left on it harms nothing (only tasks in progress are reaped),
 	// and keeping it saves the call that would clear it.
-	prepare := func() (func(context.Context) error, error) { return m.prepare(status, false) }
+	lease := ""
 	if m.closedByLanding {
-		prepare = func() (func(context.Context) error, error) { return m.prepareKeepingLease(status) }
+		lease = m.lastLease
 	}
-	w, err := prepare()
+	w, err := m.prepare(status, lease)
 	m.mu.Unlock()
 	if err != nil {
 		return "", err
 	}
 	return blocked, w(ctx)
-}
-
-func lastFailureText(f *loop.Failure) string {
-	if f == nil {
-		return "no failure recorded"
-	}
-	return f.Summary
 }
 
 // move changes the labels the task should carry.
@@ -347,24 +349,12 @@ func (m *taskMirror) move(add, remove []string) {
 	m.labels = slices.DeleteFunc(m.labels, func(l string) bool { return slices.Contains(remove, l) })
 }
 
-// prepare encodes the state as it stands now (with a lease from now, when leased), and returns
-// the write that brings the task there: the new state, and the labels it should carry that the last successful write did not
-// leave on it (or left on it, to remove). Where the tracker keeps the state in the notes, a
-// note appended during the run stays beside the new state (see stateWrite).
-func (m *taskMirror) prepare(status string, leased bool) (func(context.Context) error, error) {
-	lease := ""
-	if leased && m.lease > 0 {
-		lease = m.now().Add(m.lease).UTC().Format(time.RFC3339)
-	}
-	return m.prepareWith(status, lease)
-}
-
-// prepareKeepingLease is prepare with the lease the last write gave the task.
-func (m *taskMirror) prepareKeepingLease(status string) (func(context.Context) error, error) {
-	return m.prepareWith(status, m.lastLease)
-}
-
-func (m *taskMirror) prepareWith(status, lease string) (func(context.Context) error, error) {
+// prepare encodes the state as it stands now (with lease, "" for none), and returns the write
+// that brings the task there: the new state, and the labels it should carry that the last
+// successful write did not leave on it (or left on it, to remove). Where the tracker keeps the
+// state in the notes, a note appended during the run stays beside the new state (see
+// stateWrite).
+func (m *taskMirror) prepare(status, lease string) (func(context.Context) error, error) {
 	st := m.state
 	st.LeaseUntil = lease
 	m.lastLease = lease
@@ -411,9 +401,7 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
@@ -430,13 +418,15 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 					continue
 				}
 				m.mu.Lock()
-				m.enqueue(ctx, true, failed)
+				m.enqueue(ctx, failed)
 				m.mu.Unlock()
 			}
 		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done); wg.Wait() }) }
+	})
+	return sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+	})
 }
 
 // claimState is the state a claim writes (tracker.StateKeeper.ClaimWithState): the state as it

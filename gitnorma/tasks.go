@@ -112,8 +112,7 @@ func (b *Backlog) List(ctx context.Context) ([]tracker.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := tr.List(ctx)
-	return tasks, err
+	return tr.List(ctx)
 }
 
 // Show returns one task.
