@@ -213,8 +213,13 @@ func stampedBefore(root string) bool {
 	return err == nil
 }
 
+// markOutsideChange rewrites backlog.outside whole, through a temporary file and a rename.
+// Best effort.
 func markOutsideChange(root string) {
-	replaceFile(backlogOutsidePath(root), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	path := backlogOutsidePath(root)
+	if os.WriteFile(path+".tmp", []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o600) == nil {
+		_ = os.Rename(path+".tmp", path)
+	}
 }
 
 func backlogStampPath(root string) string {
@@ -227,17 +232,8 @@ func backlogStampPath(root string) string {
 // a stamp torn by a crash merely reads as "changed since", which is the strict side.
 func writeBacklogStamp(root string) {
 	now := strings.Join(backlogFingerprint(root), "\n")
-	if old, err := os.ReadFile(backlogStampPath(root)); err == nil && string(old) == now {
-		return
-	}
-	_ = os.WriteFile(backlogStampPath(root), []byte(now), 0o600)
-}
-
-// replaceFile writes path whole through a temporary file and a rename. Best effort.
-func replaceFile(path string, data []byte) {
-	tmp := path + ".tmp"
-	if os.WriteFile(tmp, data, 0o600) == nil {
-		_ = os.Rename(tmp, path)
+	if old, err := os.ReadFile(backlogStampPath(root)); err != nil || string(old) != now {
+		_ = os.WriteFile(backlogStampPath(root), []byte(now), 0o600)
 	}
 }
 
