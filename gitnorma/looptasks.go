@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -153,7 +155,7 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
 			return nil
 		}
-		sel, err := l.app.next(ctx, l.o.Scope, l.tried, keys(l.running))
+		sel, err := l.app.next(ctx, l.o.Scope, l.tried, slices.Collect(maps.Keys(l.running)))
 		if err != nil {
 			return err
 		}
@@ -216,21 +218,11 @@ func (l *looper) drain() {
 	}
 }
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // stop finishes the report; the exit code is the worst of the runs' (or code, if worse).
 func (r LoopReport) stop(reason, msg string, code int) LoopReport {
 	r.Stopped, r.Message, r.ExitCode = reason, msg, code
 	for _, run := range r.Runs {
-		if run.ExitCode > r.ExitCode {
-			r.ExitCode = run.ExitCode
-		}
+		r.ExitCode = max(r.ExitCode, run.ExitCode)
 	}
 	return r
 }

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -126,10 +127,7 @@ func (c Config) scope(s Scope) Scope {
 // eligible keeps ready leaves inside the scope that are not blocked or excluded (pointers into
 // all: sorting thousands of them moves pointers, not heads).
 func eligible(all []tracker.Head, scope Scope, exclude []string) []*tracker.Head {
-	root := scope.Feature
-	if root == "" {
-		root = scope.Epic
-	}
+	root := cmp.Or(scope.Feature, scope.Epic)
 	var parents map[string]string
 	if root != "" {
 		parents = make(map[string]string, len(all))
@@ -158,16 +156,12 @@ func relatedToAny(id string, busy []string, all []tracker.Head) bool {
 		parents[t.ID] = t.Parent
 		deps[t.ID] = t.Deps
 	}
+	dependsOn := func(a, b string) bool {
+		return slices.ContainsFunc(deps[a], func(d tracker.DepHead) bool { return d.On == b })
+	}
 	for _, b := range busy {
-		if descends(id, b, parents) || descends(b, id, parents) {
+		if descends(id, b, parents) || descends(b, id, parents) || dependsOn(id, b) || dependsOn(b, id) {
 			return true
-		}
-		for _, pair := range [][2]string{{id, b}, {b, id}} {
-			for _, d := range deps[pair[0]] {
-				if d.On == pair[1] {
-					return true
-				}
-			}
 		}
 	}
 	return false
@@ -210,7 +204,7 @@ func reason(best *tracker.Head, cands []*tracker.Head, scope Scope) string {
 	} else if scope.Epic != "" {
 		parts = append(parts, "under active epic "+scope.Epic)
 	}
-	parts = append(parts, "leaf "+orType(best.IssueType))
+	parts = append(parts, "leaf "+cmp.Or(best.IssueType, "task"))
 	if best.HasVerify {
 		parts = append(parts, "has Verify")
 	} else {
@@ -226,11 +220,4 @@ func reason(best *tracker.Head, cands []*tracker.Head, scope Scope) string {
 		parts = append(parts, fmt.Sprintf("oldest of %d tied (created %s)", tied+1, best.CreatedAt.UTC().Format(time.RFC3339)))
 	}
 	return fmt.Sprintf("%s; %d eligible", strings.Join(parts, ", "), len(cands))
-}
-
-func orType(t string) string {
-	if t == "" {
-		return "task"
-	}
-	return t
 }
