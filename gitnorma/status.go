@@ -84,14 +84,12 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}, Violations: []Violation{}}
 	// The task branches come from git; reading them while the database is opened and queried
 	// hides most of that process's cost (status is the command people run all the time).
-	type branchesResult struct {
-		rows []BranchRow
-		err  error
-	}
-	branches := make(chan branchesResult, 1)
+	var branchRows []BranchRow
+	var branchesErr error
+	branches := make(chan struct{})
 	go func() {
-		rows, err := h.repo.taskBranches(ctx)
-		branches <- branchesResult{rows, err}
+		defer close(branches)
+		branchRows, branchesErr = h.repo.taskBranches(ctx)
 	}()
 	for _, holder := range h.repo.LiveRuns() {
 		live := LiveRun{RunID: holder.RunID, PID: holder.PID, Host: holder.Host, Started: holder.Started}
@@ -117,9 +115,9 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	if pending, err := pendingViolations(ctx, st); err == nil && pending != nil {
 		rep.Violations = pending
 	}
-	b := <-branches
-	rep.Branches = b.rows
-	return rep, b.err
+	<-branches
+	rep.Branches = branchRows
+	return rep, branchesErr
 }
 
 func (h *History) runRow(r store.Run) RunRow {
@@ -249,6 +247,9 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 		if !s.EndedAt.IsZero() {
 			row.DurationMS = s.EndedAt.Sub(s.StartedAt).Milliseconds()
 		}
+		if out, ok := storedOutput(s); ok {
+			row.Usage = out.Usage
+		}
 		d.Steps = append(d.Steps, row)
 	}
 	events, err := st.Events(ctx, runID)
@@ -260,11 +261,6 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 	}
 	if r.Status == store.StatusRunning {
 		d.Running = h.runningStep(runID)
-	}
-	for i, s := range steps {
-		if out, ok := storedOutput(s); ok {
-			d.Steps[i].Usage = out.Usage
-		}
 	}
 	for _, e := range events {
 		row := EventRow{Seq: e.Seq, TS: e.TS, Type: e.Type, Message: e.Message}
