@@ -243,12 +243,11 @@ func parseConfig(data []byte, cfg *Config) error {
 	if err := checkShape(raw, configType, ""); err != nil {
 		return err
 	}
-	defaults := DefaultConfig()
 	if err := json.Unmarshal(data, cfg); err != nil {
 		return err
 	}
 	if cfg.Commit.TypeMap == nil { // "type_map": null keeps the default, like every other null
-		cfg.Commit.TypeMap = defaults.Commit.TypeMap
+		cfg.Commit.TypeMap = DefaultConfig().Commit.TypeMap
 	}
 	return cfg.validate()
 }

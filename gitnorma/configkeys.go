@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -97,7 +97,7 @@ func configKeyType(key string) (reflect.Type, error) {
 			ft, names := fieldOf(t, part)
 			if ft == nil {
 				return nil, usagef("git norma config list shows them all; git norma help config says what each does",
-					"unknown config key %q (known keys here: %s)", key, strings.Join(prefixed(done, names), ", "))
+					"unknown config key %q (known keys here: %s)", key, strings.Join(prefixed(strings.Join(done, "."), names), ", "))
 			}
 			t = ft
 		default:
@@ -122,10 +122,10 @@ func fieldOf(t reflect.Type, name string) (reflect.Type, []string) {
 	return found, names
 }
 
-func prefixed(done, names []string) []string {
+func prefixed(path string, names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
-		out[i] = strings.Join(append(slices.Clone(done), n), ".")
+		out[i] = join(path, n)
 	}
 	return out
 }
@@ -144,17 +144,8 @@ func flatten(prefix string, v any, out *[]ConfigEntry) {
 		*out = append(*out, ConfigEntry{Key: prefix, Value: v})
 		return
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		key := k
-		if prefix != "" {
-			key = prefix + "." + k
-		}
-		flatten(key, m[k], out)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		flatten(join(prefix, k), m[k], out)
 	}
 }
 

@@ -81,16 +81,9 @@ func checkStruct(raw any, t reflect.Type, path string) error {
 	if !ok {
 		return shapeErr(path, "an object", raw)
 	}
-	fields := map[string]reflect.Type{}
-	var names []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		fields[name] = t.Field(i).Type
-		names = append(names, name)
-	}
 	for k, v := range m {
-		ft, known := fields[k]
-		if !known {
+		ft, names := fieldOf(t, k)
+		if ft == nil {
 			return fmt.Errorf("unknown key %q (known keys here: %s)", join(path, k), strings.Join(names, ", "))
 		}
 		if err := checkShape(v, ft, join(path, k)); err != nil {
