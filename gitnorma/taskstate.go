@@ -109,16 +109,13 @@ const stateMark = `{"norma_state":`
 
 // stateStart is where git-norma's state begins in notes (-1: nowhere): at a line start.
 func stateStart(notes string) int {
-	for i := 0; ; {
-		j := strings.Index(notes[i:], stateMark)
-		if j < 0 {
-			return -1
-		}
-		if at := i + j; at == 0 || notes[at-1] == '\n' {
-			return at
-		}
-		i += j + len(stateMark)
+	if strings.HasPrefix(notes, stateMark) {
+		return 0
 	}
+	if i := strings.Index(notes, "\n"+stateMark); i >= 0 {
+		return i + 1
+	}
+	return -1
 }
 
 func badState(err error) error {
@@ -195,10 +192,9 @@ func withoutTails(c *loop.Check) *loop.Check {
 		return nil
 	}
 	cp := *c
-	cp.Evidence = make([]loop.Evidence, len(c.Evidence))
-	for i, e := range c.Evidence {
-		e.OutputTail = ""
-		cp.Evidence[i] = e
+	cp.Evidence = slices.Clone(c.Evidence)
+	for i := range cp.Evidence {
+		cp.Evidence[i].OutputTail = ""
 	}
 	return &cp
 }

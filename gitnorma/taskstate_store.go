@@ -61,21 +61,18 @@ func readState(tr tracker.Tracker, t tracker.Task) (storedState, error) {
 func decodeStateJSON(raw json.RawMessage) (TaskState, error) {
 	var st TaskState
 	if err := json.Unmarshal(raw, &st); err != nil || st.Version < 1 {
+		why := "no norma_state version"
+		if err != nil {
+			why = err.Error()
+		}
 		return TaskState{}, fmt.Errorf("the task's metadata key %q is not a git-norma state (%s): remove it (bd update <id> --unset-metadata %s) to start the task's state afresh (its strike count and resume point are then lost)",
-			tracker.StateKey, orNoVersion(err), tracker.StateKey)
+			tracker.StateKey, why, tracker.StateKey)
 	}
 	if st.Version > taskStateVersion {
 		return TaskState{}, fmt.Errorf("the task's metadata holds a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", st.Version, taskStateVersion)
 	}
 	st.ForeignNotes = "" // never kept apart
 	return st, nil
-}
-
-func orNoVersion(err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return "no norma_state version"
 }
 
 // stateWrite is the tracker update that stores s (with redact applied), and the text that
