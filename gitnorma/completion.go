@@ -71,7 +71,10 @@ func (ld *lander) completeOne(ctx context.Context, tr tracker.Tracker, runID str
 	}
 	failing, err := ld.verifyAt(ctx, runID, p, verify, commit)
 	if err != nil || failing != "" {
-		msg := fmt.Sprintf("all %d children are closed, but its Verify failed on %.10s: %s", n, commit, orText(failing, err))
+		if err != nil {
+			failing = err.Error()
+		}
+		msg := fmt.Sprintf("all %d children are closed, but its Verify failed on %.10s: %s", n, commit, failing)
 		ld.noteCompletion(ctx, tr, p, msg)
 		return p.ID + ": " + msg, false
 	}
@@ -80,13 +83,6 @@ func (ld *lander) completeOne(ctx context.Context, tr tracker.Tracker, runID str
 		return p.ID + ": could not close: " + err.Error(), false
 	}
 	return p.ID + ": closed, " + reason, true
-}
-
-func orText(s string, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return s
 }
 
 // verifyAt runs the parent's Verify commands in a throwaway detached worktree of commit and

@@ -110,12 +110,11 @@ func (n notifier) runNotify(ctx context.Context, ev NotifyEvent, limit time.Dura
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	argv := n.cmd
-	prog := argv[0]
+	prog := n.cmd[0]
 	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
 		prog = filepath.Join(n.root, prog)
 	}
-	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd := exec.CommandContext(ctx, prog, n.cmd[1:]...)
 	cmd.Dir = n.root
 	cmd.Stdin = bytes.NewReader(append(data, '\n'))
 	cmd.Env = append(os.Environ(), "NORMA_EVENT="+ev.Event, "NORMA_RUN_ID="+ev.RunID,
@@ -128,11 +127,11 @@ func (n notifier) runNotify(ctx context.Context, ev NotifyEvent, limit time.Dura
 	err = cmd.Run()
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
-		return fmt.Errorf("%s: killed after %s", argv[0], limit)
+		return fmt.Errorf("%s: killed after %s", n.cmd[0], limit)
 	case err != nil && out.Len() > 0:
-		return fmt.Errorf("%s: %v: %s", argv[0], err, strings.TrimSpace(out.String()))
+		return fmt.Errorf("%s: %v: %s", n.cmd[0], err, strings.TrimSpace(out.String()))
 	case err != nil:
-		return fmt.Errorf("%s: %v", argv[0], err)
+		return fmt.Errorf("%s: %v", n.cmd[0], err)
 	}
 	return nil
 }

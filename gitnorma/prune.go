@@ -214,13 +214,12 @@ func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run
 	if err != nil || out == "" {
 		return err
 	}
-	gone := map[string]bool{}
-	for _, id := range pruned {
-		gone[id] = true
-	}
-	known := map[string]bool{}
+	retainedRuns := map[string]bool{}
 	for _, r := range runs {
-		known[r.ID] = true
+		retainedRuns[r.ID] = true
+	}
+	for _, id := range pruned {
+		delete(retainedRuns, id)
 	}
 	tr, err := p.tracker()
 	if err != nil {
@@ -233,7 +232,7 @@ func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run
 	for _, line := range strings.Split(out, "\n") {
 		head, ref, _ := strings.Cut(line, " ")
 		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
-		if !ok || (known[runID] && !gone[runID]) {
+		if !ok || retainedRuns[runID] {
 			continue // its run is retained
 		}
 		if why := p.keepKept(ctx, tr, target, task, head); why != "" && !o.Force {

@@ -71,9 +71,7 @@ func (r redactor) live(f loop.LiveFunc) loop.LiveFunc {
 // apply returns s with every secret value replaced by [redacted].
 func (r redactor) apply(s string) string {
 	for _, v := range r.values {
-		if strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
+		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
 	return s
 }
