@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -33,7 +34,8 @@ func (ld *lander) completeParents(ctx context.Context, st *store.Store, runID, t
 	byID[taskID] = withStatus(byID[taskID], tracker.StatusClosed)
 	for id := byID[taskID].Parent; id != ""; id = byID[id].Parent {
 		parent := byID[id]
-		if parent.Status == tracker.StatusClosed || !allClosed(children[id], byID) {
+		openChild := slices.ContainsFunc(children[id], func(c string) bool { return byID[c].Status != tracker.StatusClosed })
+		if parent.Status == tracker.StatusClosed || openChild {
 			return
 		}
 		outcome, closed := ld.completeOne(ctx, tr, runID, parent, len(children[id]), commit)
@@ -49,15 +51,6 @@ func (ld *lander) completeParents(ctx context.Context, st *store.Store, runID, t
 func withStatus(t tracker.Task, s string) tracker.Task {
 	t.Status = s
 	return t
-}
-
-func allClosed(ids []string, byID map[string]tracker.Task) bool {
-	for _, id := range ids {
-		if byID[id].Status != tracker.StatusClosed {
-			return false
-		}
-	}
-	return true
 }
 
 // completeOne verifies and closes one parent, or leaves it open with a note. It returns what

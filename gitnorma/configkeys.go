@@ -96,8 +96,11 @@ func configKeyType(key string) (reflect.Type, error) {
 		case reflect.Struct:
 			ft, names := fieldOf(t, part)
 			if ft == nil {
+				for i, n := range names {
+					names[i] = join(strings.Join(done, "."), n)
+				}
 				return nil, usagef("git norma config list shows them all; git norma help config says what each does",
-					"unknown config key %q (known keys here: %s)", key, strings.Join(prefixed(strings.Join(done, "."), names), ", "))
+					"unknown config key %q (known keys here: %s)", key, strings.Join(names, ", "))
 			}
 			t = ft
 		default:
@@ -120,14 +123,6 @@ func fieldOf(t reflect.Type, name string) (reflect.Type, []string) {
 		}
 	}
 	return found, names
-}
-
-func prefixed(path string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = join(path, n)
-	}
-	return out
 }
 
 // effective is the configuration as JSON values.

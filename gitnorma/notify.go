@@ -77,11 +77,8 @@ func (n notifier) notifyEvent(ctx context.Context, rep RunReport, runErr error) 
 	if runErr != nil {
 		ev.Status, ev.ExitCode, ev.Message = "error", ExitCode(runErr), runErr.Error()
 	}
-	switch {
-	case ev.ExitCode == ExitLandRefused:
-		ev.Event = EventNeedsHuman
-	case ev.ExitCode == ExitStopped && rep.continueWith == "" &&
-		!slices.Contains([]string{loop.StopPaused, loop.StopDecomposed}, rep.StopReason):
+	if ev.ExitCode == ExitLandRefused || ev.ExitCode == ExitStopped && rep.continueWith == "" &&
+		!slices.Contains([]string{loop.StopPaused, loop.StopDecomposed}, rep.StopReason) {
 		ev.Event = EventNeedsHuman
 	}
 	if ev.Verdict != loop.VerdictPass && n.taskBlocked(ctx, rep.TaskID) {
