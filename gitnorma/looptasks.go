@@ -47,9 +47,7 @@ type LoopReport struct {
 // no parent-child line between them); their landings are serialised. A task is tried at most
 // once per loop, so a failing task cannot monopolise it.
 func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
-	if o.Parallel < 1 {
-		o.Parallel = 1
-	}
+	o.Parallel = max(o.Parallel, 1)
 	if max := a.Config.MaxParallel; o.Parallel > max {
 		return LoopReport{}, usagef(fmt.Sprintf(`raise "max_parallel" in .norma/config.json (it is %d)`, max),
 			"--parallel %d is over the configured max_parallel", o.Parallel)

@@ -164,10 +164,8 @@ func (f *logFollower) show(stepDir string) error {
 		}
 		data, err := io.ReadAll(io.NewSectionReader(file, f.offsets[path], 1<<62))
 		file.Close()
-		if err != nil || len(data) == 0 {
-			if _, seen := f.offsets[path]; seen || err != nil {
-				continue
-			}
+		if _, seen := f.offsets[path]; err != nil || len(data) == 0 && seen {
+			continue
 		}
 		if f.current != path {
 			rel, _ := filepath.Rel(f.root, path)

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,9 +115,7 @@ type scanner interface {
 
 // Close closes a task by hand (reason: why, for the tracker's history).
 func (b *Backlog) Close(ctx context.Context, id, reason string) error {
-	if reason == "" {
-		reason = "closed by hand (git norma task close)"
-	}
+	reason = cmp.Or(reason, "closed by hand (git norma task close)")
 	return b.change(id, func(tr tracker.Tracker) error { return tr.SetStatus(ctx, id, tracker.StatusClosed, reason) })
 }
 
@@ -144,9 +143,7 @@ func (b *Backlog) Label(ctx context.Context, id string, add, remove []string) er
 // AddDependency records that id depends on dependsOn (a blocks dependency unless depType
 // says otherwise), as bd dep add does.
 func (b *Backlog) AddDependency(ctx context.Context, id, dependsOn, depType string) error {
-	if depType == "" {
-		depType = "blocks"
-	}
+	depType = cmp.Or(depType, "blocks")
 	if err := b.validID(dependsOn); err != nil {
 		return err
 	}

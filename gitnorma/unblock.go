@@ -26,16 +26,15 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 	if !slices.Contains(t.Labels, LabelBlocked) && st.FailedRuns == 0 && st.Blocked == "" && t.Status != tracker.StatusBlocked {
 		return false, nil
 	}
-	status := ""
-	if t.Status == tracker.StatusBlocked {
-		status = tracker.StatusOpen
-	}
 	unblock := func(s *TaskState) { s.FailedRuns, s.Blocked = 0, "" }
 	unblock(&st.TaskState)
 	u, _, err := stateWrite(st, b.redact, unblock)
 	if err != nil {
 		return false, err
 	}
-	u.RemoveLabels, u.Status = []string{LabelBlocked}, status
+	u.RemoveLabels = []string{LabelBlocked}
+	if t.Status == tracker.StatusBlocked {
+		u.Status = tracker.StatusOpen
+	}
 	return true, taskErr(id, tr.Update(ctx, id, u))
 }
