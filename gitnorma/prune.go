@@ -170,15 +170,14 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
 		return "", nil
 	}
-	passHead := r.PassHead
-	if r.LandedCommit != "" || passHead == "" {
+	if r.LandedCommit != "" || r.PassHead == "" {
 		return "", nil // landed, or nothing a landing could take (a check of a dirty worktree)
 	}
 	// Only while its task branch is still where the PASS was recorded: a branch that moved
 	// on, or was deleted, has no use for it.
 	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
 	switch {
-	case git.ExitCodeOf(err) == 1 || err == nil && head != passHead:
+	case git.ExitCodeOf(err) == 1 || err == nil && head != r.PassHead:
 		return "", nil
 	case err != nil:
 		return "", err // not knowing is no reason to drop a verified record

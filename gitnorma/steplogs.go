@@ -43,7 +43,8 @@ func (h *History) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 	f := &logFollower{w: w, offsets: map[string]int64{}, root: h.repo.Root}
 	first := "" // the first step shown; following, every later one is shown too, in order
 	for {
-		live := h.repo.runLive(runID) // asked before reading: what it wrote before it ended is shown
+		// Asked before reading: what the run wrote before it ended is shown.
+		live := slices.ContainsFunc(h.repo.LiveRuns(), func(l LockHolder) bool { return l.RunID == runID })
 		dirs := stepDirs(steps)
 		dir := ""
 		switch {
@@ -108,11 +109,6 @@ func (h *History) logsRun(ctx context.Context, target string) (string, error) {
 		return "", failf("run it with: git norma run "+target, "task %s has no run", target)
 	}
 	return runs[0].ID, nil
-}
-
-// runLive says a live process holds the lock of a task for runID.
-func (r *Repo) runLive(runID string) bool {
-	return slices.ContainsFunc(r.LiveRuns(), func(h LockHolder) bool { return h.RunID == runID })
 }
 
 // stepDirs are the run's step directories (NNN-role), in order.

@@ -47,11 +47,9 @@ var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo:
 type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
-	state  TaskState
-	// apart and inNotes say where the state is kept (see storedState).
-	apart, inNotes bool
-	labels         []string
-	redact         redactor
+	state  storedState
+	labels []string
+	redact redactor
 
 	queue     chain
 	confirmed []string
@@ -81,8 +79,7 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMi
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
 	}
-	return &taskMirror{tr: tr, taskID: t.ID, state: st.TaskState, apart: st.apart, inNotes: st.inNotes,
-		labels: slices.Clone(t.Labels), confirmed: slices.Clone(t.Labels), redact: redact}, nil
+	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels), confirmed: slices.Clone(t.Labels), redact: redact}, nil
 }
 
 // resume returns what the last run completed of its unfinished iteration, when the labels
@@ -93,7 +90,7 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMi
 // (it runs again), and the restored plan gets the task's Verify commands and the gates
 // enforced by the loop like any plan.
 func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
-	s := m.state
+	s := &m.state
 	if !slices.Contains(m.labels, LabelHasPlan) || s.Plan == nil || s.Head == "" {
 		return nil
 	}
@@ -358,7 +355,7 @@ func (m *taskMirror) prepare(status, lease string) (func(context.Context) error,
 	st := m.state
 	st.LeaseUntil = lease
 	m.lastLease = lease
-	u, text, err := stateWrite(storedState{TaskState: st, apart: m.apart, inNotes: m.inNotes}, m.redact, nil)
+	u, text, err := stateWrite(st, m.redact, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -376,7 +373,7 @@ func (m *taskMirror) prepare(status, lease string) (func(context.Context) error,
 		m.confirmed, m.written = want, text
 		if u.State != nil {
 			m.mu.Lock()
-			m.inNotes = false // the notes hold people's text alone now
+			m.state.inNotes = false // the notes hold people's text alone now
 			m.mu.Unlock()
 		}
 		return nil
