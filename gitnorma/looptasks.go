@@ -106,7 +106,9 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 	l.rep.Runs = []RunReport{}
 	for {
 		if err := l.fill(ctx); err != nil {
-			l.drain()
+			for len(l.running) > 0 { // the runs still going
+				l.collect(<-l.results)
+			}
 			return l.rep, err
 		}
 		if len(l.running) == 0 {
@@ -207,13 +209,6 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 
 func (l *looper) stop(reason, msg string, code int) {
 	l.stopped, l.message, l.code = reason, msg, code
-}
-
-// drain waits for the runs still going after an error stopped the loop.
-func (l *looper) drain() {
-	for len(l.running) > 0 {
-		l.collect(<-l.results)
-	}
 }
 
 // stop finishes the report; the exit code is the worst of the runs' (or code, if worse).

@@ -41,7 +41,10 @@ func (a *App) Next(ctx context.Context, scope Scope, exclude []string) (Selectio
 // next is Next, also skipping tasks related to busy ones (being run in parallel): no blocks
 // dependency and no parent-child line between them, so parallel runs never step on each other.
 func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Selection, error) {
-	sel := Selection{Scope: a.Config.scope(scope)}
+	sel := Selection{Scope: scope}
+	if scope == (Scope{}) {
+		sel.Scope = Scope{Feature: a.Config.Selection.ActiveFeature, Epic: a.Config.Selection.ActiveEpic}
+	}
 	for _, id := range []string{sel.Scope.Feature, sel.Scope.Epic} {
 		if id != "" {
 			if err := a.ValidateTaskID(id); err != nil {
@@ -115,13 +118,6 @@ type headSource interface {
 // hasVerify says a task's description names a Verify command (the ready contract's field).
 func hasVerify(description string) bool {
 	return len(loop.ParseReadyContract(description).Verify) > 0
-}
-
-func (c Config) scope(s Scope) Scope {
-	if s.Feature == "" && s.Epic == "" {
-		return Scope{Feature: c.Selection.ActiveFeature, Epic: c.Selection.ActiveEpic}
-	}
-	return s
 }
 
 // eligible keeps ready leaves inside the scope that are not blocked or excluded (pointers into
