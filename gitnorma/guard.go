@@ -48,20 +48,14 @@ func (w workspace) fingerprint() string {
 // write; other artifacts are the agents' to share (spec: artifacts/).
 func (w workspace) runDirLines() []string {
 	steps := filepath.Join(w.runDir, "steps")
-	entries, _ := os.ReadDir(steps)
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, e.Name())
-		}
-	}
-	sort.Strings(dirs)
+	entries, _ := os.ReadDir(steps) // sorted by name
+	dirs := slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return !e.IsDir() })
 	lines := []string{statLine(filepath.Join(w.runDir, "artifacts", "progress.md"))}
 	for i, d := range dirs {
 		if i == len(dirs)-1 {
 			break // the step's own
 		}
-		_ = filepath.WalkDir(filepath.Join(steps, d), func(p string, _ fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(steps, d.Name()), func(p string, _ fs.DirEntry, err error) error {
 			if err == nil {
 				lines = append(lines, statLine(p))
 			}
@@ -82,11 +76,6 @@ func statLine(p string) string {
 		return fmt.Sprintf("dir %v\t%s", st.Mode(), p)
 	}
 	return fmt.Sprintf("%d %v %d\t%s", st.Size(), st.Mode(), st.ModTime().UnixNano(), p)
-}
-
-func statPath(line string) string {
-	_, p, _ := strings.Cut(line, "\t")
-	return p
 }
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot,
@@ -140,7 +129,8 @@ func (w workspace) changedPaths(snap loop.Snapshot) []string {
 			if before[l] && after[l] {
 				continue
 			}
-			rel, err := filepath.Rel(w.root, statPath(l))
+			_, path, _ := strings.Cut(l, "\t")
+			rel, err := filepath.Rel(w.root, path)
 			if err == nil && !seen[rel] {
 				seen[rel] = true
 				changed = append(changed, rel)

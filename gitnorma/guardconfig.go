@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -69,21 +68,12 @@ func configChanges(before, after []configEntry) []string {
 	}
 	b, a := values(before), values(after)
 	var changed []string
-	for _, m := range []map[string][]string{b, a} {
-		for k := range m {
-			if slices.Equal(b[k], a[k]) || slices.Contains(changed, k) {
-				continue
-			}
-			counts := false
-			for _, v := range append(slices.Clone(b[k]), a[k]...) {
-				counts = counts || configCounts(k, v, remotes)
-			}
-			if counts {
-				changed = append(changed, k)
-			}
+	for _, k := range sortedKeys(b, a) {
+		counts := func(v string) bool { return configCounts(k, v, remotes) }
+		if !slices.Equal(b[k], a[k]) && (slices.ContainsFunc(b[k], counts) || slices.ContainsFunc(a[k], counts)) {
+			changed = append(changed, k)
 		}
 	}
-	sort.Strings(changed)
 	return changed
 }
 

@@ -2,8 +2,10 @@ package gitnorma
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -241,17 +243,13 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 	return found
 }
 
-func sortedKeys[V any](maps ...map[string]V) []string {
+func sortedKeys[V any](ms ...map[string]V) []string {
 	var out []string
-	for _, m := range maps {
-		for k := range m {
-			if !slices.Contains(out, k) {
-				out = append(out, k)
-			}
-		}
+	for _, m := range ms {
+		out = slices.AppendSeq(out, maps.Keys(m))
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (g *guardState) rel(p string) string {
@@ -312,31 +310,18 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		}
 		fate := "moved back"
 		var err error
-		switch {
-		case before == "":
-			err = g.repo.Git.DeleteRef(ctx, name, after)
-			fate = "removed"
-		default:
-			err = g.repo.Git.UpdateRef(ctx, name, before, orZero(after), "")
+		if before == "" {
+			fate, err = "removed", g.repo.Git.DeleteRef(ctx, name, after)
+		} else {
+			err = g.repo.Git.UpdateRef(ctx, name, before, cmp.Or(after, strings.Repeat("0", 40)), "")
 		}
 		if err != nil {
-			fate = "not moved back: it moved again since (" + strings.TrimSpace(firstLine(err.Error())) + ")"
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			fate = "not moved back: it moved again since (" + strings.TrimSpace(msg) + ")"
 		}
 		add(name, fate)
 	}
 	return landed
-}
-
-func orZero(oid string) string {
-	if oid == "" {
-		return strings.Repeat("0", 40)
-	}
-	return oid
-}
-
-func firstLine(s string) string {
-	l, _, _ := strings.Cut(s, "\n")
-	return l
 }
 
 // liveTasks are the tasks whose lock a live process holds: a run of the task, its landing

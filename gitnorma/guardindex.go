@@ -160,19 +160,17 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 		}
 	}
 	const most = 20
-	var files []string
+	files := 0
 	for i, p := range before.paths {
 		if brought[p] || lstatOf(filepath.Join(g.repo.Root, p)) == before.files[i] {
 			continue
 		}
-		files = append(files, p)
-	}
-	for i, p := range files {
-		if i == most {
-			found = append(found, fmt.Sprintf("%d more tracked files (not restored)", len(files)-most))
-			break
+		if files++; files <= most {
+			found = append(found, p+" (not restored: the main checkout's files are the user's; see git diff)")
 		}
-		found = append(found, p+" (not restored: the main checkout's files are the user's; see git diff)")
+	}
+	if files > most {
+		found = append(found, fmt.Sprintf("%d more tracked files (not restored)", files-most))
 	}
 	return found
 }
