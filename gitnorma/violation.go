@@ -87,16 +87,12 @@ func refuseViolated(ctx context.Context, st *store.Store) error {
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	return &Error{Kind: ErrStopped, Err: fmt.Errorf("a guard violation is pending: %s", violationText(pending)),
-		Hint: "look at what the agent did (git norma status <run>), then clear it: git norma resume; or start anyway: --force"}
-}
-
-func violationText(pending []Violation) string {
-	var parts []string
+	var summaries []string
 	for _, v := range pending {
-		parts = append(parts, v.Summary())
+		summaries = append(summaries, v.Summary())
 	}
-	return strings.Join(parts, "; ")
+	return &Error{Kind: ErrStopped, Err: fmt.Errorf("a guard violation is pending: %s", strings.Join(summaries, "; ")),
+		Hint: "look at what the agent did (git norma status <run>), then clear it: git norma resume; or start anyway: --force"}
 }
 
 // ClearViolations marks every pending violation seen by the user (git norma resume).
@@ -121,28 +117,20 @@ func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
 	return cleared, err
 }
 
-// violationSince is a violation another run recorded since this one started, which stops it
-// before its next step as a pause would ("" when there is none). One recorded before it
-// started was either cleared or overridden with --force.
-func (r *run) violationSince() string {
-	pending, err := pendingViolations(context.Background(), r.st)
-	if err != nil {
-		return ""
+// pauseReason is why the run must stop before its next step: a pause, or a violation another
+// run recorded since this one started ("" when there is neither). A violation recorded before
+// it started was either cleared or overridden with --force.
+func (r *run) pauseReason() string {
+	if reason := r.app.Repo.PauseReason(); reason != "" {
+		return reason
 	}
+	pending, _ := pendingViolations(context.Background(), r.st) // nil on error
 	for _, v := range pending {
 		if v.RunID != r.id && !v.At.Before(r.started) {
 			return "a guard violation: " + v.Summary()
 		}
 	}
 	return ""
-}
-
-// pauseReason is why the run must stop before its next step: a pause, or a violation.
-func (r *run) pauseReason() string {
-	if reason := r.app.Repo.PauseReason(); reason != "" {
-		return reason
-	}
-	return r.violationSince()
 }
 
 // newGuard is the run's fallback guard.
