@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"io"
 	"os"
 	"path/filepath"
@@ -60,10 +61,7 @@ func (w workspace) restoreBacklog(before map[string]bool) bool {
 		return false
 	}
 	_, err = io.Copy(tmp, src)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
+	if err = cmp.Or(err, tmp.Close()); err == nil {
 		err = os.Rename(tmp.Name(), backlogFile(w.root))
 	}
 	if err != nil {
