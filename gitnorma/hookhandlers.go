@@ -31,8 +31,7 @@ func (r *Repo) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, er
 	if err != nil {
 		return nil, err
 	}
-	actions, err := hooks.Install(dir, force)
-	return actions, err
+	return hooks.Install(dir, force)
 }
 
 // UninstallHooks removes git-norma's hook blocks, leaving everything else as it was.
@@ -41,17 +40,7 @@ func (r *Repo) UninstallHooks(ctx context.Context) ([]hooks.Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	actions, err := hooks.Uninstall(dir)
-	return actions, err
-}
-
-// taskOfWorktree returns the task whose branch is checked out in dir ("" if none).
-func (h *hookHandler) taskOfWorktree(ctx context.Context, dir string) string {
-	branch, _ := h.a.Repo.Git.In(dir).CurrentBranch(ctx)
-	if id := strings.TrimPrefix(branch, worktree.BranchPrefix); id != branch && h.a.ValidateTaskID(id) == nil {
-		return id
-	}
-	return ""
+	return hooks.Uninstall(dir)
 }
 
 // HookHandler is the application's side of the hooks run in the work tree dir: it checks
@@ -77,15 +66,15 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 		// check in the background would run git in the workspace while git-norma does.
 		return nil
 	}
+	branch, _ := h.git.CurrentBranch(ctx)
+	task, ok := strings.CutPrefix(branch, worktree.BranchPrefix)
 	if h.a.configErr != nil {
-		branch, _ := h.git.CurrentBranch(ctx)
-		if task, ok := strings.CutPrefix(branch, worktree.BranchPrefix); ok && task != "" {
+		if ok && task != "" {
 			fmt.Fprintf(h.out, "git-norma: this commit on %s was not checked: %s\n", branch, oneLine(h.a.configErr))
 		}
 		return nil
 	}
-	task := h.taskOfWorktree(ctx, h.dir)
-	if task == "" {
+	if !ok || h.a.ValidateTaskID(task) != nil {
 		return nil
 	}
 	head, _ := h.git.ShortID(ctx, "HEAD")
@@ -228,9 +217,12 @@ func (h *hookHandler) refusal(what string, refused []string) error {
 	if h.a.uninitialised {
 		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
 	}
+	if what == "merge" {
+		hint += "; meanwhile: git merge --abort"
+	}
 	return &Error{
 		Err:  fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
-		Hint: hint + undo(what) + "; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
+		Hint: hint + "; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
 }
 
 // oneLine is an error and its hint on one line, for a hook that only warns.
@@ -241,11 +233,4 @@ func oneLine(err error) string {
 		msg += " (" + e.Hint + ")"
 	}
 	return msg
-}
-
-func undo(what string) string {
-	if what == "merge" {
-		return "; meanwhile: git merge --abort"
-	}
-	return ""
 }
