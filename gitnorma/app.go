@@ -139,15 +139,11 @@ func (r *Repo) NotesJournal() notes.Journal {
 	}}
 }
 
-// worktreeLock serialises adding, removing and pruning worktrees: parallel runs each create
-// their own, and git's worktree bookkeeping is not meant for concurrent changes.
-func (r *Repo) worktreeLock(ctx context.Context) (func(), error) {
-	return waitLock(ctx, r.Path("locks", "worktrees.lock"))
-}
-
-// withWorktreeLock runs fn holding the worktree lock.
+// withWorktreeLock runs fn holding the worktree lock, which serialises adding, removing and
+// pruning worktrees: parallel runs each create their own, and git's worktree bookkeeping is
+// not meant for concurrent changes.
 func (r *Repo) withWorktreeLock(ctx context.Context, fn func() error) error {
-	unlock, err := r.worktreeLock(ctx)
+	unlock, err := waitLock(ctx, r.Path("locks", "worktrees.lock"))
 	if err != nil {
 		return err
 	}

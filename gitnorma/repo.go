@@ -41,36 +41,30 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		return nil, fatalf("cd into an existing directory of a git repository", "%s is not a directory", dir)
 	}
 	// The everyday layouts are read from the file system; git is asked about the others.
-	if l, ok := git.Discover(dir); ok {
+	l, ok := git.Discover(dir)
+	if ok {
 		if _, err := exec.LookPath("git"); err != nil {
 			return nil, repoError(dir, err)
 		}
-		root, err := mainWorktree(l.CommonDir, l.GitDir, l.TopLevel)
+	} else {
+		w, err := git.Runner{Dir: dir}.Where(ctx)
 		if err != nil {
-			return nil, err
+			return nil, repoError(dir, err)
 		}
-		return newRepo(root, l.CommonDir), nil
+		if w.Bare {
+			return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
+				"%s is a bare repository: git norma needs a work tree", dir)
+		}
+		if !w.InWorkTree {
+			return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
+		}
+		l = git.Layout{CommonDir: w.CommonDir, GitDir: w.GitDir, TopLevel: w.TopLevel}
 	}
-	w, err := git.Runner{Dir: dir}.Where(ctx)
-	if err != nil {
-		return nil, repoError(dir, err)
-	}
-	if w.Bare {
-		return nil, fatalf("clone it (git clone "+dir+" work) or add a worktree (git worktree add), then run git norma there",
-			"%s is a bare repository: git norma needs a work tree", dir)
-	}
-	if !w.InWorkTree {
-		return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
-	}
-	root, err := mainWorktree(w.CommonDir, w.GitDir, w.TopLevel)
+	root, err := mainWorktree(l.CommonDir, l.GitDir, l.TopLevel)
 	if err != nil {
 		return nil, err
 	}
-	return newRepo(root, w.CommonDir), nil
-}
-
-func newRepo(root, common string) *Repo {
-	return &Repo{Root: root, GitDir: common, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}
+	return &Repo{Root: root, GitDir: l.CommonDir, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
 }
 
 // mainWorktree finds the main worktree's top level. In the main worktree (its git dir is the
