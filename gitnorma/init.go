@@ -79,11 +79,11 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	}
 	res := InitResult{Root: repo.Root}
 	for _, d := range []string{repo.NormaDir(), repo.Path("locks"), repo.Path("runs")} {
-		if err := res.mkdir(repo, d); err != nil {
+		if err := res.mkdir(d); err != nil {
 			return res, err
 		}
 	}
-	if err := res.writeOnce(repo, repo.Path(".gitignore"), []byte(gitignoreContent)); err != nil {
+	if err := res.writeOnce(repo.Path(".gitignore"), []byte(gitignoreContent)); err != nil {
 		return res, err
 	}
 	initial := DefaultConfig()
@@ -94,7 +94,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 			kind, path, strings.Join(cliState[kind], ", "))
 	}
 	defaults, _ := json.MarshalIndent(initial, "", "  ")
-	if err := res.writeOnce(repo, repo.Path("config.json"), append(defaults, '\n')); err != nil {
+	if err := res.writeOnce(repo.Path("config.json"), append(defaults, '\n')); err != nil {
 		return res, err
 	}
 	if len(res.Kept) > 0 && res.Kept[len(res.Kept)-1] == filepath.Join(".norma", "config.json") {
@@ -114,25 +114,25 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	}
 	app := &App{Repo: repo, Config: cfg}
 	_, statErr := os.Stat(repo.Path("norma.db"))
-	st, err := app.Repo.OpenStore(ctx)
+	st, err := repo.OpenStore(ctx)
 	if err != nil {
 		return res, err
 	}
 	st.Close()
-	res.note(repo, repo.Path("norma.db"), errors.Is(statErr, os.ErrNotExist))
+	res.note(repo.Path("norma.db"), errors.Is(statErr, os.ErrNotExist))
 	if o.Beads {
 		if err := res.initBeads(ctx, app, o); err != nil {
 			return res, err
 		}
 	}
 	if o.Hooks {
-		actions, err := app.Repo.InstallHooks(ctx, false)
+		actions, err := repo.InstallHooks(ctx, false)
 		if err != nil {
 			return res, err
 		}
 		for _, a := range actions {
 			if a.Result == "created" || a.Result == "chained" || a.Result == "upgraded" {
-				res.note(repo, a.Path, true)
+				res.note(a.Path, true)
 			}
 		}
 	}
@@ -147,7 +147,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 // when nothing is staged — it must never commit the user's half-prepared changes.
 func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) error {
 	if tracker.BDAvailable(app.Repo.Root) {
-		r.note(app.Repo, filepath.Join(app.Repo.Root, ".beads"), false)
+		r.note(filepath.Join(app.Repo.Root, ".beads"), false)
 		return nil
 	}
 	if _, err := exec.LookPath("bd"); err != nil {
@@ -167,7 +167,7 @@ func (r *InitResult) initBeads(ctx context.Context, app *App, o InitOptions) err
 	if err != nil {
 		return failf("", "bd init: %v\n%s", err, out)
 	}
-	r.note(app.Repo, filepath.Join(app.Repo.Root, ".beads"), true)
+	r.note(filepath.Join(app.Repo.Root, ".beads"), true)
 	return nil
 }
 
@@ -186,24 +186,23 @@ func embeddedTasks(root string) int {
 	return n
 }
 
-func (r *InitResult) mkdir(repo *Repo, dir string) error {
-	_, err := os.Stat(dir)
-	if err == nil {
-		r.note(repo, dir, false)
+func (r *InitResult) mkdir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		r.note(dir, false)
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return withKind(ErrEnvironment, fmt.Errorf("create %s: %w", dir, err))
 	}
-	r.note(repo, dir, true)
+	r.note(dir, true)
 	return nil
 }
 
 // writeOnce creates path with data unless it exists; user edits are never overwritten.
-func (r *InitResult) writeOnce(repo *Repo, path string, data []byte) error {
+func (r *InitResult) writeOnce(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, os.ErrExist) {
-		r.note(repo, path, false)
+		r.note(path, false)
 		return nil
 	}
 	if err != nil {
@@ -214,12 +213,12 @@ func (r *InitResult) writeOnce(repo *Repo, path string, data []byte) error {
 		os.Remove(path)
 		return withKind(ErrEnvironment, err)
 	}
-	r.note(repo, path, true)
+	r.note(path, true)
 	return f.Close()
 }
 
-func (r *InitResult) note(repo *Repo, path string, created bool) {
-	rel, err := filepath.Rel(repo.Root, path)
+func (r *InitResult) note(path string, created bool) {
+	rel, err := filepath.Rel(r.Root, path)
 	if err != nil {
 		rel = path
 	}
