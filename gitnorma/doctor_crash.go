@@ -44,25 +44,17 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 		if err != nil || !a.claimedBy(ctx, r, t) {
 			continue
 		}
-		if head := unlandedPass(r); head != "" {
+		if r.Status == store.StatusPassed && r.LandedCommit == "" && r.PassHead != "" {
 			fix := "git norma loop or git norma run " + r.TaskID + " (lands it, re-checked if the target moved)"
 			if a.Config.RecoverPassed == RecoverReopen {
 				fix = "git norma loop or git norma run " + r.TaskID + " (reopens the task: recover_passed is reopen)"
 			}
-			rep.add("run "+r.ID, "warn", fmt.Sprintf("PASS of %s recorded on %.10s, never landed: its process died; the task stays in_progress", r.TaskID, head), fix)
+			rep.add("run "+r.ID, "warn", fmt.Sprintf("PASS of %s recorded on %.10s, never landed: its process died; the task stays in_progress", r.TaskID, r.PassHead), fix)
 			continue
 		}
 		rep.add("claim "+r.TaskID, "warn", fmt.Sprintf("in_progress, claimed by run %s whose process died", r.ID),
 			"git norma run "+r.TaskID+" or git norma loop (either gives the claim back first)")
 	}
-}
-
-// unlandedPass returns the verified head of a passed run that did not land ("" otherwise).
-func unlandedPass(r store.Run) string {
-	if r.Status != store.StatusPassed || r.LandedCommit != "" {
-		return ""
-	}
-	return r.PassHead
 }
 
 // doctorRechecks reports a landing re-check's workspace whose process is gone: git refuses to

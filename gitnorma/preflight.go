@@ -139,13 +139,9 @@ func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
 func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
 	switch c.Type {
 	case AgentBuiltin:
-		switch role {
-		case loop.RolePlan:
-			return loop.BuiltinPlan{}, "builtin", nil
-		case loop.RoleCheck:
-			return loop.BuiltinCheck{}, "builtin", nil
-		case loop.RoleAct:
-			return loop.BuiltinAct{}, "builtin", nil
+		builtin := map[loop.Role]loop.Agent{loop.RolePlan: loop.BuiltinPlan{}, loop.RoleCheck: loop.BuiltinCheck{}, loop.RoleAct: loop.BuiltinAct{}}
+		if agent, ok := builtin[role]; ok {
+			return agent, "builtin", nil
 		}
 	case AgentExec:
 		argv, err := a.Repo.resolveArgv(role, c.Cmd)

@@ -95,10 +95,9 @@ func (cf confiner) sandbox(c confinement) (*loop.Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
 	}
-	cfg := cf.cfg
 	return &loop.Sandbox{
-		Launcher: launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cfg.Network,
-		AllowWrite: expandHome(cfg.AllowWrite),
+		Launcher: launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cf.cfg.Network,
+		AllowWrite: expandHome(cf.cfg.AllowWrite),
 		ObjectsDir: filepath.Join(cf.repo.GitDir, "objects"),
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
 		CacheDir: cf.repo.Path("cache"),

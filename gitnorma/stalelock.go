@@ -8,8 +8,7 @@ import (
 )
 
 // staleLockEvent records the locks (index.lock, HEAD.lock; comma separated in path) removed
-// from a run worktree's git directory, left by
-// whoever (a killed git, an agent) as the one holding it.
+// from a run worktree's git directory, left by whoever (a killed git, an agent) held them.
 func staleLockEvent(now time.Time, path, leftBy string) store.Event {
 	return store.Event{TS: now, Type: "stale_lock_removed",
 		Message: "removed " + path + ", left by " + leftBy + ": git refuses to commit in the worktree while a lock is there",
