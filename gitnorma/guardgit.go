@@ -283,12 +283,7 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 	var busy map[string]bool // read once, when a task branch moved
 	isBusy := func(task string) bool {
 		if busy == nil {
-			busy = g.liveTasks()
-			if g.st != nil {
-				for t := range g.tasksActiveSince(ctx, s.at) {
-					busy[t] = true
-				}
-			}
+			busy = g.busyTasks(ctx, s.at)
 		}
 		return s.live[task] || busy[task]
 	}
@@ -337,19 +332,23 @@ func (g *guardState) liveTasks() map[string]bool {
 	return out
 }
 
-// tasksActiveSince are the tasks with a run going on, or one that started or ended since t.
-func (g *guardState) tasksActiveSince(ctx context.Context, t time.Time) map[string]bool {
-	out := map[string]bool{}
+// busyTasks are the live tasks (liveTasks) and the tasks with a run going on, or one that
+// started or ended since t.
+func (g *guardState) busyTasks(ctx context.Context, t time.Time) map[string]bool {
+	busy := g.liveTasks()
+	if g.st == nil {
+		return busy
+	}
 	runs, err := g.st.RecentRuns(ctx, 200)
 	if err != nil {
-		return out
+		return busy
 	}
 	for _, r := range runs {
 		if r.Status == store.StatusRunning || !r.CreatedAt.Before(t) || !r.EndedAt.Before(t) {
-			out[r.TaskID] = true
+			busy[r.TaskID] = true
 		}
 	}
-	return out
+	return busy
 }
 
 // checkStore reports records of this run or its task that the run did not write, and removes
