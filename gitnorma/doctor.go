@@ -64,7 +64,8 @@ func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
 	if ident, err := a.Repo.Git.Var(ctx, "GIT_COMMITTER_IDENT"); err != nil {
 		rep.add("git identity", "fail", "git has no user.name/user.email", `git config --global user.name "Your Name" && git config --global user.email you@example.com`)
 	} else {
-		rep.add("git identity", "ok", strings.Join(strings.Fields(ident)[:max(0, len(strings.Fields(ident))-2)], " "), "")
+		fields := strings.Fields(ident) // the name and email, then the time and zone
+		rep.add("git identity", "ok", strings.Join(fields[:max(0, len(fields)-2)], " "), "")
 	}
 	if target, err := a.targetBranch(ctx); err != nil {
 		rep.add("target branch", "fail", err.Error(), hintOf(err))
