@@ -213,7 +213,7 @@ func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, target stri
 // task, finishing what the landing left undone: the journal on the squash commit, the landed
 // event, the parents the task completes.
 func (a *App) recordLanding(ctx context.Context, st *store.Store, req landRequest, commit string) error {
-	reason := fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, req.target, req.runID)
+	reason := landingReason(commit, req.target, req.runID)
 	tr, err := a.Tracker()
 	if err == nil {
 		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
@@ -249,18 +249,8 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 // branch, or is rescued onto it, which then no longer matches the PASS and does not land).
 func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
-	if _, err := os.Stat(path); err != nil {
-		return
-	}
-	err := r.app.Repo.withWorktreeLock(ctx, func() error {
-		removed, err := r.wm.Remove(ctx, path, dead.ID)
-		if removed.StaleLock != "" {
-			_ = r.st.AppendEvent(ctx, dead.ID, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of this run, which died"))
-		}
-		return err
-	})
-	if err != nil {
-		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
+	if _, err := os.Stat(path); err == nil {
+		r.removeRunWorktree(ctx, path, dead.ID, "a process of this run, which died")
 	}
 }
 
@@ -346,11 +336,4 @@ func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool, l
 		say(live, taskID, "recovered task %s: its claim was left by a run that died; reopened", taskID)
 	}
 	return err
-}
-
-func orEmpty(rep *RunReport) RunReport {
-	if rep == nil {
-		return RunReport{}
-	}
-	return *rep
 }

@@ -132,7 +132,8 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		return rep, nil
 	}
 	say(o.Live, rep.TaskID, "continuing with %s (%s)", rep.continueWith, rep.StopReason)
-	next, err := a.Run(ctx, RunOptions{TaskID: rep.continueWith, NoLand: o.NoLand, Live: o.Live, Force: o.Force, IgnoreViolation: o.IgnoreViolation, hops: o.hops + 1, store: o.store})
+	o.TaskID, o.hops = rep.continueWith, o.hops+1
+	next, err := a.Run(ctx, o)
 	rep.Next, rep.ExitCode = &next, next.ExitCode
 	return rep, err
 }
@@ -168,8 +169,10 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}
-	if rep, err := r.recoverPassed(ctx, o.NoLand, o.Live); err != nil || rep != nil {
-		return orEmpty(rep), err
+	if rep, err := r.recoverPassed(ctx, o.NoLand, o.Live); err != nil {
+		return RunReport{}, err
+	} else if rep != nil {
+		return *rep, nil
 	}
 	if err := r.checkClaimable(ctx); err != nil {
 		return RunReport{}, err
@@ -390,14 +393,6 @@ func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
 	return fmt.Errorf("worktree.setup changed files git tracks or does not ignore (%s): make it write only ignored paths (or ignore them in .gitignore)", strings.Join(changed, ", "))
 }
 
-// stepJournal is the run's journal: while the run holds its task lock nobody else writes
-// notes on its own step commits, so each note it created is merged in memory afterwards.
-func (r *run) stepJournal() notes.Journal {
-	j := r.app.Repo.NotesJournal()
-	j.Written = &notes.Written{}
-	return j
-}
-
 // reportCatchUp records (and says) how the existing task branch was brought up to date with
 // the target: merged, or saved and restarted because it conflicted.
 func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.LiveFunc) {
@@ -464,12 +459,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 			return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
 				"branch %s is checked out in %s", branch, holder)
 		}
-		dead := filepath.Base(filepath.Dir(holder))
-		removed, err := r.wm.Remove(ctx, holder, dead)
-		if removed.StaleLock != "" {
-			_ = r.st.AppendEvent(ctx, dead, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of this run, which died"))
-		}
-		return err
+		return r.removeLocked(ctx, holder, filepath.Base(filepath.Dir(holder)), "a process of this run, which died")
 	})
 }
 
@@ -484,8 +474,12 @@ func (r *run) loopWorkspace(ctx context.Context) workspace {
 }
 
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
+	// While the run holds its task lock nobody else writes notes on its own step commits, so
+	// each note it created is merged in memory afterwards.
+	journal := r.app.Repo.NotesJournal()
+	journal.Written = &notes.Written{}
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
-		journal: r.stepJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
+		journal: journal, mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,

@@ -30,7 +30,7 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.fileDiscoveries(fctx, res.Discovered, &rep)
 	}
 	switch {
-	case planOutcome(res) != "":
+	case planOutcome(res):
 		r.applyOutcome(fctx, res, &rep)
 		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, rep.Message)
 		r.release(fctx, true)
@@ -64,16 +64,11 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 	return rep, nil
 }
 
-// planOutcome is the outcome of a run that Plan ended by decomposing or blocking the task.
-func planOutcome(res loop.Result) string {
-	if res.Plan == nil || res.Status != loop.RunStopped {
-		return ""
-	}
-	if (res.StopReason == loop.StopDecomposed && res.Plan.Outcome == loop.OutcomeDecompose) ||
-		(res.StopReason == loop.StopDependencyBlocked && res.Plan.Outcome == loop.OutcomeBlocked) {
-		return res.Plan.Outcome
-	}
-	return ""
+// planOutcome says Plan ended the run by decomposing or blocking the task.
+func planOutcome(res loop.Result) bool {
+	return res.Plan != nil && res.Status == loop.RunStopped &&
+		(res.StopReason == loop.StopDecomposed && res.Plan.Outcome == loop.OutcomeDecompose ||
+			res.StopReason == loop.StopDependencyBlocked && res.Plan.Outcome == loop.OutcomeBlocked)
 }
 
 // applyOutcome creates what Plan asked for and says which task to go on with. A failure
@@ -161,7 +156,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 		status = "" // closed by the landing: no need to ask
 	} else if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
 		status = "" // moved by someone else: leave the status alone
-	} else if holder := r.takenOverBy(ctx, t); holder != "" {
+	} else if holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t); holder != "" {
 		// Another worker holds the claim now (this run's lease ran out, and it was reopened
 		// and claimed elsewhere): its claim and its state are not this run's to touch.
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "claim_lost",
@@ -179,29 +174,31 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	}
 }
 
-// takenOverBy is who holds the claim of t, in progress, when that is not this run's actor ("":
-// this run's, or the tracker keeps no assignee for claims).
-func (r *run) takenOverBy(ctx context.Context, t tracker.Task) string {
-	holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t)
-	return holder
-}
-
 // removeWorktree frees the task branch (landing may delete it) once its work is committed.
 func (r *run) removeWorktree(ctx context.Context) {
-	if r.ws == nil {
-		return
+	if r.ws != nil {
+		r.removeRunWorktree(ctx, r.ws.Dir(), r.id, "a process of the run")
+		r.ws = nil
 	}
-	err := r.app.Repo.withWorktreeLock(ctx, func() error {
-		removed, err := r.wm.Remove(ctx, r.ws.Dir(), r.id)
-		if removed.StaleLock != "" {
-			_ = r.st.AppendEvent(ctx, r.id, staleLockEvent(r.app.Now(), removed.StaleLock, "a process of the run"))
-		}
-		return err
-	})
+}
+
+// removeRunWorktree removes the worktree at path of run runID under the worktree lock; one
+// that cannot be removed is kept, and that is recorded.
+func (r *run) removeRunWorktree(ctx context.Context, path, runID, who string) {
+	err := r.app.Repo.withWorktreeLock(ctx, func() error { return r.removeLocked(ctx, path, runID, who) })
 	if err != nil {
-		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
+		_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
 	}
-	r.ws = nil
+}
+
+// removeLocked removes the worktree at path of run runID, recording the stale git lock that
+// who (a process of the run) left in it. The caller holds the worktree lock.
+func (r *run) removeLocked(ctx context.Context, path, runID, who string) error {
+	removed, err := r.wm.Remove(ctx, path, runID)
+	if removed.StaleLock != "" {
+		_ = r.st.AppendEvent(ctx, runID, staleLockEvent(r.app.Now(), removed.StaleLock, who))
+	}
+	return err
 }
 
 // finish marks the run's final status in the store.
