@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,9 +101,7 @@ func (h *History) runJournal(ctx context.Context, st *store.Store, r store.Run) 
 			Iteration: s.Iteration, Status: s.Status, Summary: s.Summary, Source: "store"}
 		out, ok := storedOutput(s)
 		if !ok {
-			var err error
-			out, err = readStepOutput(filepath.Join(h.repo.Root, filepath.FromSlash(s.Dir)))
-			ok = err == nil
+			out, ok = readStepOutput(filepath.Join(h.repo.Root, filepath.FromSlash(s.Dir)))
 		}
 		if ok {
 			e.Status, e.StopReason, e.Title, e.Details = out.Status, out.StopReason, out.Progress.Title, out.Progress.Details
@@ -126,6 +125,12 @@ func (h *History) runJournal(ctx context.Context, st *store.Store, r store.Run) 
 		}
 	}
 	return entries, nil
+}
+
+func readStepOutput(dir string) (loop.Output, bool) {
+	var out loop.Output
+	data, err := os.ReadFile(filepath.Join(dir, "output.json"))
+	return out, err == nil && json.Unmarshal(data, &out) == nil
 }
 
 // notesJournal reads the entries of a task or run from git notes.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -122,15 +120,12 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
 	}
 	ld.crash.reach("landed")
-	reason := landingReason(res.Commit, req.target, req.runID)
+	reason, landed := landingReason(res.Commit, req.target, req.runID), res.Commit
 	if res.Empty {
 		reason = fmt.Sprintf("verified by git-norma run %s; the branch added no changes to %s", req.runID, req.target)
-	}
-	_ = st.SetLanded(ctx, req.runID, res.Commit)
-	landed := res.Commit
-	if res.Empty {
 		landed = "" // nothing landed to note; the steps' notes still go on their commits
 	}
+	_ = st.SetLanded(ctx, req.runID, res.Commit)
 	ld.noteLanding(ctx, st, req, landed)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "landed", Message: reason,
 		Data: map[string]any{"commit": res.Commit, "target": req.target, "parent": res.Parent, "checkout": res.Checkout}})
@@ -336,15 +331,6 @@ func runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.
 		}
 	}
 	return plan, check, last, nil
-}
-
-func readStepOutput(dir string) (loop.Output, error) {
-	var out loop.Output
-	data, err := os.ReadFile(filepath.Join(dir, "output.json"))
-	if err != nil {
-		return out, err
-	}
-	return out, json.Unmarshal(data, &out)
 }
 
 // noteLanding writes the run's step notes not written yet (req.stepNotes) and puts the run's
