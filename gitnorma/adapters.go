@@ -92,7 +92,11 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	last := &r.notes[len(r.notes)-1]
 	last.Entries = append(last.Entries, stepEntry(r.taskID, step, r.redact))
 	if r.mirror != nil {
-		r.mirror.afterStep(ctx, rec, func(err error) { r.mirrorFailed(ctx, rec, "task notes", err) })
+		// The store, the commit point, has the step: a mirror that could not be written is
+		// recorded, and the run goes on.
+		r.mirror.afterStep(ctx, rec, func(err error) {
+			_ = r.st.AppendEvent(ctx, rec.RunID, store.Event{TS: rec.EndedAt, Type: "mirror_failed", Message: "task notes: " + err.Error()})
+		})
 	}
 	return nil
 }
@@ -114,12 +118,6 @@ func (r *recorder) finishMirrors(ctx context.Context) {
 		r.mirror.queue.wait()
 	}
 	r.pushBranch.wait()
-}
-
-// mirrorFailed records a mirror that could not be written; the store, the commit point, has
-// the step, so the run goes on.
-func (r *recorder) mirrorFailed(ctx context.Context, rec loop.StepRecord, mirror string, err error) {
-	_ = r.st.AppendEvent(ctx, rec.RunID, store.Event{TS: rec.EndedAt, Type: "mirror_failed", Message: mirror + ": " + err.Error()})
 }
 
 // stepEntry is a step's journal line, derived from its store row only, so the line written

@@ -75,12 +75,8 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		}
 	}
 	logDir := a.Repo.Path("runs", rep.RunID)
-	if err := os.MkdirAll(logDir, 0o700); err != nil {
-		return rep, err
-	}
-	rep.Log = filepath.Join(logDir, "checks.txt")
-	log, err := os.OpenFile(rep.Log, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
-	if err != nil {
+	var log *os.File
+	if log, rep.Log, err = openChecksLog(logDir); err != nil {
 		return rep, err
 	}
 	defer log.Close()

@@ -182,16 +182,13 @@ func wrapText(text string, width int) string {
 	var lines []string
 	line := ""
 	for _, w := range wrapWords(text) {
-		if line != "" && len([]rune(line))+1+len([]rune(w)) > width {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) > width:
 			lines = append(lines, line)
 			line = indent + w
-			continue
-		}
-		if line == "" {
-			line = w
-		} else if line == indent {
-			line += w
-		} else {
+		default:
 			line += " " + w
 		}
 	}

@@ -101,11 +101,7 @@ func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan)
 func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []loop.Discovery) (outcome, error) {
 	var out outcome
 	for i, d := range found {
-		kind := d.Kind
-		if !tracker.ValidType(kind) {
-			kind = "task"
-		}
-		id, err := ap.ensure(ctx, task.Parent, loop.NewIssue{Key: fmt.Sprint(i), Title: d.Title, Type: kind, Description: d.Description}, &out)
+		id, err := ap.ensure(ctx, task.Parent, loop.NewIssue{Key: fmt.Sprint(i), Title: d.Title, Type: d.Kind, Description: d.Description}, &out)
 		if err != nil {
 			return out, err
 		}
