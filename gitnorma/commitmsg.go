@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -134,10 +135,7 @@ func commitType(cfg Commit, t tracker.Task) string {
 // subject is the task title on one line, without a trailing period, cut at a word boundary
 // to fit in n characters.
 func subject(t tracker.Task, n int) string {
-	s := strings.TrimRight(strings.Join(strings.Fields(t.Title), " "), ".")
-	if s == "" {
-		s = "complete " + t.ID
-	}
+	s := cmp.Or(strings.TrimRight(strings.Join(strings.Fields(t.Title), " "), "."), "complete "+t.ID)
 	r := []rune(s)
 	if len(r) <= n {
 		return s

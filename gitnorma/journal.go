@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,28 +164,20 @@ func RenderJournal(entries []JournalEntry) string {
 		if status == "fail" {
 			status = loop.StatusError
 		}
-		stop := e.StopReason
-		if stop == "" {
-			stop = loop.StopNone
-		}
 		details := e.Details
 		if e.Usage != nil {
-			details = append(append([]string(nil), details...), fmt.Sprintf("agent: %s %s, %d input / %d output tokens, $%.4f",
+			details = append(slices.Clone(details), fmt.Sprintf("agent: %s %s, %d input / %d output tokens, $%.4f",
 				e.Usage.Agent, e.Usage.Model, e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD))
 		}
 		b.WriteString(loop.ProgressEntry(e.Task, e.Run, loop.StepRecord{
 			Index: e.Step, Role: loop.Role(e.Role), Iteration: e.Iteration, EndedAt: e.TS,
-			Output: loop.Output{Status: status, StopReason: stop, Summary: loop.Summary{Text: e.Summary},
+			Output: loop.Output{Status: status, StopReason: cmp.Or(e.StopReason, loop.StopNone), Summary: loop.Summary{Text: e.Summary},
 				Progress: loop.Progress{Title: e.Title, Details: details},
-				Logs:     loop.Logs{StdoutPath: orNone(e.Stdout), StderrPath: orNone(e.Stderr)}},
+				Logs:     loop.Logs{StdoutPath: cmp.Or(e.Stdout, notHere), StderrPath: cmp.Or(e.Stderr, notHere)}},
 		}))
 	}
 	return b.String()
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(not on this machine)"
-	}
-	return s
-}
+// notHere stands for the log of a step made on another machine.
+const notHere = "(not on this machine)"

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -155,11 +156,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 	ld.crash.reach("closed")
 	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
-		at := res.Commit
-		if at == "" {
-			at = res.Parent
-		}
-		ld.completeParents(ctx, st, req.runID, req.task.ID, at)
+		ld.completeParents(ctx, st, req.runID, req.task.ID, cmp.Or(res.Commit, res.Parent))
 	}
 	return res.Commit, nil
 }

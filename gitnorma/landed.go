@@ -64,15 +64,11 @@ func (r *Repo) storeLanding(ctx context.Context, st *store.Store, task tracker.T
 		return priorLanding{}, err
 	}
 	for _, rec := range runs {
-		if rec.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
+		if rec.LandedCommit == "" || rec.CreatedAt.Before(task.CreatedAt.Add(-clockSkew)) {
 			continue
 		}
-		landed := rec.LandedCommit
-		if landed == "" {
-			continue
-		}
-		if on, err := r.Git.IsAncestor(ctx, landed, "refs/heads/"+target); err == nil && on {
-			return priorLanding{Commit: landed, RunID: rec.ID}, nil
+		if on, err := r.Git.IsAncestor(ctx, rec.LandedCommit, "refs/heads/"+target); err == nil && on {
+			return priorLanding{Commit: rec.LandedCommit, RunID: rec.ID}, nil
 		}
 	}
 	return priorLanding{}, nil

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -135,11 +136,7 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	}
 	ap.all = append(ap.all, t)
 	out.created = append(out.created, t.ID)
-	under := parent
-	if under == "" {
-		under = "the top level"
-	}
-	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, under),
+	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, cmp.Or(parent, "the top level")),
 		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
 	return t.ID, nil
 }

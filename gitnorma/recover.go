@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,13 +125,10 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		}
 		rep.Landed, done = landed, fmt.Sprintf("already landed as %.10s on %s; task closed", landed, r.pre.target)
 	case passHead == "" || why != "":
-		if why == "" {
-			why = "it recorded no verified commit"
-		}
 		if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
 			return nil, fmt.Errorf("reopen task %s: %w", t.ID, err)
 		}
-		rep, done = nil, "reopened ("+why+")"
+		rep, done = nil, "reopened ("+cmp.Or(why, "it recorded no verified commit")+")"
 	default:
 		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true})
 		var refused *landRefusal

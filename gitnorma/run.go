@@ -425,14 +425,13 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if t.Status == tracker.StatusInProgress && r.recoverClaim(ctx) {
 		t.Status = tracker.StatusOpen
 	}
-	if t.Status == tracker.StatusInProgress {
-		// Claimed since it was selected (another worker, a person): for loop, a lost claim.
-		return &Error{Err: lostClaim{fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)},
-			Hint: "if nobody is working on it, set its status back to open in the tracker"}
-	}
 	if t.Status != tracker.StatusOpen {
-		return failf("if nobody is working on it, set its status back to open in the tracker",
-			"task %s is %s (claimed by another run or person)", t.ID, t.Status)
+		err := fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)
+		if t.Status == tracker.StatusInProgress {
+			// Claimed since it was selected (another worker, a person): for loop, a lost claim.
+			err = lostClaim{err}
+		}
+		return &Error{Err: err, Hint: "if nobody is working on it, set its status back to open in the tracker"}
 	}
 	r.pre.task = t
 	var err error
