@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -31,13 +32,8 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 	if t.Status != tracker.StatusInProgress {
 		return false
 	}
-	switch run.Claim {
-	case store.ClaimHeld:
-		return true
-	case store.ClaimIntent:
-		return t.Assignee == a.lander().claimAssignee(ctx, run)
-	}
-	return false
+	return run.Claim == store.ClaimHeld ||
+		run.Claim == store.ClaimIntent && t.Assignee == a.lander().claimAssignee(ctx, run)
 }
 
 // claimAssignee is the assignee run's claim leaves on a task: the embedded backlog's claim
@@ -162,12 +158,9 @@ func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) strin
 	if r.app.Config.RecoverPassed == RecoverReopen {
 		return "recover_passed is reopen"
 	}
-	if events, err := r.st.Events(ctx, runID); err == nil {
-		for _, e := range events {
-			if e.Type == "land_skipped" {
-				return "it was run with --no-land"
-			}
-		}
+	events, err := r.st.Events(ctx, runID)
+	if err == nil && slices.ContainsFunc(events, func(e store.Event) bool { return e.Type == "land_skipped" }) {
+		return "it was run with --no-land"
 	}
 	if noLand {
 		return "--no-land"
