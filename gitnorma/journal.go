@@ -116,13 +116,12 @@ func (h *History) runJournal(ctx context.Context, st *store.Store, r store.Run) 
 	}
 	for _, ev := range events {
 		if ev.Type == "landed" || ev.Type == "land_refused" {
-			e := JournalEntry{TS: ev.TS, Kind: notes.KindLand, Task: r.TaskID, Run: r.ID, Status: ev.Type, Summary: ev.Message, Source: "store"}
 			var data struct {
 				Commit string `json:"commit"`
 			}
 			_ = json.Unmarshal([]byte(ev.DataJSON), &data)
-			e.Commit = data.Commit
-			entries = append(entries, e)
+			entries = append(entries, JournalEntry{TS: ev.TS, Kind: notes.KindLand, Task: r.TaskID, Run: r.ID, Status: ev.Type,
+				Summary: ev.Message, Commit: data.Commit, Source: "store"})
 		}
 	}
 	return entries, nil
