@@ -240,7 +240,6 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := lock.Record(r.id, r.started); err != nil {
 		return err
 	}
-	takenOver := lock.Previous
 	if err := r.freeBranch(ctx); err != nil {
 		return err
 	}
@@ -271,21 +270,20 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 			return err
 		}
 	}
-	if takenOver.PID != 0 {
+	if takenOver := lock.Previous; takenOver.PID != 0 {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
 			Message: fmt.Sprintf("the run lock was left by pid %d (run %s) on %s, which died; taken over", takenOver.PID, loop.OrDash(takenOver.RunID), takenOver.Host)})
 	}
-	if err := r.resumeFromRemote(ctx); err != nil {
-		r.finish(ctx, store.StatusFailed, "", "", err.Error())
-		return err
-	}
-	err = r.app.Repo.withWorktreeLock(ctx, func() error {
-		var err error
-		r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
-			TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target, CatchUp: true,
+	err = r.resumeFromRemote(ctx)
+	if err == nil {
+		err = r.app.Repo.withWorktreeLock(ctx, func() error {
+			var err error
+			r.ws, err = r.wm.Create(ctx, worktree.CreateOptions{
+				TaskID: r.pre.task.ID, RunID: r.id, Path: filepath.Join(r.dir, "workspace"), Target: r.pre.target, CatchUp: true,
+			})
+			return err
 		})
-		return err
-	})
+	}
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return err
@@ -317,10 +315,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	}
 	r.app.crash.reach("claimed")
 	r.claimed = true
-	lost := new(atomic.Bool)
-	r.leaseLost = lost
+	r.leaseLost = new(atomic.Bool)
 	r.stopLease = r.mirror.keepLease(ctx, func(err error) {
-		if tracker.LeaseLost(err) && !lost.Swap(true) {
+		if tracker.LeaseLost(err) && !r.leaseLost.Swap(true) {
 			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
 				Message: fmt.Sprintf("the claim of task %s is no longer this run's (%v): its work will not land", r.pre.task.ID, err)})
 			return
