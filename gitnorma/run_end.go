@@ -29,11 +29,11 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 	if len(res.Discovered) > 0 {
 		r.fileDiscoveries(fctx, res.Discovered, &rep)
 	}
+	// rep.Message is res.Message, unless Plan's outcome added what applying it did.
+	status, stopReason, removeWorktree := store.StatusStopped, res.StopReason, true
 	switch {
 	case planOutcome(res):
 		r.applyOutcome(fctx, res, &rep)
-		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, rep.Message)
-		r.release(fctx, true)
 	case res.Status == loop.RunPassed:
 		// The PASS holds for the commit its Check ran on, and the tree its commands saw;
 		// landing refuses a branch moved since, or a tree other than the checked one.
@@ -48,18 +48,14 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		r.app.crash.reach("passed")
 		return r.landAndClose(fctx, rep)
 	case res.StopReason == loop.StopInterrupted:
-		rep.ExitCode = ExitInterrupted
-		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, res.Message)
-		r.release(fctx, false)
+		rep.ExitCode, removeWorktree = ExitInterrupted, false
 	case res.Status == loop.RunFailed:
-		rep.ExitCode = ExitFail
-		r.finish(fctx, store.StatusFailed, verdict, "", res.Message)
-		r.release(fctx, true)
+		rep.ExitCode, status, stopReason = ExitFail, store.StatusFailed, ""
 	default:
 		rep.ExitCode = ExitStopped
-		r.finish(fctx, store.StatusStopped, verdict, res.StopReason, res.Message)
-		r.release(fctx, true)
 	}
+	r.finish(fctx, status, verdict, stopReason, rep.Message)
+	r.release(fctx, removeWorktree)
 	rep.Blocked = r.blocked
 	return rep, nil
 }
