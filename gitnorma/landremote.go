@@ -42,11 +42,8 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 		_, err = ld.repo.Worktrees().SyncTarget(ctx, remote, target)
 		return nil
 	})
-	if lockErr != nil {
+	if lockErr != nil || err == nil {
 		return lockErr
-	}
-	if err == nil {
-		return nil
 	}
 	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
 	switch {
