@@ -459,16 +459,6 @@ func (r *run) freeBranch(ctx context.Context) error {
 	})
 }
 
-// loopWorkspace is the run's worktree as the loop works with it.
-func (r *run) loopWorkspace(ctx context.Context) workspace {
-	return workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
-		confined: r.app.confiner().shields(r.pre.sandbox),
-		events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
-		checks: func(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error) {
-			return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit, fresh)
-		}}
-}
-
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
 	// While the run holds its task lock nobody else writes notes on its own step commits, so
 	// each note it created is merged in memory afterwards.
@@ -479,9 +469,14 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: r.loopWorkspace(ctx),
-		Recorder:  r.rec,
-		Live:      r.app.redact.live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
+		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
+			confined: r.app.confiner().shields(r.pre.sandbox),
+			events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
+			checks: func(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error) {
+				return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit, fresh)
+			}},
+		Recorder: r.rec,
+		Live:     r.app.redact.live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
 		Facts:  r.mirror.facts(),
 		Paused: r.pauseReason,
 		Gates:  r.app.Config.Gates,
