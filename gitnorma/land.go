@@ -26,6 +26,9 @@ type landRequest struct {
 	// leaseLost says the run found its claim's lease reclaimed while it worked: another run
 	// may be doing the task now, and this one's work does not land.
 	leaseLost bool
+	// checkedHere says the PASS is this process's own Check of the run, just made (the run's
+	// end), not one read from the store.
+	checkedHere bool
 	// forced is a run made with --force, which may have gone ahead of open tasks that block
 	// this one: its close overrides the tracker's refusal (bd close --force).
 	forced bool

@@ -50,7 +50,18 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	if onBranch, err := ld.repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		return head, tip, ld.checkPassTree(ctx, req, run.PassTree, head)
+		if err := ld.checkPassTree(ctx, req, run.PassTree, head); err != nil || req.checkedHere || ld.storeShielded() {
+			return head, tip, err
+		}
+		// A PASS read from the store is a hint where the kernel did not keep agents out of it
+		// (unconfined, or sandbox.allow_write opening the repository): any of them could have
+		// written it. The tree that would land is checked again.
+		_, err := ld.recheck(ctx, st, req, head, fmt.Sprintf("the PASS of run %s was read from a store agents could write; its checks on %.10s", req.runID, head),
+			map[string]any{"head": head}, func(failed, logPath string) *landRefusal {
+				return &landRefusal{reason: fmt.Errorf("its checks fail on the tree that would land: %s (log: %s)", failed, logPath),
+					hint: "verify it again: git norma run " + req.task.ID}
+			})
+		return head, tip, err
 	}
 	wm := ld.repo.Worktrees()
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
@@ -59,13 +70,32 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	} else if err != nil {
 		return "", "", err // never land a merge that was not checked
 	}
+	tree, err := ld.recheck(ctx, st, req, merge, fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s", req.target, tip, merge),
+		map[string]any{"target_tip": tip, "merge": merge}, func(failed, logPath string) *landRefusal {
+			return &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, failed, logPath),
+				hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
+		})
+	if err != nil || tree == "" {
+		return head, tip, err // no criteria: nothing to check again
+	}
+	if err := ld.repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
+		return "", "", fmt.Errorf("move %s to the checked merge: %w", branch, err)
+	}
+	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
+}
+
+// recheck runs the task's criteria on commit in its check worktree and records the
+// land_rechecked event (why, the verdict, data and the evidence); it returns the checked tree
+// ("" when there are no criteria to run), or the refusal refuse builds from the failing commands
+// and the log when the verdict is not PASS.
+func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest, commit, why string, data map[string]any, refuse func(failed, logPath string) *landRefusal) (string, error) {
 	effective, err := ld.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
-		return head, tip, err
+		return "", err
 	}
-	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, merge, effective)
+	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, commit, effective)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	verdict := loop.ComputeVerdict(effective, loop.ResultsFromEvidence(effective, evidence), loop.PlanMatch{}).Status
 	var failed []string
@@ -74,17 +104,20 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 			failed = append(failed, fmt.Sprintf("`%s` exited %d", e.Cmd, e.ExitCode))
 		}
 	}
-	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_rechecked",
-		Message: fmt.Sprintf("%s moved to %.10s since the branch forked; its checks on the merge %.10s: %s", req.target, tip, merge, verdict),
-		Data:    map[string]any{"target_tip": tip, "merge": merge, "tree": tree, "verdict": verdict, "evidence": evidence, "log": logPath}})
+	data["tree"], data["verdict"], data["evidence"], data["log"] = tree, verdict, evidence, logPath
+	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_rechecked", Message: why + ": " + verdict, Data: data})
 	if verdict != loop.VerdictPass {
-		return "", "", &landRefusal{reason: fmt.Errorf("its checks fail once merged with what landed on %s since it forked: %s (log: %s)", req.target, strings.Join(failed, "; "), logPath),
-			hint: fmt.Sprintf("run it again, from %s merged in: git norma run %s", req.target, req.task.ID)}
+		return "", refuse(strings.Join(failed, "; "), logPath)
 	}
-	if err := ld.repo.Git.UpdateRef(ctx, "refs/heads/"+branch, merge, head, "norma: merge "+req.target+" checked before landing"); err != nil {
-		return "", "", fmt.Errorf("move %s to the checked merge: %w", branch, err)
-	}
-	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
+	return tree, nil
+}
+
+// storeShielded says the kernel keeps every agent out of the run store, so that a PASS read
+// from it was recorded by git-norma.
+func (ld *lander) storeShielded() bool {
+	cf := ld.checker().confiner
+	c, err := cf.confinement()
+	return err == nil && cf.shields(c)
 }
 
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
