@@ -151,6 +151,15 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		agentErr = ValidateOutput(s.role, e.o.Task.ID, &out)
 	}
 	s.out = out
+	if !isPure {
+		// Whatever became of the agent — done, failed, timed out, interrupted — what it wrote
+		// outside the places it may write is caught and undone before anything else.
+		if outside, err := e.o.Workspace.OutsideChanges(context.WithoutCancel(ctx), s.snap); err != nil {
+			return nil, err
+		} else if len(outside) > 0 {
+			return protocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
+		}
+	}
 	if agentErr != nil && ctx.Err() == nil && !IsProtocolError(agentErr) {
 		return nil, agentErr
 	}
@@ -175,11 +184,6 @@ func runErr(ctx context.Context, err error) (error, error) {
 // commit, read-only roles must have left the workspace as they found it.
 func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	ws := e.o.Workspace
-	if outside, err := ws.OutsideChanges(ctx, s.snap); err != nil {
-		return nil, err
-	} else if len(outside) > 0 {
-		return protocolErrorf(ErrKindGuard, "the %s agent wrote outside the places it may write: %s", s.role, strings.Join(outside, ", ")), nil
-	}
 	if s.role == RoleDo {
 		e.preDo = s.snap.Head
 	}
