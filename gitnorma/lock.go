@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // RunLock is an exclusive lock held while working: one per task (.norma/locks/task-<id>.lock)
@@ -161,4 +162,23 @@ func LiveLockHolder(path string) (LockHolder, bool) {
 	}
 	h, _ := ReadLockHolder(path) // held is held, even when the record cannot be read
 	return h, true
+}
+
+// unconfinedTurn waits until no other run with unconfined agents is under way in the
+// repository, saying so if it has to, and returns the release of the turn. Unconfined agents
+// take turns: each step's fallback guard compares the shared places with its own snapshot, and
+// one taken while another run's agent had changed them would put that change back after the
+// other run's guard undid it.
+func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID string) (func(), error) {
+	path := r.Path("locks", "unconfined.lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if l, err := acquireLock(path, ""); err == nil {
+		return l.Release, nil
+	} else if !errors.Is(err, ErrLocked) {
+		return nil, err
+	}
+	say(live, taskID, "waiting for another run's unconfined agents to finish: without Landlock, runs take turns")
+	return waitLock(ctx, path)
 }

@@ -187,6 +187,13 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 			return RunReport{}, err
 		}
 	}
+	if !a.confiner().shields(pre.sandbox) {
+		unlock, err := a.Repo.unconfinedTurn(ctx, o.Live, o.TaskID)
+		if err != nil {
+			return RunReport{}, err
+		}
+		defer unlock()
+	}
 	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err
 	}
