@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -109,7 +110,10 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 		return ""
 	}
 	parse := func(f savedFile) (entries []configEntry, err error) {
-		if !f.absent {
+		switch {
+		case f.irregular:
+			return nil, errors.New("not a file git-norma reads")
+		case !f.absent:
 			entries, err = g.repo.Git.ParseConfig(ctx, f.data)
 		}
 		return entries, err
@@ -135,8 +139,9 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 	fate, err := "set back", error(nil)
 	if now.absent {
 		fate, err = "restored", saved.restore() // removed: nothing to set keys in
-	} else {
-		err = g.repo.restoreConfig(ctx, saved.path, before, keys)
+	} else if err = g.repo.restoreConfig(ctx, saved.path, before, keys); err != nil {
+		// git config refused (a config.lock left in place, say): the whole file goes back.
+		fate, err = "restored", saved.restore()
 	}
 	if err != nil {
 		fate = "could not restore: " + err.Error()

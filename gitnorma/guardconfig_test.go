@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -187,4 +189,59 @@ func TestRestoreRelinksAndRewritesThroughALink(t *testing.T) {
 	link, err := os.Readlink(path)
 	require.NoError(t, err)
 	assert.Equal(t, target, link)
+}
+
+// A config replaced by a directory or a pipe is put back whole — reading or writing a pipe
+// would block git-norma for good — and one git config cannot write (a config.lock left in
+// place) gets its whole text back instead of its keys.
+func TestConfigChangeRestoresWhatGitConfigCannot(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		tamper func(t *testing.T, config string, run func(args ...string))
+		want   string
+	}{
+		{"a directory", func(t *testing.T, config string, _ func(args ...string)) {
+			require.NoError(t, os.Remove(config))
+			require.NoError(t, os.MkdirAll(filepath.Join(config, "sub"), 0o755))
+		}, ".git/config: no longer a config git reads (restored)"},
+		{"a pipe", func(t *testing.T, config string, _ func(args ...string)) {
+			require.NoError(t, os.Remove(config))
+			require.NoError(t, syscall.Mkfifo(config, 0o644))
+		}, ".git/config: no longer a config git reads (restored)"},
+		{"a lock left in place", func(t *testing.T, config string, run func(args ...string)) {
+			run("config", "core.hooksPath", "/tmp/evil-hooks")
+			require.NoError(t, os.WriteFile(config+".lock", nil, 0o644))
+		}, ".git/config: core.hookspath (restored)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, run := configRepo(t)
+			config := filepath.Join(dir, ".git", "config")
+			g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+			saved := saveFile(config)
+			c.tamper(t, config, run)
+			done := make(chan string, 1)
+			go func() { done <- g.configChange(context.Background(), saved) }()
+			select {
+			case found := <-done:
+				assert.Equal(t, c.want, found)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the guard hangs")
+			}
+			assert.True(t, saved.same(saveFile(config)), "the config is back as it was")
+		})
+	}
+}
+
+// A file too large to keep a copy of is not read (a sparse file of 40 GB would take all the
+// memory): it counts as changed, and cannot be restored.
+func TestSaveFileReadsNoHugeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "exclude")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(maxSaved+1))
+	require.NoError(t, f.Close())
+	saved := saveFile(path)
+	assert.True(t, saved.irregular)
+	assert.Nil(t, saved.data)
+	assert.Error(t, saved.restore())
 }

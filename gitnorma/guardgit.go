@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -73,13 +74,20 @@ type savedFile struct {
 	absent bool
 	// link is where path pointed when it was a symbolic link ("" for a file).
 	link string
+	// irregular: something other than a file was there (a directory, a pipe, which reading
+	// would block on), or a file too large to keep a copy of: its content was not read.
+	irregular bool
 }
+
+// maxSaved bounds the files the guard keeps a copy of: an agent must not make git-norma run
+// out of memory with a sparse file of 40 GB.
+const maxSaved = 64 << 20
 
 func saveFile(path string) savedFile {
 	link, _ := os.Readlink(path)
 	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return savedFile{path: path, absent: err != nil, link: link}
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxSaved {
+		return savedFile{path: path, absent: err != nil, link: link, irregular: err == nil, mode: modeOf(st)}
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -88,14 +96,24 @@ func saveFile(path string) savedFile {
 	return savedFile{path: path, data: data, mode: st.Mode().Perm(), link: link}
 }
 
+func modeOf(st os.FileInfo) os.FileMode {
+	if st == nil {
+		return 0
+	}
+	return st.Mode()
+}
+
 func (f savedFile) same(g savedFile) bool {
-	return f.absent == g.absent && f.link == g.link && f.mode == g.mode && bytes.Equal(f.data, g.data)
+	return f.absent == g.absent && f.link == g.link && f.irregular == g.irregular && f.mode == g.mode && bytes.Equal(f.data, g.data)
 }
 
 // restore puts the file back as it was: removed if it was absent, else rewritten whole
 // through a new file, so nothing ever reads it half written. A link goes back as the link
 // (dangling or not), and what it points at gets back the content read through it.
 func (f savedFile) restore() error {
+	if f.irregular {
+		return errors.New("it was no file git-norma keeps a copy of")
+	}
 	tmp := f.path + ".norma-restore"
 	if f.link != "" {
 		if now, _ := os.Readlink(f.path); now != f.link {
@@ -110,7 +128,17 @@ func (f savedFile) restore() error {
 		if f.absent {
 			return nil
 		}
+		if st, err := os.Stat(f.path); err == nil && !st.Mode().IsRegular() {
+			return errors.New("what the link points at is no longer a file") // writing a pipe would block
+		}
 		return os.WriteFile(f.path, f.data, f.mode)
+	}
+	// A directory or pipe put in its place goes (a file of the repository's git directory:
+	// nothing of anyone's is in it).
+	if st, err := os.Lstat(f.path); err == nil && st.IsDir() {
+		if err := os.RemoveAll(f.path); err != nil {
+			return err
+		}
 	}
 	if f.absent {
 		err := os.Remove(f.path)

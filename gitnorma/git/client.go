@@ -92,9 +92,10 @@ type ConfigEntry struct {
 
 // ParseConfig reads the text of a config file as git does — git parses it (`git config
 // --file - --list -z`), so no second reading of its syntax can disagree — and returns its
-// settings in order. Includes are not followed.
+// settings in order. Includes are not followed. git runs outside any repository: the text may
+// be what was the repository's config, now a pipe or a directory git would stop at.
 func (r Runner) ParseConfig(ctx context.Context, text []byte) ([]ConfigEntry, error) {
-	out, err := r.Input(ctx, bytes.NewReader(text), "config", "--file", "-", "--list", "-z")
+	out, err := r.In("/").Input(ctx, bytes.NewReader(text), "config", "--file", "-", "--list", "-z")
 	if err != nil {
 		return nil, err
 	}
