@@ -183,6 +183,12 @@ func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, e
 		return snap, nil
 	}
 	w.linkBacklog()
+	// Until the guard has looked after the step, a process killed by its unconfined agent
+	// leaves this mark for recovery (reconcileOne): the agent's writes went unchecked. (Made
+	// before the fingerprint, which sees it both times.)
+	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
+		return loop.Snapshot{}, err
+	}
 	snap.Outside = w.fingerprint()
 	if w.guard.active() {
 		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {

@@ -67,10 +67,13 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		}
 	}
 	// Before selecting: a task a dead run left in progress is not ready, and would be skipped.
+	// (A violation the recovery finds — a run killed by its unconfined agent — stops the loop
+	// before it starts anything: the loop's time starts before it.)
+	since := a.Now()
 	if err := a.recoverCrashed(ctx, st, o.NoLand, o.Live); err != nil {
 		return LoopReport{}, err
 	}
-	l := &looper{app: a, st: st, o: o, results: make(chan runResult), running: map[string]bool{}, since: a.Now()}
+	l := &looper{app: a, st: st, o: o, results: make(chan runResult), running: map[string]bool{}, since: since}
 	return l.loop(ctx)
 }
 

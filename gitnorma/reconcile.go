@@ -62,6 +62,7 @@ func (r *run) holdIfDead(run store.Run) (func(), bool) {
 }
 
 func (r *run) reconcileOne(ctx context.Context, dead store.Run) error {
+	r.recordUnguarded(ctx, dead)
 	if err := r.reconcileSteps(ctx, dead); err != nil {
 		return err
 	}

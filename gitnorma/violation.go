@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -160,4 +161,22 @@ func doctorViolations(ctx context.Context, st *store.Store, rep *DoctorReport) {
 		rep.add("guard", "warn", "violation pending: "+v.Summary(),
 			"look at what the agent did (git norma status "+v.RunID+"), then: git norma resume")
 	}
+}
+
+// guardPendingFile, in a run's directory, says an unconfined agent's step has not been looked
+// after by the guard yet. Found in the directory of a dead run, it means that agent may have
+// killed git-norma to escape the guard.
+const guardPendingFile = "guard-pending"
+
+// recordUnguarded records a guard violation for a dead run whose process died while an
+// unconfined agent ran: what that agent wrote outside its places was neither checked nor
+// undone, so no run starts until the user has looked (git norma resume).
+func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
+	mark := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), guardPendingFile)
+	if _, err := os.Stat(mark); err != nil {
+		return
+	}
+	g := &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: dead.ID, taskID: dead.TaskID}
+	g.recordViolation(ctx, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
+	_ = os.Remove(mark)
 }
