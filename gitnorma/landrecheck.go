@@ -213,6 +213,11 @@ func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp for
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
 // `git norma check`) the task's Verify commands and the project gates.
 func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
+	if !req.checkedHere && !ld.storeShielded() {
+		// The stored plan is as forgeable as the PASS (see recheckOnTarget): the task's own
+		// Verify commands and the gates decide.
+		return ld.cfg.taskCriteria(req.task), nil
+	}
 	if plan, _, _, err := runOutputs(ctx, st, req.runID); err != nil {
 		return nil, err
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
