@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -203,11 +204,14 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 	return s, nil
 }
 
+// saveHooks saves the files of a hooks directory, and its symbolic links: git runs a hook
+// that is one as well.
 func saveHooks(dir string) map[string]savedFile {
 	out := map[string]savedFile{}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if f := saveFile(filepath.Join(dir, e.Name())); !f.absent && e.Type().IsRegular() {
+		f := saveFile(filepath.Join(dir, e.Name()))
+		if e.Type().IsRegular() && !f.absent || e.Type()&fs.ModeSymlink != 0 {
 			out[e.Name()] = f
 		}
 	}
