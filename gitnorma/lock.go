@@ -169,16 +169,16 @@ func LiveLockHolder(path string) (LockHolder, bool) {
 // take turns: each step's fallback guard compares the shared places with its own snapshot, and
 // one taken while another run's agent had changed them would put that change back after the
 // other run's guard undid it.
+//
+// The turn is a lock on the .norma directory itself: an unconfined agent could delete a lock
+// file, and the next run would take a new one at once.
 func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID string) (func(), error) {
-	path := r.Path("locks", "unconfined.lock")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	if l, err := acquireLock(path, ""); err == nil {
-		return l.Release, nil
-	} else if !errors.Is(err, ErrLocked) {
-		return nil, err
+	now, cancel := context.WithCancel(ctx)
+	cancel() // a first try that does not wait
+	release, err := flock.Acquire(now, r.Path(), 0, flock.Exclusive)
+	if err == nil || !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return release, err
 	}
 	say(live, taskID, "waiting for another run's unconfined agents to finish: without Landlock, runs take turns")
-	return waitLock(ctx, path)
+	return flock.Acquire(ctx, r.Path(), 0, flock.Exclusive)
 }

@@ -25,9 +25,12 @@ const (
 // Acquire opens (creating it with perm) the lock file at path, takes the lock how on it, and
 // returns the function that releases it. flock belongs to the open file, so two holders in one
 // process exclude each other just as two processes do, and the kernel releases a lock whose
-// holder died.
+// holder died. path may be a directory, which nobody can delete while it holds anything.
 func Acquire(ctx context.Context, path string, perm os.FileMode, how int) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
+	if errors.Is(err, syscall.EISDIR) {
+		f, err = os.Open(path)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -89,3 +89,19 @@ func TestAcquireCancelled(t *testing.T) {
 		return true
 	}, 5*time.Second, 20*time.Millisecond)
 }
+
+// A directory can be the lock: nobody deletes it while it holds anything, where an agent could
+// delete a lock file and let the next holder in.
+func TestAcquireLocksADirectory(t *testing.T) {
+	dir := t.TempDir()
+	release, err := Acquire(context.Background(), dir, 0, Exclusive)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = Acquire(ctx, dir, 0, Exclusive)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "held by the first")
+	release()
+	again, err := Acquire(context.Background(), dir, 0, Exclusive)
+	require.NoError(t, err)
+	again()
+}
