@@ -134,7 +134,15 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 	}
 	keys := configChanges(before, after)
 	if len(keys) == 0 {
-		return ""
+		if saved.absent || now.absent || saved.mode == now.mode {
+			return ""
+		}
+		// The same settings, but writable by others now: anyone could add to them.
+		fate := "restored"
+		if err := os.Chmod(saved.path, saved.mode); err != nil {
+			fate = "could not restore: " + err.Error()
+		}
+		return fmt.Sprintf("%s: mode %v, was %v (%s)", g.rel(saved.path), now.mode, saved.mode, fate)
 	}
 	fate, err := "set back", error(nil)
 	if now.absent {

@@ -245,3 +245,14 @@ func TestSaveFileReadsNoHugeFile(t *testing.T) {
 	assert.Nil(t, saved.data)
 	assert.Error(t, saved.restore())
 }
+
+// A config whose mode changed (made writable by others) gets its mode back.
+func TestConfigChangeRestoresTheMode(t *testing.T) {
+	dir, _ := configRepo(t)
+	config := filepath.Join(dir, ".git", "config")
+	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	saved := saveFile(config)
+	require.NoError(t, os.Chmod(config, 0o666))
+	assert.Equal(t, ".git/config: mode -rw-rw-rw-, was "+saved.mode.String()+" (restored)", g.configChange(context.Background(), saved))
+	assert.True(t, saved.same(saveFile(config)))
+}
