@@ -102,8 +102,12 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 
 // clearUntracked removes what is untracked and not ignored in the worktree dir, as `git clean
 // -ffd` would (nested repositories included, and ignored files below an untracked directory
-// too), and says whether ignored files are left. One git status answers both.
+// too), empties the directories of submodules (git status and clean see nothing in them, and
+// a checkout has them empty), and says whether ignored files are left.
 func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bool, err error) {
+	if err := emptyGitlinks(ctx, g, dir); err != nil {
+		return false, err
+	}
 	out, err := g.Output(ctx, "status", "--porcelain", "-z", "--ignored", "--untracked-files=normal", "--no-renames")
 	if err != nil {
 		return false, err
@@ -123,6 +127,31 @@ func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bo
 		}
 	}
 	return leftovers, nil
+}
+
+// emptyGitlinks empties the directory of every submodule (gitlink) of the worktree dir's index.
+func emptyGitlinks(ctx context.Context, g git.Runner, dir string) error {
+	out, err := g.Output(ctx, "ls-files", "-z", "--stage")
+	if err != nil {
+		return err
+	}
+	for _, entry := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(entry, "\t")
+		if !ok || !strings.HasPrefix(meta, "160000 ") {
+			continue
+		}
+		sub := filepath.Join(dir, filepath.FromSlash(path))
+		if !strings.HasPrefix(sub, dir+string(filepath.Separator)) {
+			return fmt.Errorf("git ls-files named %q, outside %s", path, dir)
+		}
+		entries, _ := os.ReadDir(sub)
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(sub, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {

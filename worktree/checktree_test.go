@@ -3,6 +3,7 @@ package worktree
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,8 +50,26 @@ func TestCheckTree(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(path, "nested"))
 	assert.FileExists(t, filepath.Join(path, "cache", "deps"), "ignored caches survive")
 	assert.True(t, ct.Leftovers, "and are said to be there")
+
 	assert.Equal(t, c2, f.gitIn(path, "rev-parse", "HEAD"))
 	assert.Empty(t, f.gitIn(path, "status", "--porcelain"))
+
+	// a submodule's directory, which git status and clean never look into, is emptied
+	f.repo.Must("update-index", "--add", "--cacheinfo", "160000,"+strings.Repeat("1", 40)+",sub")
+	f.repo.Must("commit", "-q", "-m", "a gitlink") // not Commit: its add -A would drop the gitlink, whose directory is missing
+	c3 := f.rev("HEAD")
+	o.Commit = c3
+	_, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(path, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(path, "sub", "app.conf"), []byte("planted"), 0o644))
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.False(t, ct.Created, "moved, not made again")
+	assert.NoFileExists(t, filepath.Join(path, "sub", "app.conf"))
+	o.Commit = c2
+	_, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
 
 	// asked for fresh: made again, without them
 	o.Fresh = true
