@@ -62,11 +62,11 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 // holds the task's lock.
 func (ck checker) verify(ctx, runCtx context.Context, taskID, commit string, effective []loop.EffectiveCriterion, log *os.File, logRef string) (loop.CheckTree, []loop.Evidence, bool, error) {
 	bring := func(fresh bool) (loop.CheckTree, error) { return ck.checkTree(ctx, taskID, commit, fresh) }
-	run := func(dir string) ([]loop.Evidence, error) {
+	run := func(ctx context.Context, dir string) ([]loop.Evidence, error) {
 		ck.crash.reach("rechecking")
-		return loop.RunChecks(runCtx, dir, effective, log, logRef, ck.timeout, processEnv())
+		return loop.RunChecks(ctx, dir, effective, log, logRef, ck.timeout, processEnv())
 	}
-	return loop.VerifyTree(bring, run)
+	return loop.VerifyTree(runCtx, bring, run)
 }
 
 // removeCheckTree removes the task's check worktree (its task landed, or its runs were

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,4 +93,24 @@ func underAny(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// freshCachesKey marks the context of check commands that must not see what earlier ones
+// cached (see VerifyTree): they get an empty cache home in the step's private directory.
+type freshCachesKey struct{}
+
+func freshCaches(ctx context.Context) context.Context {
+	return context.WithValue(ctx, freshCachesKey{}, true)
+}
+
+// ChecksCacheUsed says the shared cache home of check commands in ctx's sandbox holds
+// anything: what checks of earlier commits built, which the code of those commits could have
+// prepared (a Go build cache entry under the action id of another file's build).
+func ChecksCacheUsed(ctx context.Context) bool {
+	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
+	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {
+		return false
+	}
+	entries, _ := os.ReadDir(filepath.Join(s.cfg.CacheDir, checkCacheDir))
+	return len(entries) > 0
 }

@@ -106,22 +106,25 @@ func readTail(f *os.File, start int64) (string, error) {
 // earlier commands left there, and were run again in a fresh one.
 const EventCheckConfirmed = "check_confirmed_fresh"
 
-// VerifyTree runs the checks (run) where bring puts the commit and, when they all pass in a
-// worktree holding what earlier check or setup commands left there, once more in a fresh one:
-// those commands ran the code of earlier commits, so only a PASS that needs none of it counts.
-// The evidence is the last run's; confirmed says there were two.
-func VerifyTree(bring func(fresh bool) (CheckTree, error), run func(dir string) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
+// VerifyTree runs the checks (run, under ctx) where bring puts the commit and, when they all
+// pass with what earlier check or setup commands left — files in the check worktree, or the
+// checks' shared cache home (ChecksCacheUsed) — once more in a fresh worktree with an empty
+// cache home: those commands ran the code of earlier commits, which an agent wrote, so only a
+// PASS that needs none of it counts. The evidence is the last run's; confirmed says there were
+// two.
+func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), run func(ctx context.Context, dir string) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
+	cached := ChecksCacheUsed(ctx)
 	if ct, err = bring(false); err != nil {
 		return ct, nil, false, err
 	}
-	evidence, err = run(ct.Dir)
-	if err != nil || !ct.Leftovers || !allPassed(evidence) {
+	evidence, err = run(ctx, ct.Dir)
+	if err != nil || !(ct.Leftovers || cached) || !allPassed(evidence) {
 		return ct, evidence, false, err
 	}
 	if ct, err = bring(true); err != nil {
 		return ct, nil, true, err
 	}
-	evidence, err = run(ct.Dir)
+	evidence, err = run(freshCaches(ctx), ct.Dir)
 	return ct, evidence, true, err
 }
 

@@ -195,14 +195,14 @@ func TestVerifyTreeConfirmsAPassThatMayHaveNeededLeftovers(t *testing.T) {
 				brought = append(brought, fresh)
 				return CheckTree{Dir: strconv.FormatBool(fresh), Tree: "t", Leftovers: c.leftovers && !fresh}, nil
 			}
-			run := func(dir string) ([]Evidence, error) {
+			run := func(_ context.Context, dir string) ([]Evidence, error) {
 				var ev []Evidence
 				for _, p := range c.first {
 					ev = append(ev, Evidence{Passed: p && dir == "false"})
 				}
 				return ev, nil
 			}
-			ct, evidence, confirmed, err := VerifyTree(bring, run)
+			ct, evidence, confirmed, err := VerifyTree(context.Background(), bring, run)
 			require.NoError(t, err)
 			assert.Equal(t, c.confirmed, confirmed)
 			assert.Equal(t, c.passed, allPassed(evidence))

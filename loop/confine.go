@@ -242,6 +242,11 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 	if s.cfg.Landlock && s.cfg.CacheDir != "" {
 		// Unconfined, the tools keep the user's caches; confined, they could not write them.
 		home, err := s.cacheHome(ctx.Value(checkScopeKey{}) != nil)
+		if ctx.Value(freshCachesKey{}) != nil {
+			// A confirming check: nothing earlier commands cached, an empty home of its own.
+			home = filepath.Join(private, "cache")
+			err = os.MkdirAll(home, 0o700)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("create the cache home of confined processes: %w", err)
 		}

@@ -123,10 +123,10 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 			bringErr = err
 			return ct, err
 		}
-		run := func(dir string) ([]Evidence, error) {
-			return RunChecks(checkScope(ctx), dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
+		run := func(ctx context.Context, dir string) ([]Evidence, error) {
+			return RunChecks(ctx, dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
 		}
-		ct, evidence, confirmed, err := VerifyTree(bring, run)
+		ct, evidence, confirmed, err := VerifyTree(checkScope(ctx), bring, run)
 		if bringErr != nil {
 			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
 		}
@@ -135,7 +135,7 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		}
 		if confirmed {
 			s.events = append(s.events, Event{Type: EventCheckConfirmed,
-				Message: "the checks passed in a check worktree holding files earlier checks left there; run again in a fresh one, " + passedOrNot(evidence)})
+				Message: "the checks passed with what earlier checks left (in the check worktree, or cached); run again in a fresh one with empty caches, " + passedOrNot(evidence)})
 		}
 		s.tree, s.input.Evidence = ct.Tree, evidence
 	}
