@@ -189,6 +189,7 @@ func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, e
 	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
 		return loop.Snapshot{}, err
 	}
+	w.guard.markPending(ctx, true) // and in the store: an agent must erase both
 	snap.Outside = w.fingerprint()
 	if w.guard.active() {
 		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {

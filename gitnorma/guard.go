@@ -105,7 +105,10 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 		found = w.guard.checkGit(ctx, gs)
 	}
 	changed := w.changedPaths(snap)
-	defer os.Remove(filepath.Join(w.runDir, guardPendingFile)) // looked after, violation or not
+	defer func() { // looked after, violation or not
+		_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
+		w.guard.markPending(ctx, false)
+	}()
 	if len(changed)+len(found) > 0 {
 		changed = append(changed, found...)
 		sort.Strings(changed)

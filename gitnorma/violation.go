@@ -173,10 +173,23 @@ const guardPendingFile = "guard-pending"
 // undone, so no run starts until the user has looked (git norma resume).
 func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	mark := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), guardPendingFile)
-	if _, err := os.Stat(mark); err != nil {
+	_, err := os.Stat(mark)
+	kv, _ := r.st.KV(ctx, dead.ID)
+	if err != nil && string(kv[kvGuardPending]) != "true" {
 		return
 	}
 	g := &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: dead.ID, taskID: dead.TaskID}
 	g.recordViolation(ctx, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
 	_ = os.Remove(mark)
+	g.markPending(ctx, false)
+}
+
+// kvGuardPending is guardPendingFile's copy in the store.
+const kvGuardPending = "guard_pending"
+
+// markPending records in the store whether an unconfined agent's step awaits the guard.
+func (g *guardState) markPending(ctx context.Context, pending bool) {
+	if g != nil && g.st != nil {
+		_ = g.st.SetKV(context.WithoutCancel(ctx), g.runID, kvGuardPending, pending)
+	}
 }
