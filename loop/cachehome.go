@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Confined processes may not write the home directory, where build tools keep their caches
@@ -96,11 +97,28 @@ func underAny(p string, dirs []string) bool {
 }
 
 // freshCachesKey marks the context of check commands that must not see what earlier ones
-// cached (see VerifyTree): they get an empty cache home in the step's private directory.
+// cached (see VerifyTree): they share an empty cache home of their own in the private
+// directory, made on first use — a new one for every confirmation, so none sees another's.
 type freshCachesKey struct{}
 
+type freshCacheHome struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// freshCachePrefix starts the name of a confirmation's cache home (privateDir.empty removes
+// them with the step).
+const freshCachePrefix = "cache-"
+
 func freshCaches(ctx context.Context) context.Context {
-	return context.WithValue(ctx, freshCachesKey{}, true)
+	return context.WithValue(ctx, freshCachesKey{}, &freshCacheHome{})
+}
+
+// in makes the home in the private directory on first use.
+func (h *freshCacheHome) in(private string) (string, error) {
+	h.once.Do(func() { h.path, h.err = os.MkdirTemp(private, freshCachePrefix) })
+	return h.path, h.err
 }
 
 // ChecksCacheUsed says the shared cache home of check commands in ctx's sandbox holds

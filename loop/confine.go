@@ -118,6 +118,10 @@ func (p *privateDir) empty() {
 			return
 		}
 	}
+	homes, _ := filepath.Glob(filepath.Join(p.path, freshCachePrefix+"*"))
+	for _, home := range homes {
+		_ = os.RemoveAll(home)
+	}
 }
 
 // remove removes the directory and everything in it.
@@ -242,10 +246,9 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 	if s.cfg.Landlock && s.cfg.CacheDir != "" {
 		// Unconfined, the tools keep the user's caches; confined, they could not write them.
 		home, err := s.cacheHome(ctx.Value(checkScopeKey{}) != nil)
-		if ctx.Value(freshCachesKey{}) != nil {
+		if fresh, ok := ctx.Value(freshCachesKey{}).(*freshCacheHome); ok {
 			// A confirming check: nothing earlier commands cached, an empty home of its own.
-			home = filepath.Join(private, "cache")
-			err = os.MkdirAll(home, 0o700)
+			home, err = fresh.in(private)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("create the cache home of confined processes: %w", err)
