@@ -67,7 +67,10 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		tree <- err
 	}()
 	moved := false
-	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh {
+	// Only one whose .git is still git-norma's link to its git directory is moved: a check's
+	// command could have made it a repository of its own, which later checks' git commands
+	// (Go's VCS stamping, git diff) would read instead, and git status never reports.
+	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
 		// Tracked files forced to the commit's; what is untracked and not ignored removed,
 		// nested repositories included.
 		g := m.Git.Pinned(admin, o.Path)
@@ -127,6 +130,13 @@ func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bo
 		}
 	}
 	return leftovers, nil
+}
+
+// isLinkTo says dotGit is a .git file naming admin (never read when it is anything else, a
+// pipe reading would block on).
+func isLinkTo(dotGit, admin string) bool {
+	st, err := os.Lstat(dotGit)
+	return err == nil && st.Mode().IsRegular() && pointsTo(dotGit, admin)
 }
 
 // emptyGitlinks empties the directory of every submodule (gitlink) of the worktree dir's index.

@@ -90,6 +90,17 @@ func TestCheckTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, f.rev(c1+"^{tree}"), ct.Tree)
 
+	// a check made its .git a repository of its own: made again
+	require.NoError(t, os.Remove(filepath.Join(path, ".git")))
+	f.gitIn(path, "init", "-q")
+	ct, err = f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created)
+	st, err := os.Lstat(filepath.Join(path, ".git"))
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular(), "git-norma's link again")
+	assert.Equal(t, c1, f.gitIn(path, "rev-parse", "HEAD"))
+
 	// a git killed in it left its index locked: made again
 	admin, err := f.m.AdminDir(f.ctx, path)
 	require.NoError(t, err)
