@@ -47,13 +47,26 @@ func (cf confiner) shields(c confinement) bool {
 		if err != nil {
 			return false
 		}
+		// Compared where the links lead, as Landlock applies them: ~/work may be /data/work.
 		for _, shared := range []string{cf.repo.Root, cf.repo.GitDir} {
-			if contains(p, shared) || contains(shared, p) {
-				return false
+			for _, a := range []string{p, resolved(p)} {
+				for _, b := range []string{shared, resolved(shared)} {
+					if contains(a, b) || contains(b, a) {
+						return false
+					}
+				}
 			}
 		}
 	}
 	return true
+}
+
+// resolved is path with its symbolic links followed, or path itself when that fails.
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
 }
 
 // contains says path is dir or inside it.

@@ -25,9 +25,15 @@ func confine(p Policy) error {
 	// Abstract unix sockets only within the sandbox: daemons the agent started stay usable,
 	// while a daemon of the user's (X11, an IDE, a session bus) would take its orders.
 	cfg.Scoped = landlock.ScopedSet(llsys.ScopeSignal | llsys.ScopeAbstractUnixSocket)
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWDirs("/dev").WithIoctlDev(),
+	rules := []landlock.Rule{landlock.RODirs("/")}
+	// Of /dev, the devices every program writes and the terminals — not the rest: /dev/shm
+	// would be a place every check shares with the next (list it in sandbox.allow_write if a
+	// check needs it), and /dev itself would take device nodes.
+	if devs := existing(devFiles); len(devs) > 0 {
+		rules = append(rules, landlock.RWFiles(devs...).WithIoctlDev())
+	}
+	if pts := existing([]string{"/dev/pts"}); len(pts) > 0 {
+		rules = append(rules, landlock.RWDirs(pts...).WithIoctlDev())
 	}
 	for _, path := range p.Writable {
 		st, err := os.Stat(path)
@@ -36,10 +42,30 @@ func confine(p Policy) error {
 			continue // a missing path cannot be written into anyway
 		case st.IsDir():
 			// Refer lets files move between writable directories (mv, git's renames).
-			rules = append(rules, landlock.RWDirs(path).WithRefer())
+			rules = append(rules, landlock.PathAccess(dirWrite, path).WithRefer())
 		default:
 			rules = append(rules, landlock.RWFiles(path))
 		}
 	}
 	return cfg.Restrict(rules...)
+}
+
+// dirWrite is what a writable directory allows: everything but making device nodes, which,
+// for an agent running as root, would open the disks themselves.
+const dirWrite = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir |
+	llsys.AccessFSWriteFile | llsys.AccessFSRemoveDir | llsys.AccessFSRemoveFile | llsys.AccessFSMakeDir |
+	llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo | llsys.AccessFSMakeSym | llsys.AccessFSTruncate)
+
+// devFiles are the devices a confined process may write.
+var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+
+// existing are the paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
