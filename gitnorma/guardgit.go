@@ -158,7 +158,31 @@ func (f savedFile) restore() error {
 }
 
 func (g *guardState) configPaths() []string {
-	return []string{filepath.Join(g.repo.GitDir, "config"), filepath.Join(g.repo.GitDir, "config.worktree")}
+	return append([]string{filepath.Join(g.repo.GitDir, "config"), filepath.Join(g.repo.GitDir, "config.worktree")}, globalGitFiles("config")...)
+}
+
+// globalGitFiles are the user's global git files of that name — ~/.gitconfig (or
+// GIT_CONFIG_GLOBAL) for "config", and $XDG_CONFIG_HOME/git/<name>: they name hooks, filter
+// drivers and more that git-norma's own git commands, and the user's, would run.
+func globalGitFiles(name string) []string {
+	var out []string
+	home, _ := os.UserHomeDir()
+	if name == "config" {
+		if global := os.Getenv("GIT_CONFIG_GLOBAL"); global != "" {
+			return []string{global}
+		}
+		if home != "" {
+			out = append(out, filepath.Join(home, ".gitconfig"))
+		}
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	if xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", name))
+	}
+	return out
 }
 
 // smallFiles are restored whole: git-norma's config, and the shared files beside git's config
@@ -166,8 +190,8 @@ func (g *guardState) configPaths() []string {
 // (which rewrite history as git reads it), alternates (more object stores).
 func (g *guardState) smallFiles() []string {
 	gd := g.repo.GitDir
-	return []string{g.repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
-		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}
+	return append([]string{g.repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
+		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}, globalGitFiles("attributes")...)
 }
 
 // snapshotGit copies what is small and fingerprints the rest.
