@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -413,4 +414,22 @@ func TestDecodeOutput(t *testing.T) {
 
 func TestExecAgentString(t *testing.T) {
 	assert.Equal(t, `exec ["./agent" "--fast"]`, ExecAgent{Argv: []string{"./agent", "--fast"}}.String())
+}
+
+// A process RunProcess starts leads a session of its own: it has no controlling terminal, so
+// an agent cannot reach the user's (TIOCSTI would type into the user's shell).
+func TestRunProcessStartsASessionOfItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "out"))
+	require.NoError(t, err)
+	defer out.Close()
+	cmd := exec.Command("sh", "-c", `echo "$$ $(awk '{print $6}' /proc/$$/stat)"`)
+	cmd.Stdout = out
+	res, err := RunProcess(context.Background(), cmd, 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode)
+	data, err := os.ReadFile(out.Name())
+	require.NoError(t, err)
+	pid, sid, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	assert.Equal(t, pid, sid, "the session is its own")
 }

@@ -22,7 +22,7 @@ type ProcessResult struct {
 	Duration time.Duration
 }
 
-// RunProcess runs cmd in its own process group and waits for it. On timeout or cancellation
+// RunProcess runs cmd in its own session and process group and waits for it. On timeout or cancellation
 // the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's children die with
 // it; after a normal exit any member still alive is killed too. cmd's streams must be files
 // (or nil): a pipe held open by a stray child would make Wait block.
@@ -34,7 +34,9 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own, so also a process group of its own, and no controlling terminal:
+	// an agent must not reach the user's terminal (TIOCSTI would type into the user's shell).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()
 	err = cmd.Start()
 	if launch != nil {

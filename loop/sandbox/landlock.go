@@ -29,11 +29,16 @@ func confine(p Policy) error {
 	// Of /dev, the devices every program writes and the terminals — not the rest: /dev/shm
 	// would be a place every check shares with the next (list it in sandbox.allow_write if a
 	// check needs it), and /dev itself would take device nodes.
+	// No device ioctl but on /dev/ptmx (making a pseudo-terminal of one's own): on a terminal
+	// of the user's, TIOCSTI would type commands into the user's shell.
 	if devs := existing(devFiles); len(devs) > 0 {
-		rules = append(rules, landlock.RWFiles(devs...).WithIoctlDev())
+		rules = append(rules, landlock.RWFiles(devs...))
+	}
+	if ptmx := existing([]string{"/dev/ptmx"}); len(ptmx) > 0 {
+		rules = append(rules, landlock.RWFiles(ptmx...).WithIoctlDev())
 	}
 	if pts := existing([]string{"/dev/pts"}); len(pts) > 0 {
-		rules = append(rules, landlock.RWDirs(pts...).WithIoctlDev())
+		rules = append(rules, landlock.RWDirs(pts...))
 	}
 	for _, path := range p.Writable {
 		st, err := os.Stat(path)
@@ -57,7 +62,7 @@ const dirWrite = landlock.AccessFSSet(llsys.AccessFSExecute | llsys.AccessFSRead
 	llsys.AccessFSMakeReg | llsys.AccessFSMakeSock | llsys.AccessFSMakeFifo | llsys.AccessFSMakeSym | llsys.AccessFSTruncate)
 
 // devFiles are the devices a confined process may write.
-var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
+var devFiles = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 
 // existing are the paths that exist.
 func existing(paths []string) []string {
