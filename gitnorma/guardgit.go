@@ -161,6 +161,30 @@ func (g *guardState) configPaths() []string {
 	return append([]string{filepath.Join(g.repo.GitDir, "config"), filepath.Join(g.repo.GitDir, "config.worktree")}, globalGitFiles("config")...)
 }
 
+// includedConfigs are the files the user's global and system configs include ([include],
+// [includeIf]: a dotfiles layout's ~/.gitconfig.local), as git reads them outside the
+// repository — settings there name filter drivers and hooks as well. An include added during
+// the step is a change of the including file's own keys.
+func (g *guardState) includedConfigs(ctx context.Context) []string {
+	out, err := g.repo.Git.In("/").Output(ctx, "config", "--includes", "--list", "--show-origin", "-z")
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, p := range g.configPaths() {
+		seen[p] = true
+	}
+	var paths []string
+	for i, field := range strings.Split(out, "\x00") {
+		path, ok := strings.CutPrefix(field, "file:")
+		if i%2 == 0 && ok && path != "" && !seen[path] {
+			seen[path] = true
+			paths = append(paths, path)
+		}
+	}
+	return paths
+}
+
 // globalGitFiles are the user's global git files of that name — ~/.gitconfig (or
 // GIT_CONFIG_GLOBAL) for "config", and $XDG_CONFIG_HOME/git/<name>: they name hooks, filter
 // drivers and more that git-norma's own git commands, and the user's, would run.
@@ -168,8 +192,13 @@ func globalGitFiles(name string) []string {
 	var out []string
 	home, _ := os.UserHomeDir()
 	if name == "config" {
+		if system := os.Getenv("GIT_CONFIG_SYSTEM"); system != "" {
+			out = append(out, system)
+		} else if os.Getenv("GIT_CONFIG_NOSYSTEM") == "" {
+			out = append(out, "/etc/gitconfig")
+		}
 		if global := os.Getenv("GIT_CONFIG_GLOBAL"); global != "" {
-			return []string{global}
+			return append(out, global)
 		}
 		if home != "" {
 			out = append(out, filepath.Join(home, ".gitconfig"))
@@ -205,7 +234,7 @@ func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
 	}
-	for _, p := range g.configPaths() {
+	for _, p := range append(g.configPaths(), g.includedConfigs(ctx)...) {
 		s.configs[p] = saveFile(p)
 	}
 	if dir, err := g.repo.HooksDir(ctx); err == nil {
@@ -266,7 +295,7 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 		return done
 	}
 	// Configs first: until they are set back (core.bare, say) git itself may not work here.
-	for _, p := range g.configPaths() {
+	for _, p := range slices.Sorted(maps.Keys(s.configs)) {
 		if change := g.configChange(ctx, s.configs[p]); change != "" {
 			found = append(found, change)
 		}
