@@ -30,6 +30,7 @@ func deniedEvent(logs ...string) (Event, bool) {
 	var quotes []string
 	count := 0
 	seen := map[string]bool{}
+	sharedMemory := false
 	for _, path := range logs {
 		f, err := os.Open(path)
 		if err != nil {
@@ -42,6 +43,7 @@ func deniedEvent(logs ...string) (Event, bool) {
 		sc.Buffer(make([]byte, 64<<10), deniedScan)
 		for sc.Scan() {
 			line := sc.Text()
+			sharedMemory = sharedMemory || usesSharedMemory(line)
 			at := deniedAt(line)
 			if at < 0 {
 				continue
@@ -65,6 +67,10 @@ func deniedEvent(logs ...string) (Event, bool) {
 		count, strings.Join(quotes, " | "))
 	if count > len(quotes) {
 		msg += fmt.Sprintf(" | … %d more in the step's logs", count-len(quotes))
+	}
+	if sharedMemory {
+		// Python names no path when sem_open fails: say which place it was.
+		msg += " — shared memory (Python's multiprocessing, shm_open) needs /dev/shm, which confined processes write only when it is listed in sandbox.allow_write"
 	}
 	return Event{Type: DeniedEvent, Message: msg, Data: map[string]any{"count": count, "lines": quotes}}, true
 }
@@ -98,4 +104,16 @@ func quote(line string, at int) string {
 		q = "…" + q
 	}
 	return q
+}
+
+// usesSharedMemory says line is from a program using POSIX shared memory or semaphores, which
+// live in /dev/shm.
+func usesSharedMemory(line string) bool {
+	lower := strings.ToLower(line)
+	for _, w := range []string{"/dev/shm", "semlock", "multiprocessing", "shm_open", "sem_open", "shared_memory"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }

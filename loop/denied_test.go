@@ -43,3 +43,16 @@ func TestDeniedQuoteKeepsTheEndOfALongLine(t *testing.T) {
 	assert.Contains(t, q, "open /x: permission denied")
 	assert.NotContains(t, q, "\uFFFD", "cut on a rune boundary")
 }
+
+// A refusal from Python's multiprocessing names no path: the event says it was /dev/shm.
+func TestDeniedEventNamesSharedMemory(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "stderr.txt")
+	require.NoError(t, os.WriteFile(log, []byte("Traceback (most recent call last):\n  File \"/usr/lib/python3.11/multiprocessing/synchronize.py\", line 57, in __init__\n    sl = self._semlock = _multiprocessing.SemLock(\nPermissionError: [Errno 13] Permission denied\n"), 0o644))
+	ev, ok := deniedEvent(log)
+	require.True(t, ok)
+	assert.Contains(t, ev.Message, "needs /dev/shm")
+	require.NoError(t, os.WriteFile(log, []byte("touch: cannot touch '/x': Permission denied\n"), 0o644))
+	ev, ok = deniedEvent(log)
+	require.True(t, ok)
+	assert.NotContains(t, ev.Message, "/dev/shm")
+}
