@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"unicode/utf8"
 )
@@ -32,7 +31,7 @@ func deniedEvent(logs ...string) (Event, bool) {
 	seen := map[string]bool{}
 	sharedMemory := false
 	for _, path := range logs {
-		f, err := os.Open(path)
+		f, err := OpenRegular(path)
 		if err != nil {
 			continue
 		}

@@ -65,7 +65,7 @@ const StepDirEnv = "NORMA_STEP_DIR"
 
 // readOutput parses the agent's stdout log, from offset on, as exactly one JSON object.
 func readOutput(path string, offset int64) (Output, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return Output{}, err
 	}

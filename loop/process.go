@@ -3,6 +3,7 @@ package loop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,4 +160,18 @@ func LogSize(path string) (int64, error) {
 		return 0, err
 	}
 	return st.Size(), nil
+}
+
+// OpenRegular opens path for reading only if it is a regular file: a step's files are in a
+// directory its agent can write, and on a named pipe put there an open would block for good.
+func OpenRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,12 +150,40 @@ func (w *Workspace) restoreWorktreeConfig() (bool, error) {
 	return true, os.WriteFile(path, w.worktreeConfig, 0o644)
 }
 
+// removeOddFiles removes what is neither a directory nor a regular file in the worktree's git
+// directory dir, and says whether there was any. git-norma's own git commands write files
+// there (COMMIT_EDITMSG, logs/HEAD) by opening them: through a symbolic link a confined agent
+// made, they would write wherever it points (a .pth file Python runs, ~/.bashrc); on a pipe
+// they would block.
+func removeOddFiles(dir string) (bool, error) {
+	removed := false
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || d.Type().IsRegular() {
+			return nil
+		}
+		removed = true
+		return os.Remove(path)
+	})
+	return removed, err
+}
+
 // relinkCommon restores the worktree's commondir file when it no longer names the repository's
 // common directory, and says so. A confined agent may write the worktree's git directory (its
 // index is there); git takes the ref store's location from that file even under
 // GIT_COMMON_DIR, so git-norma's own commit would read and move refs wherever the agent chose.
 func (w *Workspace) relinkCommon() (bool, error) {
+	removed, err := removeOddFiles(w.gitDir)
+	if err != nil {
+		return removed, err
+	}
 	changed, err := w.restoreWorktreeConfig()
+	changed = changed || removed
 	if err != nil || w.common == "" {
 		return changed, err
 	}
@@ -466,12 +495,31 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 // worktree loses nothing.
 func (w *Workspace) rescue(ctx context.Context) error {
 	w.settled = nil
+	// The worktree goes after this commit, and its config.worktree with it: none is read for
+	// the commit (it could name a filter, written by the agent), nor a commondir, symbolic
+	// link or pipe the agent left in the git directory.
+	w.worktreeConfig = nil
+	if _, err := w.relinkCommon(); err != nil {
+		return err
+	}
 	status, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil || status == "" {
 		return err
 	}
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
 		return err
+	}
+	// What changed git-norma's config, the backlog or the hooks is not kept: only the user
+	// changes them (a step's commit refuses them the same way).
+	unstage := append([]string{"reset", "-q", "--"}, controlDirs...)
+	if hooks := w.treeHooksDir(ctx); hooks != "" {
+		unstage = append(unstage, hooks)
+	}
+	if err := w.git.Run(ctx, unstage...); err != nil {
+		return err
+	}
+	if w.git.Run(ctx, "diff", "--cached", "--quiet") == nil {
+		return nil // nothing else to keep
 	}
 	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\nThe run ended before its orchestrator commit; these changes were saved instead of discarded.\n\nNorma-Run: %s\n", w.runID, w.runID)
 	_, err = w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-")

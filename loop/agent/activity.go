@@ -34,7 +34,7 @@ func Activity(logDir string) string {
 
 // lastActivity is the activity of the newest line of the file that says something.
 func lastActivity(path string, size int64) string {
-	f, err := os.Open(path)
+	f, err := loop.OpenRegular(path)
 	if err != nil {
 		return ""
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -173,7 +174,12 @@ func codexLastMessage(e cliEnvelope, ans cliAnswer, skipped bool) (cliAnswer, er
 	case err == nil && st.Size() > loop.MaxOutputBytes:
 		return ans, e.tooLong()
 	case err == nil:
-		data, err := os.ReadFile(e.lastMessage)
+		f, err := loop.OpenRegular(e.lastMessage)
+		if err != nil {
+			return ans, err
+		}
+		data, err := io.ReadAll(io.LimitReader(f, loop.MaxOutputBytes))
+		f.Close()
 		if err != nil {
 			return ans, err
 		}

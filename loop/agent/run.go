@@ -194,7 +194,7 @@ type cliEnvelope struct {
 // jsonEvents calls fn with every stdout line of this run that decodes as a JSON object T.
 // Lines longer than MaxOutputBytes are skipped (and reported), never held in memory.
 func jsonEvents[T any](e cliEnvelope, fn func(ev T)) (skipped bool, err error) {
-	f, err := os.Open(e.stdoutPath)
+	f, err := loop.OpenRegular(e.stdoutPath)
 	if err != nil {
 		return false, err
 	}
@@ -278,7 +278,7 @@ func captureStderr(cmd *exec.Cmd, w io.Writer) (tail func() []byte) {
 
 // fileTail is what the file at path holds from offset on, at most its last stderrTailBytes.
 func fileTail(path string, offset int64) []byte {
-	f, err := os.Open(path)
+	f, err := loop.OpenRegular(path)
 	if err != nil {
 		return nil
 	}
