@@ -44,6 +44,12 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
+	if paths, err := ld.repo.Worktrees().ControlChanges(ctx, tip, head); err != nil {
+		return "", "", err
+	} else if len(paths) > 0 {
+		return "", "", &landRefusal{reason: fmt.Errorf("%s changes git-norma's config, the backlog or the hooks (%s): only the user changes them", branch, strings.Join(paths, ", ")),
+			paths: paths, hint: fmt.Sprintf("look at what changed them: git log -p %s..%s; if you made those changes, land the branch yourself", req.target, branch)}
+	}
 	if err := ld.checkForkPoints(ctx, st, req, head); err != nil {
 		return "", "", err
 	}

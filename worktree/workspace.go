@@ -104,6 +104,22 @@ func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan erro
 	return done
 }
 
+// ControlChanges lists the paths under git-norma's config, the backlog and a work-tree hooks
+// directory that head changes since it forked from target (target...head). A landing refuses
+// them whatever way they reached the branch: a step's commit refuses them, but a branch can
+// also come from a remote.
+func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]string, error) {
+	args := append([]string{"diff", "--name-only", "--no-renames", "-z", target + "..." + head, "--"}, controlDirs...)
+	if hooks := treeHooksDirOf(ctx, m.Git); hooks != "" {
+		args = append(args, hooks)
+	}
+	out, err := m.Git.Output(ctx, args...)
+	if err != nil || out == "" {
+		return nil, err
+	}
+	return strings.Split(strings.Trim(out, "\x00"), "\x00"), nil
+}
+
 // treeHooksDir is the directory inside the work tree a relative core.hooksPath names (for
 // husky's ".husky/_", ".husky", where its hook scripts are), or "": hook files there are run
 // by git commands in the user's checkout — git-norma's own fast-forward at landing first.
@@ -115,8 +131,10 @@ func (w *Workspace) treeHooksDir(ctx context.Context) string {
 	return *w.hooksDir
 }
 
-func (w *Workspace) readHooksDir(ctx context.Context) string {
-	g := w.git
+func (w *Workspace) readHooksDir(ctx context.Context) string { return treeHooksDirOf(ctx, w.git) }
+
+// treeHooksDirOf is the work-tree hooks directory (see treeHooksDir) of the repository g runs in.
+func treeHooksDirOf(ctx context.Context, g git.Runner) string {
 	g.NoHooks = false // which would answer its own /dev/null
 	path, err := g.Output(ctx, "config", "--get", "core.hooksPath")
 	path = filepath.ToSlash(filepath.Clean(strings.TrimSpace(path)))
