@@ -339,6 +339,10 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 // ever used on a run's own worktree, after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
 	w.settled = nil
+	// Its git directory as git-norma made it first: the reset writes logs/HEAD there.
+	if _, err := w.relinkCommon(); err != nil {
+		return err
+	}
 	if w.branch != "" {
 		// Re-attach HEAD to the task branch first: if the step switched branches, the reset
 		// below must move the task branch, never whatever branch the agent left checked out.
