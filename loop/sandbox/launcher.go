@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which the syscall
@@ -54,11 +56,16 @@ func run(args []string, rep *Report) int {
 		rep.StartError = "cannot become the child subreaper: " + errno.Error()
 		return 126
 	}
+	scoped := false
 	if p.Landlock {
 		if err := confine(p); err != nil {
 			rep.StartError = "cannot confine the command with Landlock: " + err.Error()
 			return 126
 		}
+		// The kernel's own answer, not ABI's (which a test setting overrides): kill(-1) is safe
+		// only where the signal scope really holds.
+		abi, err := llsys.LandlockGetABIVersion()
+		scoped = err == nil && abi >= signalScopeABI
 	}
 	// Signals first: a SIGTERM arriving between the start and Notify would kill only us.
 	sigs := make(chan os.Signal, 4)
@@ -78,6 +85,9 @@ func run(args []string, rep *Report) int {
 	}
 	status := waitFor(proc.Pid, sigs)
 	rep.Killed = sweep()
+	if scoped {
+		killDomain()
+	}
 	switch {
 	case status.Exited():
 		return status.ExitStatus()
@@ -172,3 +182,26 @@ func reap() {
 
 // String describes a killed process for a message.
 func (p Process) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Cmdline) }
+
+// signalScopeABI is the first Landlock ABI that scopes signals to the sandbox (confine asks
+// for it).
+const signalScopeABI = 6
+
+// killDomain kills, with kill(-1), every process the launcher may signal. Confined with
+// Landlock's signal scope those are exactly the processes of its own sandbox — the command's
+// descendants wherever they went (setsid, a double fork, a chain forking faster than the sweep
+// can kill) — and never one outside it. Without the scope they would be every process of the
+// user: it is only ever called scoped.
+//
+// It ends when the launcher has no child left: as the subreaper it inherits every orphan of
+// the sandbox while it lives, so no child means no process of the sandbox.
+func killDomain() {
+	for range 1000 {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+			return
+		}
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		reap()
+	}
+}
