@@ -111,7 +111,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			if attempt < remoteLandAttempts {
 				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_push_rejected",
 					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
-				if err := sleepCtx(ctx, landRetryPause()); err != nil {
+				if err := worktree.Sleep(ctx, landRetryPause()); err != nil {
 					return "", err
 				}
 				continue

@@ -100,7 +100,7 @@ func (ld *lander) shareJournal(ctx context.Context, st *store.Store, req landReq
 		if err = ld.repo.NotesJournal().Push(ctx, remote); !errors.Is(err, notes.ErrRejected) {
 			break
 		}
-		if sleepCtx(ctx, landRetryPause()) != nil {
+		if worktree.Sleep(ctx, landRetryPause()) != nil {
 			break
 		}
 	}
@@ -124,15 +124,6 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 	}
 	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, ld.cfg.Remote, req.target, last, pushed),
 		hint: "land it when the remote is quieter: git norma land " + req.task.ID}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
 
 // doctorRemote checks landing through a remote, when one is configured: that git knows it and

@@ -224,7 +224,7 @@ func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) e
 		}
 		// A git command of the user's holds the checkout's index for a moment (a commit, a
 		// status): wait for it rather than refuse a landing that is otherwise fine.
-		if !strings.Contains(errStderr(err), "index.lock") || wait <= 0 || sleepCtx(ctx, indexLockPoll) != nil {
+		if !strings.Contains(errStderr(err), "index.lock") || wait <= 0 || Sleep(ctx, indexLockPoll) != nil {
 			break
 		}
 	}
@@ -244,7 +244,8 @@ const (
 	indexLockPoll = 100 * time.Millisecond
 )
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (its error then).
+func Sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
