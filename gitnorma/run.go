@@ -484,13 +484,10 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 			}},
 		Recorder: r.rec,
 		Live:     r.app.redact.live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
-		Facts:  r.mirror.facts(),
-		Paused: r.pauseReason,
-		Gates:  r.app.Config.Gates,
-	}
-	var err error
-	if o.Sandbox, err = r.loopSandbox(); err != nil {
-		return o, err
+		Facts:   r.mirror.facts(),
+		Paused:  r.pauseReason,
+		Gates:   r.app.Config.Gates,
+		Sandbox: r.loopSandbox(),
 	}
 	r.noteUnconfined(ctx, live)
 	if head, err := r.app.Repo.Git.Resolve(ctx, "refs/heads/"+r.ws.Branch()); err == nil {

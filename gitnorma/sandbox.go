@@ -21,6 +21,11 @@ type confinement struct {
 	// abi is the kernel's Landlock ABI (0: none, why says why).
 	abi int
 	why string
+	// launcher is the binary started as the sandbox launcher: git-norma itself.
+	launcher string
+	// namespace says the launcher runs in a pid namespace of its own (nsWhy says why not).
+	namespace bool
+	nsWhy     string
 }
 
 // landlock says whether agents get Landlock: the mode allows it and the kernel has it.
@@ -84,6 +89,10 @@ func (cf confiner) confinement() (confinement, error) {
 	}
 	c := confinement{mode: mode}
 	c.abi, c.why = sandbox.ABI()
+	if c.launcher, err = os.Executable(); err != nil {
+		return c, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
+	}
+	c.namespace, c.nsWhy = sandbox.Namespaces(c.launcher)
 	if mode == sandbox.ModeRequired && c.abi == 0 {
 		return c, fatalf(`run on a Linux kernel with Landlock (5.13+, "landlock" in /sys/kernel/security/lsm), or set "sandbox": {"mode": "auto"} in .norma/config.json to run agents unconfined`,
 			"sandbox mode is required but agents cannot be confined: %s; nothing was started", c.why)
@@ -92,29 +101,22 @@ func (cf confiner) confinement() (confinement, error) {
 }
 
 // loopSandbox is the sandbox the engine starts every agent and check command in.
-func (r *run) loopSandbox() (*loop.Sandbox, error) {
-	sb, err := r.app.confiner().sandbox(r.pre.sandbox)
-	if err != nil {
-		return nil, err
-	}
+func (r *run) loopSandbox() *loop.Sandbox {
+	sb := r.app.confiner().sandbox(r.pre.sandbox)
 	sb.AdminDir = r.ws.GitDir()
-	return sb, nil
+	return sb
 }
 
 // sandbox is the sandbox for processes confined as c says: the workspace's admin dir is the
 // caller's to add.
-func (cf confiner) sandbox(c confinement) (*loop.Sandbox, error) {
-	launcher, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
-	}
+func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 	return &loop.Sandbox{
-		Launcher: launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cf.cfg.Network,
+		Launcher: c.launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cf.cfg.Network, Namespace: c.namespace,
 		AllowWrite: expandHome(cf.cfg.AllowWrite),
 		ObjectsDir: filepath.Join(cf.repo.GitDir, "objects"),
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
 		CacheDir: cf.repo.Path("cache"),
-	}, nil
+	}
 }
 
 // confineChecks confines the check commands run outside a step (the re-check before landing)
@@ -125,11 +127,7 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 	if err != nil {
 		return ctx, nil, err
 	}
-	sb, err := cf.sandbox(c)
-	if err != nil {
-		return ctx, nil, err
-	}
-	ctx, done := loop.ConfineChecks(ctx, sb, dir)
+	ctx, done := loop.ConfineChecks(ctx, cf.sandbox(c), dir)
 	return ctx, func() {
 		if ev, ok := done(); ok {
 			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
@@ -146,17 +144,13 @@ func (cf confiner) confineSetup(cmd *exec.Cmd) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	launcher, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
-	}
 	tmp, err := os.MkdirTemp("", "git-norma-setup-")
 	if err != nil {
 		return nil, err
 	}
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	writable := append([]string{cmd.Dir, tmp}, expandHome(cf.cfg.AllowWrite)...)
-	l, err := sandbox.Wrap(cmd, launcher, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
+	l, err := sandbox.Wrap(cmd, c.launcher, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true, Namespace: c.namespace})
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
@@ -197,7 +191,7 @@ func expandHome(paths []string) []string {
 	return out
 }
 
-// doctorSandbox reports the Landlock ABI and the mode in force.
+// doctorSandbox reports the Landlock ABI, the mode in force and how processes are contained.
 func (cf confiner) doctorSandbox(rep *DoctorReport) {
 	c, err := cf.confinement()
 	switch {
@@ -216,5 +210,11 @@ func (cf confiner) doctorSandbox(rep *DoctorReport) {
 			detail += fmt.Sprintf(" (network: false needs ABI %d; agents keep the network)", sandbox.NetworkABI)
 		}
 		rep.add("sandbox", "ok", detail, "")
+	}
+	if c.namespace {
+		rep.add("containment", "ok", "pid namespace: no process of a step outlives it", "")
+	} else if c.mode != "" {
+		rep.add("containment", "warn", "no pid namespace ("+c.nsWhy+"): processes left running after a step are swept, but one that forks without pause may outlive it",
+			"allow user namespaces (sysctl user.max_user_namespaces above 0; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run git-norma where they are allowed")
 	}
 }

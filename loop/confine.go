@@ -28,6 +28,9 @@ type Sandbox struct {
 	Shields bool
 	// Network allows TCP bind and connect.
 	Network bool
+	// Namespace starts each launcher in a pid namespace of its own (sandbox.Namespaces says
+	// whether the kernel allows it): then no process of a step can outlive it.
+	Namespace bool
 	// AllowWrite are the user's extra writable paths (sandbox.allow_write).
 	AllowWrite []string
 	// ObjectsDir is the repository's object store: each step's private one borrows from it
@@ -263,7 +266,9 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(private, "objects"),
 			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+s.cfg.ObjectsDir)
 	}
-	l, err := sandbox.Wrap(cmd, s.cfg.Launcher, sandbox.Policy{Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network})
+	l, err := sandbox.Wrap(cmd, s.cfg.Launcher, sandbox.Policy{
+		Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network, Namespace: s.cfg.Namespace,
+	})
 	return s, l, err
 }
 

@@ -37,7 +37,10 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	}
 	// A session of its own, so also a process group of its own, and no controlling terminal:
 	// an agent must not reach the user's terminal (TIOCSTI would type into the user's shell).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// The launcher's attributes (sandbox.Wrap) say so already, and may say more.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	start := time.Now()
 	err = cmd.Start()
 	if launch != nil {

@@ -317,13 +317,21 @@ func BenchmarkParallelThroughput(b *testing.B) {
 
 // BenchmarkSandboxLauncher is what the sandbox launcher adds to starting one agent or check
 // command: `sh -c true` started through `git-norma __sandbox-exec` (Landlock where the kernel
-// has it, the subreaper, the sweep for leftovers, the report) vs started directly. The target
-// is "ms-added" ≤ 5.
+// has it, its pid namespace where the kernel gives one, else the subreaper and the sweep for
+// leftovers, the report) vs started directly. The target is "ms-added" ≤ 5. "ms-probe" is
+// the cost of asking, once per command of git-norma's, whether a pid namespace can be had.
 func BenchmarkSandboxLauncher(b *testing.B) {
 	launcher := filepath.Join(benchBinDir(b), "git-norma")
 	dir := b.TempDir()
 	abi, _ := sandbox.ABI()
-	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true}
+	var namespace bool
+	var probes []time.Duration
+	for range 9 {
+		start := time.Now()
+		namespace, _ = sandbox.Namespaces(launcher)
+		probes = append(probes, time.Since(start))
+	}
+	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true, Namespace: namespace}
 	run := func(wrap bool) time.Duration {
 		cmd := exec.Command("sh", "-c", "true")
 		cmd.Dir = dir
@@ -357,4 +365,5 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 	}
 	reportRatio(b, norma, floor)
 	b.ReportMetric(float64((median(norma)-median(floor)).Microseconds())/1000, "ms-added")
+	b.ReportMetric(float64(median(probes).Microseconds())/1000, "ms-probe")
 }

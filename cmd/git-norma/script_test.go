@@ -60,6 +60,7 @@ func TestScripts(t *testing.T) {
 			"jsonshape": cmdJSONShape,
 			"noesc":     cmdNoEscapes,
 			"tmpfs":     cmdTmpfs,
+			"running":   cmdRunning,
 		},
 	})
 }
@@ -69,7 +70,8 @@ const gitBashCompletion = "/usr/share/bash-completion/completions/git"
 
 // scriptCondition adds [gitbashcompletion]: git's own bash completion script is installed, and
 // [tmpfs]: this process may mount a tmpfs (a small disk to fill up; root on Linux), and
-// [landlock]: the kernel can confine agents.
+// [landlock]: the kernel can confine agents, and [pidns]: it gives the sandbox launcher a pid
+// namespace.
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
 	case "gitbashcompletion":
@@ -80,9 +82,27 @@ func scriptCondition(cond string) (bool, error) {
 	case "landlock":
 		abi, _ := sandbox.ABI()
 		return abi > 0, nil
+	case "pidns":
+		return hasPIDNamespace(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
+
+// hasPIDNamespace asks git-norma's launcher (this test binary, under the name testscript gives
+// git-norma) whether it runs in a pid namespace here.
+var hasPIDNamespace = sync.OnceValue(func() bool {
+	dir, err := os.MkdirTemp("", "norma-pidns-*")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(dir)
+	launcher := filepath.Join(dir, "git-norma")
+	if os.Symlink(os.Args[0], launcher) != nil {
+		return false
+	}
+	ok, _ := sandbox.Namespaces(launcher)
+	return ok
+})
 
 var canMountTmpfs = sync.OnceValue(func() bool {
 	dir, err := os.MkdirTemp("", "norma-tmpfs-*")
@@ -225,6 +245,31 @@ func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
 func cmdNewRepo(ts *testscript.TestScript, neg bool, args []string) {
 	for _, argv := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", "initial commit"}} {
 		ts.Check(ts.Exec("git", argv...))
+	}
+}
+
+// cmdRunning prints "running <pid> <argv>" for every process alive (zombies are not) whose
+// working directory is DIR or inside it: `running .norma/runs` names what a run's agents left
+// running. Processes are found by where they work, not by a pid they wrote down: in the
+// sandbox's pid namespace an agent's $$ is not its pid on the machine.
+func cmdRunning(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: running DIR")
+	}
+	dir, err := filepath.EvalSymlinks(ts.MkAbs(args[0]))
+	ts.Check(err)
+	_ = ts.Stdout()
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cwd, err := os.Readlink(p + "/cwd")
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+"/")) {
+			continue
+		}
+		argv, err := os.ReadFile(p + "/cmdline")
+		if err != nil || len(argv) == 0 { // a zombie has none
+			continue
+		}
+		fmt.Fprintf(ts.Stdout(), "running %s %s\n", filepath.Base(p), strings.ReplaceAll(strings.TrimRight(string(argv), "\x00"), "\x00", " "))
 	}
 }
 

@@ -72,6 +72,13 @@ func Wrap(cmd *exec.Cmd, launcher string, p Policy) (*Launch, error) {
 	cmd.Args = append([]string{launcher, Entry, cmd.Path}, cmd.Args...)
 	cmd.Path = launcher
 	cmd.ExtraFiles = []*os.File{w}
+	// A session of its own, so also a process group of its own, and no controlling terminal:
+	// a confined process must not reach the user's terminal (TIOCSTI would type into the
+	// user's shell).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if p.Namespace {
+		cmd.SysProcAttr = namespaceAttr()
+	}
 	l := &Launch{r: r, w: w, report: make(chan Report, 1)}
 	// Read while the launcher runs: a long report must not block it in a full pipe.
 	go func() {

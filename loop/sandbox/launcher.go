@@ -41,6 +41,9 @@ func Main(args []string) int {
 }
 
 func run(args []string, rep *Report) int {
+	if len(args) == 1 && args[0] == probeArg {
+		return probe()
+	}
 	if len(args) < 2 {
 		rep.StartError = "the sandbox launcher got no command"
 		return 126
@@ -51,10 +54,21 @@ func run(args []string, rep *Report) int {
 		return 126
 	}
 	os.Unsetenv(policyEnv)
+	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
+	namespaced := inNamespace()
+	if namespaced {
+		if err := mountProc(); err != nil {
+			rep.StartError = err.Error()
+			return 126
+		}
+	}
 	// Orphans of the command are reparented to us instead of init, so none escapes the sweep.
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		rep.StartError = "cannot become the child subreaper: " + errno.Error()
-		return 126
+	// In a pid namespace of its own the launcher is that init already.
+	if !namespaced {
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+			rep.StartError = "cannot become the child subreaper: " + errno.Error()
+			return 126
+		}
 	}
 	scoped := false
 	if p.Landlock {
@@ -84,9 +98,14 @@ func run(args []string, rep *Report) int {
 		return 127
 	}
 	status := waitFor(proc.Pid, sigs)
-	rep.Killed = sweep()
-	if scoped {
-		killDomain()
+	switch {
+	case namespaced:
+		rep.Killed = killNamespace()
+	default:
+		rep.Killed = sweep()
+		if scoped {
+			killDomain()
+		}
 	}
 	switch {
 	case status.Exited():

@@ -1,8 +1,10 @@
 // Package sandbox confines and contains the processes git-norma starts for a step: agents and
 // check commands. git-norma never restricts itself; it starts a small launcher — its own
 // binary re-executed with the hidden argument Entry — that restricts itself with Landlock,
-// becomes the child subreaper, starts the real command as its child, and when that command
-// ends kills every descendant it left behind (setsid daemons, double forks included).
+// starts the real command as its child, and when that command ends kills every descendant it
+// left behind (setsid daemons, double forks included). Where the kernel allows, the launcher
+// is pid 1 of a pid namespace of its own, which no descendant can leave; elsewhere it is the
+// child subreaper and sweeps what it inherited.
 package sandbox
 
 import (
@@ -62,6 +64,9 @@ type Policy struct {
 	Writable []string `json:"writable"`
 	// Network allows TCP bind and connect; false denies them where Landlock ABI >= 4.
 	Network bool `json:"network"`
+	// Namespace starts the launcher as pid 1 of a pid namespace of its own (see Namespaces),
+	// where no process of the step can outlive it.
+	Namespace bool `json:"-"`
 }
 
 // abiOverrideEnv pretends the kernel offers this Landlock ABI. It exists for tests only (the

@@ -16,6 +16,11 @@ type child struct {
 // children lists the processes whose parent is pid, read from /proc/*/stat (the per-thread
 // children files need CONFIG_PROC_CHILDREN, which many kernels lack).
 func children(pid int) []child {
+	return processes(func(n, ppid int) bool { return n != pid && ppid == pid })
+}
+
+// processes lists the processes of /proc that keep(pid, ppid) keeps.
+func processes(keep func(pid, ppid int) bool) []child {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -23,7 +28,7 @@ func children(pid int) []child {
 	var out []child
 	for _, e := range entries {
 		n, err := strconv.Atoi(e.Name())
-		if err != nil || n == pid {
+		if err != nil {
 			continue
 		}
 		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -37,7 +42,10 @@ func children(pid int) []child {
 			continue
 		}
 		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err != nil || !keep(n, ppid) {
 			continue
 		}
 		out = append(out, child{pid: n, zombie: f[0] == "Z", cmdline: cmdline(n, stat[:i])})

@@ -1,0 +1,109 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
+)
+
+// unprivilegedEnv marks the copy of this test binary that runs as an unprivileged user.
+const unprivilegedEnv = "NORMA_TEST_UNPRIVILEGED"
+
+// TestNamespaceContains: the launcher in a pid namespace of its own kills what a command left
+// running, however it left it, names it, and gives the command a /proc of its namespace only.
+// Root makes the namespace directly; any other user through a user namespace, the way most
+// users run git-norma: as root, the test runs a copy of itself as nobody for that path.
+func TestNamespaceContains(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	if ok, why := sandbox.Namespaces(exe); !ok {
+		t.Skip(why)
+	}
+	t.Run("as this user", checkNamespaceContains)
+	if os.Geteuid() != 0 || os.Getenv(unprivilegedEnv) != "" {
+		return
+	}
+	t.Run("as an unprivileged user", func(t *testing.T) {
+		// Not t.TempDir: its parent is the test's alone (0700).
+		dir, err := os.MkdirTemp("", "norma-unprivileged-")
+		require.NoError(t, err)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		require.NoError(t, os.Chmod(dir, 0o755))
+		exe := filepath.Join(dir, "loop.test")
+		copyFile(t, os.Args[0], exe)
+		cmd := exec.Command(exe, "-test.run", "^TestNamespaceContains$", "-test.v", "-test.count=1")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "TMPDIR=/tmp", "HOME="+dir)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.Contains(t, string(out), "--- PASS: TestNamespaceContains/as_this_user")
+	})
+}
+
+func checkNamespaceContains(t *testing.T) {
+	if os.Getenv(unprivilegedEnv) != "" {
+		require.NotZero(t, os.Geteuid(), "the copy runs unprivileged")
+	}
+	step := t.TempDir()
+	abi, _ := sandbox.ABI()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: abi > 0, Network: true, Namespace: true}, stepDir: step, private: &privateDir{}}
+	t.Cleanup(s.private.remove)
+	marker := fmt.Sprintf("norma-left-%d-%d", os.Getpid(), time.Now().UnixNano())
+	// A daemon in a session of its own, behind a double fork, and a count of /proc.
+	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; `+
+		`(setsid sh -c 'while :; do sleep 0.05; done' `+marker+` </dev/null >/dev/null 2>&1 &); sleep 0.2`)
+	cmd.Dir = step
+	res, err := RunProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.ExitCode)
+
+	ev, ok := s.event()
+	require.True(t, ok, "an event names what was killed")
+	assert.Contains(t, ev.Message, marker)
+	assert.Empty(t, processesWith(marker), "nothing of the step is left running")
+	data, err := os.ReadFile(filepath.Join(step, "procs"))
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	require.NoError(t, err)
+	assert.Less(t, n, 10, "the command's /proc shows its namespace, not the machine")
+}
+
+// processesWith lists the processes of the machine whose argv holds marker.
+func processesWith(marker string) []string {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var found []string
+	for _, d := range dirs {
+		if data, err := os.ReadFile(d + "/cmdline"); err == nil && strings.Contains(string(data), marker) {
+			found = append(found, d)
+		}
+	}
+	return found
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+}

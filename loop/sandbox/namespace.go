@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// A pid namespace is what makes containment complete. The launcher starts as its first
+// process (pid 1): every process of the step is then inside it, whatever it does — setsid, a
+// double fork, a chain forking faster than anything can list it — and cannot leave it. When
+// the launcher ends, or is killed, the kernel kills every process left in the namespace; and
+// the launcher's own kill(-1) reaches exactly them, Landlock or not.
+//
+// The launcher also gets a mount namespace of its own, to mount a /proc that shows the
+// namespace's processes: with the user's /proc, a program reading /proc/<its own pid> would
+// read another process (libcap's psx, which Landlock uses in a cgo build, would spin for
+// good). Where that mount fails, no namespace is used at all (Namespaces).
+
+// namespaceAttr is how the launcher is started as pid 1 of a new pid namespace. Root (with
+// CAP_SYS_ADMIN) needs nothing else; any other user also gets a user namespace in which the
+// user is itself (same uid and gid), which lets it make the other two. Its capabilities there
+// would end with the exec of the launcher (its uid is not 0); CAP_SYS_ADMIN is kept, as an
+// ambient capability, for mounting /proc, and dropped before the command starts.
+func namespaceAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	if uid := os.Geteuid(); uid != 0 {
+		gid := os.Getegid()
+		attr.Cloneflags |= syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.AmbientCaps = []uintptr{capSysAdmin}
+	}
+	return attr
+}
+
+// capSysAdmin is CAP_SYS_ADMIN (linux/capability.h); prCapAmbient and prCapAmbientClearAll
+// are prctl's PR_CAP_AMBIENT and PR_CAP_AMBIENT_CLEAR_ALL. The syscall package names none.
+const (
+	capSysAdmin          = 21
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+)
+
+// Namespaces says whether the launcher at launcher (git-norma itself) can run in namespaces
+// of its own, and why not. Kernels, containers (seccomp, a masked /proc) and distributions
+// (AppArmor, sysctls) each may forbid them, so it asks: it starts the launcher as it would
+// for a command, to do only what it does first, and say whether it could. That costs one
+// start of git-norma (a few milliseconds), once per command of git-norma's that starts any.
+func Namespaces(launcher string) (bool, string) {
+	if os.Getenv(namespaceOverrideEnv) == "0" {
+		return false, "pid namespaces disabled by " + namespaceOverrideEnv + " (a test setting)"
+	}
+	cmd := exec.Command(launcher, Entry, probeArg)
+	cmd.SysProcAttr = namespaceAttr()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, ""
+	case errors.As(err, &exit):
+		return false, strings.TrimSpace(string(out))
+	}
+	return false, "the kernel refuses a pid namespace (" + err.Error() + ")"
+}
+
+// probeArg makes the launcher only enter its namespaces, for Namespaces.
+const probeArg = "--probe-namespaces"
+
+// probe is the launcher's side of Namespaces.
+func probe() int {
+	if !inNamespace() {
+		fmt.Println("the launcher did not start as pid 1 of a pid namespace")
+		return 1
+	}
+	if err := mountProc(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return 0
+}
+
+// namespaceOverrideEnv set to 0 pretends the kernel refuses pid namespaces. It exists for
+// tests only: the machines that run them allow namespaces, and the sweep that replaces them
+// elsewhere must be testable end to end.
+const namespaceOverrideEnv = "GIT_NORMA_SANDBOX_TEST_NAMESPACE"
+
+// inNamespace says the launcher is pid 1 of its own pid namespace.
+func inNamespace() bool { return os.Getpid() == 1 }
+
+// mountProc mounts, in the launcher's own mount namespace, a /proc of its pid namespace. It
+// first makes every mount private: the new /proc must not propagate to the user's mounts.
+//
+// It then drops the ambient capability namespaceAttr gave, on every thread (capabilities are
+// per thread): the command gets no capability a user's own process would not have.
+func mountProc() error {
+	err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, "")
+	if err != nil {
+		err = fmt.Errorf("cannot make the mounts of the launcher's namespace private: %w", err)
+	} else if err = syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		err = fmt.Errorf("cannot mount a /proc of the launcher's pid namespace: %w", err)
+	}
+	_ = llsys.AllThreadsPrctl(prCapAmbient, prCapAmbientClearAll, 0, 0, 0)
+	return err
+}
+
+// killNamespace kills every process of the namespace but the launcher, and reaps them, and
+// names them (its /proc is the namespace's own). One kill(-1) from pid 1 reaches all of
+// them (a process being killed cannot fork any more); it repeats only until the launcher,
+// which inherits every orphan of the namespace, has no child left.
+func killNamespace() []Process {
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+		return nil
+	}
+	var killed []Process
+	for _, p := range processes(func(pid, _ int) bool { return pid != 1 }) {
+		if !p.zombie {
+			killed = append(killed, Process{PID: p.pid, Cmdline: p.cmdline})
+		}
+	}
+	for range 1000 {
+		_ = syscall.Kill(-1, syscall.SIGKILL)
+		reap()
+		if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+			break
+		}
+	}
+	return killed
+}
