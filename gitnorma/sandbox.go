@@ -80,9 +80,20 @@ func contains(dir, path string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// confinement reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
-// Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
+// confinement is landlock's answer and whether the launcher can run in namespaces of its own
+// (asked of the kernel by starting it: a few milliseconds, so only where processes start).
 func (cf confiner) confinement() (confinement, error) {
+	c, err := cf.landlock()
+	if err != nil {
+		return c, err
+	}
+	c.namespace, c.nsWhy = sandbox.Namespaces(c.launcher)
+	return c, nil
+}
+
+// landlock reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
+// Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
+func (cf confiner) landlock() (confinement, error) {
 	mode, err := sandbox.EffectiveMode(sandbox.Mode(cf.cfg.Mode))
 	if err != nil {
 		return confinement{}, usagef("set "+sandbox.ModeEnv+" to auto, required or off (or unset it)", "%v", err)
@@ -92,7 +103,6 @@ func (cf confiner) confinement() (confinement, error) {
 	if c.launcher, err = os.Executable(); err != nil {
 		return c, fmt.Errorf("find git-norma's own binary, the sandbox launcher: %w", err)
 	}
-	c.namespace, c.nsWhy = sandbox.Namespaces(c.launcher)
 	if mode == sandbox.ModeRequired && c.abi == 0 {
 		return c, fatalf(`run on a Linux kernel with Landlock (5.13+, "landlock" in /sys/kernel/security/lsm), or set "sandbox": {"mode": "auto"} in .norma/config.json to run agents unconfined`,
 			"sandbox mode is required but agents cannot be confined: %s; nothing was started", c.why)
@@ -162,15 +172,22 @@ func (cf confiner) confineSetup(cmd *exec.Cmd) (func(), error) {
 	}, nil
 }
 
-// noteUnconfined says once per run, live and as an event, that mode auto found no Landlock.
+// noteUnconfined says once per run, live and as an event, that mode auto found no Landlock,
+// and that the kernel refused the launcher its pid namespace (containment is then weaker).
 func (r *run) noteUnconfined(ctx context.Context, live loop.LiveFunc) {
 	c := r.pre.sandbox
-	if c.mode != sandbox.ModeAuto || c.landlock() {
-		return
+	var notes []string
+	if c.mode == sandbox.ModeAuto && !c.landlock() {
+		notes = append(notes, "agents run unconfined: "+c.why+` (set "sandbox": {"mode": "required"} to refuse instead)`)
 	}
-	msg := "agents run unconfined: " + c.why + ` (set "sandbox": {"mode": "required"} to refuse instead)`
-	say(live, r.pre.task.ID, "%s", msg)
-	_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "sandbox_unavailable", Message: msg})
+	if !c.namespace {
+		notes = append(notes, "agents run without a pid namespace ("+c.nsWhy+"): what they leave running is swept when their step ends, "+
+			"but a process forking without pause may outlive it, and the unix sockets of your daemons (tmux, the session bus) stay reachable; git norma doctor says more")
+	}
+	for _, msg := range notes {
+		say(live, r.pre.task.ID, "%s", msg)
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "sandbox_unavailable", Message: msg})
+	}
 }
 
 // processEnv is what every agent, check and setup command starts from: this process's
@@ -212,9 +229,9 @@ func (cf confiner) doctorSandbox(rep *DoctorReport) {
 		rep.add("sandbox", "ok", detail, "")
 	}
 	if c.namespace {
-		rep.add("containment", "ok", "pid namespace: no process of a step outlives it", "")
+		rep.add("containment", "ok", "pid namespace: no process of a step outlives it, and confined ones reach no daemon's unix socket", "")
 	} else if c.mode != "" {
-		rep.add("containment", "warn", "no pid namespace ("+c.nsWhy+"): processes left running after a step are swept, but one that forks without pause may outlive it",
+		rep.add("containment", "warn", "no pid namespace ("+c.nsWhy+"): processes left running after a step are swept, but one that forks without pause may outlive it, and agents can reach the unix sockets of your daemons",
 			"allow user namespaces (sysctl user.max_user_namespaces above 0; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run git-norma where they are allowed")
 	}
 }

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.Entry {
 		os.Exit(sandbox.Main(os.Args[2:]))
 	}
+	if path := os.Getenv(connectEnv); path != "" {
+		os.Exit(connect(path))
+	}
 	os.Exit(m.Run())
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +24,10 @@ import (
 const unprivilegedEnv = "NORMA_TEST_UNPRIVILEGED"
 
 // TestNamespaceContains: the launcher in a pid namespace of its own kills what a command left
-// running, however it left it, names it, and gives the command a /proc of its namespace only.
-// Root makes the namespace directly; any other user through a user namespace, the way most
-// users run git-norma: as root, the test runs a copy of itself as nobody for that path.
+// running, however it left it, names it, and gives the command a /proc of its namespace only
+// and no capability. Root makes the namespace directly; any other user through a user
+// namespace, the way most users run git-norma: as root, the test runs a copy of itself as
+// nobody for that path (and for TestConfinedCommandCannotReachDaemons).
 func TestNamespaceContains(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -44,13 +46,16 @@ func TestNamespaceContains(t *testing.T) {
 		require.NoError(t, os.Chmod(dir, 0o755))
 		exe := filepath.Join(dir, "loop.test")
 		copyFile(t, os.Args[0], exe)
-		cmd := exec.Command(exe, "-test.run", "^TestNamespaceContains$", "-test.v", "-test.count=1")
+		cmd := exec.Command(exe, "-test.run", "^(TestNamespaceContains|TestConfinedCommandCannotReachDaemons)$", "-test.v", "-test.count=1")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "TMPDIR=/tmp", "HOME="+dir)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		assert.Contains(t, string(out), "--- PASS: TestNamespaceContains/as_this_user")
+		if abi, _ := sandbox.ABI(); abi > 0 {
+			assert.Contains(t, string(out), "--- PASS: TestConfinedCommandCannotReachDaemons")
+		}
 	})
 }
 
@@ -66,7 +71,7 @@ func checkNamespaceContains(t *testing.T) {
 	t.Cleanup(s.private.remove)
 	marker := fmt.Sprintf("norma-left-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// A daemon in a session of its own, behind a double fork, and a count of /proc.
-	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; `+
+	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; grep '^Cap[IPEA]' /proc/self/status > caps; `+
 		`(setsid sh -c 'while :; do sleep 0.05; done' `+marker+` </dev/null >/dev/null 2>&1 &); sleep 0.2`)
 	cmd.Dir = step
 	res, err := RunProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
@@ -82,6 +87,16 @@ func checkNamespaceContains(t *testing.T) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	require.NoError(t, err)
 	assert.Less(t, n, 10, "the command's /proc shows its namespace, not the machine")
+	if os.Geteuid() != 0 {
+		// The capability the launcher kept to mount /proc is not the command's.
+		caps, err := os.ReadFile(filepath.Join(step, "caps"))
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(string(caps)), "\n")
+		require.Len(t, lines, 4, "CapInh, CapPrm, CapEff and CapAmb:\n%s", caps)
+		for _, l := range lines {
+			assert.Regexp(t, `:\s+0+$`, l, "a user's own process has no capability")
+		}
+	}
 }
 
 // processesWith lists the processes of the machine whose argv holds marker.
@@ -106,4 +121,78 @@ func copyFile(t *testing.T, from, to string) {
 	_, err = io.Copy(out, in)
 	require.NoError(t, err)
 	require.NoError(t, out.Close())
+}
+
+// connectEnv makes the test binary a client that connects to the unix socket it names and
+// says whether it could.
+const connectEnv = "NORMA_TEST_CONNECT"
+
+func connect(path string) int {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 0
+	}
+	c.Close()
+	fmt.Println("connected")
+	return 0
+}
+
+// TestConfinedCommandCannotReachDaemons: a daemon of the user's listening on a unix socket
+// (tmux, the session bus, docker, an ssh-agent) cannot be asked to act for a confined command:
+// the launcher hides every such socket that exists when the step starts.
+func TestConfinedCommandCannotReachDaemons(t *testing.T) {
+	requireLandlock(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	if ok, why := sandbox.Namespaces(exe); !ok {
+		t.Skip(why)
+	}
+	// Not t.TempDir: a socket's path must stay short (108 bytes).
+	dir, err := os.MkdirTemp("", "norma-daemon-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "daemon.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	accepted := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	client := func(ctx context.Context) string {
+		step := t.TempDir()
+		cmd := exec.Command(exe)
+		cmd.Dir = step
+		cmd.Env = append(os.Environ(), connectEnv+"="+sock)
+		out, err := os.Create(filepath.Join(step, "out"))
+		require.NoError(t, err)
+		defer out.Close()
+		cmd.Stdout = out
+		_, err = RunProcess(ctx, cmd, 10*time.Second)
+		require.NoError(t, err)
+		data, err := os.ReadFile(out.Name())
+		require.NoError(t, err)
+		return string(data)
+	}
+
+	// Unconfined, the client reaches the daemon: the test can tell.
+	assert.Equal(t, "connected\n", client(context.Background()))
+	<-accepted
+
+	ctx, s := confinedCtx(t, t.TempDir(), true)
+	s.cfg.Namespace = true
+	assert.Contains(t, client(ctx), "refused:")
+	select {
+	case <-accepted:
+		t.Fatal("the daemon got a connection from the confined command")
+	case <-time.After(50 * time.Millisecond):
+	}
 }

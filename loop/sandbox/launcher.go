@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,7 +59,19 @@ func run(args []string, rep *Report) int {
 	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
 	namespaced := inNamespace()
 	if namespaced {
+		// The command starts from this thread, which alone loses the capabilities mounting needed.
+		runtime.LockOSThread()
 		if err := mountProc(); err != nil {
+			rep.StartError = err.Error()
+			return 126
+		}
+		if p.Landlock {
+			if failed := maskSockets(); len(failed) > 0 {
+				rep.StartError = "cannot hide the unix sockets of the user's daemons from the command: " + strings.Join(failed, "; ")
+				return 126
+			}
+		}
+		if err := dropCapabilities(); err != nil {
 			rep.StartError = err.Error()
 			return 126
 		}

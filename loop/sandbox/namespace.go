@@ -7,8 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"unsafe"
 )
 
 // A pid namespace is what makes containment complete. The launcher starts as its first
@@ -95,19 +94,40 @@ func inNamespace() bool { return os.Getpid() == 1 }
 
 // mountProc mounts, in the launcher's own mount namespace, a /proc of its pid namespace. It
 // first makes every mount private: the new /proc must not propagate to the user's mounts.
-//
-// It then drops the ambient capability namespaceAttr gave, on every thread (capabilities are
-// per thread): the command gets no capability a user's own process would not have.
 func mountProc() error {
-	err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, "")
-	if err != nil {
-		err = fmt.Errorf("cannot make the mounts of the launcher's namespace private: %w", err)
-	} else if err = syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-		err = fmt.Errorf("cannot mount a /proc of the launcher's pid namespace: %w", err)
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("cannot make the mounts of the launcher's namespace private: %w", err)
 	}
-	_ = llsys.AllThreadsPrctl(prCapAmbient, prCapAmbientClearAll, 0, 0, 0)
-	return err
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("cannot mount a /proc of the launcher's pid namespace: %w", err)
+	}
+	return nil
 }
+
+// dropCapabilities drops, on the calling thread, the ambient capability namespaceAttr gave
+// (and, for a user other than root, every capability): they are per thread, and a new process
+// gets those of the thread that started it, so the caller keeps to this thread
+// (runtime.LockOSThread) until it has started the command. The command then gets no
+// capability a user's own process would not have. The launcher's other threads keep theirs:
+// that keeps the command from reading or tracing the launcher. (Dropping them on every
+// thread instead stops the whole runtime, twice as costly as the rest of the launcher's work.)
+func dropCapabilities() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0); errno != 0 {
+		return fmt.Errorf("cannot drop the launcher's ambient capability: %w", errno)
+	}
+	if os.Geteuid() == 0 {
+		return nil // root's command is root: its capabilities come back with its exec
+	}
+	header := struct{ version, pid uint32 }{version: capabilityVersion3}
+	var none [2]struct{ effective, permitted, inheritable uint32 }
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&none[0])), 0); errno != 0 {
+		return fmt.Errorf("cannot drop the launcher's capabilities: %w", errno)
+	}
+	return nil
+}
+
+// capabilityVersion3 is _LINUX_CAPABILITY_VERSION_3 (linux/capability.h): capset's 64-bit sets.
+const capabilityVersion3 = 0x20080522
 
 // killNamespace kills every process of the namespace but the launcher, and reaps them, and
 // names them (its /proc is the namespace's own). One kill(-1) from pid 1 reaches all of
