@@ -137,6 +137,9 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 	if err != nil {
 		return ctx, nil, err
 	}
+	if !c.namespace {
+		fmt.Fprintf(log, "checks run without a pid namespace (%s): what they leave running is swept, and your daemons' unix sockets stay reachable\n", c.nsWhy)
+	}
 	ctx, done := loop.ConfineChecks(ctx, cf.sandbox(c), dir)
 	return ctx, func() {
 		if ev, ok := done(); ok {
@@ -229,7 +232,7 @@ func (cf confiner) doctorSandbox(rep *DoctorReport) {
 		rep.add("sandbox", "ok", detail, "")
 	}
 	if c.namespace {
-		rep.add("containment", "ok", "pid namespace: no process of a step outlives it, and confined ones reach no daemon's unix socket", "")
+		rep.add("containment", "ok", "pid namespace: no process of a step outlives it, and confined ones find your daemons' unix sockets hidden", "")
 	} else if c.mode != "" {
 		rep.add("containment", "warn", "no pid namespace ("+c.nsWhy+"): processes left running after a step are swept, but one that forks without pause may outlive it, and agents can reach the unix sockets of your daemons",
 			"allow user namespaces (sysctl user.max_user_namespaces above 0; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run git-norma where they are allowed")

@@ -72,6 +72,7 @@ func checkNamespaceContains(t *testing.T) {
 	marker := fmt.Sprintf("norma-left-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// A daemon in a session of its own, behind a double fork, and a count of /proc.
 	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; grep '^Cap[IPEA]' /proc/self/status > caps; `+
+		`for t in /proc/1/task/*; do cat $t/environ >/dev/null 2>&1 && echo $t >> launcher-read; done; `+
 		`(setsid sh -c 'while :; do sleep 0.05; done' `+marker+` </dev/null >/dev/null 2>&1 &); sleep 0.2`)
 	cmd.Dir = step
 	res, err := RunProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
@@ -87,15 +88,25 @@ func checkNamespaceContains(t *testing.T) {
 	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	require.NoError(t, err)
 	assert.Less(t, n, 10, "the command's /proc shows its namespace, not the machine")
-	if os.Geteuid() != 0 {
-		// The capability the launcher kept to mount /proc is not the command's.
-		caps, err := os.ReadFile(filepath.Join(step, "caps"))
-		require.NoError(t, err)
-		lines := strings.Split(strings.TrimSpace(string(caps)), "\n")
-		require.Len(t, lines, 4, "CapInh, CapPrm, CapEff and CapAmb:\n%s", caps)
-		for _, l := range lines {
+	// The launcher's threads keep capabilities the command lacks: none of them may be traced
+	// (or read through /proc), which would make the command run code with them.
+	assert.NoFileExists(t, filepath.Join(step, "launcher-read"), "the command read its launcher's /proc entries")
+	caps, err := os.ReadFile(filepath.Join(step, "caps"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(caps)), "\n")
+	require.Len(t, lines, 4, "CapInh, CapPrm, CapEff and CapAmb:\n%s", caps)
+	for _, l := range lines {
+		if os.Geteuid() != 0 {
+			// The capability the launcher kept to mount /proc is not the command's.
 			assert.Regexp(t, `:\s+0+$`, l, "a user's own process has no capability")
+			continue
 		}
+		// Root's command is root, without what reaches past the sandbox: CAP_SYS_ADMIN
+		// (open_tree would undo the launcher's mounts), CAP_SYS_PTRACE.
+		name, hex, _ := strings.Cut(l, ":")
+		set, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+		require.NoError(t, err)
+		assert.Zero(t, set&(1<<21|1<<19), "%s holds CAP_SYS_ADMIN or CAP_SYS_PTRACE: %x", name, set)
 	}
 }
 

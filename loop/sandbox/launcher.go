@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 
@@ -56,25 +55,26 @@ func run(args []string, rep *Report) int {
 		return 126
 	}
 	os.Unsetenv(policyEnv)
+	if err := notTraceable(); err != nil {
+		rep.StartError = err.Error()
+		return 126
+	}
+	// The command starts from this thread, which alone loses the capabilities it must not have.
+	runtime.LockOSThread()
 	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
 	namespaced := inNamespace()
 	if namespaced {
-		// The command starts from this thread, which alone loses the capabilities mounting needed.
-		runtime.LockOSThread()
 		if err := mountProc(); err != nil {
 			rep.StartError = err.Error()
 			return 126
 		}
 		if p.Landlock {
-			if failed := maskSockets(); len(failed) > 0 {
-				rep.StartError = "cannot hide the unix sockets of the user's daemons from the command: " + strings.Join(failed, "; ")
-				return 126
-			}
+			maskSockets()
 		}
-		if err := dropCapabilities(); err != nil {
-			rep.StartError = err.Error()
-			return 126
-		}
+	}
+	if err := dropCapabilities(p.Landlock); err != nil {
+		rep.StartError = err.Error()
+		return 126
 	}
 	// Orphans of the command are reparented to us instead of init, so none escapes the sweep.
 	// In a pid namespace of its own the launcher is that init already.

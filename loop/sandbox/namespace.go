@@ -38,13 +38,8 @@ func namespaceAttr() *syscall.SysProcAttr {
 	return attr
 }
 
-// capSysAdmin is CAP_SYS_ADMIN (linux/capability.h); prCapAmbient and prCapAmbientClearAll
-// are prctl's PR_CAP_AMBIENT and PR_CAP_AMBIENT_CLEAR_ALL. The syscall package names none.
-const (
-	capSysAdmin          = 21
-	prCapAmbient         = 47
-	prCapAmbientClearAll = 4
-)
+// capSysAdmin is CAP_SYS_ADMIN (linux/capability.h), which the syscall package does not name.
+const capSysAdmin = 21
 
 // Namespaces says whether the launcher at launcher (git-norma itself) can run in namespaces
 // of its own, and why not. Kernels, containers (seccomp, a masked /proc) and distributions
@@ -104,19 +99,29 @@ func mountProc() error {
 	return nil
 }
 
-// dropCapabilities drops, on the calling thread, the ambient capability namespaceAttr gave
-// (and, for a user other than root, every capability): they are per thread, and a new process
-// gets those of the thread that started it, so the caller keeps to this thread
-// (runtime.LockOSThread) until it has started the command. The command then gets no
-// capability a user's own process would not have. The launcher's other threads keep theirs:
-// that keeps the command from reading or tracing the launcher. (Dropping them on every
-// thread instead stops the whole runtime, twice as costly as the rest of the launcher's work.)
-func dropCapabilities() error {
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prCapAmbient, prCapAmbientClearAll, 0); errno != 0 {
-		return fmt.Errorf("cannot drop the launcher's ambient capability: %w", errno)
-	}
+// dropCapabilities drops, on the calling thread, what the command must not get: capabilities
+// are per thread, and a new process gets those of the thread that started it, so the caller
+// keeps to this thread (runtime.LockOSThread) until it has started the command. A user other
+// than root loses every capability there, the CAP_SYS_ADMIN namespaceAttr gave included: the
+// command gets none. Root's command is root, but when confined without the capabilities that
+// would let it undo the sandbox (mounts through open_tree, which Landlock does not govern;
+// modules; tracing; opening files by handle): they leave this thread's bounding set. (Mode off
+// confines nothing, and takes nothing from root.) The launcher's other threads
+// keep theirs, which is safe only because the launcher cannot be traced (notTraceable).
+// (Dropping them on every thread instead stops the whole runtime, twice as costly as the rest
+// of the launcher's work.)
+func dropCapabilities(confined bool) error {
 	if os.Geteuid() == 0 {
-		return nil // root's command is root: its capabilities come back with its exec
+		if !confined {
+			return nil
+		}
+		for _, c := range rootDrops {
+			_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prCapBSetDrop, c, 0)
+			if errno != 0 && errno != syscall.EINVAL { // EINVAL: a capability this kernel lacks
+				return fmt.Errorf("cannot drop capability %d from the command's bounding set: %w", c, errno)
+			}
+		}
+		return nil
 	}
 	header := struct{ version, pid uint32 }{version: capabilityVersion3}
 	var none [2]struct{ effective, permitted, inheritable uint32 }
@@ -125,6 +130,27 @@ func dropCapabilities() error {
 	}
 	return nil
 }
+
+// notTraceable makes the launcher not dumpable: only a process with CAP_SYS_PTRACE over it may
+// then trace it or read its /proc entries (its memory, its file descriptors — the report
+// pipe), and the command has none. A traced launcher would be code run with the capabilities
+// its threads keep, outside the command's limits.
+func notTraceable() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
+		return fmt.Errorf("cannot make the launcher untraceable: %w", errno)
+	}
+	return nil
+}
+
+// rootDrops are the capabilities (linux/capability.h) a root command does not get: what
+// reaches past Landlock and the namespaces — CAP_SYS_ADMIN (mounts, open_tree, setns),
+// CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_DAC_READ_SEARCH (open_by_handle_at),
+// CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN, CAP_SYS_TIME, CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL,
+// CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE.
+var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 25, 9, 30, 32, 33, 34, 38, 39, 40}
+
+// prCapBSetDrop is prctl's PR_CAPBSET_DROP.
+const prCapBSetDrop = 24
 
 // capabilityVersion3 is _LINUX_CAPABILITY_VERSION_3 (linux/capability.h): capset's 64-bit sets.
 const capabilityVersion3 = 0x20080522

@@ -8,45 +8,50 @@ import (
 )
 
 // Landlock (up to ABI 7) does not govern connecting to a unix socket that has a path: a
-// confined command could ask any daemon listening on one to act for it, outside the sandbox
-// — tmux (`tmux run-shell`), the user's systemd or D-Bus session bus (start a unit), docker,
-// an ssh-agent. In its own mount namespace, before Landlock (which forbids mounting), the
-// launcher puts /dev/null over every such socket that exists when the step starts: connecting
-// to it is refused. Sockets the command makes itself, later, are its own.
+// confined command could ask a daemon listening on one to act for it, outside the sandbox —
+// tmux (`tmux run-shell`), the user's systemd or D-Bus session bus (start a unit), docker.
+// In its own mount namespace, before Landlock (which forbids mounting), the launcher puts
+// /dev/null over every such socket the kernel names when the step starts: connecting to it is
+// refused. That is a list, not a boundary: a socket made later, one the kernel names by a path
+// it no longer has (bound under a temporary name, then linked elsewhere, as OpenSSH's
+// ControlMaster does), one bound by a relative path or in another network namespace, and the
+// same directory seen through another mount stay reachable. The README says so.
 
-// maskSockets binds /dev/null over every unix socket with a path that the kernel lists
-// (/proc/net/unix, all of this network namespace's). A socket that cannot be masked is one
-// this user cannot reach either (a directory of another user's) or that is gone; it returns
-// the paths it could not mask for any other reason.
-func maskSockets() []string {
+// maskSockets binds /dev/null over every unix socket with an absolute path that
+// /proc/net/unix lists (this network namespace's). One that cannot be masked is left as it
+// is: gone, or in a directory this user cannot reach either.
+func maskSockets() {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
-		return []string{"/proc/net/unix: " + err.Error()}
+		return
 	}
 	defer f.Close()
-	var failed []string
 	seen := map[string]bool{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		path := socketPath(s.Text())
-		if path == "" || seen[path] {
-			continue
-		}
-		seen[path] = true
-		err := syscall.Mount("/dev/null", path, "", syscall.MS_BIND, "")
-		if err != nil && err != syscall.ENOENT && err != syscall.EACCES && err != syscall.ENOTDIR {
-			failed = append(failed, path+": "+err.Error())
+		if path := socketPath(s.Text()); path != "" && !seen[path] {
+			seen[path] = true
+			_ = syscall.Mount("/dev/null", path, "", syscall.MS_BIND, "")
 		}
 	}
-	return failed
 }
 
-// socketPath is the path of a line of /proc/net/unix ("Num RefCount Protocol Flags Type St
-// Inode Path"), or "" for a socket without one (unnamed, or abstract: "@name").
+// socketPath is the absolute path of a line of /proc/net/unix, or "" for a socket without
+// one (unnamed, abstract "@name", or relative). The kernel writes seven fields ("Num RefCount
+// Protocol Flags Type St Inode"), then a space and the path exactly as bound: spaces in it are
+// its own.
 func socketPath(line string) string {
-	fields := strings.Fields(line)
-	if len(fields) < 8 || !strings.HasPrefix(fields[7], "/") {
-		return ""
+	rest := line
+	for range 7 {
+		rest = strings.TrimLeft(rest, " ")
+		end := strings.IndexByte(rest, ' ')
+		if end < 0 {
+			return ""
+		}
+		rest = rest[end:]
 	}
-	return strings.Join(fields[7:], " ")
+	if path := strings.TrimPrefix(rest, " "); strings.HasPrefix(path, "/") {
+		return path
+	}
+	return ""
 }
