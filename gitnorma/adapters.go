@@ -242,10 +242,10 @@ func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.Comm
 	res, err := w.ws.Commit(ctx, worktree.State{Head: snap.Head, Status: snap.Status}, worktree.StepCommit{
 		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.apply(req.Summary),
 		// Do is the step that changes the workspace; a CLI Act agent rarely does.
-		ExpectChanges: req.Role == loop.RoleDo, ResetIndex: req.ResetIndex,
+		ExpectChanges: req.Role == loop.RoleDo,
 	})
 	if errors.Is(err, worktree.ErrBranchSwitched) || errors.Is(err, worktree.ErrHistoryRewritten) || errors.Is(err, worktree.ErrLinkChanged) ||
-		errors.Is(err, worktree.ErrControlFiles) {
+		errors.Is(err, worktree.ErrControlFiles) || errors.Is(err, worktree.ErrUnaddable) {
 		return loop.CommitResult{}, &loop.ProtocolError{Kind: loop.ErrKindWorkspace, Msg: err.Error()}
 	}
 	return loop.CommitResult(res), err

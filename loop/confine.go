@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,27 +168,6 @@ func (s *stepSandbox) close() {
 	if s != nil && s.started {
 		s.private.empty()
 	}
-}
-
-// wroteObjects says whether the step's processes may have staged objects that only exist in
-// the private store: anything in it, or the store gone (then nothing can be proven).
-func (s *stepSandbox) wroteObjects() bool {
-	if s == nil || !s.started {
-		return false
-	}
-	private := s.private.dir()
-	if private == "" {
-		return true
-	}
-	found := false
-	err := filepath.WalkDir(filepath.Join(private, "objects"), func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			found = true
-			return fs.SkipAll
-		}
-		return nil
-	})
-	return found || err != nil
 }
 
 // event is the step event naming the processes killed at the end of the step's commands.

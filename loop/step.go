@@ -188,8 +188,7 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 		e.preDo = s.snap.Head
 	}
 	if s.role == RoleDo || s.role == RoleAct {
-		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text,
-			ResetIndex: s.sandbox.wroteObjects()})
+		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
 		if err != nil {
 			if ctx.Err() != nil {
 				return interrupted(ctx), nil

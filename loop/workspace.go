@@ -60,10 +60,6 @@ type CommitRequest struct {
 	StepIndex int
 	Iteration int
 	Summary   string
-	// ResetIndex says the agent may have staged objects that exist only in its private
-	// object store (sandbox): the index is rebuilt from HEAD before the changes are added, so
-	// the commit re-hashes the files into the repository and never names such an object.
-	ResetIndex bool
 }
 
 // CommitResult is what the orchestrator commit produced.

@@ -109,7 +109,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	if err != nil {
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
-	ws, err := m.open(ctx, o.Path, o.RunID)
+	ws, err := m.open(ctx, o.Path, o.RunID, true)
 	if err != nil {
 		return nil, fmt.Errorf("create worktree for run %s: %w", o.RunID, err)
 	}
@@ -118,24 +118,27 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	return ws, nil
 }
 
-// open is the workspace of the run worktree at path, its git commands pinned to the worktree's
-// own git directory (see AdminDir and git.Runner.Pinned).
-func (m *Manager) open(ctx context.Context, path, runID string) (*Workspace, error) {
+// open is the workspace of the run worktree at path, git-norma's git commands there pinned to
+// git-norma's own git directory for it (see owngit.go), made afresh when fresh says git has
+// just made the worktree.
+func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Workspace, error) {
 	admin, err := m.AdminDir(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	g := m.Git.Pinned(admin, path)
-	// A confined agent may write the admin dir (its index): its commondir file must not be
-	// able to send git-norma's own git commands to a repository (and config) the agent made.
-	// GIT_COMMON_DIR covers config and objects, but git reads the ref store's location from
-	// the commondir file itself: Workspace.relinkCommon restores that file (and
-	// config.worktree, as it is now, before any agent ran).
 	common, err := m.commonDir(ctx)
-	if err == nil {
-		g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
+	if err != nil {
+		return nil, err
 	}
-	ws := &Workspace{dir: path, gitDir: admin, common: common, runID: runID, git: g}
+	own, err := makeOwnGitDir(path, admin, common, fresh)
+	if err != nil {
+		return nil, err
+	}
+	g := m.Git.Pinned(own, path)
+	g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
+	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, common: common, runID: runID, git: g}
+	// The agent's git reads these: Workspace.relinkCommon sets its commondir and
+	// config.worktree back as they are now, before any agent ran.
 	ws.worktreeConfig, _ = os.ReadFile(filepath.Join(admin, "config.worktree"))
 	return ws, nil
 }
@@ -205,7 +208,7 @@ type Removed struct {
 func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, error) {
 	var done Removed
 	if exists(path) {
-		ws, err := m.open(ctx, path, runID)
+		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
 			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}

@@ -23,8 +23,10 @@ const indexLock = "index.lock"
 func (w *Workspace) RemoveStaleLock() (string, error) {
 	var removed []string
 	// HEAD.lock is the same trap for the commit that moves the worktree's HEAD.
-	for _, name := range []string{indexLock, "HEAD.lock"} {
-		path := filepath.Join(w.gitDir, name)
+	for _, path := range []string{
+		filepath.Join(w.gitDir, indexLock), filepath.Join(w.gitDir, "HEAD.lock"),
+		filepath.Join(w.ownDir, indexLock), filepath.Join(w.ownDir, "HEAD.lock"),
+	} {
 		gone, err := removeStale(path)
 		if err != nil {
 			return strings.Join(removed, ", "), err

@@ -14,27 +14,35 @@ import (
 // git directory, and returns its path.
 func (f *fixture) leaveIndexLock(ws *Workspace) string {
 	f.t.Helper()
-	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock")
+	return f.leaveLock(filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "index.lock"))
+}
+
+// leaveLock makes the lock file a killed git leaves at lock, and returns its path.
+func (f *fixture) leaveLock(lock string) string {
+	f.t.Helper()
 	require.NoError(f.t, os.WriteFile(lock, nil, 0o644))
 	left := time.Now().Add(-time.Minute) // by a process that died a while ago
 	require.NoError(f.t, os.Chtimes(lock, left, left))
 	return lock
 }
 
-// TestRemoveStaleLockLetsTheCommitThrough: with the lock left there git refuses to commit; once
-// it is removed the step commits as usual.
+// TestRemoveStaleLockLetsTheCommitThrough: with the lock a killed git of git-norma's left in its
+// own git directory for the worktree, git refuses to commit; once it is removed the step
+// commits as usual. The agent's own lock stops only the agent's git, and goes too.
 func TestRemoveStaleLockLetsTheCommitThrough(t *testing.T) {
 	f, ws := wsFixture(t)
 	since := f.state(ws)
 	writeFile(t, ws.Dir(), "a.txt", "x\n")
-	lock := f.leaveIndexLock(ws)
+	agents := f.leaveIndexLock(ws)
+	lock := f.leaveLock(filepath.Join(ws.ownDir, "index.lock"))
 	_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
 	require.ErrorContains(t, err, "index.lock", "git itself never removes the lock")
 
 	removed, err := ws.RemoveStaleLock()
 	require.NoError(t, err)
-	assert.Equal(t, lock, removed)
+	assert.Equal(t, agents+", "+lock, removed)
 	assert.NoFileExists(t, lock)
+	assert.NoFileExists(t, agents)
 	res, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
 	require.NoError(t, err)
 	assert.True(t, res.Changed)
@@ -66,10 +74,7 @@ func TestRemoveStaleLockRemovesAHeadLockToo(t *testing.T) {
 	f, ws := wsFixture(t)
 	since := f.state(ws)
 	writeFile(t, ws.Dir(), "a.txt", "x\n")
-	lock := filepath.Join(f.gitIn(ws.Dir(), "rev-parse", "--absolute-git-dir"), "HEAD.lock")
-	require.NoError(t, os.WriteFile(lock, nil, 0o644))
-	left := time.Now().Add(-time.Minute)
-	require.NoError(t, os.Chtimes(lock, left, left))
+	lock := f.leaveLock(filepath.Join(ws.ownDir, "HEAD.lock"))
 	_, err := ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: true})
 	require.ErrorContains(t, err, "HEAD.lock")
 

@@ -19,8 +19,11 @@ import (
 // Workspace is one run's worktree on its task branch.
 type Workspace struct {
 	dir string
-	// gitDir is the worktree's own git directory, where its HEAD, index and locks are.
+	// gitDir is the worktree's own git directory, where its HEAD, index and locks are: the
+	// agent's (see owngit.go).
 	gitDir string
+	// ownDir is git-norma's own git directory for the worktree, which its git commands use.
+	ownDir string
 	// common is the repository's common git directory, which gitDir/commondir must name.
 	common string
 	// worktreeConfig is gitDir/config.worktree as git made it (nil: none), which git reads
@@ -54,7 +57,8 @@ type Workspace struct {
 // Dir is the worktree's absolute path.
 func (w *Workspace) Dir() string { return w.dir }
 
-// GitDir is the worktree's own git directory (<common>/worktrees/<name>): its HEAD and index.
+// GitDir is the worktree's own git directory (<common>/worktrees/<name>): its HEAD and index,
+// the agent's to write (git-norma's own git uses another, see owngit.go).
 func (w *Workspace) GitDir() string { return w.gitDir }
 
 // Branch is the task branch checked out in the worktree.
@@ -75,6 +79,9 @@ var (
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
 	ErrLinkChanged      = errors.New("the worktree's commondir or config.worktree file was rewritten (restored)")
 	ErrControlFiles     = errors.New("the step changed git-norma's config, the backlog or the hooks")
+	// ErrUnaddable: git cannot add what the step left, such as a nested repository without
+	// a commit (git init lib): git-norma's index is its own, so it is what is in the files.
+	ErrUnaddable = errors.New("git cannot add what the step left in the worktree")
 )
 
 // controlDirs hold what only the user changes: git-norma's configuration (.norma/config.json,
@@ -293,6 +300,12 @@ func (w *Workspace) read(ctx context.Context) (view, error) {
 	if v.state.Head == "" || v.state.Head == "(initial)" {
 		return view{}, fmt.Errorf("read HEAD of %s: no commit checked out", w.dir)
 	}
+	// A step that checked out another branch or commit changed the worktree even when the
+	// files are the same: git-norma's own HEAD does not show it, the agent's does.
+	if !w.agentOnBranch() {
+		moved := "HEAD: " + w.agentHead()
+		entries, v.paths = append(entries, moved), append(v.paths, moved)
+	}
 	sum := sha256.Sum256([]byte(strings.Join(entries, "\x00")))
 	v.state.Status = hex.EncodeToString(sum[:])
 	return v, nil
@@ -339,21 +352,18 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 // ever used on a run's own worktree, after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
 	w.settled = nil
-	// Its git directory as git-norma made it first: the reset writes logs/HEAD there.
+	// The agent's git directory as git-norma made it (its own git directory is git-norma's:
+	// HEAD there is on the task branch, whatever the step checked out).
 	if _, err := w.relinkCommon(); err != nil {
 		return err
-	}
-	if w.branch != "" {
-		// Re-attach HEAD to the task branch first: if the step switched branches, the reset
-		// below must move the task branch, never whatever branch the agent left checked out.
-		if err := w.git.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+w.branch); err != nil {
-			return err
-		}
 	}
 	if err := w.git.Run(ctx, "reset", "-q", "--hard", to.Head); err != nil {
 		return err
 	}
-	return w.git.Run(ctx, "clean", "-fdq")
+	if err := w.git.Run(ctx, "clean", "-fdq"); err != nil {
+		return err
+	}
+	return w.syncAgentView()
 }
 
 // CommitResult is what an orchestrator commit produced.
@@ -374,20 +384,18 @@ type StepCommit struct {
 	// starts from `git add -A` instead of a status read, one git call fewer, and a step that
 	// changed nothing after all pays two more.
 	ExpectChanges bool
-	// ResetIndex rebuilds the index from HEAD before adding the changes: an agent confined to
-	// a private object store (loop/sandbox) may have staged objects the repository lacks, and
-	// one with a false name would corrupt it. Re-adding hashes the files into the repository.
-	ResetIndex bool
 }
 
 // Commit commits everything a writing step changed since `since`, as the orchestrator. Commits
 // the agent made itself on top of `since` are folded into this one; a switched branch or
 // rewritten history is refused (ErrBranchSwitched, ErrHistoryRewritten).
-func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (CommitResult, error) {
-	res := CommitResult{}
+func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res CommitResult, err error) {
 	w.settled = nil
 	if changed, err := w.relinkCommon(); err != nil || changed {
 		return res, errors.Join(ErrLinkChanged, err)
+	}
+	if !w.agentOnBranch() {
+		return res, fmt.Errorf("%w (HEAD is %q, want %s)", ErrBranchSwitched, w.agentHead(), w.branch)
 	}
 	now, err := w.position(ctx, sc.ExpectChanges)
 	if err != nil {
@@ -401,19 +409,22 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 			return res, err
 		}
 	}
+	// The agent's git sees what was committed (its index and HEAD as git-norma's), whatever
+	// became of the commit. git-norma's index never held what the agent staged: objects of its
+	// private store, which the repository lacks, and which git add -A below hashes again.
+	defer func() {
+		if serr := w.syncAgentView(); serr != nil && err == nil {
+			err = serr
+		}
+	}()
 	res.Commit = since.Head
 	if !sc.ExpectChanges && len(now.paths) == 0 && res.AgentCommits == 0 {
 		w.settled = &now.state
 		res.PatchBytes, err = w.patchBytes(ctx, res.Commit)
 		return res, err
 	}
-	if sc.ResetIndex {
-		if err := w.git.Run(ctx, "reset", "-q"); err != nil {
-			return res, err
-		}
-	}
 	if err := w.git.Run(ctx, "add", "-A"); err != nil {
-		return res, err
+		return res, fmt.Errorf("%w: %w", ErrUnaddable, err)
 	}
 	// What is staged now is what the commit will hold: the look for control files and the
 	// task's patch measure (the diff from the base) read it while the commit is made. A
@@ -453,7 +464,7 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (Com
 // HEAD, the branch and the changed paths, and a workspace without changes needs no commit.
 func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, error) {
 	if expectChanges {
-		if branch, head, ok := git.ReadHeadAt(w.gitDir); ok {
+		if branch, head, ok := git.ReadHeadAt(w.ownDir); ok {
 			return view{state: State{Head: head}, branch: branch}, nil
 		}
 	}
@@ -462,7 +473,7 @@ func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, err
 
 // headCommit is the commit HEAD points at, read from the files where git's layout allows.
 func (w *Workspace) headCommit(ctx context.Context) (string, error) {
-	if _, head, ok := git.ReadHeadAt(w.gitDir); ok {
+	if _, head, ok := git.ReadHeadAt(w.ownDir); ok {
 		return head, nil
 	}
 	return w.git.Output(ctx, "rev-parse", "HEAD")

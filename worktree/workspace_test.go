@@ -368,8 +368,10 @@ func TestStateAndChanges(t *testing.T) {
 func TestDiscardRestoresState(t *testing.T) {
 	f, ws := wsFixture(t)
 	writeFile(t, ws.Dir(), ".gitignore", "*.log\n")
-	f.gitIn(ws.Dir(), "add", ".gitignore")
-	f.gitIn(ws.Dir(), "commit", "-q", "-m", "ignore logs")
+	// An earlier step's commit, git-norma's.
+	require.NoError(t, ws.git.Run(f.ctx, "add", ".gitignore"))
+	require.NoError(t, ws.git.Run(f.ctx, "commit", "-q", "-m", "ignore logs"))
+	require.NoError(t, ws.syncAgentView())
 	since := f.state(ws)
 
 	writeFile(t, ws.Dir(), "keep.txt", "changed\n")

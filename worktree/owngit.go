@@ -1,0 +1,180 @@
+package worktree
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A run's worktree has two git directories. The one git made (<common>/worktrees/<name>,
+// named by the worktree's .git file) is the agent's: its git finds it, and a confined agent
+// may write it — its index is there. git-norma's own git commands in the worktree never use
+// it: whatever is there (a HEAD, a commondir naming another repository, a config.worktree
+// with a filter, a link where git would write COMMIT_EDITMSG or logs/HEAD) is the agent's to
+// make, even while git-norma's commit runs, should a process of the step outlive it. They
+// use a git directory of git-norma's own beside the worktree, in the run's directory where no
+// step writes: the same repository (its commondir), HEAD on the task branch, an index of its
+// own. After each of git-norma's changes the agent's HEAD and index are set to match, so the
+// agent's git sees what was committed.
+
+// ownGitDirName is git-norma's own git directory for the run worktree, next to it
+// (.norma/runs/<run>/git).
+const ownGitDirName = "git"
+
+// ownGitDirOf is where git-norma's own git directory for the worktree at path goes.
+func ownGitDirOf(path string) string { return filepath.Join(filepath.Dir(path), ownGitDirName) }
+
+// makeOwnGitDir makes git-norma's own git directory for the worktree at path from the
+// worktree's git directory admin as git made it: fresh says git has just made it (nothing
+// else ran there since); otherwise an existing one is kept, and one is made only for a
+// worktree an older git-norma created, from what is there.
+func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
+	own := ownGitDirOf(path)
+	if !fresh {
+		if st, err := os.Lstat(filepath.Join(own, "HEAD")); err == nil && st.Mode().IsRegular() {
+			return own, nil
+		}
+	}
+	head, err := readSmallFile(filepath.Join(admin, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("read the worktree's HEAD: %w", err)
+	}
+	// Made aside and renamed into place, so that a crash leaves either none or a whole one.
+	tmp := own + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return "", err
+	}
+	err = os.WriteFile(filepath.Join(tmp, "HEAD"), head, 0o644)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(tmp, "commondir"), []byte(common+"\n"), 0o644)
+	}
+	if err == nil {
+		// None (an agent removed it) is an empty index: git add fills it again.
+		if err = copyRegular(filepath.Join(admin, "index"), filepath.Join(tmp, "index")); os.IsNotExist(err) {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = os.RemoveAll(own)
+	}
+	if err == nil {
+		err = os.Rename(tmp, own)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("make git-norma's own git directory for %s: %w", path, err)
+	}
+	return own, nil
+}
+
+// agentHead is the agent's HEAD file, read as data ("" when it is not a small regular file).
+func (w *Workspace) agentHead() string {
+	data, err := readSmallFile(filepath.Join(w.gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// agentOnBranch says the agent's HEAD is still on the task branch.
+func (w *Workspace) agentOnBranch() bool {
+	return w.branch == "" || w.agentHead() == "ref: refs/heads/"+w.branch
+}
+
+// syncAgentView sets the agent's HEAD and index to git-norma's, after git-norma changed them.
+// Each is written aside and renamed over: never through whatever the agent left at its path.
+func (w *Workspace) syncAgentView() error {
+	if w.ownDir == "" {
+		return nil
+	}
+	if !w.agentOnBranch() {
+		if err := replaceFile(filepath.Join(w.gitDir, "HEAD"), func(f *os.File) error {
+			_, err := f.WriteString("ref: refs/heads/" + w.branch + "\n")
+			return err
+		}); err != nil {
+			return fmt.Errorf("put the worktree's HEAD back on %s: %w", w.branch, err)
+		}
+	}
+	src, err := os.Open(filepath.Join(w.ownDir, "index"))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	return replaceFile(filepath.Join(w.gitDir, "index"), func(f *os.File) error {
+		_, err := io.Copy(f, src)
+		return err
+	})
+}
+
+// replaceFile writes a new file with fill and renames it over path. The new file is created
+// exclusively: a link or pipe left at its name is removed, never followed.
+func replaceFile(path string, fill func(*os.File) error) error {
+	tmp := path + ".norma-new"
+	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	err = fill(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// copyRegular copies the regular file from to a new file to.
+func copyRegular(from, to string) error {
+	src, err := openRegular(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// openRegular opens path for reading only when it is a regular file (a pipe would block).
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return os.Open(path)
+}
+
+// readSmallFile reads a regular file of at most 4 KiB (a HEAD).
+func readSmallFile(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err == nil && len(data) > 4096 {
+		err = fmt.Errorf("%s is too large for a HEAD", path)
+	}
+	return data, err
+}
