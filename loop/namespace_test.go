@@ -24,10 +24,12 @@ import (
 const unprivilegedEnv = "NORMA_TEST_UNPRIVILEGED"
 
 // TestNamespaceContains: the launcher in a pid namespace of its own kills what a command left
-// running, however it left it, names it, and gives the command a /proc of its namespace only
-// and no capability. Root makes the namespace directly; any other user through a user
-// namespace, the way most users run git-norma: as root, the test runs a copy of itself as
-// nobody for that path (and for TestConfinedCommandCannotReachDaemons).
+// running, however it left it, names it, and gives the command a /proc and SysV IPC of its
+// namespace only and no capability; the command cannot end or read its launcher. Root makes
+// the namespace directly; any other user through a user namespace, the way most users run
+// git-norma: as root, the test runs a copy of itself as nobody for that path (and for
+// TestConfinedCommandCannotReachDaemons), and one as root with inheritable capabilities, as
+// capsh or systemd's CapabilityInheritable= may start git-norma.
 func TestNamespaceContains(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -39,30 +41,51 @@ func TestNamespaceContains(t *testing.T) {
 		return
 	}
 	t.Run("as an unprivileged user", func(t *testing.T) {
-		// Not t.TempDir: its parent is the test's alone (0700).
-		dir, err := os.MkdirTemp("", "norma-unprivileged-")
-		require.NoError(t, err)
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		require.NoError(t, os.Chmod(dir, 0o755))
-		exe := filepath.Join(dir, "loop.test")
-		copyFile(t, os.Args[0], exe)
-		cmd := exec.Command(exe, "-test.run", "^(TestNamespaceContains|TestConfinedCommandCannotReachDaemons)$", "-test.v", "-test.count=1")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "TMPDIR=/tmp", "HOME="+dir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		assert.Contains(t, string(out), "--- PASS: TestNamespaceContains/as_this_user")
+		out := runCopy(t, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}},
+			"^(TestNamespaceContains|TestConfinedCommandCannotReachDaemons)$")
+		assert.Contains(t, out, "--- PASS: TestNamespaceContains/as_this_user")
 		if abi, _ := sandbox.ABI(); abi > 0 {
-			assert.Contains(t, string(out), "--- PASS: TestConfinedCommandCannotReachDaemons")
+			assert.Contains(t, out, "--- PASS: TestConfinedCommandCannotReachDaemons")
 		}
 	})
+	if abi, _ := sandbox.ABI(); abi > 0 {
+		t.Run("as root with inheritable capabilities", func(t *testing.T) {
+			out := runCopy(t, &syscall.SysProcAttr{AmbientCaps: []uintptr{21, 19}}, "^TestNamespaceContains$")
+			assert.Contains(t, out, "--- PASS: TestNamespaceContains/as_this_user")
+		})
+	}
+}
+
+// runCopy runs a copy of this test binary, started with attr, on the tests run names, and
+// returns its output; it must pass.
+func runCopy(t *testing.T, attr *syscall.SysProcAttr, run string) string {
+	// Not t.TempDir: its parent is the test's alone (0700).
+	dir, err := os.MkdirTemp("", "norma-copy-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	exe := filepath.Join(dir, "loop.test")
+	copyFile(t, os.Args[0], exe)
+	cmd := exec.Command(exe, "-test.run", run, "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "TMPDIR=/tmp", "HOME="+dir)
+	cmd.SysProcAttr = attr
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return string(out)
 }
 
 func checkNamespaceContains(t *testing.T) {
-	if os.Getenv(unprivilegedEnv) != "" {
-		require.NotZero(t, os.Geteuid(), "the copy runs unprivileged")
+	if os.Getenv(unprivilegedEnv) != "" && os.Geteuid() == 0 {
+		status, err := os.ReadFile("/proc/self/status")
+		require.NoError(t, err)
+		require.Regexp(t, `CapInh:\s+0*28\d{4}\n`, string(status), "the copy runs with inheritable capabilities")
 	}
+	// A SysV shared memory segment of the user's, which the command must not see.
+	key := 0x4e000000 | os.Getpid()&0xffffff
+	id, _, errno := syscall.Syscall(syscall.SYS_SHMGET, uintptr(key), 4096, 0o1600) // IPC_CREAT|0600
+	require.Zero(t, errno, "shmget")
+	t.Cleanup(func() { syscall.Syscall(syscall.SYS_SHMCTL, id, 0, 0) }) // IPC_RMID
 	step := t.TempDir()
 	abi, _ := sandbox.ABI()
 	exe, err := os.Executable()
@@ -73,6 +96,7 @@ func checkNamespaceContains(t *testing.T) {
 	// A daemon in a session of its own, behind a double fork, and a count of /proc.
 	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; grep '^Cap[IPEA]' /proc/self/status > caps; `+
 		`for t in /proc/1/task/*; do cat $t/environ >/dev/null 2>&1 && echo $t >> launcher-read; done; `+
+		`ipcs -m > ipcs 2>&1; kill -SEGV 1; kill -QUIT 1; kill -HUP 1; `+
 		`(setsid sh -c 'while :; do sleep 0.05; done' `+marker+` </dev/null >/dev/null 2>&1 &); sleep 0.2`)
 	cmd.Dir = step
 	res, err := RunProcess(withStepSandbox(context.Background(), s), cmd, 10*time.Second)
@@ -91,6 +115,9 @@ func checkNamespaceContains(t *testing.T) {
 	// The launcher's threads keep capabilities the command lacks: none of them may be traced
 	// (or read through /proc), which would make the command run code with them.
 	assert.NoFileExists(t, filepath.Join(step, "launcher-read"), "the command read its launcher's /proc entries")
+	ipcs, err := os.ReadFile(filepath.Join(step, "ipcs"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(ipcs), fmt.Sprintf("%#08x", key), "the command sees the user's SysV shared memory")
 	caps, err := os.ReadFile(filepath.Join(step, "caps"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(caps)), "\n")

@@ -98,6 +98,11 @@ func run(args []string, rep *Report) int {
 	// Signals first: a SIGTERM arriving between the start and Notify would kill only us.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	// The command may signal its launcher (in a pid namespace, its pid 1): the signals that end
+	// a Go program are taken and dropped, so that the launcher lives to kill what is left and
+	// report it. (Caught, not ignored: an ignored signal would stay ignored in the command.)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+		syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 	proc, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{
 		Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 	})

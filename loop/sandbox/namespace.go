@@ -27,7 +27,7 @@ import (
 // would end with the exec of the launcher (its uid is not 0); CAP_SYS_ADMIN is kept, as an
 // ambient capability, for mounting /proc, and dropped before the command starts.
 func namespaceAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS}
+	attr := &syscall.SysProcAttr{Setsid: true, Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC}
 	if uid := os.Geteuid(); uid != 0 {
 		gid := os.Getegid()
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
@@ -111,6 +111,8 @@ func mountProc() error {
 // (Dropping them on every thread instead stops the whole runtime, twice as costly as the rest
 // of the launcher's work.)
 func dropCapabilities(confined bool) error {
+	header := struct{ version, pid uint32 }{version: capabilityVersion3}
+	var sets [2]struct{ effective, permitted, inheritable uint32 }
 	if os.Geteuid() == 0 {
 		if !confined {
 			return nil
@@ -121,11 +123,15 @@ func dropCapabilities(confined bool) error {
 				return fmt.Errorf("cannot drop capability %d from the command's bounding set: %w", c, errno)
 			}
 		}
-		return nil
+		// A root exec gets the bounding set and the inheritable one: whatever started
+		// git-norma may have filled that (capsh, systemd's CapabilityInheritable=, some
+		// container runtimes). Emptying it empties the ambient set too.
+		if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&sets[0])), 0); errno != 0 {
+			return fmt.Errorf("cannot read the launcher's capabilities: %w", errno)
+		}
+		sets[0].inheritable, sets[1].inheritable = 0, 0
 	}
-	header := struct{ version, pid uint32 }{version: capabilityVersion3}
-	var none [2]struct{ effective, permitted, inheritable uint32 }
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&none[0])), 0); errno != 0 {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&sets[0])), 0); errno != 0 {
 		return fmt.Errorf("cannot drop the launcher's capabilities: %w", errno)
 	}
 	return nil
@@ -145,9 +151,11 @@ func notTraceable() error {
 // rootDrops are the capabilities (linux/capability.h) a root command does not get: what
 // reaches past Landlock and the namespaces — CAP_SYS_ADMIN (mounts, open_tree, setns),
 // CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_DAC_READ_SEARCH (open_by_handle_at),
-// CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN, CAP_SYS_TIME, CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL,
-// CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE.
-var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 25, 9, 30, 32, 33, 34, 38, 39, 40}
+// CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN, CAP_NET_RAW (raw sockets pass Landlock's TCP rules),
+// CAP_SETFCAP (file capabilities: a root binary that stays root), CAP_SYS_TIME,
+// CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG,
+// CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE.
+var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40}
 
 // prCapBSetDrop is prctl's PR_CAPBSET_DROP.
 const prCapBSetDrop = 24
