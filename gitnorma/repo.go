@@ -99,5 +99,5 @@ func repoError(dir string, err error) error {
 
 // Worktrees returns the worktree manager of the repository (guarded like Git).
 func (r *Repo) Worktrees() *worktree.Manager {
-	return &worktree.Manager{Git: r.Git, CommonDir: r.GitDir}
+	return &worktree.Manager{Git: r.Git, CommonDir: r.GitDir, RunsDir: r.Path("runs")}
 }

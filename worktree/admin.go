@@ -128,18 +128,21 @@ func pointsTo(dotGit, admin string) bool {
 //
 // commonDir is the repository's common git directory: the main worktree's state lives there,
 // each linked worktree's under worktrees/<name>.
-func branchOperation(commonDir, branch string) string {
+func branchOperation(commonDir, branch string, agents []string) string {
 	if commonDir == "" {
 		return ""
 	}
 	dirs, _ := filepath.Glob(filepath.Join(commonDir, "worktrees", "*"))
 	for _, dir := range append([]string{commonDir}, dirs...) {
+		if isAgentGitDir(dir, agents) {
+			continue // no rebase of yours runs in a run worktree: an agent's word only
+		}
 		for _, op := range []struct{ file, what string }{
 			{"rebase-merge/head-name", "a rebase"},
 			{"rebase-apply/head-name", "a rebase"},
 			{"BISECT_START", "a bisect"},
 		} {
-			data, err := os.ReadFile(filepath.Join(dir, op.file))
+			data, err := readSmallFile(filepath.Join(dir, op.file))
 			if err != nil {
 				continue
 			}

@@ -117,11 +117,14 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if err != nil {
 		return LandResult{}, err
 	}
-	if op := branchOperation(common, o.Target); op != "" {
+	if op := branchOperation(common, o.Target, m.agentGitDirs()); op != "" {
 		return LandResult{}, &LandError{Err: ErrTargetBusy, Detail: op}
 	}
 	tree, err := m.mergeTree(ctx, tip.commit, head)
 	if err != nil {
+		return LandResult{}, err
+	}
+	if tip.checkout, err = m.checkoutOf(ctx, o.Target); err != nil {
 		return LandResult{}, err
 	}
 	res := LandResult{Parent: tip.commit, Checkout: tip.checkout}
@@ -157,27 +160,24 @@ func (m *Manager) fastForward(ctx context.Context, branch string, tip branchStat
 	return nil
 }
 
-// branchState is a branch's commit, its tree and the worktree that has it checked out.
+// branchState is a branch's commit, its tree and the worktree that has it checked out (see
+// checkoutOf: branchTip leaves it to the callers that move the branch).
 type branchState struct {
 	commit, tree, checkout string
 }
 
-// branchTip reads all three with one git call: landing is on every PASS's critical path.
+// branchTip reads the branch's commit and tree with one git call. (Not git's
+// %(worktreepath): it takes a run worktree's word for what is checked out there.)
 func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, error) {
-	out, err := m.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(tree) %(worktreepath)", "refs/heads/"+branch)
+	out, err := m.Git.Output(ctx, "for-each-ref", "--format=%(objectname) %(tree)", "refs/heads/"+branch)
 	if err != nil {
 		return branchState{}, fmt.Errorf("read target branch %s: %w", branch, err)
 	}
-	fields := strings.SplitN(out, " ", 3)
+	fields := strings.SplitN(out, " ", 2)
 	if len(fields) < 2 || fields[0] == "" {
 		return branchState{}, fmt.Errorf("target branch %s does not exist", branch)
 	}
-	t := branchState{commit: fields[0], tree: fields[1]}
-	// A checkout whose directory is gone holds nothing to protect.
-	if len(fields) == 3 && fields[2] != "" && exists(fields[2]) {
-		t.checkout = fields[2]
-	}
-	return t, nil
+	return branchState{commit: fields[0], tree: fields[1]}, nil
 }
 
 // LandedRef reports whether rev (a task branch's head, a kept branch under

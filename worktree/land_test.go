@@ -454,3 +454,41 @@ func TestUniq(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, uniq([]string{"a", "", "a", "b", "a"}))
 	assert.Nil(t, uniq(nil))
 }
+
+// TestLandIgnoresAnAgentsClaimOnTheTarget: an agent may write its run worktree's git
+// directory. One that sets its HEAD to the target, and points the worktree's .git file at a
+// repository of its own with hooks, does not become the target's checkout: the landing
+// fast-forwards your checkout, runs nothing of the agent's and leaves its worktree alone.
+func TestLandIgnoresAnAgentsClaimOnTheTarget(t *testing.T) {
+	f := landFixture(t)
+	f.m.RunsDir = filepath.Join(f.repo.Dir, ".norma", "runs")
+	f.commitOn(taskBranch, "main", map[string]string{"a.txt": "task\n"}, "task")
+	ws := f.createInside("T-9", "R-9")
+	common := f.git("rev-parse", "--path-format=absolute", "--git-common-dir")
+	marker := filepath.Join(t.TempDir(), "pwned")
+	fake := filepath.Join(ws.Dir(), ".evil")
+	for name, content := range map[string]string{
+		"objects/info/alternates":     filepath.Join(common, "objects") + "\n",
+		"refs/heads/main":             f.rev("main") + "\n",
+		"HEAD":                        "ref: refs/heads/main\n",
+		"config":                      "[core]\n\tbare = false\n\thooksPath = " + filepath.Join(fake, "hooks") + "\n",
+		"hooks/post-merge":            "#!/bin/sh\necho post-merge >> " + marker + "\n",
+		"hooks/reference-transaction": "#!/bin/sh\necho reference-transaction >> " + marker + "\n",
+	} {
+		writeFile(t, fake, name, content)
+		require.NoError(t, os.Chmod(filepath.Join(fake, name), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(ws.Dir(), ".git"), []byte("gitdir: "+fake+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(ws.GitDir(), "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+
+	old := f.rev("main")
+	res, err := f.land("")
+	require.NoError(t, err)
+
+	assert.Equal(t, realPath(t, f.repo.Dir), realPath(t, res.Checkout))
+	assert.Equal(t, res.Commit, f.rev("main"))
+	assert.Equal(t, "task\n", readFile(t, f.repo.Dir, "a.txt"), "your checkout advanced")
+	assert.Empty(t, f.git("status", "--porcelain", "--untracked-files=no"))
+	assert.NoFileExists(t, marker, "a hook of the agent's ran")
+	assert.Equal(t, old+"\n", readFile(t, fake, "refs/heads/main"), "the agent's repository was fast-forwarded")
+}

@@ -33,6 +33,9 @@ type Manager struct {
 	// CommonDir is the repository's common git directory, where the worktrees' own git
 	// directories are found (asked of git when empty).
 	CommonDir string
+	// RunsDir holds the runs' directories (.norma/runs), where each run worktree's own git
+	// directory names the git directory its agents may write (see agentGitDirs).
+	RunsDir string
 	// RemoteTimeout bounds each fetch, ls-remote and push (0: DefaultRemoteTimeout): a remote
 	// that stops answering must not hold a worker for ever.
 	RemoteTimeout time.Duration

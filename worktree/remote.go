@@ -72,7 +72,7 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 	}
 	if common, err := m.commonDir(ctx); err == nil {
 		// A rebase or bisect of the target would finish by moving it, over the fast-forward.
-		if op := branchOperation(common, target); op != "" {
+		if op := branchOperation(common, target, m.agentGitDirs()); op != "" {
 			return "", &LandError{Err: ErrTargetBusy, Detail: op}
 		}
 	}
@@ -80,6 +80,9 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 		return "", err
 	} else if !behind {
 		return "", &LandError{Err: ErrTargetAhead, Detail: fmt.Sprintf("%s is at %.10s, which %s/%s (%.10s) does not contain", target, tip.commit, remote, target, remoteTip)}
+	}
+	if tip.checkout, err = m.checkoutOf(ctx, target); err != nil {
+		return "", err
 	}
 	return remoteTip, m.fastForward(ctx, target, tip, remoteTip, "norma: fast-forward to "+remote+"/"+target)
 }
