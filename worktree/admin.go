@@ -14,11 +14,20 @@ import (
 var ErrNotWorktree = errors.New("git does not know it as a worktree of this repository")
 
 // AdminDir returns the git directory git keeps for the linked worktree at path
-// (<common>/worktrees/<name>). It is found from git's side of the link, the admin directory
-// whose gitdir file names path/.git, and never from path/.git: whatever runs in the worktree
-// may delete or rewrite that file, and git itself, not finding it, would take the repository
-// of a directory above (the main checkout) for the worktree's.
+// (<common>/worktrees/<name>). A run worktree's is the one git-norma recorded when git made
+// it (recordedAdmin). Any other's is found from git's side of the link, the admin directory
+// whose gitdir file names path/.git, skipping the run worktrees' (their agents write those
+// files: one naming your worktree, or another run's, would take its place), and never from
+// path/.git: whatever runs in the worktree may delete or rewrite that file, and git itself,
+// not finding it, would take the repository of a directory above (the main checkout) for the
+// worktree's.
 func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
+	if admin, recorded := m.recordedAdmin(path); recorded {
+		if admin == "" {
+			return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+		}
+		return admin, nil
+	}
 	common, err := m.commonDir(ctx)
 	if err != nil {
 		return "", err
@@ -28,13 +37,36 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
 	}
+	agents := m.agentGitDirs()
 	for _, e := range entries {
 		admin := filepath.Join(worktrees, e.Name())
-		if linked, ok := linkedPath(admin); ok && sameDir(linked, path) {
+		if linked, ok := linkedPath(admin); ok && sameDir(linked, path) && !isAgentGitDir(admin, agents) {
 			return admin, nil
 		}
 	}
 	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+}
+
+// adminOfNew is the git directory of the worktree git has just added at path, read from the
+// .git file git wrote there (nothing of the run has run there yet; a scan of the gitdir files
+// would meet those other runs' agents may have rewritten to name path). It must be one of the
+// repository's and name path back.
+func adminOfNew(common, path string) (string, error) {
+	link, err := readSmallFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return "", err
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(link)), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s/.git names no git directory", path)
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(path, admin)
+	}
+	if linked, ok := linkedPath(admin); !ok || !sameDir(linked, path) || !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) {
+		return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+	}
+	return admin, nil
 }
 
 // commonDir is the repository's common git directory: CommonDir, or git's answer when the

@@ -191,7 +191,7 @@ func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
 	}
 	// Its git directory, if git still knows it without its directory, goes too.
 	_ = m.Git.Run(ctx, "worktree", "unlock", path)
-	return m.Git.Run(ctx, "worktree", "prune")
+	return m.prune(ctx)
 }
 
 // AddScratch checks commit out, detached, in a new worktree at path: somewhere to run checks on
@@ -226,5 +226,5 @@ func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 	if err := os.RemoveAll(path); err != nil {
 		return false, fmt.Errorf("remove leftover %s: %w", path, err)
 	}
-	return true, m.Git.Run(ctx, "worktree", "prune")
+	return true, m.prune(ctx)
 }

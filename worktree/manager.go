@@ -125,11 +125,19 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 // git-norma's own git directory for it (see owngit.go), made afresh when fresh says git has
 // just made the worktree.
 func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Workspace, error) {
-	admin, err := m.AdminDir(ctx, path)
+	if m.runDir(path) == "" {
+		return nil, fmt.Errorf("%s is not a run worktree (%s/<run>/%s): %w", path, m.RunsDir, runWorkspaceName, ErrNotWorktree)
+	}
+	common, err := m.commonDir(ctx)
 	if err != nil {
 		return nil, err
 	}
-	common, err := m.commonDir(ctx)
+	var admin string
+	if fresh {
+		admin, err = adminOfNew(common, path)
+	} else {
+		admin, err = m.AdminDir(ctx, path)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +202,7 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 			_ = m.Git.Run(ctx, "worktree", "unlock", wt.Path)
 		}
 	}
-	return m.Git.Run(ctx, "worktree", "prune")
+	return m.prune(ctx)
 }
 
 // Removed is what removing a run worktree had to clear first.
@@ -232,7 +240,7 @@ func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, erro
 		// Its directory is gone; only its lock keeps git from forgetting it.
 		_ = m.Git.Run(ctx, "worktree", "unlock", path)
 	}
-	return done, m.Git.Run(ctx, "worktree", "prune")
+	return done, m.prune(ctx)
 }
 
 func exists(path string) bool {

@@ -1,7 +1,6 @@
 package worktree
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -23,10 +22,6 @@ import (
 // ownGitDirName is git-norma's own git directory for the run worktree, next to it
 // (.norma/runs/<run>/git).
 const ownGitDirName = "git"
-
-// agentGitDirFile, in git-norma's own git directory, names the worktree's git directory: the
-// one an agent may write (see Manager.agentGitDirs).
-const agentGitDirFile = "agent-gitdir"
 
 // ownGitDirOf is where git-norma's own git directory for the worktree at path goes.
 func ownGitDirOf(path string) string { return filepath.Join(filepath.Dir(path), ownGitDirName) }
@@ -59,7 +54,7 @@ func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
 		err = os.WriteFile(filepath.Join(tmp, "commondir"), []byte(common+"\n"), 0o644)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(tmp, agentGitDirFile), []byte(admin+"\n"), 0o644)
+		err = writeRecord(tmp, admin)
 	}
 	if err == nil {
 		// None (an agent removed it) is an empty index: git add fills it again.
@@ -185,93 +180,4 @@ func readSmallFile(path string) ([]byte, error) {
 		err = fmt.Errorf("%s is too large for a HEAD", path)
 	}
 	return data, err
-}
-
-// agentGitDirs are the git directories agents may write: the run worktrees', as git-norma
-// recorded them when git made them. What is there (a HEAD on your branch, a gitdir naming
-// another checkout, a rebase in progress) is no word of git's on your checkouts.
-func (m *Manager) agentGitDirs() []string {
-	if m.RunsDir == "" {
-		return nil
-	}
-	files, _ := filepath.Glob(filepath.Join(m.RunsDir, "*", ownGitDirName, agentGitDirFile))
-	var dirs []string
-	for _, f := range files {
-		if data, err := readSmallFile(f); err == nil {
-			dirs = append(dirs, strings.TrimSpace(string(data)))
-		}
-	}
-	return dirs
-}
-
-// isAgentGitDir says dir is one of agents (see agentGitDirs).
-func isAgentGitDir(dir string, agents []string) bool {
-	for _, a := range agents {
-		if sameDir(a, dir) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkoutOf is the directory where branch is checked out, "" when none is. git's own answer
-// (worktree list, for-each-ref's %(worktreepath)) comes from each worktree's git directory,
-// and a run worktree's is its agent's to write: an agent that set its HEAD to your branch
-// would have a landing fast-forward its worktree (even through a .git file it pointed at a
-// repository of its own, hooks included) instead of your checkout. So only the main worktree
-// (its HEAD is in the common directory) and linked worktrees whose git directory is not an
-// agent's, names them back and is on branch count.
-func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error) {
-	list, err := m.List(ctx)
-	if err != nil {
-		return "", err
-	}
-	common, err := m.commonDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	agents := m.agentGitDirs()
-	for i, wt := range list {
-		// A checkout whose directory is gone holds nothing to protect.
-		if wt.Branch != branch || wt.Bare || !exists(wt.Path) {
-			continue
-		}
-		if i == 0 || linkedCheckout(common, wt.Path, branch, agents) {
-			return wt.Path, nil
-		}
-	}
-	return "", nil
-}
-
-// linkedCheckout says the linked worktree at path has branch checked out, read only from
-// files no agent writes: its .git file names a git directory of the repository's, not an
-// agent's, which names path back and whose HEAD is on branch.
-func linkedCheckout(common, path, branch string, agents []string) bool {
-	link, err := readSmallFile(filepath.Join(path, ".git"))
-	if err != nil {
-		return false
-	}
-	admin, ok := strings.CutPrefix(strings.TrimSpace(string(link)), "gitdir: ")
-	if !ok {
-		return false
-	}
-	if !filepath.IsAbs(admin) {
-		admin = filepath.Join(path, admin)
-	}
-	if !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) || isAgentGitDir(admin, agents) {
-		return false
-	}
-	back, err := readSmallFile(filepath.Join(admin, "gitdir"))
-	if err != nil {
-		return false
-	}
-	dotGit := strings.TrimSpace(string(back))
-	if !filepath.IsAbs(dotGit) {
-		dotGit = filepath.Join(admin, dotGit)
-	}
-	if !sameDir(filepath.Dir(dotGit), path) {
-		return false
-	}
-	head, err := readSmallFile(filepath.Join(admin, "HEAD"))
-	return err == nil && strings.TrimSpace(string(head)) == "ref: refs/heads/"+branch
 }

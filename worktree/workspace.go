@@ -77,7 +77,7 @@ type State struct {
 var (
 	ErrBranchSwitched   = errors.New("the workspace is no longer on its task branch")
 	ErrHistoryRewritten = errors.New("the task branch history was rewritten")
-	ErrLinkChanged      = errors.New("the worktree's commondir or config.worktree file was rewritten (restored)")
+	ErrLinkChanged      = errors.New("the worktree's git directory was rewritten (restored): commondir, gitdir, locked or config.worktree")
 	ErrControlFiles     = errors.New("the step changed git-norma's config, the backlog or the hooks")
 	// ErrUnaddable: git cannot add what the step left, such as a nested repository without
 	// a commit (git init lib): git-norma's index is its own, so it is what is in the files.
@@ -211,6 +211,16 @@ func (w *Workspace) relinkCommon() (bool, error) {
 	changed = changed || removed
 	if err != nil || w.common == "" {
 		return changed, err
+	}
+	// Its gitdir and locked files are what git reads to know the worktree: one naming your
+	// worktree would have git worktree prune (yours, or another run's) delete your worktree's
+	// git directory as a duplicate, and without its lock a prune could drop this one.
+	if w.ownDir != "" {
+		relinked, err := restoreRunLinks(w.gitDir, w.dir, w.runID)
+		changed = changed || relinked
+		if err != nil {
+			return changed, err
+		}
 	}
 	path := filepath.Join(w.gitDir, "commondir")
 	if named, ok := readLink(path, "", w.gitDir); ok {

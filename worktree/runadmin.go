@@ -1,0 +1,254 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// A run worktree's git directory (<common>/worktrees/<name>) is its agent's to write, gitdir
+// and HEAD files included, which is all git reads to say where a worktree is and what it has
+// checked out. So git-norma records, when git makes a run worktree, which git directory is its
+// (a record in its own git directory beside it, where no step writes): by path and by
+// identity (device and inode, which no agent can change and which a git directory made later
+// under the same name does not share). Where git-norma must know a worktree (to remove it, to
+// fast-forward your checkout of a target, to prune), it takes the record's word for run
+// worktrees and never a run worktree's word for anything else.
+
+// recordFile, in git-norma's own git directory for a run worktree, is the record: the git
+// directory's path, then its identity.
+const recordFile = "agent-gitdir"
+
+// record is one run worktree's recorded git directory.
+type record struct {
+	admin, id string
+}
+
+// writeRecord records admin in the own git directory own.
+func writeRecord(own, admin string) error {
+	id, err := identity(admin)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(own, recordFile), []byte(admin+"\n"+id+"\n"), 0o644)
+}
+
+// readRecord reads the record of the run directory run.
+func readRecord(run string) (record, bool) {
+	data, err := readSmallFile(filepath.Join(run, ownGitDirName, recordFile))
+	if err != nil {
+		return record{}, false
+	}
+	admin, id, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	return record{admin: admin, id: id}, admin != "" && id != ""
+}
+
+// identity is a directory's device and inode.
+func identity(dir string) (string, error) {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return fmt.Sprintf("%d:%d", sys.Dev, sys.Ino), nil
+}
+
+// live says the recorded git directory is still the one recorded.
+func (r record) live() bool {
+	id, err := identity(r.admin)
+	return err == nil && id == r.id
+}
+
+// records are the live records of every run directory.
+func (m *Manager) records() map[string]record {
+	recs := map[string]record{}
+	if m.RunsDir == "" {
+		return recs
+	}
+	files, _ := filepath.Glob(filepath.Join(m.RunsDir, "*", ownGitDirName, recordFile))
+	for _, f := range files {
+		run := filepath.Dir(filepath.Dir(f))
+		if r, ok := readRecord(run); ok && r.live() {
+			recs[run] = r
+		}
+	}
+	return recs
+}
+
+// recordedAdmin is the git directory recorded for the run worktree at path, and whether there
+// is a record at all; "" with a record says the recorded one is gone (pruned).
+func (m *Manager) recordedAdmin(path string) (string, bool) {
+	run := m.runDir(path)
+	if run == "" {
+		return "", false
+	}
+	r, ok := readRecord(run)
+	if !ok {
+		return "", false
+	}
+	if !r.live() {
+		return "", true
+	}
+	return r.admin, true
+}
+
+// agentGitDirs are the git directories agents may write: the run worktrees' that are still
+// the ones recorded.
+func (m *Manager) agentGitDirs() []string {
+	var dirs []string
+	for _, r := range m.records() {
+		dirs = append(dirs, r.admin)
+	}
+	return dirs
+}
+
+// isAgentGitDir says dir is one of agents (see agentGitDirs).
+func isAgentGitDir(dir string, agents []string) bool {
+	for _, a := range agents {
+		if sameDir(a, dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// prune is git worktree prune, after the run worktrees' gitdir files are set back to what
+// git-norma recorded: one an agent rewrote to name another worktree would have git delete that
+// worktree's git directory as a duplicate (or its own, named elsewhere, as gone).
+func (m *Manager) prune(ctx context.Context) error {
+	for run, r := range m.records() {
+		_, _ = restoreRunLinks(r.admin, filepath.Join(run, runWorkspaceName), "")
+	}
+	return m.Git.Run(ctx, "worktree", "prune")
+}
+
+// runDir is the run directory of the run worktree at path (RunsDir/<run>/workspace), or "" when
+// path is not exactly one: a path an agent named (a gitdir file of its own naming
+// .norma/runs/../../x, or a directory inside its workspace) is no run worktree, and the git
+// directory beside it would be the agent's own making. Without RunsDir (tests) any path's
+// parent is taken.
+func (m *Manager) runDir(path string) string {
+	if m.RunsDir == "" {
+		return filepath.Dir(path)
+	}
+	if run := runOf(m.RunsDir, filepath.Clean(path)); run != "" {
+		return filepath.Join(m.RunsDir, run)
+	}
+	// git names worktrees by their real paths: the same place, reached without links.
+	runs, err1 := filepath.EvalSymlinks(m.RunsDir)
+	real, err2 := filepath.EvalSymlinks(path)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	if run := runOf(runs, real); run != "" {
+		return filepath.Join(m.RunsDir, run)
+	}
+	return ""
+}
+
+// runOf is the run whose worktree path is (runs/<run>/workspace, nothing else), or "".
+func runOf(runs, path string) string {
+	rel, err := filepath.Rel(runs, path)
+	run, name, ok := strings.Cut(filepath.ToSlash(rel), "/")
+	if err != nil || !ok || name != runWorkspaceName || run == "" || run == "." || run == ".." {
+		return ""
+	}
+	return run
+}
+
+// runWorkspaceName is the run worktree's name in its run directory.
+const runWorkspaceName = "workspace"
+
+// restoreRunLinks sets the gitdir file of a run worktree's git directory admin back to name
+// the worktree at path, and its lock back (when runID is known), and says whether it had to.
+func restoreRunLinks(admin, path, runID string) (bool, error) {
+	changed := false
+	dotGit := filepath.Join(path, ".git")
+	if named, ok := readLink(filepath.Join(admin, "gitdir"), "", admin); !ok || filepath.Base(named) != ".git" || !sameDir(filepath.Dir(named), path) {
+		changed = true
+		if err := replaceFile(filepath.Join(admin, "gitdir"), func(f *os.File) error {
+			_, err := f.WriteString(dotGit + "\n")
+			return err
+		}); err != nil {
+			return changed, err
+		}
+	}
+	if runID == "" {
+		return changed, nil
+	}
+	if st, err := os.Lstat(filepath.Join(admin, "locked")); err == nil && st.Mode().IsRegular() {
+		return changed, nil
+	}
+	return true, replaceFile(filepath.Join(admin, "locked"), func(f *os.File) error {
+		_, err := f.WriteString(lockReason + runID)
+		return err
+	})
+}
+
+// checkoutOf is the directory where branch is checked out, "" when none is. git's own answer
+// (worktree list, for-each-ref's %(worktreepath)) comes from each worktree's git directory,
+// and a run worktree's is its agent's to write: an agent that set its HEAD to your branch
+// would have a landing fast-forward its worktree (even through a .git file it pointed at a
+// repository of its own, hooks included) instead of your checkout. So only the main worktree
+// (its HEAD is in the common directory) and linked worktrees whose git directory is not an
+// agent's, names them back and is on branch count.
+func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error) {
+	list, err := m.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	agents := m.agentGitDirs()
+	for i, wt := range list {
+		// A checkout whose directory is gone holds nothing to protect.
+		if wt.Branch != branch || wt.Bare || !exists(wt.Path) {
+			continue
+		}
+		if i == 0 || linkedCheckout(common, wt.Path, branch, agents) {
+			return wt.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// linkedCheckout says the linked worktree at path has branch checked out, read only from
+// files no agent writes: its .git file names a git directory of the repository's, not an
+// agent's, which names path back and whose HEAD is on branch.
+func linkedCheckout(common, path, branch string, agents []string) bool {
+	link, err := readSmallFile(filepath.Join(path, ".git"))
+	if err != nil {
+		return false
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(link)), "gitdir: ")
+	if !ok {
+		return false
+	}
+	if !filepath.IsAbs(admin) {
+		admin = filepath.Join(path, admin)
+	}
+	if !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) || isAgentGitDir(admin, agents) {
+		return false
+	}
+	back, err := readSmallFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return false
+	}
+	dotGit := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(dotGit) {
+		dotGit = filepath.Join(admin, dotGit)
+	}
+	if !sameDir(filepath.Dir(dotGit), path) {
+		return false
+	}
+	head, err := readSmallFile(filepath.Join(admin, "HEAD"))
+	return err == nil && strings.TrimSpace(string(head)) == "ref: refs/heads/"+branch
+}
