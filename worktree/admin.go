@@ -22,11 +22,11 @@ var ErrNotWorktree = errors.New("git does not know it as a worktree of this repo
 // not finding it, would take the repository of a directory above (the main checkout) for the
 // worktree's.
 func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
-	if admin, recorded := m.recordedAdmin(path); recorded {
-		if admin == "" {
+	if r, recorded := m.recordedAdmin(path); recorded {
+		if r.admin == "" {
 			return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
 		}
-		return admin, nil
+		return r.admin, nil
 	}
 	common, err := m.commonDir(ctx)
 	if err != nil {

@@ -125,8 +125,15 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 // git-norma's own git directory for it (see owngit.go), made afresh when fresh says git has
 // just made the worktree.
 func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Workspace, error) {
-	if m.runDir(path) == "" {
+	run := m.runDir(path)
+	if run == "" {
 		return nil, fmt.Errorf("%s is not a run worktree (%s/<run>/%s): %w", path, m.RunsDir, runWorkspaceName, ErrNotWorktree)
+	}
+	if m.RunsDir != "" {
+		// The run's own spelling of its worktree and run, never the caller's: a path from git's
+		// worktree list is an agent's to write (a link inside its workspace, say), and the git
+		// directory beside it would be the agent's making.
+		path, runID = filepath.Join(run, runWorkspaceName), filepath.Base(run)
 	}
 	common, err := m.commonDir(ctx)
 	if err != nil {
@@ -147,7 +154,11 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 	}
 	g := m.Git.Pinned(own, path)
 	g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
-	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, common: common, runID: runID, git: g}
+	rec, _ := readRecord(filepath.Dir(own))
+	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, rec: rec, common: common, runID: runID, git: g}
+	if branch, _, ok := git.ReadHeadAt(own); ok {
+		ws.branch = strings.TrimPrefix(branch, "refs/heads/")
+	}
 	// The agent's git reads these: Workspace.relinkCommon sets its commondir and
 	// config.worktree back as they are now, before any agent ran.
 	ws.worktreeConfig, _ = os.ReadFile(filepath.Join(admin, "config.worktree"))
@@ -169,13 +180,30 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, wt := range list {
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	agents := m.agentGitDirs()
+	for i, wt := range list {
 		// A prunable entry whose directory is gone has nothing checked out any more. One whose
 		// .git file alone is gone still holds an index and files: git worktree prune would
 		// throw its index away, so it is its holder's to remove (see Remove).
 		// A run worktree whose directory is gone only stays known through its lock; Create
 		// forgets it (see ForgetVanished).
-		if wt.Branch == branch && (exists(wt.Path) || !wt.Prunable && !wt.LockedByRun()) {
+		if wt.Branch != branch || !exists(wt.Path) && (wt.Prunable || wt.LockedByRun()) {
+			continue
+		}
+		// git's list says what each worktree's git directory says, and a run worktree's is its
+		// agent's to write: a run worktree holds the branch its own git directory (git-norma's)
+		// is on, and anything else only what git directories no agent writes say.
+		if run := m.runDir(wt.Path); run != "" && m.RunsDir != "" {
+			if held, _, ok := git.ReadHeadAt(filepath.Join(run, ownGitDirName)); ok && held != "refs/heads/"+branch {
+				continue
+			}
+			return filepath.Join(run, runWorkspaceName), nil
+		}
+		if i == 0 || m.RunsDir == "" || linkedCheckout(common, wt.Path, branch, agents) {
 			return wt.Path, nil
 		}
 	}
@@ -229,6 +257,9 @@ func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, erro
 		if err := ws.rescue(ctx); err != nil {
 			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
+		// Its HEAD back on its branch first: should the worktree stay (git refusing to remove
+		// it), an agent's HEAD on another task's branch would keep that task from running.
+		_ = ws.syncAgentView()
 		if err := relink(path, ws.gitDir); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}

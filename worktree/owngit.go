@@ -114,18 +114,19 @@ func (w *Workspace) syncAgentView() error {
 	})
 }
 
-// replaceFile writes a new file with fill and renames it over path. The new file is created
-// exclusively: a link or pipe left at its name is removed, never followed.
+// replaceFile writes a new file with fill and renames it over path. The new file has a name of
+// its own, created exclusively: nothing an agent left in the directory is followed or in the
+// way.
 func replaceFile(path string, fill func(*os.File) error) error {
-	tmp := path + ".norma-new"
-	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".norma-*")
 	if err != nil {
 		return err
 	}
-	err = fill(f)
+	tmp := f.Name()
+	err = f.Chmod(0o644)
+	if err == nil {
+		err = fill(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

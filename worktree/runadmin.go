@@ -19,12 +19,12 @@ import (
 // worktrees and never a run worktree's word for anything else.
 
 // recordFile, in git-norma's own git directory for a run worktree, is the record: the git
-// directory's path, then its identity.
+// directory's path, its identity, and its gitdir file's line as git wrote it.
 const recordFile = "agent-gitdir"
 
 // record is one run worktree's recorded git directory.
 type record struct {
-	admin, id string
+	admin, id, gitdir string
 }
 
 // writeRecord records admin in the own git directory own.
@@ -33,7 +33,12 @@ func writeRecord(own, admin string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(own, recordFile), []byte(admin+"\n"+id+"\n"), 0o644)
+	gitdir, err := readSmallFile(filepath.Join(admin, "gitdir"))
+	if err != nil {
+		return err
+	}
+	line := strings.TrimSpace(string(gitdir))
+	return os.WriteFile(filepath.Join(own, recordFile), []byte(admin+"\n"+id+"\n"+line+"\n"), 0o644)
 }
 
 // readRecord reads the record of the run directory run.
@@ -42,8 +47,12 @@ func readRecord(run string) (record, bool) {
 	if err != nil {
 		return record{}, false
 	}
-	admin, id, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-	return record{admin: admin, id: id}, admin != "" && id != ""
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 3 {
+		return record{}, false
+	}
+	r := record{admin: lines[0], id: lines[1], gitdir: lines[2]}
+	return r, r.admin != "" && r.id != "" && r.gitdir != ""
 }
 
 // identity is a directory's device and inode.
@@ -81,21 +90,21 @@ func (m *Manager) records() map[string]record {
 	return recs
 }
 
-// recordedAdmin is the git directory recorded for the run worktree at path, and whether there
-// is a record at all; "" with a record says the recorded one is gone (pruned).
-func (m *Manager) recordedAdmin(path string) (string, bool) {
+// recordedAdmin is the record of the run worktree at path, and whether there is one at all; a
+// record whose git directory is gone (pruned) has no admin.
+func (m *Manager) recordedAdmin(path string) (record, bool) {
 	run := m.runDir(path)
 	if run == "" {
-		return "", false
+		return record{}, false
 	}
 	r, ok := readRecord(run)
 	if !ok {
-		return "", false
+		return record{}, false
 	}
 	if !r.live() {
-		return "", true
+		return record{}, true
 	}
-	return r.admin, true
+	return r, true
 }
 
 // agentGitDirs are the git directories agents may write: the run worktrees' that are still
@@ -121,9 +130,12 @@ func isAgentGitDir(dir string, agents []string) bool {
 // prune is git worktree prune, after the run worktrees' gitdir files are set back to what
 // git-norma recorded: one an agent rewrote to name another worktree would have git delete that
 // worktree's git directory as a duplicate (or its own, named elsewhere, as gone).
+// A restore that fails (an agent's directory where the file goes) leaves the prune undone.
 func (m *Manager) prune(ctx context.Context) error {
-	for run, r := range m.records() {
-		_, _ = restoreRunLinks(r.admin, filepath.Join(run, runWorkspaceName), "")
+	for _, r := range m.records() {
+		if _, err := restoreRunLinks(r, ""); err != nil {
+			return fmt.Errorf("set back the git directory of a run worktree (%s) before git worktree prune: %w", r.admin, err)
+		}
 	}
 	return m.Git.Run(ctx, "worktree", "prune")
 }
@@ -165,15 +177,16 @@ func runOf(runs, path string) string {
 // runWorkspaceName is the run worktree's name in its run directory.
 const runWorkspaceName = "workspace"
 
-// restoreRunLinks sets the gitdir file of a run worktree's git directory admin back to name
-// the worktree at path, and its lock back (when runID is known), and says whether it had to.
-func restoreRunLinks(admin, path, runID string) (bool, error) {
+// restoreRunLinks sets the gitdir file of a run worktree's recorded git directory back to
+// what git wrote (the very line: a link or another spelling of the path is not it), and its
+// lock back (when runID is known), and says whether it had to.
+func restoreRunLinks(r record, runID string) (bool, error) {
 	changed := false
-	dotGit := filepath.Join(path, ".git")
-	if named, ok := readLink(filepath.Join(admin, "gitdir"), "", admin); !ok || filepath.Base(named) != ".git" || !sameDir(filepath.Dir(named), path) {
+	admin := r.admin
+	if line, err := readSmallFile(filepath.Join(admin, "gitdir")); err != nil || strings.TrimSpace(string(line)) != r.gitdir {
 		changed = true
 		if err := replaceFile(filepath.Join(admin, "gitdir"), func(f *os.File) error {
-			_, err := f.WriteString(dotGit + "\n")
+			_, err := f.WriteString(r.gitdir + "\n")
 			return err
 		}); err != nil {
 			return changed, err

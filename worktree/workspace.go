@@ -22,8 +22,10 @@ type Workspace struct {
 	// gitDir is the worktree's own git directory, where its HEAD, index and locks are: the
 	// agent's (see owngit.go).
 	gitDir string
-	// ownDir is git-norma's own git directory for the worktree, which its git commands use.
+	// ownDir is git-norma's own git directory for the worktree, which its git commands use;
+	// rec its record of gitDir (see runadmin.go).
 	ownDir string
+	rec    record
 	// common is the repository's common git directory, which gitDir/commondir must name.
 	common string
 	// worktreeConfig is gitDir/config.worktree as git made it (nil: none), which git reads
@@ -215,8 +217,8 @@ func (w *Workspace) relinkCommon() (bool, error) {
 	// Its gitdir and locked files are what git reads to know the worktree: one naming your
 	// worktree would have git worktree prune (yours, or another run's) delete your worktree's
 	// git directory as a duplicate, and without its lock a prune could drop this one.
-	if w.ownDir != "" {
-		relinked, err := restoreRunLinks(w.gitDir, w.dir, w.runID)
+	if w.rec.admin != "" {
+		relinked, err := restoreRunLinks(w.rec, w.runID)
 		changed = changed || relinked
 		if err != nil {
 			return changed, err
