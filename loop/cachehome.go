@@ -123,12 +123,19 @@ func (h *freshCacheHome) in(private string) (string, error) {
 
 // ChecksCacheUsed says the shared cache home of check commands in ctx's sandbox holds
 // anything: what checks of earlier commits built, which the code of those commits could have
-// prepared (a Go build cache entry under the action id of another file's build).
+// prepared (a Go build cache entry under the action id of another file's build). A check may
+// have taken the directory's modes away (Landlock does not govern chmod; tools still open
+// entries by name): they are given back first, and a directory that still cannot be listed
+// counts as used.
 func ChecksCacheUsed(ctx context.Context) bool {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {
 		return false
 	}
-	entries, _ := os.ReadDir(filepath.Join(s.cfg.CacheDir, checkCacheDir))
-	return len(entries) > 0
+	dir := filepath.Join(s.cfg.CacheDir, checkCacheDir)
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() && st.Mode().Perm()&0o700 != 0o700 {
+		_ = os.Chmod(dir, st.Mode().Perm()|0o700)
+	}
+	entries, err := os.ReadDir(dir)
+	return len(entries) > 0 || err != nil && !os.IsNotExist(err)
 }

@@ -234,3 +234,25 @@ func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 }
+
+// TestChecksCacheUsedSeesAnUnreadableCache: a check that takes the cache home's modes away
+// (Landlock does not govern chmod; tools still open entries by name) does not make it look
+// empty: a PASS after it is still confirmed with an empty cache home. Root reads everything:
+// as root the test runs a copy of itself as nobody.
+func TestChecksCacheUsedSeesAnUnreadableCache(t *testing.T) {
+	if os.Geteuid() == 0 {
+		out := runCopy(t, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}, "^TestChecksCacheUsedSeesAnUnreadableCache$")
+		assert.Contains(t, out, "--- PASS: TestChecksCacheUsedSeesAnUnreadableCache")
+		return
+	}
+	home := t.TempDir()
+	cache := filepath.Join(home, checkCacheDir)
+	require.NoError(t, os.MkdirAll(filepath.Join(cache, "go-build"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(cache, "go-build", "planted"), []byte("x"), 0o600))
+	s := &stepSandbox{cfg: &Sandbox{Landlock: true, CacheDir: home}, private: &privateDir{}}
+	ctx := withStepSandbox(context.Background(), s)
+	assert.True(t, ChecksCacheUsed(ctx))
+
+	require.NoError(t, os.Chmod(cache, 0o300))
+	assert.True(t, ChecksCacheUsed(ctx), "an unreadable cache home counts as used")
+}

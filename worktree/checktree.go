@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,9 +112,14 @@ func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bo
 	if err := emptyGitlinks(ctx, g, dir); err != nil {
 		return false, err
 	}
-	out, err := g.Output(ctx, "status", "--porcelain", "-z", "--ignored", "--untracked-files=normal", "--no-renames")
+	out, warnings, err := g.OutputAndStderr(ctx, "status", "--porcelain", "-z", "--ignored", "--untracked-files=normal", "--no-renames")
 	if err != nil {
 		return false, err
+	}
+	// A directory git cannot read (a check took its modes away: Landlock does not govern
+	// chmod) is neither listed nor cleared, yet what is in it can still be opened by name.
+	if strings.Contains(warnings, "could not open directory") {
+		return false, fmt.Errorf("%w: %s", errUnreadable, firstLine(warnings))
 	}
 	for _, entry := range strings.Split(out, "\x00") {
 		switch {
@@ -130,6 +136,27 @@ func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bo
 		}
 	}
 	return leftovers, nil
+}
+
+// errUnreadable: the check worktree holds a directory git could not read; it is made again.
+var errUnreadable = errors.New("a check left a directory git cannot read")
+
+// giveBackModes gives every directory under dir (never through a link) its owner's read,
+// write and search back, so that a removal can look inside: a check could have taken them.
+func giveBackModes(dir string) {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return
+	}
+	if st.Mode().Perm()&0o700 != 0o700 {
+		_ = os.Chmod(dir, st.Mode().Perm()|0o700)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() {
+			giveBackModes(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // isLinkTo says dotGit is a .git file naming admin (never read when it is anything else, a
@@ -154,7 +181,11 @@ func emptyGitlinks(ctx context.Context, g git.Runner, dir string) error {
 		if !strings.HasPrefix(sub, dir+string(filepath.Separator)) {
 			return fmt.Errorf("git ls-files named %q, outside %s", path, dir)
 		}
-		entries, _ := os.ReadDir(sub)
+		giveBackModes(sub)
+		entries, err := os.ReadDir(sub)
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("%w: %v", errUnreadable, err)
+		}
 		for _, e := range entries {
 			if err := os.RemoveAll(filepath.Join(sub, e.Name())); err != nil {
 				return err
@@ -181,6 +212,7 @@ func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 // RemoveCheckTree removes a task's check worktree and everything in it (the checks' outputs
 // and caches; nothing there is anyone's work), whatever state it is in. A missing one is fine.
 func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
+	giveBackModes(path)
 	if _, err := m.AdminDir(ctx, path); err == nil {
 		// Twice forced: once for what the checks left, once for the lock. Should git still
 		// refuse (a stale index.lock), the directory goes below and prune forgets it.

@@ -2,8 +2,10 @@ package worktree
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +189,56 @@ func TestClearScratch(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, removed)
 	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
+}
+
+// TestCheckTreeRemakesWhatItCannotRead: a check that takes a directory's modes away (Landlock
+// does not govern chmod) hides it from git status, yet what is in it can still be opened by
+// name by the next check. The worktree is then made again, not moved. Root reads everything:
+// as root the test runs a copy of itself as nobody.
+func TestCheckTreeRemakesWhatItCannotRead(t *testing.T) {
+	if os.Geteuid() == 0 {
+		runAsNobody(t, "^TestCheckTreeRemakesWhatItCannotRead$")
+		return
+	}
+	f := newFixture(t)
+	f.repo.WriteFile(".gitignore", "build/\n")
+	c1 := f.repo.Commit("one")
+	f.repo.WriteFile("b.txt", "b\n")
+	c2 := f.repo.Commit("two")
+	path := filepath.Join(t.TempDir(), "checks", "t1", "worktree")
+	o := CheckTreeOptions{TaskID: "t1", Path: path, Commit: c1}
+	_, err := f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(path, "build"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(path, "build", "app.conf"), []byte("port=80\n"), 0o644))
+	require.NoError(t, os.Chmod(filepath.Join(path, "build"), 0o300))
+
+	o.Commit = c2
+	ct, err := f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created, "made again")
+	assert.NoDirExists(t, filepath.Join(path, "build"))
+	assert.FileExists(t, filepath.Join(path, "b.txt"))
+}
+
+// runAsNobody runs the tests run names in a copy of this test binary as the user nobody, and
+// fails unless they pass.
+func runAsNobody(t *testing.T, run string) {
+	t.Helper()
+	// Not t.TempDir: its parent is the test's alone (0700).
+	dir, err := os.MkdirTemp("", "norma-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	exe := filepath.Join(dir, "worktree.test")
+	data, err := os.ReadFile(os.Args[0])
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(exe, data, 0o755))
+	cmd := exec.Command(exe, "-test.run", run, "-test.v", "-test.count=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR=/tmp", "HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS")
 }

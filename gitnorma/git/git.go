@@ -102,6 +102,14 @@ func (r Runner) Run(ctx context.Context, args ...string) error {
 	return r.run(ctx, nil, io.Discard, args)
 }
 
+// OutputAndStderr is Output with what git said on stderr, which some commands use for
+// warnings they do not fail on.
+func (r Runner) OutputAndStderr(ctx context.Context, args ...string) (string, string, error) {
+	var out, warnings bytes.Buffer
+	err := r.runTee(ctx, nil, &out, &warnings, args)
+	return strings.TrimRight(out.String(), "\n"), warnings.String(), err
+}
+
 // Input runs git with stdin and returns its trimmed stdout.
 func (r Runner) Input(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
 	var out bytes.Buffer
@@ -120,6 +128,11 @@ func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
 const killedWait = 2 * time.Second
 
 func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
+	return r.runTee(ctx, stdin, stdout, nil, args)
+}
+
+// runTee runs git; its stderr goes into the error, and to stderr when that is not nil.
+func (r Runner) runTee(ctx context.Context, stdin io.Reader, stdout, stderrCopy io.Writer, args []string) error {
 	argv := args
 	if r.NoHooks {
 		argv = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
@@ -132,6 +145,9 @@ func (r Runner) run(ctx context.Context, stdin io.Reader, stdout io.Writer, args
 	cmd.Stdout = stdout
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if stderrCopy != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, stderrCopy)
+	}
 	// Once git is killed (the context ended), a process it started that still holds its
 	// output (a push's receive-pack or ssh) must not keep this call waiting.
 	cmd.WaitDelay = killedWait
