@@ -111,7 +111,9 @@ type freshCacheHome struct {
 // them with the step).
 const freshCachePrefix = "cache-"
 
-func freshCaches(ctx context.Context) context.Context {
+// FreshCaches marks ctx so that the check commands started with it share an empty cache home of
+// their own instead of the checks' shared one (see freshCachesKey).
+func FreshCaches(ctx context.Context) context.Context {
 	return context.WithValue(ctx, freshCachesKey{}, &freshCacheHome{})
 }
 

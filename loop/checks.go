@@ -124,7 +124,7 @@ func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), 
 	if ct, err = bring(true); err != nil {
 		return ct, nil, true, err
 	}
-	evidence, err = run(freshCaches(ctx), ct.Dir)
+	evidence, err = run(FreshCaches(ctx), ct.Dir)
 	return ct, evidence, true, err
 }
 
