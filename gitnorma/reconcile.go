@@ -15,6 +15,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/sandbox"
 	"github.com/git-norma/git-norma/notes"
 )
 
@@ -125,6 +126,12 @@ func (r *run) killOrphans(ctx context.Context, dead store.Run, stepDir string) {
 	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pgid))
 	workspace := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
 	if err != nil || (cwd != workspace && !strings.HasPrefix(cwd, workspace+string(filepath.Separator))) {
+		return
+	}
+	// And led by a sandbox launcher: the file is in the step directory, which the dead run's
+	// agent could write, and a shell of yours in that workspace is not its to have killed.
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
+	if args := strings.Split(string(cmdline), "\x00"); err != nil || len(args) < 2 || args[1] != sandbox.Entry {
 		return
 	}
 	if syscall.Kill(-pgid, syscall.SIGKILL) == nil {

@@ -55,15 +55,15 @@ func run(args []string, rep *Report) int {
 		return 126
 	}
 	os.Unsetenv(policyEnv)
-	if err := notTraceable(); err != nil {
-		rep.StartError = err.Error()
-		return 126
-	}
 	// The command starts from this thread, which alone loses the capabilities it must not have.
 	runtime.LockOSThread()
 	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
 	namespaced := inNamespace()
 	if namespaced {
+		if err := notTraceable(); err != nil {
+			rep.StartError = err.Error()
+			return 126
+		}
 		if err := mountProc(); err != nil {
 			rep.StartError = err.Error()
 			return 126

@@ -140,7 +140,10 @@ func dropCapabilities(confined bool) error {
 // notTraceable makes the launcher not dumpable: only a process with CAP_SYS_PTRACE over it may
 // then trace it or read its /proc entries (its memory, its file descriptors — the report
 // pipe), and the command has none. A traced launcher would be code run with the capabilities
-// its threads keep, outside the command's limits.
+// its threads keep, outside the command's limits. Only in its namespaces, where it keeps
+// some: git-norma, in the user namespace above (or root), still reads its /proc entries to
+// find what a run that died left running, which elsewhere a launcher that is not dumpable
+// would deny a user other than root.
 func notTraceable() error {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
 		return fmt.Errorf("cannot make the launcher untraceable: %w", errno)
