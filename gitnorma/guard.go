@@ -18,7 +18,11 @@ import (
 // Checking them costs a few stat calls, never a walk of the repository. The shared git state,
 // git-norma's config and the store are the fallback guard's (guardState).
 func (w workspace) guarded() []string {
-	return []string{w.runDir, filepath.Join(w.runDir, "norma.md")}
+	// git-norma's own git directory for the worktree: its HEAD says where a rescue commits,
+	// its record which git directory is the run's (worktree/runadmin.go).
+	own := filepath.Join(w.runDir, "git")
+	return []string{w.runDir, filepath.Join(w.runDir, "norma.md"),
+		own, filepath.Join(own, "HEAD"), filepath.Join(own, "commondir"), filepath.Join(own, "agent-gitdir"), filepath.Join(own, "index")}
 }
 
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the

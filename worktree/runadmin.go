@@ -68,6 +68,23 @@ func identity(dir string) (string, error) {
 	return fmt.Sprintf("%d:%d", sys.Dev, sys.Ino), nil
 }
 
+// names says the record is one git made for the run directory run: its gitdir line names the
+// run's worktree (git writes the real path; RunsDir may be reached through a link). A record
+// that names anything else (an unconfined agent can write one) is not taken: restoring its
+// line would point a worktree of yours elsewhere, for git worktree prune to delete.
+func (r record) names(run string) bool {
+	// git names a worktree's git directory after the worktree's: workspace, workspace1, ...
+	if digits := strings.TrimPrefix(filepath.Base(r.admin), runWorkspaceName); strings.Trim(digits, "0123456789") != "" {
+		return false
+	}
+	want := filepath.Join(run, runWorkspaceName, ".git")
+	if r.gitdir == want {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(filepath.Dir(run))
+	return err == nil && r.gitdir == filepath.Join(real, filepath.Base(run), runWorkspaceName, ".git")
+}
+
 // live says the recorded git directory is still the one recorded.
 func (r record) live() bool {
 	id, err := identity(r.admin)
@@ -83,7 +100,7 @@ func (m *Manager) records() map[string]record {
 	files, _ := filepath.Glob(filepath.Join(m.RunsDir, "*", ownGitDirName, recordFile))
 	for _, f := range files {
 		run := filepath.Dir(filepath.Dir(f))
-		if r, ok := readRecord(run); ok && r.live() {
+		if r, ok := readRecord(run); ok && r.live() && r.names(run) {
 			recs[run] = r
 		}
 	}
