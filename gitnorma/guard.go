@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/git-norma/git-norma/loop"
 )
@@ -18,11 +19,18 @@ import (
 // Checking them costs a few stat calls, never a walk of the repository. The shared git state,
 // git-norma's config and the store are the fallback guard's (guardState).
 func (w workspace) guarded() []string {
-	// git-norma's own git directory for the worktree: its HEAD says where a rescue commits,
-	// its record which git directory is the run's (worktree/runadmin.go).
+	return []string{w.runDir, filepath.Join(w.runDir, "norma.md")}
+}
+
+// ownGitLines fingerprint git-norma's own git directory for the worktree: its HEAD says where a
+// rescue commits, its record which git directory is the run's (worktree/runadmin.go).
+func (w workspace) ownGitLines() []string {
 	own := filepath.Join(w.runDir, "git")
-	return []string{w.runDir, filepath.Join(w.runDir, "norma.md"),
-		own, filepath.Join(own, "HEAD"), filepath.Join(own, "commondir"), filepath.Join(own, "agent-gitdir"), filepath.Join(own, "index")}
+	var lines []string
+	for _, name := range []string{"HEAD", "commondir", "agent-gitdir", "index"} {
+		lines = append(lines, strictStatLine(filepath.Join(own, name)))
+	}
+	return lines
 }
 
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
@@ -42,6 +50,7 @@ func (w workspace) fingerprint() string {
 		}
 	}
 	lines = append(lines, w.runDirLines()...)
+	lines = append(lines, w.ownGitLines()...)
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
@@ -80,6 +89,22 @@ func statLine(p string) string {
 		return fmt.Sprintf("dir %v\t%s", st.Mode(), p)
 	}
 	return fmt.Sprintf("%d %v %d\t%s", st.Size(), st.Mode(), st.ModTime().UnixNano(), p)
+}
+
+// strictStatLine is statLine with the change time and the inode: an agent can set a file's
+// modification time back (touch -d), never its change time, and a file put in place anew has
+// another inode. For files only git-norma writes, and never while an agent runs.
+func strictStatLine(p string) string {
+	line := statLine(p)
+	st, err := os.Lstat(p)
+	if err != nil {
+		return line
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return line
+	}
+	return fmt.Sprintf("%d %d %s", sys.Ctim.Nano(), sys.Ino, line)
 }
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot,

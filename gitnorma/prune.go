@@ -269,7 +269,7 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
 		// A stale index.lock is removed on the way; the run's events go with it.
-		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees().Remove(ctx, wsDir, r.ID); return err })
+		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees().Remove(ctx, wsDir, r.ID, r.TaskID); return err })
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.

@@ -241,7 +241,7 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
 	if _, err := os.Stat(path); err == nil {
-		r.removeRunWorktree(ctx, path, dead.ID, "a process of this run, which died")
+		r.removeRunWorktree(ctx, path, dead.ID, dead.TaskID, "a process of this run, which died")
 	}
 }
 

@@ -462,7 +462,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 			return failf("switch that worktree to another branch (git -C "+holder+" switch -), then run again",
 				"branch %s is checked out in %s", branch, holder)
 		}
-		return r.removeLocked(ctx, holder, filepath.Base(filepath.Dir(holder)), "a process of this run, which died")
+		return r.removeLocked(ctx, holder, filepath.Base(filepath.Dir(holder)), r.pre.task.ID, "a process of this run, which died")
 	})
 }
 

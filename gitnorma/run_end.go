@@ -173,15 +173,15 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 // removeWorktree frees the task branch (landing may delete it) once its work is committed.
 func (r *run) removeWorktree(ctx context.Context) {
 	if r.ws != nil {
-		r.removeRunWorktree(ctx, r.ws.Dir(), r.id, "a process of the run")
+		r.removeRunWorktree(ctx, r.ws.Dir(), r.id, r.pre.task.ID, "a process of the run")
 		r.ws = nil
 	}
 }
 
 // removeRunWorktree removes the worktree at path of run runID under the worktree lock; one
 // that cannot be removed is kept, and that is recorded.
-func (r *run) removeRunWorktree(ctx context.Context, path, runID, who string) {
-	err := r.app.Repo.withWorktreeLock(ctx, func() error { return r.removeLocked(ctx, path, runID, who) })
+func (r *run) removeRunWorktree(ctx context.Context, path, runID, taskID, who string) {
+	err := r.app.Repo.withWorktreeLock(ctx, func() error { return r.removeLocked(ctx, path, runID, taskID, who) })
 	if err != nil {
 		_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "worktree_kept", Message: err.Error()})
 	}
@@ -189,8 +189,8 @@ func (r *run) removeRunWorktree(ctx context.Context, path, runID, who string) {
 
 // removeLocked removes the worktree at path of run runID, recording the stale git lock that
 // who (a process of the run) left in it. The caller holds the worktree lock.
-func (r *run) removeLocked(ctx context.Context, path, runID, who string) error {
-	removed, err := r.wm.Remove(ctx, path, runID)
+func (r *run) removeLocked(ctx context.Context, path, runID, taskID, who string) error {
+	removed, err := r.wm.Remove(ctx, path, runID, taskID)
 	if removed.StaleLock != "" {
 		_ = r.st.AppendEvent(ctx, runID, staleLockEvent(r.app.Now(), removed.StaleLock, who))
 	}

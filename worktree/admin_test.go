@@ -69,7 +69,7 @@ func TestBrokenGitFileNeverReachesTheMainCheckout(t *testing.T) {
 			assert.Equal(t, []string{"README.md", "a.txt", "tracked.txt"}, f.treeFiles(res.Commit))
 
 			writeFile(t, ws.Dir(), "b.txt", "left uncommitted\n")
-			_, err = f.m.Remove(f.ctx, ws.Dir(), "R-1")
+			_, err = f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 			require.NoError(t, err)
 			assert.NoDirExists(t, ws.Dir())
 			assert.Equal(t, []string{"README.md", "a.txt", "b.txt", "tracked.txt"}, f.treeFiles("refs/heads/norma/task/T-1"))
@@ -93,7 +93,7 @@ func TestRemoveLeavesAnUnknownDirectoryAlone(t *testing.T) {
 	f.git("worktree", "unlock", ws.Dir()) // as a user could, before a prune of their own
 	f.git("worktree", "prune")
 
-	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.ErrorIs(t, err, ErrNotWorktree)
 	assert.FileExists(t, filepath.Join(ws.Dir(), "a.txt"), "the files are left where they are")
 	assert.Equal(t, head, f.rev("HEAD"), "main moved")
@@ -124,7 +124,7 @@ func TestAnotherRunsPruneKeepsAWorktreeWithoutItsGitFile(t *testing.T) {
 	f.createInside("T-2", "R-2")
 	f.git("worktree", "prune")
 
-	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
 	assert.Equal(t, "the agent's work", f.show("refs/heads/norma/task/T-1", "a.txt"))
 	assert.NoDirExists(t, ws.Dir())
@@ -182,4 +182,24 @@ func TestLandRefusesACheckoutInTheMiddleOfAMerge(t *testing.T) {
 	assert.Equal(t, before, f.snapshot(f.repo.Dir, "a.txt"), "the merge is as the user left it")
 	_, err = os.Stat(f.repo.Dir + "/.git/MERGE_HEAD")
 	assert.NoError(t, err)
+}
+
+// TestForgetNeverPrunesYourWorktrees: git-norma forgets its own vanished worktrees by their
+// git directories, never with git worktree prune, which judges every worktree by its gitdir
+// file: a run worktree's agent, rewriting its own to name your linked worktree faster than
+// anything sets it back, had git delete your worktree's git directory as a duplicate.
+func TestForgetNeverPrunesYourWorktrees(t *testing.T) {
+	f := newFixture(t)
+	yours := filepath.Join(t.TempDir(), "zfeature")
+	f.git("worktree", "add", "-q", "-b", "feature", yours)
+	writeFile(t, yours, "s.txt", "staged\n")
+	f.gitIn(yours, "add", "s.txt")
+	ws := f.createInside("T-1", "R-1")
+	// The agent's doing, as git worktree prune would find it mid-race.
+	require.NoError(t, os.Remove(filepath.Join(ws.GitDir(), "locked")))
+	require.NoError(t, os.WriteFile(filepath.Join(ws.GitDir(), "gitdir"), []byte(filepath.Join(yours, ".git")+"\n"), 0o644))
+
+	require.NoError(t, f.m.ForgetVanished(f.ctx))
+
+	assert.Equal(t, "A  s.txt", f.gitIn(yours, "status", "--porcelain"))
 }

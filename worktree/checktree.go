@@ -213,17 +213,16 @@ func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 // and caches; nothing there is anyone's work), whatever state it is in. A missing one is fine.
 func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
 	giveBackModes(path)
-	if _, err := m.AdminDir(ctx, path); err == nil {
+	admin, err := m.AdminDir(ctx, path)
+	if err == nil {
 		// Twice forced: once for what the checks left, once for the lock. Should git still
-		// refuse (a stale index.lock), the directory goes below and prune forgets it.
+		// refuse (a stale index.lock), the directory goes below and its git directory after.
 		_ = m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path)
 	}
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("remove the check worktree %s: %w", path, err)
 	}
-	// Its git directory, if git still knows it without its directory, goes too.
-	_ = m.Git.Run(ctx, "worktree", "unlock", path)
-	return m.prune(ctx)
+	return m.forget(ctx, admin)
 }
 
 // AddScratch checks commit out, detached, in a new worktree at path: somewhere to run checks on
@@ -255,8 +254,9 @@ func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 		return true, nil
 	}
 	// Not (or no longer) a worktree git knows: a directory, and maybe a stale record of it.
+	admin, _ := m.AdminDir(ctx, path)
 	if err := os.RemoveAll(path); err != nil {
 		return false, fmt.Errorf("remove leftover %s: %w", path, err)
 	}
-	return true, m.prune(ctx)
+	return true, m.forget(ctx, admin)
 }

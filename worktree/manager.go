@@ -226,11 +226,14 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 	}
 	for _, wt := range list {
 		if (wt.LockedByRun() || wt.LockedForChecks()) && !exists(wt.Path) {
-			// Best effort: someone may have unlocked it meanwhile.
-			_ = m.Git.Run(ctx, "worktree", "unlock", wt.Path)
+			if admin, err := m.AdminDir(ctx, wt.Path); err == nil {
+				if err := m.forget(ctx, admin); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return m.prune(ctx)
+	return nil
 }
 
 // Removed is what removing a run worktree had to clear first.
@@ -244,13 +247,16 @@ type Removed struct {
 // branch before the worktree goes (never thrown away: they may be an interrupted agent's
 // work). A directory git no longer knows as a worktree is left as it is (ErrNotWorktree):
 // without its git directory, git there would find another repository.
-func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, error) {
+func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Removed, error) {
 	var done Removed
 	if exists(path) {
 		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
 			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
+		// The branch the run worked on, from the caller (the store): what is uncommitted is
+		// saved there, or nowhere.
+		ws.branch = TaskBranch(taskID)
 		if done.StaleLock, err = ws.RemoveStaleLock(); err != nil {
 			return done, err
 		}
@@ -267,11 +273,11 @@ func (m *Manager) Remove(ctx context.Context, path, runID string) (Removed, erro
 		if err := m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
-	} else {
+	} else if admin, err := m.AdminDir(ctx, path); err == nil {
 		// Its directory is gone; only its lock keeps git from forgetting it.
-		_ = m.Git.Run(ctx, "worktree", "unlock", path)
+		return done, m.forget(ctx, admin)
 	}
-	return done, m.prune(ctx)
+	return done, nil
 }
 
 func exists(path string) bool {

@@ -182,7 +182,7 @@ func TestRemoveKeepsUncommittedChangesOnTheBranch(t *testing.T) {
 	// A failing pre-commit hook must not block the rescue commit.
 	f.installHook("pre-commit", "exit 1")
 
-	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
 
 	assert.NoDirExists(t, ws.Dir())
@@ -209,7 +209,7 @@ func TestRemoveCleanWorktreeMakesNoCommit(t *testing.T) {
 	ws := f.create("T-1", "R-1")
 	tip := f.rev("refs/heads/norma/task/T-1")
 
-	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
 
 	assert.NoDirExists(t, ws.Dir())
@@ -221,7 +221,7 @@ func TestRemoveMissingDirectoryPrunes(t *testing.T) {
 	ws := f.create("T-1", "R-1")
 	require.NoError(t, os.RemoveAll(ws.Dir()))
 
-	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
 
 	holder, err := f.m.Holder(f.ctx, "norma/task/T-1")

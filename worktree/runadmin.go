@@ -144,17 +144,26 @@ func isAgentGitDir(dir string, agents []string) bool {
 	return false
 }
 
-// prune is git worktree prune, after the run worktrees' gitdir files are set back to what
-// git-norma recorded: one an agent rewrote to name another worktree would have git delete that
-// worktree's git directory as a duplicate (or its own, named elsewhere, as gone).
-// A restore that fails (an agent's directory where the file goes) leaves the prune undone.
-func (m *Manager) prune(ctx context.Context) error {
-	for _, r := range m.records() {
-		if _, err := restoreRunLinks(r, ""); err != nil {
-			return fmt.Errorf("set back the git directory of a run worktree (%s) before git worktree prune: %w", r.admin, err)
-		}
+// forget makes git forget one of git-norma's worktrees whose directory is gone, by removing
+// its git directory admin ("" for none). Never git worktree prune: it judges every worktree
+// by its gitdir file, and a run worktree's is its agent's to write — one naming your linked
+// worktree, rewritten as fast as anything could set it back, had git delete your worktree's
+// git directory as a duplicate. Nor does git-norma prune what is yours.
+func (m *Manager) forget(ctx context.Context, admin string) error {
+	if admin == "" {
+		return nil
 	}
-	return m.Git.Run(ctx, "worktree", "prune")
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return err
+	}
+	if !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) {
+		return fmt.Errorf("%s is not a worktree's git directory of this repository", admin)
+	}
+	if err := os.RemoveAll(admin); err != nil {
+		return fmt.Errorf("forget the worktree of %s: %w", admin, err)
+	}
+	return nil
 }
 
 // runDir is the run directory of the run worktree at path (RunsDir/<run>/workspace), or "" when

@@ -62,7 +62,7 @@ func TestRemoveClearsAStaleLockFirst(t *testing.T) {
 	found, err := f.m.IndexLock(f.ctx, ws.Dir())
 	require.NoError(t, err)
 	assert.Equal(t, lock, found, "doctor finds it where git looks for it")
-	removed, err := f.m.Remove(f.ctx, ws.Dir(), "R-1")
+	removed, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
 	assert.Equal(t, lock, removed.StaleLock)
 	assert.NoDirExists(t, ws.Dir())

@@ -547,10 +547,11 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	if _, err := w.relinkCommon(); err != nil {
 		return err
 	}
-	// Only ever onto a task branch: git-norma's own git directory is out of a confined
-	// agent's reach, but an unconfined one could have pointed its HEAD at your branch.
-	if branch, _, ok := git.ReadHeadAt(w.ownDir); w.ownDir != "" && (!ok || !strings.HasPrefix(branch, "refs/heads/"+BranchPrefix)) {
-		return fmt.Errorf("%w: git-norma's own HEAD for %s is %q, not a task branch; nothing was committed", ErrBranchSwitched, w.dir, branch)
+	// Only ever onto the run's task branch: git-norma's own git directory is out of a confined
+	// agent's reach, but an unconfined one could have pointed its HEAD at your branch, or
+	// another task's.
+	if branch, _, ok := git.ReadHeadAt(w.ownDir); w.ownDir != "" && (!ok || branch != "refs/heads/"+w.branch) {
+		return fmt.Errorf("%w: git-norma's own HEAD for %s is %q, not %s; nothing was committed", ErrBranchSwitched, w.dir, branch, w.branch)
 	}
 	status, err := w.git.Output(ctx, append(statusArgs, "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=dirty")...)
 	if err != nil || status == "" {
