@@ -203,3 +203,20 @@ func TestForgetNeverPrunesYourWorktrees(t *testing.T) {
 
 	assert.Equal(t, "A  s.txt", f.gitIn(yours, "status", "--porcelain"))
 }
+
+// TestForgetVanishedLeavesYourLockedWorktree: a locked worktree of yours whose directory is
+// gone (a drive not mounted now) is not git-norma's to forget, even when an agent's git
+// directory claims its path with git-norma's lock reason.
+func TestForgetVanishedLeavesYourLockedWorktree(t *testing.T) {
+	f := newFixture(t)
+	yours := filepath.Join(t.TempDir(), "usb")
+	f.git("worktree", "add", "-q", "-b", "feature", yours)
+	f.git("worktree", "lock", "--reason", "on my usb drive", yours)
+	require.NoError(t, os.RemoveAll(yours))
+	ws := f.createInside("T-1", "R-1")
+	require.NoError(t, os.WriteFile(filepath.Join(ws.GitDir(), "gitdir"), []byte(filepath.Join(yours, ".git")+"\n"), 0o644))
+
+	require.NoError(t, f.m.ForgetVanished(f.ctx))
+
+	assert.DirExists(t, filepath.Join(f.git("rev-parse", "--path-format=absolute", "--git-common-dir"), "worktrees", "usb"))
+}

@@ -226,7 +226,10 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 	}
 	for _, wt := range list {
 		if (wt.LockedByRun() || wt.LockedForChecks()) && !exists(wt.Path) {
-			if admin, err := m.AdminDir(ctx, wt.Path); err == nil {
+			// The list's lock and path are what a git directory says, an agent's too: the git
+			// directory found for that path must itself be locked by git-norma, or it is not
+			// git-norma's to forget (a locked worktree of yours, on a drive not mounted now).
+			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) {
 				if err := m.forget(ctx, admin); err != nil {
 					return err
 				}

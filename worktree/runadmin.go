@@ -144,6 +144,13 @@ func isAgentGitDir(dir string, agents []string) bool {
 	return false
 }
 
+// lockedByNorma says the git directory admin is locked with one of git-norma's reasons.
+func lockedByNorma(admin string) bool {
+	data, err := readSmallFile(filepath.Join(admin, "locked"))
+	reason := string(data)
+	return err == nil && (strings.HasPrefix(reason, lockReason) || strings.HasPrefix(reason, checkLockReason))
+}
+
 // forget makes git forget one of git-norma's worktrees whose directory is gone, by removing
 // its git directory admin ("" for none). Never git worktree prune: it judges every worktree
 // by its gitdir file, and a run worktree's is its agent's to write — one naming your linked
