@@ -220,3 +220,19 @@ func TestForgetVanishedLeavesYourLockedWorktree(t *testing.T) {
 
 	assert.DirExists(t, filepath.Join(f.git("rev-parse", "--path-format=absolute", "--git-common-dir"), "worktrees", "usb"))
 }
+
+// TestForgetVanishedLeavesALiveRun: an agent's git directory that lists its worktree as gone at
+// a path leading to another run's live worktree (<it>/nope/..) does not have git-norma forget
+// that run's git directory.
+func TestForgetVanishedLeavesALiveRun(t *testing.T) {
+	f := newFixture(t)
+	f.m.RunsDir = filepath.Join(f.repo.Dir, ".norma", "runs")
+	live := f.createInside("T-1", "R-1")
+	evil := f.createInside("T-2", "R-2")
+	require.NoError(t, os.WriteFile(filepath.Join(evil.GitDir(), "gitdir"), []byte(live.Dir()+"/nope/../.git\n"), 0o644))
+
+	require.NoError(t, f.m.ForgetVanished(f.ctx))
+
+	assert.DirExists(t, live.GitDir())
+	assert.Equal(t, "refs/heads/norma/task/T-1", f.gitIn(live.Dir(), "symbolic-ref", "HEAD"))
+}

@@ -229,7 +229,7 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 			// The list's lock and path are what a git directory says, an agent's too: the git
 			// directory found for that path must itself be locked by git-norma, or it is not
 			// git-norma's to forget (a locked worktree of yours, on a drive not mounted now).
-			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) {
+			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) && m.vanished(admin) {
 				if err := m.forget(ctx, admin); err != nil {
 					return err
 				}

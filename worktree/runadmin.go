@@ -144,6 +144,28 @@ func isAgentGitDir(dir string, agents []string) bool {
 	return false
 }
 
+// vanished says the worktree whose git directory admin is has no directory any more, by the
+// record's word for a run worktree (its gitdir file is its agent's to write) and by its gitdir
+// file for any other: a path an agent listed as gone (<a live run's worktree>/x/..) may still
+// lead to one that is not.
+func (m *Manager) vanished(admin string) bool {
+	line := ""
+	for _, r := range m.records() {
+		if sameDir(r.admin, admin) {
+			line = r.gitdir
+		}
+	}
+	if line == "" {
+		data, err := readSmallFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			return false
+		}
+		line = strings.TrimSpace(string(data))
+	}
+	_, err := os.Lstat(filepath.Dir(line))
+	return os.IsNotExist(err)
+}
+
 // lockedByNorma says the git directory admin is locked with one of git-norma's reasons.
 func lockedByNorma(admin string) bool {
 	data, err := readSmallFile(filepath.Join(admin, "locked"))
