@@ -176,15 +176,10 @@ func (m *Manager) BranchExists(ctx context.Context, branch string) (bool, error)
 
 // Holder returns the path of the worktree that has branch checked out, or "".
 func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
-	list, err := m.List(ctx)
+	list, common, agents, err := m.listJudged(ctx)
 	if err != nil {
 		return "", err
 	}
-	common, err := m.commonDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	agents := m.agentGitDirs()
 	for i, wt := range list {
 		// A prunable entry whose directory is gone has nothing checked out any more. One whose
 		// .git file alone is gone still holds an index and files: git worktree prune would

@@ -259,6 +259,20 @@ func restoreRunLinks(r record, runID string) (bool, error) {
 	})
 }
 
+// listJudged is git's worktree list with what judging it takes: the common directory, and the
+// git directories of run worktrees, whose word on their own worktrees is their agents'.
+func (m *Manager) listJudged(ctx context.Context) ([]Info, string, []string, error) {
+	list, err := m.List(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	common, err := m.commonDir(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return list, common, m.agentGitDirs(), nil
+}
+
 // checkoutOf is the directory where branch is checked out, "" when none is. git's own answer
 // (worktree list, for-each-ref's %(worktreepath)) comes from each worktree's git directory,
 // and a run worktree's is its agent's to write: an agent that set its HEAD to your branch
@@ -267,15 +281,10 @@ func restoreRunLinks(r record, runID string) (bool, error) {
 // (its HEAD is in the common directory) and linked worktrees whose git directory is not an
 // agent's, names them back and is on branch count.
 func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error) {
-	list, err := m.List(ctx)
+	list, common, agents, err := m.listJudged(ctx)
 	if err != nil {
 		return "", err
 	}
-	common, err := m.commonDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	agents := m.agentGitDirs()
 	for i, wt := range list {
 		// A checkout whose directory is gone holds nothing to protect.
 		if wt.Branch != branch || wt.Bare || !exists(wt.Path) {
