@@ -15,7 +15,7 @@ import (
 // (a record in its own git directory beside it, where no step writes): by path and by
 // identity (device and inode, which no agent can change and which a git directory made later
 // under the same name does not share). Where git-norma must know a worktree (to remove it, to
-// fast-forward your checkout of a target, to prune), it takes the record's word for run
+// fast-forward your checkout of a target, to forget it when it is gone), it takes the record's word for run
 // worktrees and never a run worktree's word for anything else.
 
 // recordFile, in git-norma's own git directory for a run worktree, is the record: the git
@@ -70,8 +70,8 @@ func identity(dir string) (string, error) {
 
 // names says the record is one git made for the run directory run: its gitdir line names the
 // run's worktree (git writes the real path; RunsDir may be reached through a link). A record
-// that names anything else (an unconfined agent can write one) is not taken: restoring its
-// line would point a worktree of yours elsewhere, for git worktree prune to delete.
+// that names anything else (an unconfined agent can write one) is not taken: it would have
+// git-norma take a worktree of yours for a run's (to judge, or to forget).
 func (r record) names(run string) bool {
 	// git names a worktree's git directory after the worktree's: workspace, workspace1, ...
 	if digits := strings.TrimPrefix(filepath.Base(r.admin), runWorkspaceName); strings.Trim(digits, "0123456789") != "" {
