@@ -248,6 +248,10 @@ func (m *Manager) RemoveScratch(ctx context.Context, path string) error {
 // again works. It reports whether there was anything to remove.
 func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 	if !exists(path) {
+		// Its directory gone, git may still know it (and refuse to add it again).
+		if admin, err := m.AdminDir(ctx, path); err == nil && m.vanished(admin) {
+			return true, m.forget(ctx, admin)
+		}
 		return false, nil
 	}
 	if m.Git.Run(ctx, "worktree", "remove", "--force", path) == nil {

@@ -189,6 +189,14 @@ func TestClearScratch(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, removed)
 	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
+
+	// its directory gone, but git still knows it
+	require.NoError(t, os.RemoveAll(path))
+	require.Error(t, f.m.AddScratch(f.ctx, path, head), "git refuses a path it knows")
+	removed, err = f.m.ClearScratch(f.ctx, path)
+	require.NoError(t, err)
+	assert.True(t, removed)
+	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
 }
 
 // TestCheckTreeRemakesWhatItCannotRead: a check that takes a directory's modes away (Landlock
