@@ -236,3 +236,20 @@ func TestForgetVanishedLeavesALiveRun(t *testing.T) {
 	assert.DirExists(t, live.GitDir())
 	assert.Equal(t, "refs/heads/norma/task/T-1", f.gitIn(live.Dir(), "symbolic-ref", "HEAD"))
 }
+
+// TestRemoveDropsTheRecord: a removed run worktree's record goes with it: a later run's git
+// directory may get its git directory's name, even its inode, and the ended run's record must
+// not then speak for it.
+func TestRemoveDropsTheRecord(t *testing.T) {
+	f := newFixture(t)
+	f.m.RunsDir = filepath.Join(f.repo.Dir, ".norma", "runs")
+	ws := f.createInside("T-1", "R-1")
+	record := filepath.Join(f.m.RunsDir, "R-1", ownGitDirName, recordFile)
+	require.FileExists(t, record)
+
+	_, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
+	require.NoError(t, err)
+
+	assert.NoFileExists(t, record)
+	assert.Empty(t, f.m.records())
+}

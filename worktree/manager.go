@@ -271,6 +271,8 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Remov
 		if err := m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
+		// Its record goes with it: a later run's git directory may get its name, even its inode.
+		_ = os.Remove(filepath.Join(ws.ownDir, recordFile))
 	} else if admin, err := m.AdminDir(ctx, path); err == nil {
 		// Its directory is gone; only its lock keeps git from forgetting it.
 		return done, m.forget(ctx, admin)

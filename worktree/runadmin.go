@@ -77,12 +77,12 @@ func (r record) names(run string) bool {
 	if digits := strings.TrimPrefix(filepath.Base(r.admin), runWorkspaceName); strings.Trim(digits, "0123456789") != "" {
 		return false
 	}
-	want := filepath.Join(run, runWorkspaceName, ".git")
-	if r.gitdir == want {
+	want, line := filepath.Join(run, runWorkspaceName, ".git"), filepath.Clean(gitdirPath(r.admin, r.gitdir))
+	if line == want {
 		return true
 	}
 	real, err := filepath.EvalSymlinks(filepath.Dir(run))
-	return err == nil && r.gitdir == filepath.Join(real, filepath.Base(run), runWorkspaceName, ".git")
+	return err == nil && line == filepath.Join(real, filepath.Base(run), runWorkspaceName, ".git")
 }
 
 // live says the recorded git directory is still the one recorded.
@@ -148,22 +148,38 @@ func isAgentGitDir(dir string, agents []string) bool {
 // record's word for a run worktree (its gitdir file is its agent's to write) and by its gitdir
 // file for any other: a path an agent listed as gone (<a live run's worktree>/x/..) may still
 // lead to one that is not.
+// A git directory some record still names a worktree of that exists for is not gone, whichever
+// record says otherwise (an ended run's, whose git directory's name and inode a later run's
+// reused).
 func (m *Manager) vanished(admin string) bool {
-	line := ""
+	var lines []string
 	for _, r := range m.records() {
 		if sameDir(r.admin, admin) {
-			line = r.gitdir
+			lines = append(lines, r.gitdir)
 		}
 	}
-	if line == "" {
+	if len(lines) == 0 {
 		data, err := readSmallFile(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			return false
 		}
-		line = strings.TrimSpace(string(data))
+		lines = append(lines, strings.TrimSpace(string(data)))
 	}
-	_, err := os.Lstat(filepath.Dir(line))
-	return os.IsNotExist(err)
+	for _, line := range lines {
+		if _, err := os.Lstat(filepath.Dir(gitdirPath(admin, line))); !os.IsNotExist(err) {
+			return false
+		}
+	}
+	return true
+}
+
+// gitdirPath is the .git file a gitdir line names: absolute, or relative to the git
+// directory admin (git's worktree.useRelativePaths).
+func gitdirPath(admin, line string) string {
+	if filepath.IsAbs(line) {
+		return line
+	}
+	return filepath.Join(admin, line)
 }
 
 // lockedByNorma says the git directory admin is locked with one of git-norma's reasons.
