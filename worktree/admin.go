@@ -52,21 +52,21 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 // would meet those other runs' agents may have rewritten to name path). It must be one of the
 // repository's and name path back.
 func adminOfNew(common, path string) (string, error) {
-	link, err := readSmallFile(filepath.Join(path, ".git"))
-	if err != nil {
-		return "", err
+	if admin, ok := linkedAdmin(common, path); ok {
+		return admin, nil
 	}
-	admin, ok := strings.CutPrefix(strings.TrimSpace(string(link)), "gitdir: ")
-	if !ok {
-		return "", fmt.Errorf("%s/.git names no git directory", path)
+	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+}
+
+// linkedAdmin is the git directory the .git file at path names, when it is one of the
+// repository's worktrees' and names path back.
+func linkedAdmin(common, path string) (string, bool) {
+	admin, ok := readLink(filepath.Join(path, ".git"), "gitdir: ", path)
+	if !ok || !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) {
+		return "", false
 	}
-	if !filepath.IsAbs(admin) {
-		admin = filepath.Join(path, admin)
-	}
-	if linked, ok := linkedPath(admin); !ok || !sameDir(linked, path) || !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) {
-		return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
-	}
-	return admin, nil
+	linked, ok := linkedPath(admin)
+	return admin, ok && sameDir(linked, path)
 }
 
 // commonDir is the repository's common git directory: CommonDir, or git's answer when the
@@ -88,7 +88,7 @@ func linkedPath(admin string) (string, bool) {
 // readLink is the path one of git's link files (gitdir, commondir, a .git file) names after
 // prefix: absolute, or relative to dir.
 func readLink(file, prefix, dir string) (string, bool) {
-	data, err := os.ReadFile(file)
+	data, err := readSmallFile(file) // never a pipe an agent left, which would block
 	if err != nil {
 		return "", false
 	}

@@ -169,7 +169,7 @@ func openRegular(path string) (*os.File, error) {
 	return os.Open(path)
 }
 
-// readSmallFile reads a regular file of at most 4 KiB (a HEAD).
+// readSmallFile reads a regular file of at most 4 KiB (a HEAD, a gitdir or .git link).
 func readSmallFile(path string) ([]byte, error) {
 	f, err := openRegular(path)
 	if err != nil {
@@ -178,7 +178,7 @@ func readSmallFile(path string) ([]byte, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, 4097))
 	if err == nil && len(data) > 4096 {
-		err = fmt.Errorf("%s is too large for a HEAD", path)
+		err = fmt.Errorf("%s is larger than 4 KiB: no file of git's links or heads is", path)
 	}
 	return data, err
 }

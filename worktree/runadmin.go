@@ -317,29 +317,8 @@ func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error)
 // files no agent writes: its .git file names a git directory of the repository's, not an
 // agent's, which names path back and whose HEAD is on branch.
 func linkedCheckout(common, path, branch string, agents []string) bool {
-	link, err := readSmallFile(filepath.Join(path, ".git"))
-	if err != nil {
-		return false
-	}
-	admin, ok := strings.CutPrefix(strings.TrimSpace(string(link)), "gitdir: ")
-	if !ok {
-		return false
-	}
-	if !filepath.IsAbs(admin) {
-		admin = filepath.Join(path, admin)
-	}
-	if !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) || isAgentGitDir(admin, agents) {
-		return false
-	}
-	back, err := readSmallFile(filepath.Join(admin, "gitdir"))
-	if err != nil {
-		return false
-	}
-	dotGit := strings.TrimSpace(string(back))
-	if !filepath.IsAbs(dotGit) {
-		dotGit = filepath.Join(admin, dotGit)
-	}
-	if !sameDir(filepath.Dir(dotGit), path) {
+	admin, ok := linkedAdmin(common, path)
+	if !ok || isAgentGitDir(admin, agents) {
 		return false
 	}
 	head, err := readSmallFile(filepath.Join(admin, "HEAD"))
