@@ -43,7 +43,7 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	// Agents the kernel keeps out of the check worktree cannot write there, so what the checks
 	// cached there under ignored paths is kept; others could have (unconfined, or confined with
 	// sandbox.allow_write opening the repository), so it is made afresh every time.
-	c, err := ck.confiner.landlock()
+	c, err := ck.confiner.withoutProbe()
 	shielded := err == nil && ck.confiner.shields(c)
 	ct, err := ck.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ck.worktreeSetup(log),

@@ -83,7 +83,7 @@ func contains(dir, path string) bool {
 // confinement is landlock's answer and whether the launcher can run in namespaces of its own
 // (asked of the kernel by starting it: a few milliseconds, so only where processes start).
 func (cf confiner) confinement() (confinement, error) {
-	c, err := cf.landlock()
+	c, err := cf.withoutProbe()
 	if err != nil {
 		return c, err
 	}
@@ -91,9 +91,10 @@ func (cf confiner) confinement() (confinement, error) {
 	return c, nil
 }
 
-// landlock reads the mode in force (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's
-// Landlock ABI. Mode required on a kernel without Landlock is refused before anything runs.
-func (cf confiner) landlock() (confinement, error) {
+// withoutProbe is confinement without asking about namespaces: the mode in force
+// (GIT_NORMA_SANDBOX over sandbox.mode) and the kernel's Landlock ABI. Mode required on a
+// kernel without Landlock is refused before anything runs.
+func (cf confiner) withoutProbe() (confinement, error) {
 	mode, err := sandbox.EffectiveMode(sandbox.Mode(cf.cfg.Mode))
 	if err != nil {
 		return confinement{}, usagef("set "+sandbox.ModeEnv+" to auto, required or off (or unset it)", "%v", err)
