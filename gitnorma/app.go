@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -20,7 +21,7 @@ import (
 // needs).
 type App struct {
 	Repo   *Repo
-	Config Config
+	Config config.Config
 	// Now is the clock (replaced in tests).
 	Now func() time.Time
 
@@ -60,12 +61,12 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Repo: repo, Config: DefaultConfig(), Now: time.Now, redact: newRedactor(os.Environ()),
+	a := &App{Repo: repo, Config: config.Default(), Now: time.Now, redact: newRedactor(os.Environ()),
 		crash: crashpointsFrom(os.Getenv(crashEnv))}
 	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
 		a.configErr = fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
 		a.uninitialised = true
-	} else if cfg, err := LoadConfig(repo.Path("config.json")); err != nil {
+	} else if cfg, err := loadConfig(repo.Path("config.json")); err != nil {
 		a.configErr = err
 	} else {
 		a.Config = cfg

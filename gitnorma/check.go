@@ -52,7 +52,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	if err != nil {
 		return CheckReport{}, err
 	}
-	effective := a.Config.taskCriteria(task)
+	effective := taskCriteria(a.Config.Gates, task)
 	if len(effective) == 0 {
 		return CheckReport{}, &Error{Kind: ErrStopped, Err: fmt.Errorf("task %s has nothing to check: no Verify commands and no gates", taskID),
 			Hint: "add a `Verify:` line with a command to its description"}
@@ -103,9 +103,9 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 
 // taskCriteria are a task's own criteria (its Verify commands) and the project gates: what
 // `git norma check` checks, and what a landing re-checks for a run without a plan.
-func (c Config) taskCriteria(task tracker.Task) []loop.EffectiveCriterion {
+func taskCriteria(gates []loop.Gate, task tracker.Task) []loop.EffectiveCriterion {
 	effective := loop.EffectiveCriteria(taskInput(task))
-	for _, g := range c.Gates {
+	for _, g := range gates {
 		effective = append(effective, loop.GateCriterion(g))
 	}
 	return effective

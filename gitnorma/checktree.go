@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
@@ -29,7 +30,7 @@ type checker struct {
 
 func (ld *lander) checker() checker { return checkerOf(ld.repo, ld.cfg, ld.crash) }
 
-func checkerOf(repo *Repo, cfg Config, crash *crashpoints) checker {
+func checkerOf(repo *Repo, cfg config.Config, crash *crashpoints) checker {
 	return checker{repo: repo, setup: cfg.Worktree.Setup, timeout: time.Duration(cfg.Agents.Check.Timeout),
 		confiner: confiner{cfg: cfg.Sandbox, repo: repo}, crash: crash}
 }

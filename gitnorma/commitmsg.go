@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -19,10 +20,6 @@ const (
 	maxHeader  = 72
 	minSubject = 20
 )
-
-// conventionalTypes are the types a Plan may propose (Conventional Commits and the common
-// Angular set).
-var conventionalTypes = []string{"feat", "fix", "docs", "style", "refactor", "perf", "test", "build", "ci", "chore", "revert"}
 
 var scopeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._/-]*$`) })
 
@@ -47,7 +44,7 @@ func splitTitlePrefix(title string) (titlePrefix, bool) {
 		return titlePrefix{}, false
 	}
 	p := titlePrefix{typ: strings.ToLower(title[m[2]:m[3]]), breaking: m[6] >= 0, rest: strings.TrimSpace(title[m[1]:])}
-	if !slices.Contains(conventionalTypes, p.typ) {
+	if !slices.Contains(config.ConventionalTypes, p.typ) {
 		return titlePrefix{}, false
 	}
 	if m[4] >= 0 {
@@ -62,7 +59,7 @@ func splitTitlePrefix(title string) (titlePrefix, bool) {
 // CommitMessage is the landing commit's message (DESIGN.md section 5): a Conventional Commit
 // header from the task title, a body with the goal and the acceptance results, and trailers
 // that `git interpret-trailers --parse` lists.
-func CommitMessage(cfg Commit, t tracker.Task, plan *loop.Plan, check *loop.Check, runID string, step int) string {
+func CommitMessage(cfg config.Commit, t tracker.Task, plan *loop.Plan, check *loop.Check, runID string, step int) string {
 	var b strings.Builder
 	b.WriteString(commitHeader(cfg, t, plan) + "\n\n")
 	if plan != nil && plan.Goal != "" {
@@ -93,10 +90,10 @@ func CommitMessage(cfg Commit, t tracker.Task, plan *loop.Plan, check *loop.Chec
 // ("fix(auth)!: ...") is the user's explicit choice: its type wins over the Plan's and the
 // map's, its scope over the Plan's, and the prefix is not repeated in the subject. The change is
 // marked breaking (!) if either the title or the Plan says so.
-func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
+func commitHeader(cfg config.Commit, t tracker.Task, plan *loop.Plan) string {
 	typ, scope, breaking := commitType(cfg, t), "", false
 	if plan != nil && plan.Commit != nil {
-		if slices.Contains(conventionalTypes, plan.Commit.Type) {
+		if slices.Contains(config.ConventionalTypes, plan.Commit.Type) {
 			typ = plan.Commit.Type
 		}
 		if scopeRE().MatchString(plan.Commit.Scope) {
@@ -122,7 +119,7 @@ func commitHeader(cfg Commit, t tracker.Task, plan *loop.Plan) string {
 	return prefix + subject(t, maxHeader-len([]rune(prefix)))
 }
 
-func commitType(cfg Commit, t tracker.Task) string {
+func commitType(cfg config.Commit, t tracker.Task) string {
 	if typ, ok := cfg.TypeMap[t.IssueType]; ok && typ != "" {
 		return typ
 	}

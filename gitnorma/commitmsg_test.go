@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -21,29 +22,29 @@ func planWith(typ, scope string, breaking bool) *loop.Plan {
 }
 
 func TestCommitHeaderType(t *testing.T) {
-	defaults := DefaultConfig().Commit
+	defaults := config.Default().Commit
 	task := func(issueType string) tracker.Task {
 		return tracker.Task{ID: "norma-a1", Title: "Fix the login redirect", IssueType: issueType}
 	}
 	tests := []struct {
 		name string
-		cfg  Commit
+		cfg  config.Commit
 		task tracker.Task
 		plan *loop.Plan
 		want string
 	}{
 		{"plan type wins over the map", defaults, task("bug"), planWith("perf", "", false), "perf: Fix the login redirect"},
-		{"plan type wins over the default", Commit{DefaultType: "chore"}, task("spike"), planWith("docs", "", false), "docs: Fix the login redirect"},
+		{"plan type wins over the default", config.Commit{DefaultType: "chore"}, task("spike"), planWith("docs", "", false), "docs: Fix the login redirect"},
 		{"invalid plan type falls back to the map", defaults, task("bug"), planWith("bugfix", "", false), "fix: Fix the login redirect"},
 		{"capitalised plan type is invalid", defaults, task("chore"), planWith("Fix", "", false), "chore: Fix the login redirect"},
 		{"empty plan type", defaults, task("chore"), planWith("", "", false), "chore: Fix the login redirect"},
 		{"plan without a commit proposal", defaults, task("bug"), &loop.Plan{Goal: "x"}, "fix: Fix the login redirect"},
 		{"no plan, type_map by issue type", defaults, task("bug"), nil, "fix: Fix the login redirect"},
 		{"type_map feature", defaults, task("feature"), nil, "feat: Fix the login redirect"},
-		{"issue type not in the map uses default_type", Commit{TypeMap: map[string]string{"bug": "fix"}, DefaultType: "refactor"}, task("epic"), nil, "refactor: Fix the login redirect"},
-		{"empty map value uses default_type", Commit{TypeMap: map[string]string{"bug": ""}, DefaultType: "chore"}, task("bug"), nil, "chore: Fix the login redirect"},
-		{"no map, no default: feat", Commit{}, task("bug"), nil, "feat: Fix the login redirect"},
-		{"empty issue type, no default: feat", Commit{TypeMap: map[string]string{"bug": "fix"}}, task(""), nil, "feat: Fix the login redirect"},
+		{"issue type not in the map uses default_type", config.Commit{TypeMap: map[string]string{"bug": "fix"}, DefaultType: "refactor"}, task("epic"), nil, "refactor: Fix the login redirect"},
+		{"empty map value uses default_type", config.Commit{TypeMap: map[string]string{"bug": ""}, DefaultType: "chore"}, task("bug"), nil, "chore: Fix the login redirect"},
+		{"no map, no default: feat", config.Commit{}, task("bug"), nil, "feat: Fix the login redirect"},
+		{"empty issue type, no default: feat", config.Commit{TypeMap: map[string]string{"bug": "fix"}}, task(""), nil, "feat: Fix the login redirect"},
 		{"valid scope", defaults, task("bug"), planWith("fix", "auth", false), "fix(auth): Fix the login redirect"},
 		{"scope with digits, dots, slashes, underscores and dashes", defaults, task("bug"), planWith("fix", "api/v2.1-x_y", false), "fix(api/v2.1-x_y): Fix the login redirect"},
 		{"scope with a plus ignored", defaults, task("bug"), planWith("fix", "a+b", false), "fix: Fix the login redirect"},
@@ -72,7 +73,7 @@ func TestCommitHeaderType(t *testing.T) {
 // A title that already carries a Conventional Commit prefix keeps it, once: the title's type
 // and scope are the user's explicit choice and win; breaking is marked if either side says so.
 func TestCommitHeaderTitlePrefix(t *testing.T) {
-	defaults := DefaultConfig().Commit
+	defaults := config.Default().Commit
 	task := func(title, issueType string) tracker.Task {
 		return tracker.Task{ID: "norma-a1", Title: title, IssueType: issueType}
 	}
@@ -118,7 +119,7 @@ func TestCommitHeaderTitlePrefix(t *testing.T) {
 }
 
 // headerOf calls commitHeader and turns a panic into a test failure with the inputs.
-func headerOf(t *testing.T, cfg Commit, task tracker.Task, plan *loop.Plan) (h string, panicked bool) {
+func headerOf(t *testing.T, cfg config.Commit, task tracker.Task, plan *loop.Plan) (h string, panicked bool) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -161,7 +162,7 @@ func TestCommitHeaderLength(t *testing.T) {
 		for pname, plan := range plans {
 			t.Run(name+"/"+pname, func(t *testing.T) {
 				task := tracker.Task{ID: "norma-a1", Title: title, IssueType: "task"}
-				h, panicked := headerOf(t, DefaultConfig().Commit, task, plan)
+				h, panicked := headerOf(t, config.Default().Commit, task, plan)
 				if panicked {
 					return
 				}
@@ -200,7 +201,7 @@ func TestCommitHeaderLongScope(t *testing.T) {
 			var panicked any
 			func() {
 				defer func() { panicked = recover() }()
-				h = commitHeader(DefaultConfig().Commit, task, planWith("fix", scope, true))
+				h = commitHeader(config.Default().Commit, task, planWith("fix", scope, true))
 			}()
 			require.Nil(t, panicked)
 			assert.LessOrEqual(t, utf8.RuneCountInString(h), maxHeader, "header %q", h)
@@ -261,7 +262,7 @@ func TestCommitMessage(t *testing.T) {
 	norma := func(step, verdict string) []string {
 		return []string{"Norma-Task: norma-k3x9", "Norma-Run: 20260101-120000-ab12", "Norma-Step: " + step, "Norma-Verdict: " + verdict}
 	}
-	coAuthor := Commit{TypeMap: DefaultConfig().Commit.TypeMap, CoAuthor: "Norma Agent <agent@example.com>"}
+	coAuthor := config.Commit{TypeMap: config.Default().Commit.TypeMap, CoAuthor: "Norma Agent <agent@example.com>"}
 	trickyPlan := &loop.Plan{
 		Goal: "Closes: #12. Signed-off-by: nobody <x@example.com>",
 		AcceptanceCriteria: loop.PlanCriteria{Effective: []loop.EffectiveCriterion{
@@ -278,7 +279,7 @@ func TestCommitMessage(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		cfg      Commit
+		cfg      config.Commit
 		plan     *loop.Plan
 		check    *loop.Check
 		step     int
@@ -286,20 +287,20 @@ func TestCommitMessage(t *testing.T) {
 		goal     bool
 		results  []string
 	}{
-		{"no plan, no check", DefaultConfig().Commit, nil, nil, 3, norma("003", "PASS"), false, nil},
-		{"goal and results", DefaultConfig().Commit, plan, pass, 12, norma("012", "PASS"), true,
+		{"no plan, no check", config.Default().Commit, nil, nil, 3, norma("003", "PASS"), false, nil},
+		{"goal and results", config.Default().Commit, plan, pass, 12, norma("012", "PASS"), true,
 			[]string{"- AC-1 PASS: redirect keeps the path", "- AC-2 PASS: `go test ./login/...` succeeds"}},
-		{"plan without goal", DefaultConfig().Commit, &loop.Plan{}, pass, 1, norma("001", "PASS"), false,
+		{"plan without goal", config.Default().Commit, &loop.Plan{}, pass, 1, norma("001", "PASS"), false,
 			[]string{"- AC-1 PASS:", "- AC-2 PASS:"}},
-		{"check without results", DefaultConfig().Commit, plan, check("PASS"), 4, norma("004", "PASS"), true, nil},
-		{"failing verdict", DefaultConfig().Commit, plan,
+		{"check without results", config.Default().Commit, plan, check("PASS"), 4, norma("004", "PASS"), true, nil},
+		{"failing verdict", config.Default().Commit, plan,
 			check("FAIL", loop.AcceptanceResult{ACID: "AC-1", Result: "PASS"}, loop.AcceptanceResult{ACID: "AC-2", Result: "FAIL"}),
 			7, norma("007", "FAIL"), true, []string{"- AC-1 PASS: redirect keeps the path", "- AC-2 FAIL: `go test ./login/...` succeeds"}},
-		{"step over 999", DefaultConfig().Commit, nil, nil, 1234, norma("1234", "PASS"), false, nil},
+		{"step over 999", config.Default().Commit, nil, nil, 1234, norma("1234", "PASS"), false, nil},
 		{"co-author", coAuthor, plan, pass, 5,
 			append(norma("005", "PASS"), "Co-authored-by: Norma Agent <agent@example.com>"), true,
 			[]string{"- AC-1 PASS: redirect keeps the path", "- AC-2 PASS: `go test ./login/...` succeeds"}},
-		{"trailer-like goal and criteria stay in the body", DefaultConfig().Commit, trickyPlan, pass, 2, norma("002", "PASS"), true,
+		{"trailer-like goal and criteria stay in the body", config.Default().Commit, trickyPlan, pass, 2, norma("002", "PASS"), true,
 			[]string{"- AC-1 PASS: Fixes: #1", "- AC-2 PASS: Reviewed-by: someone"}},
 		{"long goal and criterion wrap", coAuthor, longPlan, check("PASS", loop.AcceptanceResult{ACID: "AC-1", Result: "PASS"}), 9,
 			append(norma("009", "PASS"), "Co-authored-by: Norma Agent <agent@example.com>"), true, []string{"- AC-1 PASS: criterion words"}},
@@ -350,7 +351,7 @@ func TestCommitMessage(t *testing.T) {
 // The message makes a real commit whose trailers git reads back by key.
 func TestCommitMessageInRealCommit(t *testing.T) {
 	repo := gittest.NewRepo(t)
-	cfg := DefaultConfig().Commit
+	cfg := config.Default().Commit
 	cfg.CoAuthor = "Norma Agent <agent@example.com>"
 	task := tracker.Task{ID: "norma-k3x9", Title: "Fix the login redirect", IssueType: "bug"}
 	msg := CommitMessage(cfg, task, &loop.Plan{Goal: "g"}, nil, "run-1", 8)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/loop"
@@ -100,19 +101,19 @@ func (a *App) doctorTracker(ctx context.Context, rep *DoctorReport) {
 }
 
 func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
-	for _, ra := range a.Config.roleAgents() {
-		check := "agent " + ra.role
-		_, name, err := a.agentFor(loop.Role(ra.role), ra.cfg)
+	for _, ra := range a.Config.Agents.ByRole() {
+		check := "agent " + ra.Role
+		_, name, err := a.agentFor(loop.Role(ra.Role), ra.Agent)
 		switch {
 		case err != nil:
 			rep.add(check, "fail", err.Error(), hintOf(err))
-		case ra.cfg.Type == AgentBuiltin || ra.cfg.Type == AgentExec:
+		case ra.Agent.Type == config.AgentBuiltin || ra.Agent.Type == config.AgentExec:
 			rep.add(check, "ok", name, "")
 		default:
-			rep.add(check, "ok", name+": "+commandVersion(ctx, ra.cfg.Type, "--version"), "")
+			rep.add(check, "ok", name+": "+commandVersion(ctx, ra.Agent.Type, "--version"), "")
 		}
 	}
-	for _, kind := range []string{AgentClaude, AgentCodex, AgentGemini, AgentOpencode} {
+	for _, kind := range []string{config.AgentClaude, config.AgentCodex, config.AgentGemini, config.AgentOpencode} {
 		if path, err := exec.LookPath(kind); err == nil {
 			rep.add("cli "+kind, "ok", path+": "+commandVersion(ctx, kind, "--version"), "")
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
 )
 
@@ -46,7 +47,7 @@ func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Sto
 		}
 		if r.Status == store.StatusPassed && r.LandedCommit == "" && r.PassHead != "" {
 			fix := "git norma loop or git norma run " + r.TaskID + " (lands it, re-checked if the target moved)"
-			if a.Config.RecoverPassed == RecoverReopen {
+			if a.Config.RecoverPassed == config.RecoverReopen {
 				fix = "git norma loop or git norma run " + r.TaskID + " (reopens the task: recover_passed is reopen)"
 			}
 			rep.add("run "+r.ID, "warn", fmt.Sprintf("PASS of %s recorded on %.10s, never landed: its process died; the task stays in_progress", r.TaskID, r.PassHead), fix)

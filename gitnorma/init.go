@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -38,15 +39,15 @@ type InitResult struct {
 // which it must write even when confined: init lists them in sandbox.allow_write for the CLI it
 // chooses, so the first confined run of it works.
 var cliState = map[string][]string{
-	AgentClaude:   {"~/.claude", "~/.claude.json"},
-	AgentCodex:    {"~/.codex"},
-	AgentGemini:   {"~/.gemini"},
-	AgentOpencode: {"~/.local/share/opencode", "~/.config/opencode"},
+	config.AgentClaude:   {"~/.claude", "~/.claude.json"},
+	config.AgentCodex:    {"~/.codex"},
+	config.AgentGemini:   {"~/.gemini"},
+	config.AgentOpencode: {"~/.local/share/opencode", "~/.config/opencode"},
 }
 
 // firstInstalledCLI is the first agent CLI on PATH, in the order of preference.
 func firstInstalledCLI() (kind, path string) {
-	for _, k := range []string{AgentClaude, AgentCodex, AgentGemini, AgentOpencode} {
+	for _, k := range []string{config.AgentClaude, config.AgentCodex, config.AgentGemini, config.AgentOpencode} {
 		if p, err := exec.LookPath(k); err == nil {
 			return k, p
 		}
@@ -86,9 +87,9 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if err := res.writeOnce(repo.Path(".gitignore"), []byte(gitignoreContent)); err != nil {
 		return res, err
 	}
-	initial := DefaultConfig()
+	initial := config.Default()
 	if kind, path := firstInstalledCLI(); kind != "" {
-		initial.Agents.Do = AgentConfig{Type: kind, Timeout: initial.Agents.Do.Timeout}
+		initial.Agents.Do = config.Agent{Type: kind, Timeout: initial.Agents.Do.Timeout}
 		initial.Sandbox.AllowWrite = cliState[kind]
 		res.Chose = fmt.Sprintf("the Do agent is %s (found %s); plan, check and act are built in; confined, it may write its own state (sandbox.allow_write: %s)",
 			kind, path, strings.Join(cliState[kind], ", "))
@@ -100,7 +101,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if len(res.Kept) > 0 && res.Kept[len(res.Kept)-1] == filepath.Join(".norma", "config.json") {
 		res.Chose = "" // the user's config stands
 	}
-	cfg, err := LoadConfig(repo.Path("config.json"))
+	cfg, err := loadConfig(repo.Path("config.json"))
 	if err != nil {
 		return res, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -84,7 +85,7 @@ func TestInitCreates(t *testing.T) {
 	assert.Equal(t, initPaths, res.Created)
 	assert.Empty(t, res.Kept)
 
-	defaults, err := json.MarshalIndent(DefaultConfig(), "", "  ")
+	defaults, err := json.MarshalIndent(config.Default(), "", "  ")
 	require.NoError(t, err)
 	tests := []struct {
 		path    string
@@ -119,9 +120,9 @@ func TestInitCreates(t *testing.T) {
 		})
 	}
 
-	cfg, err := LoadConfig(filepath.Join(root, ".norma", "config.json"))
+	cfg, err := loadConfig(filepath.Join(root, ".norma", "config.json"))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultConfig(), cfg)
+	assert.Equal(t, config.Default(), cfg)
 
 	// Only the config and the .gitignore are visible to git; the database and runs are ignored.
 	status := repo.Must("status", "--porcelain", "--untracked-files=all")
@@ -325,4 +326,35 @@ func TestInitConfiguresNotes(t *testing.T) {
 			assert.Equal(t, tt.wantDisplay, configAll(t, repo, "notes.displayRef"))
 		})
 	}
+}
+
+// requireFatal checks that err is a *Error with exit code 128, a hint, and a message that
+// names the file and contains every one of want.
+func requireFatal(t *testing.T, err error, path string, want ...string) *Error {
+	t.Helper()
+	require.Error(t, err)
+	var e *Error
+	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
+	assert.Equal(t, ExitFatal, ExitCode(e), "exit code of %v", err)
+	assert.NotEmpty(t, e.Hint, "hint of %v", err)
+	assert.Contains(t, err.Error(), path)
+	for _, w := range want {
+		assert.Contains(t, err.Error(), w)
+	}
+	return e
+}
+
+// A config file that cannot be used stops every command with exit 128, naming the file and
+// what to do with it: fix it, or make it readable.
+func TestLoadConfigIsAnEnvironmentError(t *testing.T) {
+	dir := t.TempDir()
+	invalid := filepath.Join(dir, "invalid.json")
+	require.NoError(t, os.WriteFile(invalid, []byte(`{"budgets": {"max_iterations": -1}}`), 0o644))
+	e := requireFatal(t, func() error { _, err := loadConfig(invalid); return err }(), invalid, "budgets.max_iterations")
+	assert.Contains(t, e.Hint, "fix "+invalid)
+
+	unreadable := filepath.Join(dir, "dir.json")
+	require.NoError(t, os.Mkdir(unreadable, 0o755))
+	e = requireFatal(t, func() error { _, err := loadConfig(unreadable); return err }(), unreadable, "read config")
+	assert.Contains(t, e.Hint, "make "+unreadable+" a readable JSON file")
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -377,7 +378,7 @@ func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req lan
 // writes.
 type lander struct {
 	repo    *Repo
-	cfg     Config
+	cfg     config.Config
 	now     func() time.Time
 	redact  redactor
 	tracker func() (tracker.Tracker, error)

@@ -222,14 +222,14 @@ func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landReq
 	if !req.checkedHere && !ld.storeShielded() {
 		// The stored plan is as forgeable as the PASS (see recheckOnTarget): the task's own
 		// Verify commands and the gates decide.
-		return ld.cfg.taskCriteria(req.task), nil
+		return taskCriteria(ld.cfg.Gates, req.task), nil
 	}
 	if plan, _, _, err := runOutputs(ctx, st, req.runID); err != nil {
 		return nil, err
 	} else if plan != nil && len(plan.AcceptanceCriteria.Effective) > 0 {
 		return plan.AcceptanceCriteria.Effective, nil
 	}
-	return ld.cfg.taskCriteria(req.task), nil
+	return taskCriteria(ld.cfg.Gates, req.task), nil
 }
 
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is

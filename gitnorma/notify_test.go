@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -24,7 +25,7 @@ func notifyApp(t *testing.T, argv ...string) (*App, tracker.Tracker) {
 	root := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, ".beads"), 0o755))
 	tr := tracker.NewJSONL(filepath.Join(root, ".beads", "issues.jsonl"), filepath.Join(root, "tasks.lock"), "norma")
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Notify = argv
 	return &App{Repo: &Repo{Root: root}, Config: cfg, Now: time.Now, backlog: tr}, tr
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/loop/agent"
@@ -125,31 +126,31 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 // buildAgents turns the config into an agent per role, refusing what cannot run.
 func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
 	agents := map[loop.Role]loop.RoleAgent{}
-	for _, ra := range a.Config.roleAgents() {
-		role := loop.Role(ra.role)
-		agent, name, err := a.agentFor(role, ra.cfg)
+	for _, ra := range a.Config.Agents.ByRole() {
+		role := loop.Role(ra.Role)
+		agent, name, err := a.agentFor(role, ra.Agent)
 		if err != nil {
 			return nil, err
 		}
-		agents[role] = loop.RoleAgent{Agent: agent, Timeout: time.Duration(ra.cfg.Timeout), Name: name}
+		agents[role] = loop.RoleAgent{Agent: agent, Timeout: time.Duration(ra.Agent.Timeout), Name: name}
 	}
 	return agents, nil
 }
 
-func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
+func (a *App) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, error) {
 	switch c.Type {
-	case AgentBuiltin:
+	case config.AgentBuiltin:
 		builtin := map[loop.Role]loop.Agent{loop.RolePlan: loop.BuiltinPlan{}, loop.RoleCheck: loop.BuiltinCheck{}, loop.RoleAct: loop.BuiltinAct{}}
 		if agent, ok := builtin[role]; ok {
 			return agent, "builtin", nil
 		}
-	case AgentExec:
+	case config.AgentExec:
 		argv, err := a.Repo.resolveArgv(role, c.Cmd)
 		if err != nil {
 			return nil, "", err
 		}
 		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
-	case AgentClaude, AgentCodex, AgentGemini, AgentOpencode:
+	case config.AgentClaude, config.AgentCodex, config.AgentGemini, config.AgentOpencode:
 		return a.Repo.cliAgent(role, c)
 	}
 	return nil, "", fatalf("fix agents."+string(role)+".type in .norma/config.json",
@@ -158,13 +159,13 @@ func (a *App) agentFor(role loop.Role, c AgentConfig) (loop.Agent, string, error
 
 // npmPackages is where each agent CLI comes from, for install hints.
 var npmPackages = map[string]string{
-	AgentClaude: "@anthropic-ai/claude-code", AgentCodex: "@openai/codex",
-	AgentGemini: "@google/gemini-cli", AgentOpencode: "opencode-ai",
+	config.AgentClaude: "@anthropic-ai/claude-code", config.AgentCodex: "@openai/codex",
+	config.AgentGemini: "@google/gemini-cli", config.AgentOpencode: "opencode-ai",
 }
 
 // cliAgent builds a CLI agent, refusing a missing binary or a flag combination that would give
 // the role more than it may have.
-func (r *Repo) cliAgent(role loop.Role, c AgentConfig) (loop.Agent, string, error) {
+func (r *Repo) cliAgent(role loop.Role, c config.Agent) (loop.Agent, string, error) {
 	bin := c.Path
 	if bin == "" {
 		bin = c.Type

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -59,7 +60,7 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 // asks only whether a task is closed.
 type pruner struct {
 	repo      *Repo
-	retention Retention
+	retention config.Retention
 	now       func() time.Time
 	tracker   func() (tracker.Tracker, error)
 	validID   func(id string) error

@@ -19,9 +19,7 @@ import (
 // and the state say where the next run resumes. Clocks of the machines are compared: leaseSkew
 // allows for them being apart (keep them in sync with NTP).
 const (
-	defaultLease = 5 * time.Minute
-	minLease     = 3 * time.Second
-	leaseSkew    = 30 * time.Second
+	leaseSkew = 30 * time.Second
 )
 
 // leases are the claims' leases: how long one lasts here, and who reopens a task whose lease

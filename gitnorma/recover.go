@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -50,21 +51,6 @@ func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 		return os.Getenv("BEADS_ACTOR")
 	}
 	return ld.repo.actor(ctx)
-}
-
-// WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
-// <host>/<pid> — one per process, never git's user.name, which every CI runner of a project
-// shares (and bd accepts a claim again from the actor that holds it). It starts no process:
-// every command with bd asks for it.
-func (c Config) WorkerID() string {
-	if c.Worker.ID != "" {
-		return c.Worker.ID
-	}
-	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
-		return actor
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // recoverPassed finds a run of the task that recorded a PASS and died before landing it (it
@@ -155,7 +141,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 // is): the configuration, a run made with --no-land (its release was cut short), or a
 // recovering run made with --no-land.
 func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) string {
-	if r.app.Config.RecoverPassed == RecoverReopen {
+	if r.app.Config.RecoverPassed == config.RecoverReopen {
 		return "recover_passed is reopen"
 	}
 	events, err := r.st.Events(ctx, runID)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
@@ -34,7 +35,7 @@ func (c confinement) landlock() bool { return c.mode != sandbox.ModeOff && c.abi
 // confiner is how git-norma confines what it starts: the sandbox config, and the repository
 // whose shared places a confined process must not write.
 type confiner struct {
-	cfg  SandboxConfig
+	cfg  config.Sandbox
 	repo *Repo
 }
 

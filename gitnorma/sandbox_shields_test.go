@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
@@ -24,7 +25,7 @@ func TestShieldsSeesThroughLinks(t *testing.T) {
 	c := confinement{mode: sandbox.ModeAuto, abi: 7}
 
 	for _, allow := range [][]string{{filepath.Join(data, "work")}, {link}, {filepath.Join(link, "repo", ".git")}} {
-		assert.False(t, confiner{cfg: SandboxConfig{AllowWrite: allow}, repo: repo}.shields(c), "allow_write %v", allow)
+		assert.False(t, confiner{cfg: config.Sandbox{AllowWrite: allow}, repo: repo}.shields(c), "allow_write %v", allow)
 	}
-	assert.True(t, confiner{cfg: SandboxConfig{AllowWrite: []string{filepath.Join(base, "elsewhere")}}, repo: repo}.shields(c))
+	assert.True(t, confiner{cfg: config.Sandbox{AllowWrite: []string{filepath.Join(base, "elsewhere")}}, repo: repo}.shields(c))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/gitnorma/config"
 )
 
 // configCmd reads and changes .norma/config.json by key, as git config does.
@@ -19,14 +20,14 @@ type configGetCmd struct {
 }
 
 func (c *configGetCmd) Run(env *Env, app *gitnorma.App) error {
-	v, err := app.Config.Get(c.Key)
+	v, err := gitnorma.ConfigValue(app.Config, c.Key)
 	if err != nil {
 		return err
 	}
 	if c.JSON {
-		return printJSON(env.IO.Out, gitnorma.ConfigEntry{Key: c.Key, Value: v})
+		return printJSON(env.IO.Out, config.Entry{Key: c.Key, Value: v})
 	}
-	fmt.Fprintln(env.IO.Out, gitnorma.ConfigValueText(v))
+	fmt.Fprintln(env.IO.Out, config.ValueText(v))
 	return nil
 }
 
@@ -41,7 +42,7 @@ func (c *configSetCmd) Run(env *Env, app *gitnorma.App) error {
 		return err
 	}
 	v, _ := cfg.Get(c.Key)
-	env.Progress.Printf("%s = %s", c.Key, gitnorma.ConfigValueText(v))
+	env.Progress.Printf("%s = %s", c.Key, config.ValueText(v))
 	return nil
 }
 
@@ -55,7 +56,7 @@ func (c *configListCmd) Run(env *Env, app *gitnorma.App) error {
 		return printJSON(env.IO.Out, entries)
 	}
 	for _, e := range entries {
-		fmt.Fprintf(env.IO.Out, "%s=%s\n", e.Key, gitnorma.ConfigValueText(e.Value))
+		fmt.Fprintf(env.IO.Out, "%s=%s\n", e.Key, config.ValueText(e.Value))
 	}
 	return nil
 }

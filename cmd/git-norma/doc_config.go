@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/gitnorma/config"
 )
 
 // configManPage is gitnorma-config(5): the prose of doc/gitnorma-config.txt, whose KEYS section
@@ -39,7 +39,7 @@ func configManPage() (*page, error) {
 // into agents.<role>: the keys the manual (and the README) must describe.
 func configKeys() []string {
 	var keys []string
-	walkConfig(reflect.TypeOf(gitnorma.Config{}), "", func(path string, _ reflect.Type) { keys = append(keys, path) })
+	walkConfig(reflect.TypeOf(config.Config{}), "", func(path string, _ reflect.Type) { keys = append(keys, path) })
 	return keys
 }
 
@@ -47,7 +47,7 @@ func configKeys() []string {
 // default differs between roles lists them.
 func configDefaults() map[string]string {
 	var raw map[string]any
-	data, _ := json.Marshal(gitnorma.DefaultConfig())
+	data, _ := json.Marshal(config.Default())
 	_ = json.Unmarshal(data, &raw)
 	out := map[string]string{}
 	for _, key := range configKeys() {
@@ -109,7 +109,7 @@ func walkConfig(t reflect.Type, prefix string, leaf func(path string, t reflect.
 		switch {
 		case path == "agents":
 			walkConfig(ft.Field(0).Type, "agents.<role>.", leaf)
-		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.PkgPath() == reflect.TypeOf(gitnorma.Config{}).PkgPath():
+		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.PkgPath() == reflect.TypeOf(config.Config{}).PkgPath():
 			walkConfig(ft, path+".", leaf)
 		default:
 			leaf(path, ft)

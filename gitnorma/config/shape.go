@@ -1,4 +1,4 @@
-package gitnorma
+package config
 
 import (
 	"encoding/json"

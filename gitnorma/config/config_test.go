@@ -1,4 +1,4 @@
-package gitnorma
+package config
 
 import (
 	"encoding/json"
@@ -20,15 +20,13 @@ func writeConfig(t *testing.T, content string) string {
 	return path
 }
 
-// requireFatal checks that err is a *Error with exit code 128, a hint, and a message that
-// names the file and contains every one of want.
-func requireFatal(t *testing.T, err error, path string, want ...string) *Error {
+// requireFileError checks that err is a *FileError that names the file and contains every one
+// of want.
+func requireFileError(t *testing.T, err error, path string, want ...string) *FileError {
 	t.Helper()
 	require.Error(t, err)
-	var e *Error
-	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, ExitCode(e), "exit code of %v", err)
-	assert.NotEmpty(t, e.Hint, "hint of %v", err)
+	var e *FileError
+	require.True(t, errors.As(err, &e), "error %v (%T) is not a *FileError", err, err)
 	assert.Contains(t, err.Error(), path)
 	for _, w := range want {
 		assert.Contains(t, err.Error(), w)
@@ -37,7 +35,7 @@ func requireFatal(t *testing.T, err error, path string, want ...string) *Error {
 }
 
 func TestDefaultConfig(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	assert.Equal(t, "auto", cfg.Tracker)
 	assert.Equal(t, "norma", cfg.IDPrefix)
 	assert.Empty(t, cfg.TargetBranch)
@@ -45,7 +43,7 @@ func TestDefaultConfig(t *testing.T) {
 
 	agents := []struct {
 		name    string
-		got     AgentConfig
+		got     Agent
 		typ     string
 		timeout time.Duration
 	}{
@@ -71,13 +69,13 @@ func TestDefaultConfig(t *testing.T) {
 
 	// Each call returns its own map: a caller changing one config cannot change the defaults.
 	cfg.Commit.TypeMap["bug"] = "chore"
-	assert.Equal(t, "fix", DefaultConfig().Commit.TypeMap["bug"])
+	assert.Equal(t, "fix", Default().Commit.TypeMap["bug"])
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
-	cfg, err := LoadConfig(filepath.Join(t.TempDir(), "no-such-config.json"))
+	cfg, err := Load(filepath.Join(t.TempDir(), "no-such-config.json"))
 	require.NoError(t, err)
-	assert.Equal(t, DefaultConfig(), cfg)
+	assert.Equal(t, Default(), cfg)
 }
 
 func TestLoadConfigMergesOverDefaults(t *testing.T) {
@@ -124,9 +122,9 @@ func TestLoadConfigMergesOverDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			want := DefaultConfig()
+			want := Default()
 			tt.edit(&want)
-			cfg, err := LoadConfig(writeConfig(t, tt.json))
+			cfg, err := Load(writeConfig(t, tt.json))
 			require.NoError(t, err)
 			assert.Equal(t, want, cfg)
 		})
@@ -149,9 +147,9 @@ func TestLoadConfigNullKeepsDefaultForDurationsAndMaps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := LoadConfig(writeConfig(t, tt.json))
+			cfg, err := Load(writeConfig(t, tt.json))
 			require.NoError(t, err)
-			want := DefaultConfig()
+			want := Default()
 			assert.Equal(t, want.Agents.Do.Timeout, cfg.Agents.Do.Timeout)
 			assert.Equal(t, want.Commit.TypeMap, cfg.Commit.TypeMap)
 			assert.Empty(t, cfg.Agents.Do.Cmd)
@@ -237,9 +235,9 @@ func TestLoadConfigRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeConfig(t, tt.json)
-			_, err := LoadConfig(path)
-			e := requireFatal(t, err, path, tt.want...)
-			assert.Contains(t, e.Hint, path, "the hint says which file to fix")
+			_, err := Load(path)
+			e := requireFileError(t, err, path, tt.want...)
+			assert.False(t, e.Unreadable, "the file was read")
 		})
 	}
 }
@@ -249,20 +247,16 @@ func TestLoadConfigUnreadable(t *testing.T) {
 	// "does not exist".
 	path := filepath.Join(t.TempDir(), "config.json")
 	require.NoError(t, os.Mkdir(path, 0o755))
-	_, err := LoadConfig(path)
-	require.Error(t, err)
-	var e *Error
-	require.True(t, errors.As(err, &e), "error %v (%T) is not a *Error", err, err)
-	assert.Equal(t, ExitFatal, ExitCode(e))
-	assert.Contains(t, err.Error(), path)
-	assert.NotEmpty(t, e.Hint)
+	_, err := Load(path)
+	e := requireFileError(t, err, path, "read config")
+	assert.True(t, e.Unreadable)
 }
 
 func TestConfigRoundTrip(t *testing.T) {
-	custom := DefaultConfig()
+	custom := Default()
 	custom.Tracker, custom.IDPrefix, custom.TargetBranch = "jsonl", "proj", "develop"
-	custom.Agents.Do = AgentConfig{Type: AgentExec, Cmd: []string{"./agent", "--flag", "a b"}, Timeout: Duration(90 * time.Second)}
-	custom.Agents.Plan = AgentConfig{Type: AgentClaude, Model: "opus", Timeout: Duration(2*time.Minute + 30*time.Second)}
+	custom.Agents.Do = Agent{Type: AgentExec, Cmd: []string{"./agent", "--flag", "a b"}, Timeout: Duration(90 * time.Second)}
+	custom.Agents.Plan = Agent{Type: AgentClaude, Model: "opus", Timeout: Duration(2*time.Minute + 30*time.Second)}
 	custom.Budgets = Budgets{MaxIterations: 0, MaxWallTimeMinutes: 1, MaxFailedChecks: 2, MaxPatchKB: 3}
 	custom.Retention = Retention{KeepLast: 1, KeepDays: 0}
 	custom.Commit = Commit{TypeMap: map[string]string{"bug": "fix", "spike": "chore"}, DefaultType: "refactor", CoAuthor: "Norma Agent <agent@example.com>"}
@@ -273,19 +267,19 @@ func TestConfigRoundTrip(t *testing.T) {
 		cfg     Config
 		marshal func(any) ([]byte, error)
 	}{
-		{"defaults compact", DefaultConfig(), json.Marshal},
-		{"defaults indented", DefaultConfig(), func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }},
+		{"defaults compact", Default(), json.Marshal},
+		{"defaults indented", Default(), func(v any) ([]byte, error) { return json.MarshalIndent(v, "", "  ") }},
 		{"every key set", custom, json.Marshal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data, err := tt.marshal(tt.cfg)
 			require.NoError(t, err)
-			cfg, err := LoadConfig(writeConfig(t, string(data)))
+			cfg, err := Load(writeConfig(t, string(data)))
 			require.NoError(t, err, "config written by json.Marshal:\n%s", data)
 			// type_map entries merge over the default map.
 			want := tt.cfg
-			merged := DefaultConfig().Commit.TypeMap
+			merged := Default().Commit.TypeMap
 			for k, v := range want.Commit.TypeMap {
 				merged[k] = v
 			}

@@ -1,4 +1,7 @@
-package gitnorma
+// Package config is .norma/config.json: its types and defaults, loading it over the defaults
+// with errors that name the key, and the dotted keys `git norma config` reads and sets. What a
+// bad file means to a command (its exit code, the hint) is the application's to say.
+package config
 
 import (
 	"bytes"
@@ -18,7 +21,7 @@ import (
 )
 
 // Config is .norma/config.json (spec section 6.2). Every key is documented in the README's
-// configuration reference; DefaultConfig holds the defaults.
+// configuration reference; Default holds the defaults.
 type Config struct {
 	// Tracker is "jsonl" (the embedded backlog in .beads/issues.jsonl), "beads" (the bd CLI),
 	// or "auto" (beads when bd is usable here, else jsonl).
@@ -44,7 +47,7 @@ type Config struct {
 	Notify []string `json:"notify"`
 	// Notes configures sharing the journal: with push, the pre-push hook pushes
 	// refs/notes/norma along with the branches.
-	Notes NotesConfig `json:"notes"`
+	Notes Notes `json:"notes"`
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
 	// it stays (with the orchestrator's step commits) until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
@@ -53,29 +56,29 @@ type Config struct {
 	// "reopen" gives the task back to be run again.
 	RecoverPassed string `json:"recover_passed"`
 	// Worktree prepares each new run workspace and check worktree.
-	Worktree WorktreeConfig `json:"worktree"`
+	Worktree Worktree `json:"worktree"`
 	// Sandbox confines agents and check commands (loop/sandbox).
-	Sandbox SandboxConfig `json:"sandbox"`
+	Sandbox Sandbox `json:"sandbox"`
 	// Worker names this git-norma to a shared tracker (see Config.WorkerID).
-	Worker WorkerConfig `json:"worker"`
+	Worker Worker `json:"worker"`
 	// Remote is the git remote tasks land through, for workers on several machines: runs
 	// fork from its target branch, and a landing is a compare-and-swap push to it, retried
 	// when another worker landed first. "" lands locally only (--remote overrides it).
 	Remote string `json:"remote"`
 }
 
-// WorkerConfig is the "worker" section.
-type WorkerConfig struct {
+// Worker is the "worker" section.
+type Worker struct {
 	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
 	// else <host>/<pid>, one per process.
 	ID string `json:"id"`
 	// Lease is how long, with bd, a claim holds without word from its worker: a run renews it
-	// every third of it, and a loop reopens a task whose worker let it run out (see reaper.go).
+	// every third of it, and a loop reopens a task whose worker let it run out (gitnorma/reaper.go).
 	Lease Duration `json:"lease"`
 }
 
-// SandboxConfig is the "sandbox" section: how agents and check commands are confined.
-type SandboxConfig struct {
+// Sandbox is the "sandbox" section: how agents and check commands are confined.
+type Sandbox struct {
 	// Mode is auto (confine where the kernel can), required (refuse to run unconfined) or off;
 	// GIT_NORMA_SANDBOX overrides it.
 	Mode string `json:"mode"`
@@ -86,12 +89,23 @@ type SandboxConfig struct {
 	Network bool `json:"network"`
 }
 
-// WorktreeConfig is the "worktree" section.
-type WorktreeConfig struct {
+// Worktree is the "worktree" section.
+type Worktree struct {
 	// Setup are argv commands run once in each new run workspace and check worktree, after the
 	// ignored files .worktreeinclude names were copied there (e.g. ["npm", "ci"]).
 	Setup [][]string `json:"setup"`
 }
+
+// The claim's lease under a shared tracker (worker.lease): its default, and the shortest
+// allowed, since a run renews it every third of its length.
+const (
+	DefaultLease = 5 * time.Minute
+	MinLease     = 3 * time.Second
+)
+
+// ConventionalTypes are the types a Plan may propose (Conventional Commits and the common
+// Angular set).
+var ConventionalTypes = []string{"feat", "fix", "docs", "style", "refactor", "perf", "test", "build", "ci", "chore", "revert"}
 
 // What recovery does with a PASS that did not land (Config.RecoverPassed).
 const (
@@ -101,14 +115,14 @@ const (
 
 // Agents configures the agent of each role.
 type Agents struct {
-	Plan  AgentConfig `json:"plan"`
-	Do    AgentConfig `json:"do"`
-	Check AgentConfig `json:"check"`
-	Act   AgentConfig `json:"act"`
+	Plan  Agent `json:"plan"`
+	Do    Agent `json:"do"`
+	Check Agent `json:"check"`
+	Act   Agent `json:"act"`
 }
 
-// AgentConfig is one role's agent.
-type AgentConfig struct {
+// Agent is one role's agent.
+type Agent struct {
 	// Type is builtin, exec, claude, codex, gemini or opencode.
 	Type string `json:"type"`
 	// Cmd is the exec agent's argv (never a shell string).
@@ -141,8 +155,8 @@ type Budgets struct {
 	MaxRetries int `json:"max_retries"`
 }
 
-// NotesConfig is the "notes" section.
-type NotesConfig struct {
+// Notes is the "notes" section.
+type Notes struct {
 	Push bool `json:"push"`
 }
 
@@ -184,27 +198,27 @@ var coAuthorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 
 var agentTypes = []string{AgentBuiltin, AgentExec, AgentClaude, AgentCodex, AgentGemini, AgentOpencode}
 
-// DefaultConfig is the configuration `git norma init` writes and a missing key falls back to.
-func DefaultConfig() Config {
-	builtin := func(timeout time.Duration) AgentConfig {
-		return AgentConfig{Type: AgentBuiltin, Timeout: Duration(timeout)}
+// Default is the configuration `git norma init` writes and a missing key falls back to.
+func Default() Config {
+	builtin := func(timeout time.Duration) Agent {
+		return Agent{Type: AgentBuiltin, Timeout: Duration(timeout)}
 	}
 	return Config{
 		Tracker:  "auto",
 		IDPrefix: "norma",
 		Agents: Agents{
 			Plan:  builtin(time.Minute),
-			Do:    AgentConfig{Type: AgentExec, Cmd: []string{}, Timeout: Duration(30 * time.Minute)},
+			Do:    Agent{Type: AgentExec, Cmd: []string{}, Timeout: Duration(30 * time.Minute)},
 			Check: builtin(10 * time.Minute),
 			Act:   builtin(time.Minute),
 		},
 		Budgets:     Budgets{MaxIterations: 5, MaxWallTimeMinutes: 60, MaxFailedChecks: 5, MaxPatchKB: 1024, MaxSameFailures: 2},
 		Retention:   Retention{KeepLast: 50, KeepDays: 30},
 		Gates:       []loop.Gate{},
-		Worktree:    WorktreeConfig{Setup: [][]string{}},
+		Worktree:    Worktree{Setup: [][]string{}},
 		MaxParallel: 1,
-		Worker:      WorkerConfig{Lease: Duration(defaultLease)},
-		Sandbox:     SandboxConfig{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
+		Worker:      Worker{Lease: Duration(DefaultLease)},
+		Sandbox:     Sandbox{Mode: string(sandbox.ModeAuto), AllowWrite: []string{}, Network: true},
 		Commit: Commit{
 			TypeMap:     map[string]string{"bug": "fix", "feature": "feat", "chore": "chore", "task": "feat"},
 			DefaultType: "feat",
@@ -213,22 +227,46 @@ func DefaultConfig() Config {
 	}
 }
 
-// LoadConfig reads path over the defaults. A missing file gives the defaults; malformed JSON,
+// Load reads path over the defaults. A missing file gives the defaults; malformed JSON,
 // an unknown key or a wrong type is an error naming the key.
-func LoadConfig(path string) (Config, error) {
-	cfg := DefaultConfig()
+func Load(path string) (Config, error) {
+	cfg := Default()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return cfg, nil
 	}
 	if err != nil {
-		return cfg, fatalf("make "+path+" a readable JSON file (or remove it to use the defaults)", "read config %s: %v", path, err)
+		return cfg, &FileError{Path: path, Unreadable: true, Err: err}
 	}
 	if err := parseConfig(data, &cfg); err != nil {
-		return cfg, fatalf("fix "+path+" (see the configuration reference in the README)", "config %s: %v", path, err)
+		return cfg, &FileError{Path: path, Err: err}
 	}
 	return cfg, nil
 }
+
+// Parse reads data (a config file's content) over the defaults.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
+	err := parseConfig(data, &cfg)
+	return cfg, err
+}
+
+// FileError is a config file that cannot be read (Unreadable) or does not hold a valid
+// configuration.
+type FileError struct {
+	Path       string
+	Unreadable bool
+	Err        error
+}
+
+func (e *FileError) Error() string {
+	if e.Unreadable {
+		return fmt.Sprintf("read config %s: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("config %s: %v", e.Path, e.Err)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
 
 func parseConfig(data []byte, cfg *Config) error {
 	var raw any
@@ -247,7 +285,7 @@ func parseConfig(data []byte, cfg *Config) error {
 		return err
 	}
 	if cfg.Commit.TypeMap == nil { // "type_map": null keeps the default, like every other null
-		cfg.Commit.TypeMap = DefaultConfig().Commit.TypeMap
+		cfg.Commit.TypeMap = Default().Commit.TypeMap
 	}
 	return cfg.validate()
 }
@@ -272,26 +310,26 @@ func (c *Config) validate() error {
 	if !tracker.ValidPrefix(c.IDPrefix) {
 		return fmt.Errorf("id_prefix: %q is not a valid prefix (lowercase letters, digits and '-', starting with a letter)", c.IDPrefix)
 	}
-	for _, ra := range c.roleAgents() {
-		if !slices.Contains(agentTypes, ra.cfg.Type) {
-			return fmt.Errorf("agents.%s.type: must be one of %v, got %q", ra.role, agentTypes, ra.cfg.Type)
+	for _, ra := range c.Agents.ByRole() {
+		if !slices.Contains(agentTypes, ra.Agent.Type) {
+			return fmt.Errorf("agents.%s.type: must be one of %v, got %q", ra.Role, agentTypes, ra.Agent.Type)
 		}
-		if ra.cfg.Type == AgentBuiltin && ra.role == "do" {
+		if ra.Agent.Type == AgentBuiltin && ra.Role == "do" {
 			return errors.New("agents.do.type: there is no built-in Do agent; use exec or an agent CLI")
 		}
 	}
-	if time.Duration(c.Worker.Lease) < minLease {
-		return fmt.Errorf("worker.lease: %s is too short (at least %s: a run renews it every third)", time.Duration(c.Worker.Lease), minLease)
+	if time.Duration(c.Worker.Lease) < MinLease {
+		return fmt.Errorf("worker.lease: %s is too short (at least %s: a run renews it every third)", time.Duration(c.Worker.Lease), MinLease)
 	}
 	if c.Commit.CoAuthor != "" && !coAuthorRE().MatchString(c.Commit.CoAuthor) {
 		return fmt.Errorf("commit.co_author: %q is not of the form \"Name <email>\"", c.Commit.CoAuthor)
 	}
-	if c.Commit.DefaultType != "" && !slices.Contains(conventionalTypes, c.Commit.DefaultType) {
-		return fmt.Errorf("commit.default_type: %q is not one of %v", c.Commit.DefaultType, conventionalTypes)
+	if c.Commit.DefaultType != "" && !slices.Contains(ConventionalTypes, c.Commit.DefaultType) {
+		return fmt.Errorf("commit.default_type: %q is not one of %v", c.Commit.DefaultType, ConventionalTypes)
 	}
 	for issueType, typ := range c.Commit.TypeMap {
-		if !slices.Contains(conventionalTypes, typ) {
-			return fmt.Errorf("commit.type_map.%s: %q is not one of %v", issueType, typ, conventionalTypes)
+		if !slices.Contains(ConventionalTypes, typ) {
+			return fmt.Errorf("commit.type_map.%s: %q is not one of %v", issueType, typ, ConventionalTypes)
 		}
 	}
 	seen := map[string]bool{}
@@ -328,13 +366,30 @@ func (c *Config) validate() error {
 	return nil
 }
 
-type roleAgent struct {
-	role string
-	cfg  AgentConfig
+// RoleAgent is a role's name and its agent.
+type RoleAgent struct {
+	Role  string
+	Agent Agent
 }
 
-func (c *Config) roleAgents() []roleAgent {
-	return []roleAgent{{"plan", c.Agents.Plan}, {"do", c.Agents.Do}, {"check", c.Agents.Check}, {"act", c.Agents.Act}}
+// ByRole lists the agents in the loop's order: plan, do, check, act.
+func (a Agents) ByRole() []RoleAgent {
+	return []RoleAgent{{"plan", a.Plan}, {"do", a.Do}, {"check", a.Check}, {"act", a.Act}}
+}
+
+// WorkerID is who this git-norma is to a shared tracker: worker.id, else BEADS_ACTOR, else
+// <host>/<pid> — one per process, never git's user.name, which every CI runner of a project
+// shares (and bd accepts a claim again from the actor that holds it). It starts no process:
+// every command with bd asks for it.
+func (c Config) WorkerID() string {
+	if c.Worker.ID != "" {
+		return c.Worker.ID
+	}
+	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
+		return actor
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s", "10m").
