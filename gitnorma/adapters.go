@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
@@ -151,7 +152,7 @@ type workspace struct {
 	// root and runDir locate the places no agent may write (see guarded), with the fallback
 	// guard's (nil in tests of the run dir and backlog alone).
 	root, runDir string
-	guard        *guardState
+	guard        *guard.Guard
 	// confined says every process a step starts runs under Landlock, which keeps it from
 	// writing any of the places the fingerprint and the guard watch (see guarded).
 	confined bool
@@ -189,10 +190,10 @@ func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, e
 	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
 		return loop.Snapshot{}, err
 	}
-	w.guard.markPending(ctx, true) // and in the store: an agent must erase both
+	markPending(ctx, w.guard, true) // and in the store: an agent must erase both
 	snap.Outside = w.fingerprint()
-	if w.guard.active() {
-		if snap.Guard, err = w.guard.snapshotGit(ctx); err != nil {
+	if w.guard.Active() {
+		if snap.Guard, err = w.guard.Snapshot(ctx); err != nil {
 			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)
 		}
 	}

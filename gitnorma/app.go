@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -136,7 +137,7 @@ func (a *App) TrackerKind() string {
 // by .norma/locks/notes.lock.
 func (r *Repo) NotesJournal() notes.Journal {
 	return notes.Journal{Git: r.Git, Lock: func(ctx context.Context) (func(), error) {
-		return waitLock(ctx, r.Path("locks", "notes.lock"))
+		return flock.Wait(ctx, r.Path("locks", "notes.lock"))
 	}}
 }
 
@@ -144,7 +145,7 @@ func (r *Repo) NotesJournal() notes.Journal {
 // pruning worktrees: parallel runs each create their own, and git's worktree bookkeeping is
 // not meant for concurrent changes.
 func (r *Repo) withWorktreeLock(ctx context.Context, fn func() error) error {
-	unlock, err := waitLock(ctx, r.Path("locks", "worktrees.lock"))
+	unlock, err := flock.Wait(ctx, r.Path("locks", "worktrees.lock"))
 	if err != nil {
 		return err
 	}

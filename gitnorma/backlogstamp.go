@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -33,7 +35,7 @@ func (s stampedTracker) locked(ctx context.Context, stamp bool, call func() erro
 	if !stamp {
 		return call()
 	}
-	unlock, err := waitLock(ctx, backlogLockPath(s.root))
+	unlock, err := flock.Wait(ctx, backlogLockPath(s.root))
 	if err != nil {
 		return err
 	}
@@ -181,11 +183,11 @@ func (s stampedTracker) AddDependency(ctx context.Context, issue, dependsOn, dep
 // size, mode and modification time (a few stat calls, never a walk).
 func backlogFingerprint(root string) []string {
 	dir := filepath.Join(root, ".beads")
-	lines := []string{statLine(filepath.Join(dir, "issues.jsonl"))}
+	lines := []string{guard.StatLine(filepath.Join(dir, "issues.jsonl"))}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !bdBookkeeping[e.Name()] {
-			lines = append(lines, statLine(filepath.Join(dir, e.Name())))
+			lines = append(lines, guard.StatLine(filepath.Join(dir, e.Name())))
 		}
 	}
 	sort.Strings(lines)

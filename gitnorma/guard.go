@@ -2,22 +2,22 @@ package gitnorma
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/loop"
 )
 
 // guarded lists the places of the run dir no agent may write: the run dir itself and its
 // summary (the steps and the artifacts are fingerprinted on their own, see runDirLines).
 // Checking them costs a few stat calls, never a walk of the repository. The shared git state,
-// git-norma's config and the store are the fallback guard's (guardState).
+// git-norma's config and the store are the fallback guard's (gitnorma/guard).
 func (w workspace) guarded() []string {
 	return []string{w.runDir, filepath.Join(w.runDir, "norma.md")}
 }
@@ -28,7 +28,7 @@ func (w workspace) ownGitLines() []string {
 	own := filepath.Join(w.runDir, "git")
 	var lines []string
 	for _, name := range []string{"HEAD", "commondir", "agent-gitdir", "index"} {
-		lines = append(lines, strictStatLine(filepath.Join(own, name)))
+		lines = append(lines, guard.StrictStatLine(filepath.Join(own, name)))
 	}
 	return lines
 }
@@ -36,16 +36,16 @@ func (w workspace) ownGitLines() []string {
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
-	lines := append(backlogFingerprint(w.root), statLine(backlogOutsidePath(w.root)))
+	lines := append(backlogFingerprint(w.root), guard.StatLine(backlogOutsidePath(w.root)))
 	for _, p := range w.guarded() {
-		lines = append(lines, statLine(p))
+		lines = append(lines, guard.StatLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			entries, _ := os.ReadDir(p)
 			for _, e := range entries {
 				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" || e.Name() == backlogLinkName {
 					continue // the agent's own places, the orchestrator's between steps, the guard's
 				}
-				lines = append(lines, statLine(filepath.Join(p, e.Name())))
+				lines = append(lines, guard.StatLine(filepath.Join(p, e.Name())))
 			}
 		}
 	}
@@ -63,48 +63,19 @@ func (w workspace) runDirLines() []string {
 	steps := filepath.Join(w.runDir, "steps")
 	entries, _ := os.ReadDir(steps) // sorted by name
 	dirs := slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return !e.IsDir() })
-	lines := []string{statLine(filepath.Join(w.runDir, "artifacts", "progress.md"))}
+	lines := []string{guard.StatLine(filepath.Join(w.runDir, "artifacts", "progress.md"))}
 	for i, d := range dirs {
 		if i == len(dirs)-1 {
 			break // the step's own
 		}
 		_ = filepath.WalkDir(filepath.Join(steps, d.Name()), func(p string, _ fs.DirEntry, err error) error {
 			if err == nil {
-				lines = append(lines, statLine(p))
+				lines = append(lines, guard.StatLine(p))
 			}
 			return nil
 		})
 	}
 	return lines
-}
-
-// statLine is "<what stat says>\t<path>": the path last, after a tab, so any path (spaces
-// included) reads back whole.
-func statLine(p string) string {
-	st, err := os.Lstat(p)
-	if err != nil {
-		return "absent\t" + p
-	}
-	if st.IsDir() {
-		return fmt.Sprintf("dir %v\t%s", st.Mode(), p)
-	}
-	return fmt.Sprintf("%d %v %d\t%s", st.Size(), st.Mode(), st.ModTime().UnixNano(), p)
-}
-
-// strictStatLine is statLine with the change time and the inode: an agent can set a file's
-// modification time back (touch -d), never its change time, and a file put in place anew has
-// another inode. For files only git-norma writes, and never while an agent runs.
-func strictStatLine(p string) string {
-	line := statLine(p)
-	st, err := os.Lstat(p)
-	if err != nil {
-		return line
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return line
-	}
-	return fmt.Sprintf("%d %d %s", sys.Ctim.Nano(), sys.Ino, line)
 }
 
 // OutsideChanges implements loop.Workspace: the guarded paths that differ from the snapshot,
@@ -118,31 +89,31 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
 	// Under the backlog lock no git-norma write is half done and the stamp is current.
 	if w.guard != nil {
-		unlockLand, err := waitLock(ctx, w.guard.repo.Path("locks", "land.lock"))
+		unlockLand, err := flock.Wait(ctx, filepath.Join(w.guard.NormaDir, "locks", "land.lock"))
 		if err != nil {
 			return nil, err
 		}
 		defer unlockLand()
 	}
-	unlock, err := waitLock(ctx, backlogLockPath(w.root))
+	unlock, err := flock.Wait(ctx, backlogLockPath(w.root))
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	var found []string
-	if gs, ok := snap.Guard.(*guardSnapshot); ok && w.guard.active() {
-		found = w.guard.checkGit(ctx, gs)
+	if gs, ok := snap.Guard.(*guard.Snapshot); ok && w.guard.Active() {
+		found = w.guard.Check(ctx, gs)
 	}
 	changed := w.changedPaths(snap)
 	defer func() { // looked after, violation or not
 		_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
-		w.guard.markPending(ctx, false)
+		markPending(ctx, w.guard, false)
 	}()
 	if len(changed)+len(found) > 0 {
 		changed = append(changed, found...)
 		sort.Strings(changed)
 		if w.guard != nil {
-			w.guard.recordViolation(ctx, changed)
+			recordViolation(ctx, w.guard, changed)
 		}
 	}
 	return changed, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -104,40 +105,40 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
-	g := &guardState{repo: app.Repo, now: app.Now, st: st, runID: "r-1", taskID: "norma-t", target: "main"}
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
 
-	snap, err := g.snapshotGit(ctx)
+	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-other", Goal: "another task's", RunDir: "x", TaskID: "norma-o"}, nil))
 	require.NoError(t, st.AppendEvent(ctx, "r-1", store.Event{Type: "mirror_failed", Message: "meanwhile"}))
-	assert.Empty(t, g.checkGit(ctx, snap))
+	assert.Empty(t, g.Check(ctx, snap))
 
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", Status: store.StatusPassed, RunDir: "x", TaskID: "norma-t"}, nil))
-	assert.Equal(t, []string{".norma/norma.db: runs r-forged of task norma-t (removed)"}, g.checkGit(ctx, snap))
+	assert.Equal(t, []string{".norma/norma.db: runs r-forged of task norma-t (removed)"}, g.Check(ctx, snap))
 	_, err = st.Run(ctx, "r-forged")
 	assert.ErrorIs(t, err, store.ErrNotFound)
 
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-old", Goal: "g", Status: store.StatusFailed, RunDir: "x", TaskID: "norma-t"}, nil))
-	snap, err = g.snapshotGit(ctx)
+	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.DeleteRun(ctx, "r-old"))
-	assert.Empty(t, g.checkGit(ctx, snap), "retention removed an old run of the task")
+	assert.Empty(t, g.Check(ctx, snap), "retention removed an old run of the task")
 
 	require.NoError(t, st.RecordPass(ctx, "r-1", strings.Repeat("a", 40), strings.Repeat("b", 40)))
-	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap))
-	snap, err = g.snapshotGit(ctx)
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap))
+	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.SetKV(ctx, "r-1", "fork_point", "forged"))
-	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap), "the extras count too")
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "the extras count too")
 
 	// a step's output, which landing reads its criteria from
 	require.NoError(t, st.CommitStep(ctx, store.StepCommit{Step: store.Step{RunID: "r-1", Index: 1, Role: "plan", Iteration: 1,
 		Status: "ok", Dir: "d", StartedAt: time.Now(), Output: `{"plan":{"criteria":"test -f x"}}`}, Iteration: 1, CurrentStepIndex: 1}))
-	snap, err = g.snapshotGit(ctx)
+	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
 	_, err = st.DB().ExecContext(ctx, `UPDATE steps SET output_json = '{"plan":{"criteria":"true"}}' WHERE run_id = 'r-1'`)
 	require.NoError(t, err)
-	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.checkGit(ctx, snap), "a step's output counts too")
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "a step's output counts too")
 }
 
 // Refs: the target and another task's branch moved during the step are moved back
@@ -162,9 +163,9 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 		git("branch", b, main)
 	}
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
-	g := &guardState{repo: app.Repo, now: app.Now, st: st, runID: "r-1", taskID: "norma-own", target: "main"}
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-own", Target: "main", LiveTasks: app.Repo.liveTasks}
 
-	snap, err := g.snapshotGit(ctx)
+	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-busy", Goal: "g", RunDir: "x", TaskID: "norma-busy"}, nil))
 	for _, b := range []string{"main", "norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
@@ -173,14 +174,14 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	git("update-ref", "refs/heads/norma/task/norma-new", other)
 	assert.Equal(t, []string{
 		"refs/heads/main (moved back)", "refs/heads/norma/task/norma-idle (moved back)", "refs/heads/norma/task/norma-new (removed)",
-	}, g.checkGit(ctx, snap))
+	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a run of that task moved it")
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-own"), "the workspace's own, checked at its commit")
 
-	snap, err = g.snapshotGit(ctx)
+	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
 	git("update-ref", "refs/heads/main", other)
 	require.NoError(t, st.SetLanded(ctx, "r-busy", other))
-	assert.Empty(t, g.checkGit(ctx, snap), "a landing of git-norma's")
+	assert.Empty(t, g.Check(ctx, snap), "a landing of git-norma's")
 }

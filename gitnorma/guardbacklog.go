@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/guard"
 )
 
 // The backlog can be large, so the guard never copies it before a step: it keeps a second name
@@ -22,7 +24,7 @@ func backlogFile(root string) string { return filepath.Join(root, ".beads", "iss
 // linkBacklog keeps the backlog as it is before a step (for git-norma's own jsonl backlog:
 // bd keeps its own database beside the file, which a restored file would not match).
 func (w workspace) linkBacklog() {
-	if w.guard == nil || !w.guard.jsonlBacklog {
+	if w.guard == nil || !w.guard.JSONLBacklog {
 		return
 	}
 	_ = os.Remove(w.backlogLink())
@@ -34,7 +36,7 @@ func (w workspace) linkBacklog() {
 // the snapshot's: a parallel run's write during the step must not be undone), and stamps it
 // as git-norma's own (the caller holds the backlog lock).
 func (w workspace) restoreBacklog(before map[string]bool) bool {
-	if w.guard == nil || !w.guard.jsonlBacklog {
+	if w.guard == nil || !w.guard.JSONLBacklog {
 		return false
 	}
 	stamp, err := os.ReadFile(backlogStampPath(w.root))
@@ -46,7 +48,7 @@ func (w workspace) restoreBacklog(before map[string]bool) bool {
 			return false
 		}
 	}
-	link := statLine(w.backlogLink())
+	link := guard.StatLine(w.backlogLink())
 	was := strings.TrimSuffix(link, w.backlogLink()) + backlogFile(w.root)
 	if strings.HasPrefix(link, "absent") || !before[was] {
 		return false

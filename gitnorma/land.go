@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -52,7 +53,7 @@ func (e *landRefusal) Error() string { return e.reason.Error() }
 // .norma/locks/land.lock: parallel runs land one after the other, each merging against the
 // target as the previous one left it.
 func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	unlock, err := waitLock(ctx, ld.repo.Path("locks", "land.lock"))
+	unlock, err := flock.Wait(ctx, ld.repo.Path("locks", "land.lock"))
 	if err != nil {
 		return "", err
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,21 +93,6 @@ func (e lockError) Error() string { return string(e) }
 
 func (e lockError) Unwrap() error { return ErrLocked }
 
-// waitLock takes an exclusive flock on path, waiting for it (until ctx ends), and returns the
-// function that releases it. For short critical sections: landing, worktrees, notes, the
-// backlog.
-func waitLock(ctx context.Context, path string) (func(), error) {
-	release, err := flock.Acquire(ctx, path, 0o600, flock.Exclusive)
-	if errors.Is(err, fs.ErrNotExist) {
-		// .norma/locks is not in git: a fresh clone has the config but no locks yet.
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-		return flock.Acquire(ctx, path, 0o600, flock.Exclusive)
-	}
-	return release, err
-}
-
 // LiveRuns lists the runs live processes hold task locks for, newest first.
 func (r *Repo) LiveRuns() []LockHolder {
 	paths, _ := filepath.Glob(r.Path("locks", "task-*.lock"))
@@ -181,4 +166,17 @@ func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID st
 	}
 	say(live, taskID, "waiting for another run's unconfined agents to finish: without Landlock, runs take turns")
 	return flock.Acquire(ctx, r.Path(), 0, flock.Exclusive)
+}
+
+// liveTasks are the tasks whose lock a live process holds: a run of the task, its landing
+// (which may move the task branch after the run's end is recorded), or git norma land.
+func (r *Repo) liveTasks() map[string]bool {
+	out := map[string]bool{}
+	paths, _ := filepath.Glob(r.Path("locks", "task-*.lock"))
+	for _, p := range paths {
+		if _, ok := LiveLockHolder(p); ok {
+			out[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")] = true
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 )
 
@@ -39,14 +40,14 @@ func (v Violation) Summary() string {
 	return fmt.Sprintf("run %s (task %s): %s", v.RunID, v.TaskID, strings.Join(v.Paths, ", "))
 }
 
-// recordViolation stores a violation of this run, with an event on its timeline.
-func (g *guardState) recordViolation(ctx context.Context, paths []string) {
-	if g.st == nil {
+// recordViolation stores a violation of g's run, with an event on its timeline.
+func recordViolation(ctx context.Context, g *guard.Guard, paths []string) {
+	if g == nil || g.Store == nil {
 		return
 	}
-	v := guardViolation{TaskID: g.taskID, Paths: paths, At: g.now()}
-	_ = g.st.SetKV(ctx, g.runID, kvGuardViolation, v)
-	_ = g.st.AppendEvent(ctx, g.runID, store.Event{TS: v.At, Type: kvGuardViolation,
+	v := guardViolation{TaskID: g.TaskID, Paths: paths, At: g.Now()}
+	_ = g.Store.SetKV(ctx, g.RunID, kvGuardViolation, v)
+	_ = g.Store.AppendEvent(ctx, g.RunID, store.Event{TS: v.At, Type: kvGuardViolation,
 		Message: "an agent wrote outside the places it may write: " + strings.Join(paths, ", "), Data: v})
 }
 
@@ -135,9 +136,15 @@ func (r *run) pauseReason() string {
 }
 
 // newGuard is the run's fallback guard.
-func (r *run) newGuard() *guardState {
-	return &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: r.id, taskID: r.pre.task.ID, target: r.pre.target,
-		jsonlBacklog: r.app.TrackerKind() == "jsonl", confined: func() bool { return r.app.confiner().shields(r.pre.sandbox) }}
+func (r *run) newGuard() *guard.Guard {
+	return &guard.Guard{Places: r.app.Repo.guarded(), Now: r.app.Now, Store: r.st, RunID: r.id, TaskID: r.pre.task.ID, Target: r.pre.target,
+		JSONLBacklog: r.app.TrackerKind() == "jsonl", Confined: func() bool { return r.app.confiner().shields(r.pre.sandbox) },
+		LiveTasks: r.app.Repo.liveTasks}
+}
+
+// guarded are the repository's places the fallback guard watches.
+func (r *Repo) guarded() guard.Places {
+	return guard.Places{Root: r.Root, GitDir: r.GitDir, NormaDir: r.NormaDir(), Git: r.Git}
 }
 
 // violationSince summarises a violation recorded since t ("" when there is none).
@@ -178,18 +185,18 @@ func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	if err != nil && string(kv[kvGuardPending]) != "true" {
 		return
 	}
-	g := &guardState{repo: r.app.Repo, now: r.app.Now, st: r.st, runID: dead.ID, taskID: dead.TaskID}
-	g.recordViolation(ctx, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
+	g := &guard.Guard{Places: r.app.Repo.guarded(), Now: r.app.Now, Store: r.st, RunID: dead.ID, TaskID: dead.TaskID}
+	recordViolation(ctx, g, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
 	_ = os.Remove(mark)
-	g.markPending(ctx, false)
+	markPending(ctx, g, false)
 }
 
 // kvGuardPending is guardPendingFile's copy in the store.
 const kvGuardPending = "guard_pending"
 
 // markPending records in the store whether an unconfined agent's step awaits the guard.
-func (g *guardState) markPending(ctx context.Context, pending bool) {
-	if g != nil && g.st != nil {
-		_ = g.st.SetKV(context.WithoutCancel(ctx), g.runID, kvGuardPending, pending)
+func markPending(ctx context.Context, g *guard.Guard, pending bool) {
+	if g != nil && g.Store != nil {
+		_ = g.Store.SetKV(context.WithoutCancel(ctx), g.RunID, kvGuardPending, pending)
 	}
 }

@@ -11,7 +11,9 @@ package flock
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -74,4 +76,17 @@ func lock(fd, how int) error {
 			return err
 		}
 	}
+}
+
+// Wait takes the exclusive lock at path, made (with its directory: .norma/locks is not in git,
+// and a fresh clone has the config but no locks yet) when missing, waiting as long as ctx lets it.
+func Wait(ctx context.Context, path string) (func(), error) {
+	release, err := Acquire(ctx, path, 0o600, Exclusive)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		return Acquire(ctx, path, 0o600, Exclusive)
+	}
+	return release, err
 }

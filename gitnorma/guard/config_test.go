@@ -1,4 +1,4 @@
-package gitnorma
+package guard
 
 import (
 	"context"
@@ -98,8 +98,7 @@ func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
 	changed := configChanges(before, readEntries(t, config))
 	require.Equal(t, []string{"core.bare", "core.editor", "remote.origin.fetch"}, changed)
 
-	app := &App{Repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
-	require.NoError(t, app.Repo.restoreConfig(context.Background(), config, before, changed))
+	require.NoError(t, restoreConfig(context.Background(), git.Runner{Dir: dir}, config, before, changed))
 	after := readEntries(t, config)
 	assert.Empty(t, configChanges(before, after))
 	assert.Contains(t, after, configEntry{Key: "branch.topic.remote", Value: "origin"})
@@ -111,7 +110,7 @@ func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
 func TestConfigChangeRestoresARemovedOrBrokenFile(t *testing.T) {
 	dir, _ := configRepo(t)
 	config := filepath.Join(dir, ".git", "config")
-	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	g := &Guard{Places: placesOf(dir)}
 	ctx := context.Background()
 	saved := saveFile(config)
 	assert.Empty(t, g.configChange(ctx, saved))
@@ -132,7 +131,7 @@ func TestConfigChangeRestoresARemovedOrBrokenFile(t *testing.T) {
 func TestConfigChangeReplacesALinkedConfig(t *testing.T) {
 	dir, _ := configRepo(t)
 	config := filepath.Join(dir, ".git", "config")
-	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	g := &Guard{Places: placesOf(dir)}
 	saved := saveFile(config)
 	elsewhere := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(elsewhere, saved.data, 0o644))
@@ -157,7 +156,7 @@ func TestConfigChangeReadsThroughALink(t *testing.T) {
 	require.NoError(t, os.WriteFile(dotfile, data, 0o644))
 	require.NoError(t, os.Remove(config))
 	require.NoError(t, os.Symlink(dotfile, config))
-	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	g := &Guard{Places: placesOf(dir)}
 	saved := saveFile(config)
 
 	run("config", "core.bare", "true")
@@ -216,7 +215,7 @@ func TestConfigChangeRestoresWhatGitConfigCannot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, run := configRepo(t)
 			config := filepath.Join(dir, ".git", "config")
-			g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+			g := &Guard{Places: placesOf(dir)}
 			saved := saveFile(config)
 			c.tamper(t, config, run)
 			done := make(chan string, 1)
@@ -250,9 +249,14 @@ func TestSaveFileReadsNoHugeFile(t *testing.T) {
 func TestConfigChangeRestoresTheMode(t *testing.T) {
 	dir, _ := configRepo(t)
 	config := filepath.Join(dir, ".git", "config")
-	g := &guardState{repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}}
+	g := &Guard{Places: placesOf(dir)}
 	saved := saveFile(config)
 	require.NoError(t, os.Chmod(config, 0o666))
 	assert.Equal(t, ".git/config: mode -rw-rw-rw-, was "+saved.mode.String()+" (restored)", g.configChange(context.Background(), saved))
 	assert.True(t, saved.same(saveFile(config)))
+}
+
+// placesOf are the places of the repository at dir, which has no .norma.
+func placesOf(dir string) Places {
+	return Places{Root: dir, GitDir: filepath.Join(dir, ".git"), NormaDir: filepath.Join(dir, ".norma"), Git: git.Runner{Dir: dir}}
 }

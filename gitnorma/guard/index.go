@@ -1,4 +1,4 @@
-package gitnorma
+package guard
 
 import (
 	"bufio"
@@ -10,16 +10,17 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // readBranches reads the values of the branches keep selects straight from the ref files
 // (packed-refs, then the loose refs that override it): a few file reads, no process. A
 // repository whose refs are in a reftable is asked through git for-each-ref.
-func readBranches(ctx context.Context, repo *Repo, keep func(string) bool) (map[string]string, error) {
+func readBranches(ctx context.Context, gitDir string, g git.Runner, keep func(string) bool) (map[string]string, error) {
 	out := map[string]string{}
-	gitDir := repo.GitDir
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil {
-		lines, err := repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
+		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
 		if err != nil {
 			return nil, err
 		}
@@ -90,12 +91,12 @@ func lstatOf(path string) fileStat {
 	return fileStat{size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: st.Ino, mode: st.Mode}
 }
 
-func (g *guardState) indexPath() string { return filepath.Join(g.repo.GitDir, "index") }
+func (g *Guard) indexPath() string { return filepath.Join(g.GitDir, "index") }
 
 // snapshotIndex lists the tracked paths (again only when the index file changed since the last
 // step) and lstats them.
-func (g *guardState) snapshotIndex(ctx context.Context) (*indexSnapshot, error) {
-	stat := statLine(g.indexPath())
+func (g *Guard) snapshotIndex(ctx context.Context) (*indexSnapshot, error) {
+	stat := StatLine(g.indexPath())
 	s := g.index
 	if s == nil || s.stat != stat {
 		var err error
@@ -105,7 +106,7 @@ func (g *guardState) snapshotIndex(ctx context.Context) (*indexSnapshot, error) 
 	}
 	snap := &indexSnapshot{stat: s.stat, digest: s.digest, paths: s.paths, files: make([]fileStat, len(s.paths))}
 	for i, p := range s.paths {
-		snap.files[i] = lstatOf(filepath.Join(g.repo.Root, p))
+		snap.files[i] = lstatOf(filepath.Join(g.Root, p))
 	}
 	g.index = snap
 	return snap, nil
@@ -113,11 +114,11 @@ func (g *guardState) snapshotIndex(ctx context.Context) (*indexSnapshot, error) 
 
 // listIndex reads the index through git (any index version, split or sparse). The backlog and
 // .norma/ are left out: their own guards judge them, and git-norma writes them meanwhile.
-func (g *guardState) listIndex(ctx context.Context, stat string) (*indexSnapshot, error) {
+func (g *Guard) listIndex(ctx context.Context, stat string) (*indexSnapshot, error) {
 	if strings.HasPrefix(stat, "absent") {
 		return &indexSnapshot{stat: stat}, nil
 	}
-	out, err := g.repo.Git.IndexEntries(ctx)
+	out, err := g.Git.IndexEntries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the main checkout's index: %w", err)
 	}
@@ -139,7 +140,7 @@ func (g *guardState) listIndex(ctx context.Context, stat string) (*indexSnapshot
 // it can be restored: git-norma keeps no copy of the user's files. A landing of git-norma's
 // during the step (landed: the target's old and new values) changed both itself: the staging
 // area and the files it brought are not counted.
-func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, landed [2]string) []string {
+func (g *Guard) checkIndex(ctx context.Context, before *indexSnapshot, landed [2]string) []string {
 	if before == nil {
 		return nil
 	}
@@ -147,13 +148,13 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 	var brought map[string]bool
 	if landed[0] != "" {
 		brought = map[string]bool{}
-		if out, err := g.repo.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
+		if out, err := g.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
 			for _, p := range strings.Split(out, "\x00") {
 				brought[p] = true
 			}
 		}
 	}
-	stat := statLine(g.indexPath())
+	stat := StatLine(g.indexPath())
 	if stat != before.stat && landed[0] == "" {
 		if now, err := g.listIndex(ctx, stat); err != nil || now.digest != before.digest {
 			found = append(found, g.rel(g.indexPath())+" (not restored: the staging area is the user's; see git status)")
@@ -162,7 +163,7 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 	const most = 20
 	files := 0
 	for i, p := range before.paths {
-		if brought[p] || lstatOf(filepath.Join(g.repo.Root, p)) == before.files[i] {
+		if brought[p] || lstatOf(filepath.Join(g.Root, p)) == before.files[i] {
 			continue
 		}
 		if files++; files <= most {
@@ -173,4 +174,33 @@ func (g *guardState) checkIndex(ctx context.Context, before *indexSnapshot, land
 		found = append(found, fmt.Sprintf("%d more tracked files (not restored)", files-most))
 	}
 	return found
+}
+
+// StatLine is "<what stat says>\t<path>": the path last, after a tab, so any path (spaces
+// included) reads back whole.
+func StatLine(p string) string {
+	st, err := os.Lstat(p)
+	if err != nil {
+		return "absent\t" + p
+	}
+	if st.IsDir() {
+		return fmt.Sprintf("dir %v\t%s", st.Mode(), p)
+	}
+	return fmt.Sprintf("%d %v %d\t%s", st.Size(), st.Mode(), st.ModTime().UnixNano(), p)
+}
+
+// StrictStatLine is StatLine with the change time and the inode: an agent can set a file's
+// modification time back (touch -d), never its change time, and a file put in place anew has
+// another inode. For files only git-norma writes, and never while an agent runs.
+func StrictStatLine(p string) string {
+	line := StatLine(p)
+	st, err := os.Lstat(p)
+	if err != nil {
+		return line
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return line
+	}
+	return fmt.Sprintf("%d %d %s", sys.Ctim.Nano(), sys.Ino, line)
 }

@@ -1,4 +1,4 @@
-package gitnorma
+package guard
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
 // indexRepo is a repository with files committed, and a guard on its main checkout.
-func indexRepo(t testing.TB, files map[string]string) (string, *guardState, func(args ...string)) {
+func indexRepo(t testing.TB, files map[string]string) (string, *Guard, func(args ...string)) {
 	t.Helper()
 	gittest.Isolate(t)
 	dir := t.TempDir()
@@ -35,8 +34,7 @@ func indexRepo(t testing.TB, files map[string]string) (string, *guardState, func
 	}
 	run("add", "-A")
 	run("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "initial")
-	app := &App{Repo: &Repo{Root: dir, GitDir: filepath.Join(dir, ".git"), Git: git.Runner{Dir: dir}}, Now: time.Now}
-	return dir, &guardState{repo: app.Repo, now: app.Now}, run
+	return dir, &Guard{Places: placesOf(dir), Now: time.Now}, run
 }
 
 // The guard compares each tracked file's lstat after the step with its lstat before: a file

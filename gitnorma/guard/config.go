@@ -1,4 +1,4 @@
-package gitnorma
+package guard
 
 import (
 	"context"
@@ -80,12 +80,12 @@ func configChanges(before, after []configEntry) []string {
 
 // restoreConfig sets each of keys back to its values in before, through git config on that
 // file alone, so every other setting — one the user made meanwhile included — stays.
-func (r *Repo) restoreConfig(ctx context.Context, path string, before []configEntry, keys []string) error {
+func restoreConfig(ctx context.Context, g git.Runner, path string, before []configEntry, keys []string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
 	for _, k := range keys {
-		err := r.Git.ConfigFileUnset(ctx, path, k)
+		err := g.ConfigFileUnset(ctx, path, k)
 		if err != nil && git.ExitCodeOf(err) != 5 { // 5: the key was not set
 			return err
 		}
@@ -93,7 +93,7 @@ func (r *Repo) restoreConfig(ctx context.Context, path string, before []configEn
 			if e.Key != k {
 				continue
 			}
-			if err := r.Git.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
+			if err := g.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
 				return err
 			}
 		}
@@ -104,7 +104,7 @@ func (r *Repo) restoreConfig(ctx context.Context, path string, before []configEn
 // configChange compares a config file with the one saved and sets back the keys that changed
 // and count; it returns what it found, or "". Unchanged bytes, the usual case, cost no git
 // process; a file git can no longer read is written back whole.
-func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
+func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 	now := saveFile(saved.path)
 	if saved.same(now) {
 		return ""
@@ -114,7 +114,7 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 		case f.irregular:
 			return nil, errors.New("not a file git-norma reads")
 		case !f.absent:
-			entries, err = g.repo.Git.ParseConfig(ctx, f.data)
+			entries, err = g.Git.ParseConfig(ctx, f.data)
 		}
 		return entries, err
 	}
@@ -147,7 +147,7 @@ func (g *guardState) configChange(ctx context.Context, saved savedFile) string {
 	fate, err := "set back", error(nil)
 	if now.absent {
 		fate, err = "restored", saved.restore() // removed: nothing to set keys in
-	} else if err = g.repo.restoreConfig(ctx, saved.path, before, keys); err != nil {
+	} else if err = restoreConfig(ctx, g.Git, saved.path, before, keys); err != nil {
 		// git config refused (a config.lock left in place, say): the whole file goes back.
 		fate, err = "restored", saved.restore()
 	}

@@ -1,4 +1,9 @@
-package gitnorma
+// Package guard is the fallback guard: where the kernel cannot confine an agent, it keeps a copy
+// of the repository's small shared files (config, hooks, excludes, attributes) and the
+// values of the guarded refs before each agent step, and after the step reports every change
+// and restores what it kept. It also watches the main checkout's index and tracked files and
+// the run store's records of the run's task, which it reports (and, for forged runs, removes).
+package guard
 
 import (
 	"bytes"
@@ -16,37 +21,55 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// guardState is the fallback guard of one run: where kernel confinement is missing, it is what
+// Guard is the fallback guard of one run: where kernel confinement is missing, it is what
 // stands between an agent and the user's checkout, refs and shared git state, and git-norma's
-// own state. Before every agent step it keeps a copy of what is small (snapshotGit), after the
-// step it compares, restores what it can, and reports each change (checkGit).
-type guardState struct {
-	repo                  *Repo
-	now                   func() time.Time
-	st                    *store.Store
-	runID, taskID, target string
+// own state. Before every agent step it keeps a copy of what is small (Snapshot), after the
+// step it compares, restores what it can, and reports each change (Check).
+type Guard struct {
+	Places
+	Now   func() time.Time
+	Store *store.Store
+	// RunID, TaskID and Target are the run's, its task's and the branch it lands on.
+	RunID, TaskID, Target string
+	// JSONLBacklog: the backlog is git-norma's own jsonl file, which the guard can restore.
+	JSONLBacklog bool
+	// Confined says the kernel keeps the step's agent from writing every place Check
+	// watches (Landlock): then Check is skipped, because it cannot tell the user's own changes
+	// made meanwhile (a commit, an edit in the main checkout) from an agent's. nil: no
+	// confinement.
+	Confined func() bool
+	// LiveTasks are the tasks whose lock a live process holds: a run of the task, its landing
+	// (which may move the task branch after the run's end is recorded), or git norma land.
+	LiveTasks func() map[string]bool
 	// index caches the tracked paths between steps while the index file does not change.
 	index *indexSnapshot
-	// jsonlBacklog: the backlog is git-norma's own jsonl file, which the guard can restore.
-	jsonlBacklog bool
-	// confined says the kernel keeps the step's agent from writing every place checkGit
-	// watches (Landlock): then checkGit is skipped, because it cannot tell the user's own
-	// changes made meanwhile (a commit, an edit in the main checkout) from an agent's. nil: no
-	// confinement.
-	confined func() bool
 }
 
-// active says the fallback guard watches the repository for this step.
-func (g *guardState) active() bool {
-	return g != nil && (g.confined == nil || !g.confined())
+// Places are where the repository keeps what the guard watches.
+type Places struct {
+	// Root is the main checkout; GitDir its git directory; NormaDir its .norma.
+	Root, GitDir, NormaDir string
+	// Git runs git in Root.
+	Git git.Runner
 }
 
-// guardSnapshot is the state of the guarded places before a step.
-type guardSnapshot struct {
+func (p Places) normaPath(elem ...string) string {
+	return filepath.Join(append([]string{p.NormaDir}, elem...)...)
+}
+
+// Active says the fallback guard watches the repository for this step.
+func (g *Guard) Active() bool {
+	return g != nil && (g.Confined == nil || !g.Confined())
+}
+
+// Snapshot is the state of the guarded places before a step.
+type Snapshot struct {
 	at time.Time
 	// files are small files restored whole (see smallFiles).
 	files []savedFile
@@ -157,16 +180,16 @@ func (f savedFile) restore() error {
 	return os.Rename(tmp, f.path)
 }
 
-func (g *guardState) configPaths() []string {
-	return append([]string{filepath.Join(g.repo.GitDir, "config"), filepath.Join(g.repo.GitDir, "config.worktree")}, globalGitFiles("config")...)
+func (g *Guard) configPaths() []string {
+	return append([]string{filepath.Join(g.GitDir, "config"), filepath.Join(g.GitDir, "config.worktree")}, globalGitFiles("config")...)
 }
 
 // includedConfigs are the files the user's global and system configs include ([include],
 // [includeIf]: a dotfiles layout's ~/.gitconfig.local), as git reads them outside the
 // repository — settings there name filter drivers and hooks as well. An include added during
 // the step is a change of the including file's own keys.
-func (g *guardState) includedConfigs(ctx context.Context) []string {
-	out, err := g.repo.Git.In("/").Output(ctx, "config", "--includes", "--list", "--show-origin", "-z")
+func (g *Guard) includedConfigs(ctx context.Context) []string {
+	out, err := g.Git.In("/").Output(ctx, "config", "--includes", "--list", "--show-origin", "-z")
 	if err != nil {
 		return nil
 	}
@@ -217,42 +240,42 @@ func globalGitFiles(name string) []string {
 // smallFiles are restored whole: git-norma's config, and the shared files beside git's config
 // that change what git sees — ignored paths, attributes (which name filter drivers), grafts
 // (which rewrite history as git reads it), alternates (more object stores).
-func (g *guardState) smallFiles() []string {
-	gd := g.repo.GitDir
-	return append([]string{g.repo.Path("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
+func (g *Guard) smallFiles() []string {
+	gd := g.GitDir
+	return append([]string{g.normaPath("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
 		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}, globalGitFiles("attributes")...)
 }
 
-// snapshotGit copies what is small and fingerprints the rest.
-func (g *guardState) snapshotGit(ctx context.Context) (*guardSnapshot, error) {
-	unlock, err := waitLock(ctx, g.repo.Path("locks", "land.lock")) // no landing half done
+// Snapshot copies what is small and fingerprints the rest.
+func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
+	unlock, err := flock.Wait(ctx, g.normaPath("locks", "land.lock")) // no landing half done
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	s := &guardSnapshot{at: g.now(), configs: map[string]savedFile{}, hooks: map[string]savedFile{}}
+	s := &Snapshot{at: g.Now(), configs: map[string]savedFile{}, hooks: map[string]savedFile{}}
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
 	}
 	for _, p := range append(g.configPaths(), g.includedConfigs(ctx)...) {
 		s.configs[p] = saveFile(p)
 	}
-	if dir, err := g.repo.HooksDir(ctx); err == nil {
+	if dir, err := g.Git.GitPath(ctx, "hooks"); err == nil {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
 	s.live = g.liveTasks()
 	if s.refs, err = g.refs(ctx); err != nil {
 		return nil, err
 	}
-	s.head, _ = os.ReadFile(filepath.Join(g.repo.GitDir, "HEAD"))
+	s.head, _ = os.ReadFile(filepath.Join(g.GitDir, "HEAD"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
 		return nil, err
 	}
-	if g.st != nil {
-		if s.db, err = g.st.TaskRecords(ctx, g.runID, g.taskID); err != nil {
+	if g.Store != nil {
+		if s.db, err = g.Store.TaskRecords(ctx, g.RunID, g.TaskID); err != nil {
 			return nil, err
 		}
-		s.dbFile = fileIdentity(g.repo.Path("norma.db"))
+		s.dbFile = fileIdentity(g.normaPath("norma.db"))
 	}
 	return s, nil
 }
@@ -283,9 +306,9 @@ func fileIdentity(path string) string {
 	return "present"
 }
 
-// checkGit compares the guarded places with the snapshot, restores what it can and returns one
+// Check compares the guarded places with the snapshot, restores what it can and returns one
 // line per change: the path (relative to the repository) and what became of it.
-func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
+func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 	var found []string
 	add := func(path, fate string) { found = append(found, fmt.Sprintf("%s (%s)", g.rel(path), fate)) }
 	restored := func(err error, done string) string {
@@ -319,8 +342,8 @@ func (g *guardState) checkGit(ctx context.Context, s *guardSnapshot) []string {
 		}
 	}
 	landed := g.checkRefs(ctx, s, add)
-	if head, _ := os.ReadFile(filepath.Join(g.repo.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
-		add(filepath.Join(g.repo.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
+	if head, _ := os.ReadFile(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
+		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
 	found = append(found, g.checkIndex(ctx, s.index, landed)...)
 	found = append(found, g.checkStore(ctx, s)...)
@@ -337,17 +360,17 @@ func sortedKeys[V any](ms ...map[string]V) []string {
 	return slices.Compact(out)
 }
 
-func (g *guardState) rel(p string) string {
-	if rel, err := filepath.Rel(g.repo.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
+func (g *Guard) rel(p string) string {
+	if rel, err := filepath.Rel(g.Root, p); err == nil && !strings.HasPrefix(rel, "..") {
 		return filepath.ToSlash(rel)
 	}
 	return p
 }
 
 // refs reads the target's and the task branches' values.
-func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
-	return readBranches(ctx, g.repo, func(name string) bool {
-		return name == "refs/heads/"+g.target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
+func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
+	return readBranches(ctx, g.GitDir, g.Git, func(name string) bool {
+		return name == "refs/heads/"+g.Target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 	})
 }
 
@@ -359,10 +382,10 @@ func (g *guardState) refs(ctx context.Context) (map[string]string, error) {
 //     (its lock held before or after the step, or a run that started or ended during it); a
 //     deleted one was landed or pruned. Neither counts.
 //   - The target counts unless it moved to a commit a landing recorded.
-func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(path, fate string)) (landed [2]string) {
+func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate string)) (landed [2]string) {
 	now, err := g.refs(ctx)
 	if err != nil {
-		add(filepath.Join(g.repo.GitDir, "refs"), "could not read: "+err.Error())
+		add(filepath.Join(g.GitDir, "refs"), "could not read: "+err.Error())
 		return landed
 	}
 	var busy map[string]bool // read once, when a task branch moved
@@ -372,15 +395,15 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		}
 		return s.live[task] || busy[task]
 	}
-	own := "refs/heads/" + worktree.TaskBranch(g.taskID)
-	target := "refs/heads/" + g.target
+	own := "refs/heads/" + worktree.TaskBranch(g.TaskID)
+	target := "refs/heads/" + g.Target
 	for _, name := range sortedKeys(now, s.refs) {
 		before, after := s.refs[name], now[name]
 		if before == after || name == own {
 			continue
 		}
-		if name == target && g.st != nil && after != "" {
-			if ok, _ := g.st.HasLanded(ctx, after); ok {
+		if name == target && g.Store != nil && after != "" {
+			if ok, _ := g.Store.HasLanded(ctx, after); ok {
 				landed = [2]string{before, after}
 				continue
 			}
@@ -391,9 +414,9 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 		fate := "moved back"
 		var err error
 		if before == "" {
-			fate, err = "removed", g.repo.Git.DeleteRef(ctx, name, after)
+			fate, err = "removed", g.Git.DeleteRef(ctx, name, after)
 		} else {
-			err = g.repo.Git.UpdateRef(ctx, name, before, cmp.Or(after, strings.Repeat("0", 40)), "")
+			err = g.Git.UpdateRef(ctx, name, before, cmp.Or(after, strings.Repeat("0", 40)), "")
 		}
 		if err != nil {
 			msg, _, _ := strings.Cut(err.Error(), "\n")
@@ -404,27 +427,22 @@ func (g *guardState) checkRefs(ctx context.Context, s *guardSnapshot, add func(p
 	return landed
 }
 
-// liveTasks are the tasks whose lock a live process holds: a run of the task, its landing
-// (which may move the task branch after the run's end is recorded), or git norma land.
-func (g *guardState) liveTasks() map[string]bool {
-	out := map[string]bool{}
-	paths, _ := filepath.Glob(g.repo.Path("locks", "task-*.lock"))
-	for _, p := range paths {
-		if _, ok := LiveLockHolder(p); ok {
-			out[strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")] = true
-		}
+// liveTasks asks LiveTasks, if set.
+func (g *Guard) liveTasks() map[string]bool {
+	if g.LiveTasks == nil {
+		return map[string]bool{}
 	}
-	return out
+	return g.LiveTasks()
 }
 
 // busyTasks are the live tasks (liveTasks) and the tasks with a run going on, or one that
 // started or ended since t.
-func (g *guardState) busyTasks(ctx context.Context, t time.Time) map[string]bool {
+func (g *Guard) busyTasks(ctx context.Context, t time.Time) map[string]bool {
 	busy := g.liveTasks()
-	if g.st == nil {
+	if g.Store == nil {
 		return busy
 	}
-	runs, err := g.st.RecentRuns(ctx, 200)
+	runs, err := g.Store.RecentRuns(ctx, 200)
 	if err != nil {
 		return busy
 	}
@@ -439,22 +457,22 @@ func (g *guardState) busyTasks(ctx context.Context, t time.Time) map[string]bool
 // checkStore reports records of this run or its task that the run did not write, and removes
 // the runs an agent forged (a task's run can only be started by the process holding its lock:
 // this one).
-func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string {
-	if g.st == nil {
+func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
+	if g.Store == nil {
 		return nil
 	}
-	db := g.rel(g.repo.Path("norma.db"))
-	if id := fileIdentity(g.repo.Path("norma.db")); id != s.dbFile {
+	db := g.rel(g.normaPath("norma.db"))
+	if id := fileIdentity(g.normaPath("norma.db")); id != s.dbFile {
 		return []string{db + " (replaced by another file; not restored: move it away and run git norma doctor)"}
 	}
-	now, err := g.st.TaskRecords(ctx, g.runID, g.taskID)
+	now, err := g.Store.TaskRecords(ctx, g.RunID, g.TaskID)
 	if err != nil {
 		return []string{fmt.Sprintf("%s (could not read: %v)", db, err)}
 	}
 	var forged, changed []string
 	for id, digest := range now {
 		switch before, had := s.db[id]; {
-		case !had && id != g.runID:
+		case !had && id != g.RunID:
 			forged = append(forged, id)
 		case digest != before:
 			changed = append(changed, id)
@@ -465,10 +483,10 @@ func (g *guardState) checkStore(ctx context.Context, s *guardSnapshot) []string 
 	var found []string
 	if len(forged) > 0 {
 		fate := "removed"
-		if err := g.st.RemoveRuns(ctx, forged); err != nil {
+		if err := g.Store.RemoveRuns(ctx, forged); err != nil {
 			fate = "could not remove: " + err.Error()
 		}
-		found = append(found, fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.taskID, fate))
+		found = append(found, fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.TaskID, fate))
 	}
 	if len(changed) > 0 {
 		found = append(found, fmt.Sprintf("%s: records of runs %s (not restored)", db, strings.Join(changed, ", ")))
