@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/guard"
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
@@ -25,7 +26,7 @@ type recorder struct {
 	taskID  string
 	journal notes.Journal
 	mirror  *taskMirror
-	redact  redactor
+	redact  redact.Redactor
 	crash   *crashpoints
 	// notes are the run's journal entries by the commit they go on, in the order the run
 	// reached those commits. They are written when the run ends, all in one commit of the
@@ -123,9 +124,9 @@ func (r *recorder) finishMirrors(ctx context.Context) {
 
 // stepEntry is a step's journal line, derived from its store row only, so the line written
 // after the step and the one replayed at landing (or by a repair) are identical.
-func stepEntry(taskID string, s store.Step, redact redactor) notes.Entry {
+func stepEntry(taskID string, s store.Step, redact redact.Redactor) notes.Entry {
 	return notes.Entry{TS: notes.Stamp(s.EndedAt), Kind: notes.KindStep, Task: taskID, Run: s.RunID,
-		Step: s.Index, Iteration: s.Iteration, Role: s.Role, Status: s.Status, Summary: redact.apply(s.Summary)}
+		Step: s.Index, Iteration: s.Iteration, Role: s.Role, Status: s.Status, Summary: redact.Apply(s.Summary)}
 }
 
 // rel stores paths relative to the repository root, so the db survives moving the repo.
@@ -148,7 +149,7 @@ func runVerdict(v string) string {
 // errors the loop records against the step.
 type workspace struct {
 	ws     *worktree.Workspace
-	redact redactor
+	redact redact.Redactor
 	// root and runDir locate the places no agent may write (see guarded), with the fallback
 	// guard's (nil in tests of the run dir and backlog alone).
 	root, runDir string
@@ -241,7 +242,7 @@ func (w workspace) Commit(ctx context.Context, snap loop.Snapshot, req loop.Comm
 		return loop.CommitResult{}, err
 	}
 	res, err := w.ws.Commit(ctx, worktree.State{Head: snap.Head, Status: snap.Status}, worktree.StepCommit{
-		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.apply(req.Summary),
+		Role: string(req.Role), StepIndex: req.StepIndex, Iteration: req.Iteration, Summary: w.redact.Apply(req.Summary),
 		// Do is the step that changes the workspace; a CLI Act agent rarely does.
 		ExpectChanges: req.Role == loop.RoleDo,
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -30,7 +31,7 @@ type App struct {
 	backlogMu sync.Mutex
 	backlog   tracker.Tracker
 	// redact scrubs credentials from what leaves the private run directory.
-	redact redactor
+	redact redact.Redactor
 	// crash is where the crash tests kill the process (GIT_NORMA_CRASH); nil elsewhere.
 	crash *crashpoints
 	// configErr is why the config did not load (OpenForHook only: Open fails instead), and
@@ -62,7 +63,7 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Repo: repo, Config: config.Default(), Now: time.Now, redact: newRedactor(os.Environ()),
+	a := &App{Repo: repo, Config: config.Default(), Now: time.Now, redact: redact.New(os.Environ()),
 		crash: crashpointsFrom(os.Getenv(crashEnv))}
 	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
 		a.configErr = fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)

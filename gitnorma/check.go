@@ -142,7 +142,7 @@ func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Tim
 	}
 	if rep.Recorded {
 		_ = a.Repo.NotesJournal().Add(ctx, rep.Head, notes.Entry{TS: notes.Stamp(now), Kind: "check",
-			Task: rep.TaskID, Run: rep.RunID, Verdict: rep.Verdict, Summary: a.redact.apply(summary), Commit: rep.Head})
+			Task: rep.TaskID, Run: rep.RunID, Verdict: rep.Verdict, Summary: a.redact.Apply(summary), Commit: rep.Head})
 	}
 	return nil
 }

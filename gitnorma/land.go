@@ -9,8 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/commitmsg"
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -287,7 +289,7 @@ func (ld *lander) landMessage(ctx context.Context, st *store.Store, req landRequ
 	if err != nil {
 		return "", err
 	}
-	return ld.redact.apply(CommitMessage(ld.cfg.Commit, req.task, plan, check, req.runID, last)), nil
+	return ld.redact.Apply(commitmsg.Message(ld.cfg.Commit, req.task, plan, check, req.runID, last)), nil
 }
 
 // runOutputs reads a run's last plan and last check outputs as the orchestrator committed them
@@ -381,7 +383,7 @@ type lander struct {
 	repo    *Repo
 	cfg     config.Config
 	now     func() time.Time
-	redact  redactor
+	redact  redact.Redactor
 	tracker func() (tracker.Tracker, error)
 	kind    func() string // the tracker's kind (beads or jsonl), asked when needed
 	crash   *crashpoints

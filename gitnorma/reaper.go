@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -31,7 +32,7 @@ type leases struct {
 	length   time.Duration
 	workerID string
 	now      func() time.Time
-	redact   redactor
+	redact   redact.Redactor
 }
 
 func (a *App) leases() leases {

@@ -483,7 +483,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 				return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit, fresh)
 			}},
 		Recorder: r.rec,
-		Live:     r.app.redact.live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
+		Live:     r.app.redact.Live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
 		Facts:   r.mirror.facts(),
 		Paused:  r.pauseReason,
 		Gates:   r.app.Config.Gates,

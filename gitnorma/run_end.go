@@ -231,6 +231,6 @@ func (r *run) report(res loop.Result) RunReport {
 		Iterations: res.Iterations, Steps: res.LastStep,
 		Branch: worktree.TaskBranch(r.pre.task.ID), Target: r.pre.target, RunDir: r.dir,
 		DurationMS: r.app.Now().Sub(r.started).Milliseconds(),
-		Failure:    r.app.redact.failure(res.Failure),
+		Failure:    r.app.redact.Failure(res.Failure),
 	}
 }

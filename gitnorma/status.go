@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/loop/agent"
@@ -69,7 +70,7 @@ type BranchRow struct {
 type History struct {
 	repo    *Repo
 	now     func() time.Time
-	redact  redactor
+	redact  redact.Redactor
 	validID func(id string) error
 	backlog *Backlog
 }
@@ -257,7 +258,7 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 		return d, err
 	}
 	if r.Status != store.StatusPassed {
-		d.Failure = h.redact.failure(lastFailure(events))
+		d.Failure = h.redact.Failure(lastFailure(events))
 	}
 	if r.Status == store.StatusRunning {
 		d.Running = h.runningStep(runID)
@@ -290,7 +291,7 @@ func (h *History) runningStep(runID string) *RunningStep {
 	}
 	index, role, _ := stepOf(dirs[len(dirs)-1])
 	return &RunningStep{Index: index, Role: role, Started: st.ModTime().UTC(), ElapsedMS: h.now().Sub(st.ModTime()).Milliseconds(),
-		Activity: h.redact.apply(agent.Activity(filepath.Join(dir, "logs")))}
+		Activity: h.redact.Apply(agent.Activity(filepath.Join(dir, "logs")))}
 }
 
 // lastFailure is the Failure of the run's last failed Check (nil when none failed).

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
@@ -49,7 +50,7 @@ type taskMirror struct {
 	taskID string
 	state  storedState
 	labels []string
-	redact redactor
+	redact redact.Redactor
 
 	queue     chain
 	confirmed []string
@@ -74,7 +75,7 @@ type taskMirror struct {
 	mu sync.Mutex
 }
 
-func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redactor) (*taskMirror, error) {
+func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redact.Redactor) (*taskMirror, error) {
 	st, err := readState(tr, t)
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
@@ -436,5 +437,5 @@ func (m *taskMirror) claimState(runID string) (json.RawMessage, error) {
 	st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	st.ForeignNotes = ""
 	data, err := st.encodeState()
-	return json.RawMessage(m.redact.apply(data)), err
+	return json.RawMessage(m.redact.Apply(data)), err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -44,7 +45,7 @@ func TestTaskMirrorWritesInOrderAndCarriesFailedLabels(t *testing.T) {
 	task, err := jsonl.Create(ctx, tracker.NewTask{Title: "mirror me", Priority: tracker.PriorityUnset, Labels: []string{"user-label"}})
 	require.NoError(t, err)
 	tr := &failingOnce{Tracker: jsonl, fails: 1}
-	m, err := newTaskMirror(tr, task, newRedactor(nil))
+	m, err := newTaskMirror(tr, task, redact.New(nil))
 	require.NoError(t, err)
 
 	var mu sync.Mutex
@@ -121,7 +122,7 @@ func newMirrorFixture(t *testing.T, released bool) *mirrorFixture {
 	if released {
 		close(f.tr.release)
 	}
-	f.m, err = newTaskMirror(f.tr, f.task, newRedactor(nil))
+	f.m, err = newTaskMirror(f.tr, f.task, redact.New(nil))
 	require.NoError(t, err)
 	return f
 }

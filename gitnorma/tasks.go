@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -30,7 +31,7 @@ type Backlog struct {
 	validID func(id string) error
 	// actor is who adds a task (the user's git name, as bd records it).
 	actor  func(ctx context.Context) string
-	redact redactor
+	redact redact.Redactor
 }
 
 // Backlog is the repository's backlog; its tracker is opened by the first use case that gets

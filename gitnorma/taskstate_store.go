@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -81,7 +82,7 @@ func decodeStateJSON(raw json.RawMessage) (TaskState, error) {
 // notes as they are at the moment of the write where the tracker can do so (the embedded
 // backlog), keeps a note appended meanwhile, and change makes the same change to the state
 // found there.
-func stateWrite(s storedState, redact redactor, change func(*TaskState)) (tracker.Update, string, error) {
+func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) (tracker.Update, string, error) {
 	if s.apart {
 		people := s.ForeignNotes
 		st := s.TaskState
@@ -90,7 +91,7 @@ func stateWrite(s storedState, redact redactor, change func(*TaskState)) (tracke
 		if err != nil {
 			return tracker.Update{}, "", err
 		}
-		data = redact.apply(data)
+		data = redact.Apply(data)
 		u := tracker.Update{State: json.RawMessage(data)}
 		if s.inNotes {
 			u.Notes = &people
@@ -101,7 +102,7 @@ func stateWrite(s storedState, redact redactor, change func(*TaskState)) (tracke
 	if err != nil {
 		return tracker.Update{}, "", err
 	}
-	text = redact.apply(text)
+	text = redact.Apply(text)
 	edit := func(current string) (string, error) {
 		now, err := DecodeTaskState(current)
 		if err != nil {
@@ -114,7 +115,7 @@ func stateWrite(s storedState, redact redactor, change func(*TaskState)) (tracke
 		}
 		st.ForeignNotes = now.ForeignNotes
 		edited, err := st.Encode()
-		return redact.apply(edited), err
+		return redact.Apply(edited), err
 	}
 	return tracker.Update{Notes: &text, EditNotes: edit}, text, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -159,7 +160,7 @@ func TestReadStateApart(t *testing.T) {
 			assert.Equal(t, tc.inNotes, st.inNotes)
 
 			st.FailedRuns = 5
-			u, _, err := stateWrite(st, redactor{}, nil)
+			u, _, err := stateWrite(st, redact.Redactor{}, nil)
 			require.NoError(t, err)
 			if !tc.apart {
 				require.NotNil(t, u.Notes)

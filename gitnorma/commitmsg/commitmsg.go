@@ -1,4 +1,7 @@
-package gitnorma
+// Package commitmsg writes the landing commit's message: a Conventional Commit header made from
+// the task and the plan's proposal, a body with the goal and the acceptance results, and the
+// Norma-* trailers that tie the commit to its task, run and verdict.
+package commitmsg
 
 import (
 	"cmp"
@@ -56,10 +59,10 @@ func splitTitlePrefix(title string) (titlePrefix, bool) {
 	return p, true
 }
 
-// CommitMessage is the landing commit's message (DESIGN.md section 5): a Conventional Commit
+// Message is the landing commit's message (DESIGN.md section 5): a Conventional Commit
 // header from the task title, a body with the goal and the acceptance results, and trailers
 // that `git interpret-trailers --parse` lists.
-func CommitMessage(cfg config.Commit, t tracker.Task, plan *loop.Plan, check *loop.Check, runID string, step int) string {
+func Message(cfg config.Commit, t tracker.Task, plan *loop.Plan, check *loop.Check, runID string, step int) string {
 	var b strings.Builder
 	b.WriteString(commitHeader(cfg, t, plan) + "\n\n")
 	if plan != nil && plan.Goal != "" {

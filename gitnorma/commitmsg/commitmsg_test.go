@@ -1,4 +1,4 @@
-package gitnorma
+package commitmsg
 
 import (
 	"context"
@@ -307,7 +307,7 @@ func TestCommitMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := CommitMessage(tt.cfg, task, tt.plan, tt.check, "20260101-120000-ab12", tt.step)
+			msg := Message(tt.cfg, task, tt.plan, tt.check, "20260101-120000-ab12", tt.step)
 			assert.Equal(t, tt.trailers, parseTrailers(t, repo.Git, msg), "message:\n%s", msg)
 
 			lines := strings.Split(strings.TrimSuffix(msg, "\n"), "\n")
@@ -354,7 +354,7 @@ func TestCommitMessageInRealCommit(t *testing.T) {
 	cfg := config.Default().Commit
 	cfg.CoAuthor = "Norma Agent <agent@example.com>"
 	task := tracker.Task{ID: "norma-k3x9", Title: "Fix the login redirect", IssueType: "bug"}
-	msg := CommitMessage(cfg, task, &loop.Plan{Goal: "g"}, nil, "run-1", 8)
+	msg := Message(cfg, task, &loop.Plan{Goal: "g"}, nil, "run-1", 8)
 	ctx := context.Background()
 	commit, err := repo.Git.Input(ctx, strings.NewReader(msg), "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-F", "-")
 	require.NoError(t, err)

@@ -1,4 +1,6 @@
-package gitnorma
+// Package redact removes the values of credential-looking environment variables from what
+// leaves the machine's private run directory.
+package redact
 
 import (
 	"encoding/json"
@@ -17,16 +19,17 @@ var secretNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 // minSecretLen keeps short values (flags like "1", "true") from being taken for secrets.
 const minSecretLen = 8
 
-// redactor removes the values of credential-looking environment variables from everything
+// Redactor removes the values of credential-looking environment variables from everything
 // that leaves the machine's private run directory: task notes (the tracker, possibly shared),
 // git notes and commit messages (pushed with the repository). Agents see the environment, so
 // their summaries and the check output they cause may quote a key.
-type redactor struct {
+type Redactor struct {
 	values []string
 }
 
-func newRedactor(env []string) redactor {
-	var r redactor
+// New is the Redactor of the credentials in env (KEY=value pairs).
+func New(env []string) Redactor {
+	var r Redactor
 	for _, kv := range env {
 		name, val, ok := strings.Cut(kv, "=")
 		if ok && len(val) >= minSecretLen && secretNameRE().MatchString(name) {
@@ -41,35 +44,35 @@ func newRedactor(env []string) redactor {
 	return r
 }
 
-// failure is f with every secret removed from its commands and output, for the places it is
+// Failure is f with every secret removed from its commands and output, for the places it is
 // shown beyond the run directory (the terminal, the notify payload, the tracker).
-func (r redactor) failure(f *loop.Failure) *loop.Failure {
+func (r Redactor) Failure(f *loop.Failure) *loop.Failure {
 	if f == nil {
 		return nil
 	}
 	out := *f
-	out.Summary, out.Changes = r.apply(f.Summary), r.apply(f.Changes)
+	out.Summary, out.Changes = r.Apply(f.Summary), r.Apply(f.Changes)
 	out.Failing = make([]loop.FailedCheck, len(f.Failing))
 	for i, c := range f.Failing {
-		c.Cmd, c.OutputTail = r.apply(c.Cmd), r.apply(c.OutputTail)
+		c.Cmd, c.OutputTail = r.Apply(c.Cmd), r.Apply(c.OutputTail)
 		out.Failing[i] = c
 	}
 	return &out
 }
 
-// live passes on what a run reports with every secret removed from the agents' words.
-func (r redactor) live(f loop.LiveFunc) loop.LiveFunc {
+// Live passes on what a run reports with every secret removed from the agents' words.
+func (r Redactor) Live(f loop.LiveFunc) loop.LiveFunc {
 	if f == nil {
 		return nil
 	}
 	return func(l loop.Live) {
-		l.Summary, l.Failure = r.apply(l.Summary), r.failure(l.Failure)
+		l.Summary, l.Failure = r.Apply(l.Summary), r.Failure(l.Failure)
 		f(l)
 	}
 }
 
-// apply returns s with every secret value replaced by [redacted].
-func (r redactor) apply(s string) string {
+// Apply returns s with every secret value replaced by [redacted].
+func (r Redactor) Apply(s string) string {
 	for _, v := range r.values {
 		s = strings.ReplaceAll(s, v, "[redacted]")
 	}
