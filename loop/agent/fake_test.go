@@ -31,11 +31,14 @@ type fakeCLI struct {
 func newFakeCLI(t *testing.T, kind string) *fakeCLI {
 	t.Helper()
 	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join("testdata", "agents", "fakecli.sh"))
+	// A link to the script, not a copy: an executable this process writes can be held open by
+	// a child another parallel test is forking at that moment, and exec then fails with
+	// "text file busy" (golang.org/issue/22315).
+	script, err := filepath.Abs(filepath.Join("testdata", "agents", "fakecli.sh"))
 	require.NoError(t, err)
 	bin := filepath.Join(dir, "bin", kind)
 	require.NoError(t, os.MkdirAll(filepath.Dir(bin), 0o755))
-	require.NoError(t, os.WriteFile(bin, script, 0o755))
+	require.NoError(t, os.Symlink(script, bin))
 	return &fakeCLI{kind: kind, bin: bin, log: filepath.Join(dir, "calls.log")}
 }
 
