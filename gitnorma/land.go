@@ -211,7 +211,7 @@ func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, ta
 	if !errors.As(pushErr, &le) {
 		return pushErr
 	}
-	kept, err := ld.repo.Worktrees().TakeBackTaskBranch(ctx, ld.cfg.Remote, taskID, runID, le.Theirs)
+	kept, err := ld.repo.Worktrees().Remote(ld.cfg.Remote).TakeBackTaskBranch(ctx, taskID, runID, le.Theirs)
 	if err != nil {
 		return err
 	}

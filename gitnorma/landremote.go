@@ -39,7 +39,7 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 	}
 	var err error
 	lockErr := ld.repo.withWorktreeLock(ctx, func() error {
-		_, err = ld.repo.Worktrees().SyncTarget(ctx, remote, target)
+		_, err = ld.repo.Worktrees().Remote(remote).SyncTarget(ctx, target)
 		return nil
 	})
 	if lockErr != nil || err == nil {
@@ -116,7 +116,7 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
 	// Under the branch's lease, like every push of it: never over another worker's.
-	if err := ld.repo.Worktrees().PushTaskBranch(ctx, ld.cfg.Remote, req.task.ID, "refs/heads/"+branch); err == nil {
+	if err := ld.repo.Worktrees().Remote(ld.cfg.Remote).PushTaskBranch(ctx, req.task.ID, "refs/heads/"+branch); err == nil {
 		pushed = fmt.Sprintf("; its branch is on %s for review", ld.cfg.Remote)
 	}
 	if tr, err := ld.tracker(); err == nil {
@@ -188,7 +188,7 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 	}
 	var kept string
 	err := r.app.Repo.withWorktreeLock(ctx, func() (err error) {
-		kept, err = r.wm.FetchTaskBranch(ctx, remote, r.pre.task.ID, r.id)
+		kept, err = r.wm.Remote(remote).FetchTaskBranch(ctx, r.pre.task.ID, r.id)
 		return err
 	})
 	if err != nil {
@@ -229,11 +229,11 @@ func (p *branchPusher) push(ctx context.Context, commit string) {
 	}
 	p.queue.then(func() {
 		wm := p.app.Repo.Worktrees()
-		err := wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
+		err := wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
 		if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
 			// Pushed by a worker that lost the claim to this run: the claim decides.
 			if err = p.app.lander().takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
-				err = wm.PushTaskBranch(ctx, p.app.Config.Remote, p.taskID, commit)
+				err = wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
 			}
 		}
 		switch {

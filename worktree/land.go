@@ -136,7 +136,7 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 		return res, fmt.Errorf("create squash commit: %w", err)
 	}
 	if o.Remote != "" {
-		if err := m.pushLanding(ctx, o, res.Commit, tip.commit, head); err != nil {
+		if err := m.Remote(o.Remote).pushLanding(ctx, o, res.Commit, tip.commit, head); err != nil {
 			return LandResult{}, err
 		}
 	}

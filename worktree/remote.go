@@ -18,9 +18,21 @@ var ErrTargetAhead = errors.New("the local target branch has commits its remote 
 // DefaultRemoteTimeout is how long one fetch, ls-remote or push may take.
 const DefaultRemoteTimeout = 10 * time.Minute
 
-// remote runs a git command that talks to a remote, bounded by RemoteTimeout, and returns its
+// Remote is a git remote that task branches and landings go through, for workers on several
+// machines: the target is synced from it, task branches are fetched from and pushed to it with
+// leases, and a landing is a compare-and-swap push to it.
+type Remote struct {
+	m    *Manager
+	Name string
+}
+
+// Remote is the remote called name.
+func (m *Manager) Remote(name string) Remote { return Remote{m: m, Name: name} }
+
+// run runs a git command that talks to the remote, bounded by RemoteTimeout, and returns its
 // output; a call that runs out says so.
-func (m *Manager) remote(ctx context.Context, args ...string) (string, error) {
+func (r Remote) run(ctx context.Context, args ...string) (string, error) {
+	m := r.m
 	limit := m.RemoteTimeout
 	if limit <= 0 {
 		limit = DefaultRemoteTimeout
@@ -54,9 +66,10 @@ func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote
 // --ff-only`, which refuses to overwrite local edits. A task branch then forks from, and a
 // landing is built on, exactly what the remote has. A local target with commits the remote
 // lacks is left alone (ErrTargetAhead). It returns the remote's tip.
-func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string, error) {
+func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
+	m, remote := r.m, r.Name
 	tracking := TrackingRef(remote, target)
-	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
+	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", target, remote), err)
 	}
 	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -96,33 +109,34 @@ func (m *Manager) SyncTarget(ctx context.Context, remote, target string) (string
 // The task branch goes in the same atomic push, with its own lease (see PushTaskBranch): a
 // worker presumed dead whose task another worker took over and pushed to cannot land it
 // (ErrBranchTaken), even should the tracker have let it through.
-func (m *Manager) pushLanding(ctx context.Context, o LandOptions, commit, parent, head string) error {
-	lease, err := m.branchLease(ctx, o.Remote, o.TaskBranch)
+func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, head string) error {
+	m := r.m
+	lease, err := r.branchLease(ctx, o.TaskBranch)
 	if err != nil {
 		return err
 	}
-	_, err = m.remote(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
-		o.Remote, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
+	_, err = r.run(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
+		r.Name, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
 		// What the remote has now says why, whatever git's message (a lease refused, or the
 		// remote's "cannot lock ref" when two pushes meet there).
-		heads, lsErr := m.remoteHeads(ctx, o.Remote, o.Target, o.TaskBranch)
+		heads, lsErr := r.heads(ctx, o.Target, o.TaskBranch)
 		switch {
 		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
-			return remoteErr("push the landing to "+o.Remote, err)
+			return remoteErr("push the landing to "+r.Name, err)
 		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case heads[o.TaskBranch] != m.refAt(ctx, TrackingRef(o.Remote, o.TaskBranch)):
-			return branchTaken(o.TaskBranch, o.Remote, heads[o.TaskBranch])
+		case heads[o.TaskBranch] != m.refAt(ctx, TrackingRef(r.Name, o.TaskBranch)):
+			return branchTaken(o.TaskBranch, r.Name, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
-			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", o.Remote, o.Target)}
+			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", r.Name, o.Target)}
 		default:
-			return remoteErr("push the landing to "+o.Remote, err)
+			return remoteErr("push the landing to "+r.Name, err)
 		}
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
-	_ = m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.Target), commit)
-	_ = m.Git.Run(ctx, "update-ref", TrackingRef(o.Remote, o.TaskBranch), head)
+	_ = m.Git.Run(ctx, "update-ref", TrackingRef(r.Name, o.Target), commit)
+	_ = m.Git.Run(ctx, "update-ref", TrackingRef(r.Name, o.TaskBranch), head)
 	return nil
 }
 
@@ -137,10 +151,11 @@ var ErrBranchTaken = errors.New("another worker pushed the task branch since")
 // diverged is kept under KeptPrefix and replaced by the remote's — the remote's is the work
 // of whoever held the task last. A task branch the remote does not have is fine. The caller
 // holds the task's lock, and no worktree has the branch checked out.
-func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID string) (kept string, err error) {
+func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept string, err error) {
+	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
 	tracking := TrackingRef(remote, branch)
-	heads, err := m.remoteHeads(ctx, remote, branch)
+	heads, err := r.heads(ctx, branch)
 	if err != nil {
 		return "", remoteErr(fmt.Sprintf("look for %s on %s", branch, remote), err)
 	}
@@ -149,7 +164,7 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
 		return "", nil
 	}
-	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
+	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -181,14 +196,15 @@ func (m *Manager) FetchTaskBranch(ctx context.Context, remote, taskID, runID str
 // clone last pushed or fetched (its remote-tracking ref; none: it must not exist there): a
 // worker that took the task over and pushed its own work makes it fail with ErrBranchTaken,
 // and its work is never overwritten.
-func (m *Manager) PushTaskBranch(ctx context.Context, remote, taskID, commit string) error {
+func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error {
+	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
-	lease, err := m.branchLease(ctx, remote, branch)
+	lease, err := r.branchLease(ctx, branch)
 	if err != nil {
 		return err
 	}
-	if _, err := m.remote(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
-		heads, lsErr := m.remoteHeads(ctx, remote, branch)
+	if _, err := r.run(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
+		heads, lsErr := r.heads(ctx, branch)
 		switch {
 		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
@@ -221,7 +237,8 @@ func branchTaken(branch, remote, theirs string) *LandError {
 // kept under KeptPrefix, so nothing of it is lost; a copy that moved again since it was judged
 // is not taken back (ErrBranchTaken), nor one deleted on the remote, which the next push
 // simply makes again. It returns the ref the other copy is kept under.
-func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID, runID, theirs string) (kept string, err error) {
+func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs string) (kept string, err error) {
+	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
 	tracking := TrackingRef(remote, branch)
 	if theirs == "" {
@@ -230,7 +247,7 @@ func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID, runID,
 	kept = KeptPrefix + taskID + "/" + runID + "-overwritten-" + shortSHA(theirs)
 	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"): it
 	// is the lease, and must become exactly theirs or stay.
-	if _, err := m.remote(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
+	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	if got := m.refAt(ctx, kept); got != theirs {
@@ -242,7 +259,8 @@ func (m *Manager) TakeBackTaskBranch(ctx context.Context, remote, taskID, runID,
 
 // branchLease is the --force-with-lease argument for a task branch: the copy of it this clone
 // last pushed or fetched, or "must not exist" when it has none.
-func (m *Manager) branchLease(ctx context.Context, remote, branch string) (string, error) {
+func (r Remote) branchLease(ctx context.Context, branch string) (string, error) {
+	m, remote := r.m, r.Name
 	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
 	if err != nil && git.ExitCodeOf(err) != 1 {
 		return "", err
@@ -250,13 +268,14 @@ func (m *Manager) branchLease(ctx context.Context, remote, branch string) (strin
 	return "--force-with-lease=refs/heads/" + branch + ":" + strings.TrimSpace(expect), nil
 }
 
-// remoteHeads is where the remote's branches are now (a branch it does not have is missing).
-func (m *Manager) remoteHeads(ctx context.Context, remote string, branches ...string) (map[string]string, error) {
+// heads is where the remote's branches are now (a branch it does not have is missing).
+func (r Remote) heads(ctx context.Context, branches ...string) (map[string]string, error) {
+	remote := r.Name
 	args := []string{"ls-remote", "--heads", remote}
 	for _, b := range branches {
 		args = append(args, "refs/heads/"+b)
 	}
-	out, err := m.remote(ctx, args...)
+	out, err := r.run(ctx, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ func TestSyncTargetFastForwardsTheCheckout(t *testing.T) {
 	// the user's own edit of a file the remote did not touch, and an untracked file
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir, "mine.txt"), []byte("mine\n"), 0o644))
 
-	tip, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	tip, err := f.m.Remote("origin").SyncTarget(f.ctx, "main")
 	require.NoError(t, err)
 	assert.Equal(t, theirs, tip)
 	assert.Equal(t, theirs, f.rev("main"))
@@ -60,7 +60,7 @@ func TestSyncTargetNeverOverwritesLocalEdits(t *testing.T) {
 	before := f.rev("main")
 	require.NoError(t, os.WriteFile(filepath.Join(f.repo.Dir, "shared.txt"), []byte("my edit\n"), 0o644))
 
-	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	_, err := f.m.Remote("origin").SyncTarget(f.ctx, "main")
 	var le *LandError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, before, f.rev("main"), "the local target did not move")
@@ -75,7 +75,7 @@ func TestSyncTargetRefusesLocalCommitsTheRemoteLacks(t *testing.T) {
 	f.repo.Commit("mine, not pushed")
 	mine := f.rev("main")
 
-	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	_, err := f.m.Remote("origin").SyncTarget(f.ctx, "main")
 	require.ErrorIs(t, err, ErrTargetAhead)
 	assert.Equal(t, mine, f.rev("main"))
 }
@@ -85,7 +85,7 @@ func TestFetchTaskBranch(t *testing.T) {
 	other := f.withRemote()
 	branch := TaskBranch("norma-a")
 
-	kept, err := f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-1")
+	kept, err := f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-1")
 	require.NoError(t, err, "a branch the remote does not have is fine")
 	assert.Empty(t, kept)
 	exists, err := f.m.BranchExists(f.ctx, branch)
@@ -94,21 +94,21 @@ func TestFetchTaskBranch(t *testing.T) {
 
 	// another worker's steps: the local branch is made from them
 	theirs := f.pushFrom(other, "refs/heads/"+branch, "a.txt", "step 1\n")
-	kept, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-2")
+	kept, err = f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-2")
 	require.NoError(t, err)
 	assert.Empty(t, kept)
 	assert.Equal(t, theirs, f.rev(branch))
 
 	// local steps not pushed yet stay
 	ours := f.commitOn(branch, branch, map[string]string{"a.txt": "step 2\n"}, "ours")
-	_, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-3")
+	_, err = f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-3")
 	require.NoError(t, err)
 	assert.Equal(t, ours, f.rev(branch))
 
 	// the two went their own ways: the remote's is taken, this clone's kept
 	f.gitIn(other, "reset", "-q", "--hard", "HEAD~1")
 	theirs = f.pushFrom(other, "refs/heads/"+branch, "b.txt", "another worker\n")
-	kept, err = f.m.FetchTaskBranch(f.ctx, "origin", "norma-a", "r-4")
+	kept, err = f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-4")
 	require.NoError(t, err)
 	assert.Equal(t, KeptPrefix+"norma-a/r-4", kept)
 	assert.Equal(t, ours, f.rev(kept), "nothing of this clone's is lost")
@@ -120,16 +120,16 @@ func TestPushTaskBranchLease(t *testing.T) {
 	other := f.withRemote()
 	branch := TaskBranch("norma-b")
 	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first))
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "on top of what this clone pushed")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "on top of what this clone pushed")
 
 	// another worker took the task over and pushed its own work
 	f.gitIn(other, "fetch", "-q", "origin", branch)
 	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
 	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
 	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
-	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third)
+	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third)
 	require.ErrorIs(t, err, ErrBranchTaken)
 	remote := f.git("ls-remote", "origin", "refs/heads/"+branch)
 	assert.Contains(t, remote, theirs, "the other worker's work is not overwritten")
@@ -141,10 +141,10 @@ func TestPushTaskBranchLease(t *testing.T) {
 
 	// the claim holder takes the branch back: its next push goes over the other worker's,
 	// which is kept
-	kept, err := f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	kept, err := f.m.Remote("origin").TakeBackTaskBranch(f.ctx, "norma-b", "r-1", le.Theirs)
 	require.NoError(t, err)
 	assert.Equal(t, theirs, f.rev(kept))
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third))
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third))
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), third)
 }
 
@@ -155,19 +155,19 @@ func TestTakeBackOnlyWhatWasJudged(t *testing.T) {
 	other := f.withRemote()
 	branch := TaskBranch("norma-b")
 	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c1))
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c1))
 	f.gitIn(other, "fetch", "-q", "origin", branch)
 	f.gitIn(other, "checkout", "-q", "-b", "z", "FETCH_HEAD")
 	zombie := f.pushFrom(other, "refs/heads/"+branch, "z.txt", "zombie\n")
 	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
-	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2)
+	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2)
 	var le *LandError
 	require.ErrorAs(t, err, &le)
 	require.Equal(t, zombie, le.Theirs)
 	later := f.pushFrom(other, "refs/heads/"+branch, "x.txt", "later\n")
-	_, err = f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	_, err = f.m.Remote("origin").TakeBackTaskBranch(f.ctx, "norma-b", "r-1", le.Theirs)
 	require.ErrorIs(t, err, ErrBranchTaken)
-	require.ErrorIs(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2), ErrBranchTaken)
+	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2), ErrBranchTaken)
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), later, "the later push stays")
 }
 
@@ -178,18 +178,18 @@ func TestTakeBackOfADeletedBranch(t *testing.T) {
 	other := f.withRemote()
 	branch := TaskBranch("norma-b")
 	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c1))
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c1))
 	f.gitIn(other, "push", "-q", "origin", ":refs/heads/"+branch)
 	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
-	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2)
+	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2)
 	var le *LandError
 	require.ErrorAs(t, err, &le)
 	require.ErrorIs(t, err, ErrBranchTaken)
 	assert.Empty(t, le.Theirs)
-	kept, err := f.m.TakeBackTaskBranch(f.ctx, "origin", "norma-b", "r-1", le.Theirs)
+	kept, err := f.m.Remote("origin").TakeBackTaskBranch(f.ctx, "norma-b", "r-1", le.Theirs)
 	require.NoError(t, err)
 	assert.Empty(t, kept)
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", c2))
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2))
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), c2)
 }
 
@@ -205,16 +205,16 @@ func TestPushTaskBranchThatGotThere(t *testing.T) {
 	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
 	f.git("push", "-q", bare, first+":refs/heads/"+branch)
 	require.Empty(t, f.m.refAt(f.ctx, TrackingRef("origin", branch)))
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", first), "the remote has this very commit")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first), "the remote has this very commit")
 	assert.Equal(t, first, f.git("rev-parse", TrackingRef("origin", branch)))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
-	require.NoError(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", second), "and the next push has its lease")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "and the next push has its lease")
 
 	// someone rewinds the branch to step 1 (a person dropping a step): the next push does not
 	// undo that on its own — only the claim's holder may, by taking it back
 	f.git("push", "-q", "-f", bare, first+":refs/heads/"+branch)
 	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
-	require.ErrorIs(t, f.m.PushTaskBranch(f.ctx, "origin", "norma-b", third), ErrBranchTaken)
+	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third), ErrBranchTaken)
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), first)
 }
 
@@ -228,7 +228,7 @@ func TestSyncTargetLeavesARebaseAlone(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "head-name"), []byte("refs/heads/main\n"), 0o644))
 
-	_, err := f.m.SyncTarget(f.ctx, "origin", "main")
+	_, err := f.m.Remote("origin").SyncTarget(f.ctx, "main")
 	require.ErrorIs(t, err, ErrTargetBusy)
 	assert.Equal(t, before, f.rev("main"))
 }
@@ -245,7 +245,7 @@ func TestRemoteThatStopsAnswering(t *testing.T) {
 	first := f.commitOn(branch, "main", map[string]string{"c.txt": "1\n"}, "step 1")
 
 	start := time.Now()
-	err := f.m.PushTaskBranch(f.ctx, "origin", "norma-c", first)
+	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-c", first)
 	require.ErrorIs(t, err, ErrRemoteSilent)
 	assert.Less(t, time.Since(start), 10*time.Second, "given up after the timeout, not after the remote")
 }
@@ -266,7 +266,7 @@ func TestPushLandingMeetsAnotherAtTheRemote(t *testing.T) {
 	head := f.commitOn(branch, "main", map[string]string{"b.txt": "b\n"}, "step 1")
 	parent := f.rev("main")
 	commit := f.commitOn("squash", "main", map[string]string{"b.txt": "b\n"}, "feat: b")
-	err := f.m.pushLanding(f.ctx, LandOptions{Remote: "origin", Target: "main", TaskBranch: branch}, commit, parent, head)
+	err := f.m.Remote("origin").pushLanding(f.ctx, LandOptions{Remote: "origin", Target: "main", TaskBranch: branch}, commit, parent, head)
 	require.ErrorIs(t, err, ErrTargetMoved)
 	assert.Equal(t, theirs, f.gitIn(bare, "rev-parse", "main"), "the other landing stays")
 }
