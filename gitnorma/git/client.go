@@ -78,9 +78,22 @@ func (r Runner) ConfigAll(ctx context.Context, key string) (string, error) {
 	return r.Output(ctx, "config", "--get-all", key)
 }
 
-// ConfigFileUnset removes every value of key from the config file at path.
-func (r Runner) ConfigFileUnset(ctx context.Context, path, key string) error {
-	_, err := r.Output(ctx, "config", "--file", path, "--unset-all", key)
+// ConfigFile is one git config file, edited key by key through git config --file: every
+// other setting in it, and its layout, stay as they were.
+type ConfigFile struct {
+	Git  Runner
+	Path string
+}
+
+// Unset removes every value of key.
+func (f ConfigFile) Unset(ctx context.Context, key string) error {
+	_, err := f.Git.Output(ctx, "config", "--file", f.Path, "--unset-all", key)
+	return err
+}
+
+// Add adds a value of key.
+func (f ConfigFile) Add(ctx context.Context, key, value string) error {
+	_, err := f.Git.Output(ctx, "config", "--file", f.Path, "--add", key, value)
 	return err
 }
 
@@ -111,12 +124,6 @@ func (r Runner) ParseConfig(ctx context.Context, text []byte) ([]ConfigEntry, er
 		entries = append(entries, ConfigEntry{Key: key, Value: value})
 	}
 	return entries, nil
-}
-
-// ConfigFileAdd adds a value of key to the config file at path.
-func (r Runner) ConfigFileAdd(ctx context.Context, path, key, value string) error {
-	_, err := r.Output(ctx, "config", "--file", path, "--add", key, value)
-	return err
 }
 
 // Var is git's logical variable name (git var), such as GIT_COMMITTER_IDENT.

@@ -83,10 +83,14 @@ func TestClientRefChanges(t *testing.T) {
 
 	config := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(config, nil, 0o644))
-	require.NoError(t, r.Git.ConfigFileAdd(ctx, config, "a.b", "1"))
-	require.NoError(t, r.Git.ConfigFileAdd(ctx, config, "a.b", "2"))
-	require.NoError(t, r.Git.ConfigFileUnset(ctx, config, "a.b"))
+	file := git.ConfigFile{Git: r.Git, Path: config}
+	require.NoError(t, file.Add(ctx, "a.b", "1"))
+	require.NoError(t, file.Add(ctx, "a.b", "2"))
 	data, err := os.ReadFile(config)
+	require.NoError(t, err)
+	assert.Equal(t, 2, strings.Count(string(data), "b = "), "both values added")
+	require.NoError(t, file.Unset(ctx, "a.b"))
+	data, err = os.ReadFile(config)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "b =")
 }

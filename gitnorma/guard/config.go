@@ -84,8 +84,9 @@ func restoreConfig(ctx context.Context, g git.Runner, path string, before []conf
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
+	file := git.ConfigFile{Git: g, Path: path}
 	for _, k := range keys {
-		err := g.ConfigFileUnset(ctx, path, k)
+		err := file.Unset(ctx, k)
 		if err != nil && git.ExitCodeOf(err) != 5 { // 5: the key was not set
 			return err
 		}
@@ -93,7 +94,7 @@ func restoreConfig(ctx context.Context, g git.Runner, path string, before []conf
 			if e.Key != k {
 				continue
 			}
-			if err := g.ConfigFileAdd(ctx, path, k, e.Value); err != nil {
+			if err := file.Add(ctx, k, e.Value); err != nil {
 				return err
 			}
 		}
