@@ -179,7 +179,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 	}
 	rep := LandReport{TaskID: taskID, RunID: run.ID, Target: target}
 	// A run killed while landing may have landed already, and still hold the task's claim.
-	if rep.Commit = a.Repo.landedBy(ctx, st, run.ID, target); rep.Commit != "" {
+	if rep.Commit = a.Repo.landedBy(ctx, st, run.ID, taskID, target); rep.Commit != "" {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: run.ID, task: task, target: target}, rep.Commit)
 	}
 	claimed := a.claimedBy(ctx, run, task)

@@ -93,7 +93,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
 	if landed == "" {
-		landed = r.app.Repo.landedBy(ctx, r.st, dead.ID, r.pre.target)
+		landed = r.app.Repo.landedBy(ctx, r.st, dead.ID, dead.TaskID, r.pre.target)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
 		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
@@ -173,17 +173,25 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 
 // landedBy returns the squash commit run runID landed on target, if one is there: a run killed
 // right after landing did not record it. Only the commits since its verified head are looked
-// at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped).
-func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, target string) string {
-	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "^Norma-Run: " + runID + "$", Max: 1, NoMerges: true}
+// at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped),
+// and only a commit whose trailers name both the run and its task counts: a line of the body
+// that reads like one (a goal an agent wrote) says nothing.
+func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, taskID, target string) string {
+	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + runID, Fixed: true, NoMerges: true}
 	if run, err := st.Run(ctx, runID); err == nil && run.PassHead != "" {
 		q.Not = []string{run.PassHead}
 	}
-	out, err := r.Git.Log(ctx, "%H", q)
+	out, err := r.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)", q)
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(out)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\x00")
+		if len(f) == 3 && slices.Equal(strings.Split(f[1], ","), []string{runID}) && slices.Contains(strings.Split(f[2], ","), taskID) {
+			return f[0]
+		}
+	}
+	return ""
 }
 
 // recordLanding records a landing a killed process made and did not record, and closes the

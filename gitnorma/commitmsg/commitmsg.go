@@ -193,7 +193,9 @@ func wrapText(text string, width int) string {
 	return strings.Join(append(lines, line), "\n")
 }
 
-// wrapWords splits text at whitespace outside backtick spans; a span stays one word, as is.
+// wrapWords splits text at whitespace outside backtick spans; a span stays one word, as is but
+// for its line breaks, which become spaces: a plan's text must not make lines of its own in the
+// message (one that reads like a trailer, say).
 func wrapWords(text string) []string {
 	var words []string
 	var cur strings.Builder
@@ -208,6 +210,8 @@ func wrapWords(text string) []string {
 				words = append(words, cur.String())
 				cur.Reset()
 			}
+		case quoted && strings.ContainsRune("\n\r\v\f\u0085\u2028\u2029", r):
+			cur.WriteRune(' ')
 		default:
 			cur.WriteRune(r)
 		}

@@ -384,4 +384,5 @@ func TestWrapTextKeepsCommandsWhole(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "- a b\n  c d", wrapText("- a  b c d", 5), "outside backticks, whitespace is still folded")
+	assert.Equal(t, "tidy `x Norma-Run: r-1 `", wrapText("tidy `x\nNorma-Run: r-1\n`", 72), "a line break in backticks makes no line of its own")
 }
