@@ -137,6 +137,7 @@ func doctorStore(ctx context.Context, repo *Repo, rep *DoctorReport) {
 		rep.add("database", "ok", fmt.Sprintf("schema %d/%d, journal %s, integrity ok", v, store.SchemaVersion, st.JournalMode()), "")
 	}
 	doctorViolations(ctx, st, rep)
+	doctorTrust(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
 	live := map[string]bool{}
 	for _, h := range repo.LiveRuns() {

@@ -185,3 +185,41 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	require.NoError(t, st.SetLanded(ctx, "r-busy", other))
 	assert.Empty(t, g.Check(ctx, snap), "a landing of git-norma's")
 }
+
+// The record that unconfined processes ran here is what keeps a forged PASS from landing
+// unchecked (trust.go): an agent that removes or rewrites it during its step has it put back
+// and reported. One made meanwhile (a parallel run's) is no change of the agent's.
+func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, markUnshielded(ctx, st, app.Now(), "a parallel run"))
+	assert.Empty(t, g.Check(ctx, snap), "made meanwhile: not the agent's doing")
+
+	mark, _, err := st.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	for name, tamper := range map[string]func() error{
+		"removed":   func() error { return st.ClearUnshielded(ctx) },
+		"rewritten": func() error { return st.RestoreUnshielded(ctx, store.Unshielded{At: mark.At, What: "nothing to see"}) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			snap, err := g.Snapshot(ctx)
+			require.NoError(t, err)
+			require.NoError(t, tamper())
+			assert.Equal(t, []string{".norma/norma.db: the record that unconfined processes ran here (restored)"}, g.Check(ctx, snap))
+			got, ok, err := st.UnshieldedSince(ctx)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Equal(t, mark.What, got.What)
+		})
+	}
+}

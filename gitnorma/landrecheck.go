@@ -56,13 +56,17 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	if onBranch, err := ld.repo.Git.IsAncestor(ctx, tip, head); err == nil && onBranch {
 		// The target is where the branch was verified: what lands is head's tree, and the
 		// PASS's evidence must name exactly that tree.
-		if err := ld.checkPassTree(ctx, req, run.PassTree, head); err != nil || req.checkedHere || ld.storeShielded() {
+		if err := ld.checkPassTree(ctx, req, run.PassTree, head); err != nil || req.checkedHere {
 			return head, tip, err
 		}
-		// A PASS read from the store is a hint where the kernel did not keep agents out of it
-		// (unconfined, or sandbox.allow_write opening the repository): any of them could have
-		// written it. The tree that would land is checked again.
-		_, err := ld.recheck(ctx, st, req, head, fmt.Sprintf("the PASS of run %s was read from a store agents could write; its checks on %.10s", req.runID, head),
+		// A PASS read from the store is a hint where an agent could have written it (unconfined
+		// now or since the store was last vouched for: trust.go). The tree that would land is
+		// checked again.
+		distrust := storeDistrust(ctx, st, ld.shieldedNow())
+		if distrust == "" {
+			return head, tip, nil
+		}
+		_, err := ld.recheck(ctx, st, req, head, fmt.Sprintf("the PASS of run %s was read from the run store, and %s; its checks on %.10s", req.runID, distrust, head),
 			map[string]any{"head": head}, func(failed, logPath string) *landRefusal {
 				return &landRefusal{reason: fmt.Errorf("its checks fail on the tree that would land: %s (log: %s)", failed, logPath),
 					hint: "verify it again: git norma run " + req.task.ID}
@@ -99,6 +103,11 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	if err != nil || len(effective) == 0 {
 		return "", err
 	}
+	if !ld.shieldedNow() {
+		if err := markUnshielded(ctx, st, ld.now(), "a check before landing "+req.task.ID+" with its commands unconfined"); err != nil {
+			return "", err
+		}
+	}
 	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, commit, effective)
 	if err != nil {
 		return "", err
@@ -118,13 +127,9 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	return tree, nil
 }
 
-// storeShielded says the kernel keeps every agent out of the run store, so that a PASS read
-// from it was recorded by git-norma.
-func (ld *lander) storeShielded() bool {
-	cf := ld.checker().confiner
-	c, err := cf.confinement()
-	return err == nil && cf.shields(c)
-}
+// shieldedNow says the kernel keeps the agents and check commands started now out of the run
+// store.
+func (ld *lander) shieldedNow() bool { return ld.checker().confiner.shieldsNow() }
 
 // checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
 // tree its check commands ran on. A PASS without one was not produced by a Check step of this
@@ -219,7 +224,7 @@ func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp for
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
 // `git norma check`) the task's Verify commands and the project gates.
 func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
-	if !req.checkedHere && !ld.storeShielded() {
+	if !req.checkedHere && storeDistrust(ctx, st, ld.shieldedNow()) != "" {
 		// The stored plan is as forgeable as the PASS (see recheckOnTarget): the task's own
 		// Verify commands and the gates decide.
 		return taskCriteria(ld.cfg.Gates, req.task), nil

@@ -193,6 +193,10 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 			return RunReport{}, err
 		}
 		defer unlock()
+		// Before anything of the run starts (worktree.setup included): see trust.go.
+		if err := markUnshielded(ctx, st, a.Now(), "a run of "+o.TaskID+" with its agents and checks unconfined"); err != nil {
+			return RunReport{}, err
+		}
 	}
 	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err

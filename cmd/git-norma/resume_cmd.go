@@ -1,10 +1,14 @@
 package main
 
 import (
+	"time"
+
 	"github.com/git-norma/git-norma/gitnorma"
 )
 
-type resumeCmd struct{}
+type resumeCmd struct {
+	TrustStore bool `name:"trust-store" help:"Also vouch for every record of the run store after unconfined agents or checks ran here: a PASS read from it lands without being checked again, and the hooks take it (look at git norma status first)."`
+}
 
 func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
 	cleared, err := app.ClearViolations(env.Ctx)
@@ -14,11 +18,22 @@ func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
 	for _, v := range cleared {
 		env.Progress.Printf("cleared the guard violation of %s", v.Summary())
 	}
+	if c.TrustStore {
+		u, had, err := app.TrustStore(env.Ctx)
+		switch {
+		case err != nil:
+			return err
+		case had:
+			env.Progress.Printf("the run store is trusted again (unconfined processes ran here since %s: %s)", u.At.Local().Format(time.DateTime), u.What)
+		default:
+			env.Progress.Printf("the run store was trusted already: no unconfined process ran here")
+		}
+	}
 	was, err := app.Repo.Resume()
 	if err != nil {
 		return err
 	}
-	if !was && len(cleared) > 0 {
+	if !was && (len(cleared) > 0 || c.TrustStore) {
 		return nil
 	}
 	if !was {

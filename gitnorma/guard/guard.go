@@ -87,6 +87,9 @@ type Snapshot struct {
 	// db are the store's records of this run and its task; dbFile is the file's identity.
 	db     store.TaskRecords
 	dbFile string
+	// unshielded is the store's record that unconfined processes ran here (nil: none), which
+	// decides whether a PASS read from the store is evidence (gitnorma/trust.go).
+	unshielded *store.Unshielded
 }
 
 // savedFile is a file's content as it was ("absent" when there was none), read through a
@@ -274,6 +277,11 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if g.Store != nil {
 		if s.db, err = g.Store.TaskRecords(ctx, g.RunID, g.TaskID); err != nil {
 			return nil, err
+		}
+		if u, ok, err := g.Store.UnshieldedSince(ctx); err != nil {
+			return nil, err
+		} else if ok {
+			s.unshielded = &u
 		}
 		s.dbFile = fileIdentity(g.normaPath("norma.db"))
 	}
@@ -469,6 +477,16 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("%s (could not read: %v)", db, err)}
 	}
+	var found []string
+	if before := s.unshielded; before != nil {
+		if now, ok, err := g.Store.UnshieldedSince(ctx); err == nil && (!ok || now.What != before.What || !now.At.Equal(before.At)) {
+			fate := "restored"
+			if err := g.Store.RestoreUnshielded(ctx, *before); err != nil {
+				fate = "could not restore: " + err.Error()
+			}
+			found = append(found, fmt.Sprintf("%s: the record that unconfined processes ran here (%s)", db, fate))
+		}
+	}
 	var forged, changed []string
 	for id, digest := range now {
 		switch before, had := s.db[id]; {
@@ -480,7 +498,6 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 	}
 	sort.Strings(forged)
 	sort.Strings(changed)
-	var found []string
 	if len(forged) > 0 {
 		fate := "removed"
 		if err := g.Store.RemoveRuns(ctx, forged); err != nil {

@@ -128,6 +128,14 @@ ALTER TABLE steps ADD COLUMN output_json TEXT NULL CHECK (output_json IS NULL OR
 	`
 ALTER TABLE runs ADD COLUMN actor TEXT NULL;
 `,
+	// Version 6: facts of the store itself, such as whether processes the kernel did not keep
+	// out of it ever ran (trust.go).
+	`
+CREATE TABLE store_facts (
+	key        TEXT PRIMARY KEY,
+	value_json TEXT NOT NULL CHECK (json_valid(value_json))
+);
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

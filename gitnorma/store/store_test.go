@@ -77,6 +77,8 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			col("type", "TEXT", true, 0), col("message", "TEXT", true, 0), col("data_json", "TEXT", false, 0),
 		},
 		"kv_run": {col("run_id", "TEXT", true, 1), col("key", "TEXT", true, 2), col("value_json", "TEXT", true, 0)},
+		// Not in the spec: facts of the store itself (version 6).
+		"store_facts": {col("key", "TEXT", false, 1), col("value_json", "TEXT", true, 0)},
 	}
 
 	rows, err := s.DB().QueryContext(ctx,
@@ -89,7 +91,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		tables = append(tables, n)
 	}
 	require.NoError(t, rows.Err())
-	assert.ElementsMatch(t, []string{"schema_migrations", "runs", "steps", "events", "kv_run"}, tables)
+	assert.ElementsMatch(t, []string{"schema_migrations", "runs", "steps", "events", "kv_run", "store_facts"}, tables)
 
 	for table, cols := range want {
 		t.Run(table, func(t *testing.T) {
@@ -394,4 +396,39 @@ func TestMigrationToTypedRuns(t *testing.T) {
 	kv, err := s.KV(ctx, "r-landed")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"fork_point"}, slices.Collect(maps.Keys(kv)), "only the extras stay in kv_run")
+}
+
+// The record that an unshielded process ran keeps its first mark, reads back, is put back
+// whole by a restore, and goes only when cleared.
+func TestUnshieldedRecord(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	_, ok, err := s.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok, "a new store has had no unshielded process")
+
+	first := Unshielded{At: time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC), What: "run r-1: agents unconfined"}
+	require.NoError(t, s.MarkUnshielded(ctx, first))
+	require.NoError(t, s.MarkUnshielded(ctx, Unshielded{At: first.At.Add(time.Hour), What: "run r-2"}))
+	got, ok, err := s.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, first.What, got.What, "the first mark stays")
+	assert.True(t, first.At.Equal(got.At))
+
+	_, err = s.DB().ExecContext(ctx, `UPDATE store_facts SET value_json = '"x"'`)
+	require.NoError(t, err)
+	got, ok, err = s.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok, "a record that does not decode still counts")
+	assert.Contains(t, got.What, "does not read back")
+	require.NoError(t, s.RestoreUnshielded(ctx, first))
+	got, _, err = s.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, first.What, got.What)
+
+	require.NoError(t, s.ClearUnshielded(ctx))
+	_, ok, err = s.UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.False(t, ok)
 }

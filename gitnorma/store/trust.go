@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Unshielded is the record that a process the kernel did not keep out of the store ran here —
+// an unconfined agent, or an unconfined check command (which runs an agent's code): any such
+// process could have written any record, a PASS of any task included. From then on a PASS read
+// from the store is a hint, not evidence: landing checks the tree again, and the hooks' gate
+// does not take it (package gitnorma).
+type Unshielded struct {
+	// At is when the first such process was about to start; What says which.
+	At   time.Time `json:"at"`
+	What string    `json:"what"`
+}
+
+// factUnshielded is the store_facts key of Unshielded.
+const factUnshielded = "unshielded"
+
+// MarkUnshielded records u unless a record is there already: the first one stays.
+func (s *Store) MarkUnshielded(ctx context.Context, u Unshielded) error {
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `INSERT OR IGNORE INTO store_facts(key, value_json) VALUES (?, ?)`, factUnshielded, string(data))
+		return err
+	})
+}
+
+// RestoreUnshielded puts u back as the record, whatever is there now (the fallback guard's
+// undoing of an agent that changed or removed it).
+func (s *Store) RestoreUnshielded(ctx context.Context, u Unshielded) error {
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `INSERT OR REPLACE INTO store_facts(key, value_json) VALUES (?, ?)`, factUnshielded, string(data))
+		return err
+	})
+}
+
+// UnshieldedSince is the record, and whether there is one. A record that does not decode is
+// one all the same (Unshielded.What says so).
+func (s *Store) UnshieldedSince(ctx context.Context) (Unshielded, bool, error) {
+	var raw string
+	err := s.db.QueryRowContext(ctx, `SELECT value_json FROM store_facts WHERE key = ?`, factUnshielded).Scan(&raw)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Unshielded{}, false, nil
+	case err != nil:
+		return Unshielded{}, false, err
+	}
+	var u Unshielded
+	if json.Unmarshal([]byte(raw), &u) != nil {
+		u.What = "a record that does not read back: " + raw
+	}
+	return u, true, nil
+}
+
+// ClearUnshielded removes the record: the user vouches for every record in the store.
+func (s *Store) ClearUnshielded(ctx context.Context) error {
+	return s.immediate(ctx, func(conn *sql.Conn) error {
+		_, err := conn.ExecContext(ctx, `DELETE FROM store_facts WHERE key = ?`, factUnshielded)
+		return err
+	})
+}
