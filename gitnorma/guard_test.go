@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,6 +221,64 @@ func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, ok)
 			assert.Equal(t, mark.What, got.What)
+		})
+	}
+}
+
+// A remote-tracking ref is what the hooks' gate takes as published and lets through unjudged:
+// one made or moved during the step to bring a task's work in (its head, one of its commits,
+// a merge holding one) is set back; one a fetch moved to the remote's own commits is not.
+func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	n := 0
+	commit := func(parents ...string) string {
+		n++
+		args := []string{"-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-m", fmt.Sprint("commit ", n)}
+		for _, p := range parents {
+			args = append(args, "-p", p)
+		}
+		return git(append(args, "main^{tree}")...)
+	}
+	main := git("rev-parse", "main")
+	step1 := commit(main)
+	step2 := commit(step1)
+	git("branch", "norma/task/norma-x", step2)
+	fetched := commit(main)
+	git("update-ref", "refs/remotes/origin/main", main)
+	git("update-ref", "refs/remotes/origin/norma/task/norma-x", main)
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+
+	for _, tt := range []struct {
+		name, ref, to, want string
+	}{
+		{"a new ref at a task's head", "refs/remotes/origin/cache", step2, "refs/remotes/origin/cache (removed: it made task work look published)"},
+		{"a new ref at one of its commits", "refs/remotes/origin/cache", step1, "refs/remotes/origin/cache (removed: it made task work look published)"},
+		{"a merge holding one", "refs/remotes/origin/cache", commit(fetched, step1), "refs/remotes/origin/cache (removed: it made task work look published)"},
+		{"the target's remote moved onto it", "refs/remotes/origin/main", step2, "refs/remotes/origin/main (moved back: it made task work look published)"},
+		{"a fetch", "refs/remotes/origin/main", fetched, ""},
+		{"a remote's task branch", "refs/remotes/origin/norma/task/norma-x", step2, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes/")
+			snap, err := g.Snapshot(ctx)
+			require.NoError(t, err)
+			git("update-ref", tt.ref, tt.to)
+			found := g.Check(ctx, snap)
+			if tt.want == "" {
+				assert.Empty(t, found)
+				git("update-ref", tt.ref, main) // as it was, for the next case
+				return
+			}
+			assert.Equal(t, []string{tt.want}, found)
+			assert.Equal(t, before, git("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes/"), "set back")
 		})
 	}
 }

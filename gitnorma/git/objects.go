@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // CommitTree is the tree id of commit, asked of git (never read from the object files: what
@@ -23,4 +24,11 @@ func (r Runner) IsAncestor(ctx context.Context, anc, desc string) (bool, error) 
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Commits lists the commits reachable from include and not from exclude (git rev-list).
+func (r Runner) Commits(ctx context.Context, include, exclude []string) ([]string, error) {
+	args := append(append([]string{"rev-list"}, include...), "--not")
+	out, err := r.Output(ctx, append(args, exclude...)...)
+	return strings.Fields(out), err
 }

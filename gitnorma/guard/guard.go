@@ -79,9 +79,12 @@ type Snapshot struct {
 	// configs are the shared config files, by path.
 	configs map[string]savedFile
 	// refs are the target's and the task branches' values, by ref name.
-	refs  map[string]string
-	head  []byte
-	index *indexSnapshot
+	refs map[string]string
+	// remotes are the remote-tracking refs but the remotes' task branches: what the hooks'
+	// gate takes as published.
+	remotes map[string]string
+	head    []byte
+	index   *indexSnapshot
 	// live are the tasks a live process held the lock of (a run, a landing, land).
 	live map[string]bool
 	// db are the store's records of this run and its task; dbFile is the file's identity.
@@ -270,6 +273,9 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if s.refs, err = g.refs(ctx); err != nil {
 		return nil, err
 	}
+	if s.remotes, err = g.remotes(ctx); err != nil {
+		return nil, err
+	}
 	s.head, _ = os.ReadFile(filepath.Join(g.GitDir, "HEAD"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
 		return nil, err
@@ -350,6 +356,7 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 		}
 	}
 	landed := g.checkRefs(ctx, s, add)
+	g.checkRemotes(ctx, s, add)
 	if head, _ := os.ReadFile(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
 		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
@@ -380,6 +387,77 @@ func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
 	return readBranches(ctx, g.GitDir, g.Git, func(name string) bool {
 		return name == "refs/heads/"+g.Target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 	})
+}
+
+// remotes reads the remote-tracking refs but the remotes' task branches (hooks.Gate.Published).
+func (g *Guard) remotes(ctx context.Context) (map[string]string, error) {
+	return readRefs(ctx, g.GitDir, g.Git, "refs/remotes", func(name string) bool {
+		return strings.HasPrefix(name, "refs/remotes/") && !strings.Contains(name, "/"+worktree.BranchPrefix)
+	})
+}
+
+// checkRemotes reports a remote-tracking ref that, made or moved during the step, brings task
+// work into what the hooks' gate takes as published — which it then lets through unjudged —
+// and sets it back (compare-and-swap). A fetch brings the remote's commits, never this
+// repository's task work; a ref that went away publishes nothing more.
+func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fate string)) {
+	now, err := g.remotes(ctx)
+	if err != nil {
+		add(filepath.Join(g.GitDir, "refs", "remotes"), "could not read: "+err.Error())
+		return
+	}
+	var work map[string]bool // the task branches' commits not on the target, read once
+	for _, name := range sortedKeys(now) {
+		before, after := s.remotes[name], now[name]
+		if before == after || after == "" || strings.HasPrefix(after, "ref:") {
+			continue
+		}
+		if work == nil {
+			work = g.taskWork(ctx, s)
+		}
+		exclude := []string{"refs/heads/" + g.Target}
+		if before != "" && !strings.HasPrefix(before, "ref:") {
+			exclude = append(exclude, before)
+		}
+		brought, err := g.Git.Commits(ctx, []string{after}, exclude)
+		if err != nil || !slices.ContainsFunc(brought, func(c string) bool { return work[c] }) {
+			continue
+		}
+		fate := "moved back: it made task work look published"
+		if before == "" {
+			fate, err = "removed: it made task work look published", g.Git.DeleteRef(ctx, name, after)
+		} else {
+			err = g.Git.UpdateRef(ctx, name, before, after, "")
+		}
+		if err != nil {
+			msg, _, _ := strings.Cut(err.Error(), "\n")
+			fate = "not set back: it moved again since (" + strings.TrimSpace(msg) + ")"
+		}
+		add(name, fate)
+	}
+}
+
+// taskWork are the commits of the task branches, before and after the step, that are not on
+// the target.
+func (g *Guard) taskWork(ctx context.Context, s *Snapshot) map[string]bool {
+	now, _ := g.refs(ctx)
+	var heads []string
+	for _, refs := range []map[string]string{s.refs, now} {
+		for name, v := range refs {
+			if strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix) && v != "" {
+				heads = append(heads, v)
+			}
+		}
+	}
+	work := map[string]bool{}
+	if len(heads) == 0 {
+		return work
+	}
+	commits, _ := g.Git.Commits(ctx, heads, []string{"refs/heads/" + g.Target})
+	for _, c := range commits {
+		work[c] = true
+	}
+	return work
 }
 
 // checkRefs reports a guarded ref that moved and sets it back, compare-and-swap, so a move

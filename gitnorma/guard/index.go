@@ -18,9 +18,14 @@ import (
 // (packed-refs, then the loose refs that override it): a few file reads, no process. A
 // repository whose refs are in a reftable is asked through git for-each-ref.
 func readBranches(ctx context.Context, gitDir string, g git.Runner, keep func(string) bool) (map[string]string, error) {
+	return readRefs(ctx, gitDir, g, "refs/heads", keep)
+}
+
+// readRefs is readBranches for the refs under dir ("refs/heads", "refs/remotes").
+func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, keep func(string) bool) (map[string]string, error) {
 	out := map[string]string{}
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil {
-		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", "refs/heads/")
+		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
 		if err != nil {
 			return nil, err
 		}
@@ -40,7 +45,7 @@ func readBranches(ctx context.Context, gitDir string, g git.Runner, keep func(st
 		}
 		f.Close()
 	}
-	heads := filepath.Join(gitDir, "refs", "heads")
+	heads := filepath.Join(gitDir, filepath.FromSlash(dir))
 	err := filepath.WalkDir(heads, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil // a ref deleted while walking is simply gone
