@@ -82,7 +82,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	defer log.Close()
 	// The commit is an agent's: its check commands run its code, confined as in a run.
 	if cf := a.confiner(); !cf.shieldsNow() {
-		if err := a.markUnshielded(ctx, "git norma check of "+taskID+" with its commands unconfined"); err != nil {
+		if err := markUnshieldedIn(ctx, a.Repo, a.Now(), "git norma check of "+taskID+" with its commands unconfined"); err != nil {
 			return rep, err
 		}
 	}

@@ -206,18 +206,20 @@ func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
 	require.NoError(t, markUnshielded(ctx, st, app.Now(), "a parallel run"))
 	assert.Empty(t, g.Check(ctx, snap), "made meanwhile: not the agent's doing")
 
-	mark, _, err := st.UnshieldedSince(ctx)
+	mark, _, err := st.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	for name, tamper := range map[string]func() error{
-		"removed":   func() error { return st.ClearUnshielded(ctx) },
-		"rewritten": func() error { return st.RestoreUnshielded(ctx, store.Unshielded{At: mark.At, What: "nothing to see"}) },
+		"removed": func() error { return st.Facts().ClearUnshielded(ctx) },
+		"rewritten": func() error {
+			return st.Facts().RestoreUnshielded(ctx, store.Unshielded{At: mark.At, What: "nothing to see"})
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			snap, err := g.Snapshot(ctx)
 			require.NoError(t, err)
 			require.NoError(t, tamper())
 			assert.Equal(t, []string{".norma/norma.db: the record that unconfined processes ran here (restored)"}, g.Check(ctx, snap))
-			got, ok, err := st.UnshieldedSince(ctx)
+			got, ok, err := st.Facts().UnshieldedSince(ctx)
 			require.NoError(t, err)
 			assert.True(t, ok)
 			assert.Equal(t, mark.What, got.What)

@@ -20,20 +20,21 @@ import (
 // markUnshielded records, before it starts, that a process the kernel does not keep out of the
 // store runs here; what says which.
 func markUnshielded(ctx context.Context, st *store.Store, now time.Time, what string) error {
-	if err := st.MarkUnshielded(ctx, store.Unshielded{At: now, What: what}); err != nil {
+	if err := st.Facts().MarkUnshielded(ctx, store.Unshielded{At: now, What: what}); err != nil {
 		return fmt.Errorf("record that %s: %w", what, err)
 	}
 	return nil
 }
 
-// markUnshielded is markUnshielded on the repository's store, opened (made if need be) for it.
-func (a *App) markUnshielded(ctx context.Context, what string) error {
-	st, err := a.Repo.OpenStore(ctx)
+// markUnshieldedIn is markUnshielded on the repository's store, opened (made if need be) for
+// it.
+func markUnshieldedIn(ctx context.Context, repo *Repo, now time.Time, what string) error {
+	st, err := repo.OpenStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return markUnshielded(ctx, st, a.Now(), what)
+	return markUnshielded(ctx, st, now, what)
 }
 
 // shieldsNow says the kernel keeps what is started now out of the repository's shared places,
@@ -50,7 +51,7 @@ func storeDistrust(ctx context.Context, st *store.Store, shieldedNow bool) strin
 	if !shieldedNow {
 		return "agents could write the run store (they run unconfined here)"
 	}
-	if u, ok, err := st.UnshieldedSince(ctx); err != nil {
+	if u, ok, err := st.Facts().UnshieldedSince(ctx); err != nil {
 		return "the run store could not be read: " + err.Error()
 	} else if ok {
 		return fmt.Sprintf("processes the kernel did not keep out of the run store ran here since %s (%s)", u.At.Local().Format(time.DateTime), u.What)
@@ -65,15 +66,15 @@ func storeDistrust(ctx context.Context, st *store.Store, shieldedNow bool) strin
 
 // TrustStore removes the record that unconfined processes ran here: the user vouches for every
 // PASS in the store (git norma status lists them). It returns the record removed, if any.
-func (a *App) TrustStore(ctx context.Context) (store.Unshielded, bool, error) {
+func (r *Repo) TrustStore(ctx context.Context) (store.Unshielded, bool, error) {
 	var u store.Unshielded
 	var had bool
-	err := a.Repo.withStore(ctx, func(st *store.Store) error {
+	err := r.withStore(ctx, func(st *store.Store) error {
 		var err error
-		if u, had, err = st.UnshieldedSince(ctx); err != nil || !had {
+		if u, had, err = st.Facts().UnshieldedSince(ctx); err != nil || !had {
 			return err
 		}
-		return st.ClearUnshielded(ctx)
+		return st.Facts().ClearUnshielded(ctx)
 	})
 	return u, had, err
 }
@@ -81,7 +82,7 @@ func (a *App) TrustStore(ctx context.Context) (store.Unshielded, bool, error) {
 // doctorTrust says when a PASS read from the store is not evidence because unconfined
 // processes ran here.
 func doctorTrust(ctx context.Context, st *store.Store, rep *DoctorReport) {
-	if u, ok, err := st.UnshieldedSince(ctx); err == nil && ok {
+	if u, ok, err := st.Facts().UnshieldedSince(ctx); err == nil && ok {
 		rep.add("database", "warn", fmt.Sprintf("unconfined processes ran here since %s (%s): a PASS read from the run store is checked again before it lands, and the hooks do not take it",
 			u.At.Local().Format(time.DateTime), u.What),
 			"once you have looked at the PASSes recorded here (git norma status), vouch for them: git norma resume --trust-store")

@@ -19,7 +19,7 @@ func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
 		env.Progress.Printf("cleared the guard violation of %s", v.Summary())
 	}
 	if c.TrustStore {
-		u, had, err := app.TrustStore(env.Ctx)
+		u, had, err := app.Repo.TrustStore(env.Ctx)
 		switch {
 		case err != nil:
 			return err

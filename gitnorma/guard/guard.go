@@ -284,7 +284,7 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 		if s.db, err = g.Store.TaskRecords(ctx, g.RunID, g.TaskID); err != nil {
 			return nil, err
 		}
-		if u, ok, err := g.Store.UnshieldedSince(ctx); err != nil {
+		if u, ok, err := g.Store.Facts().UnshieldedSince(ctx); err != nil {
 			return nil, err
 		} else if ok {
 			s.unshielded = &u
@@ -557,9 +557,9 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 	}
 	var found []string
 	if before := s.unshielded; before != nil {
-		if now, ok, err := g.Store.UnshieldedSince(ctx); err == nil && (!ok || now.What != before.What || !now.At.Equal(before.At)) {
+		if now, ok, err := g.Store.Facts().UnshieldedSince(ctx); err == nil && (!ok || now.What != before.What || !now.At.Equal(before.At)) {
 			fate := "restored"
-			if err := g.Store.RestoreUnshielded(ctx, *before); err != nil {
+			if err := g.Store.Facts().RestoreUnshielded(ctx, *before); err != nil {
 				fate = "could not restore: " + err.Error()
 			}
 			found = append(found, fmt.Sprintf("%s: the record that unconfined processes ran here (%s)", db, fate))

@@ -403,14 +403,14 @@ func TestMigrationToTypedRuns(t *testing.T) {
 func TestUnshieldedRecord(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
-	_, ok, err := s.UnshieldedSince(ctx)
+	_, ok, err := s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok, "a new store has had no unshielded process")
 
 	first := Unshielded{At: time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC), What: "run r-1: agents unconfined"}
-	require.NoError(t, s.MarkUnshielded(ctx, first))
-	require.NoError(t, s.MarkUnshielded(ctx, Unshielded{At: first.At.Add(time.Hour), What: "run r-2"}))
-	got, ok, err := s.UnshieldedSince(ctx)
+	require.NoError(t, s.Facts().MarkUnshielded(ctx, first))
+	require.NoError(t, s.Facts().MarkUnshielded(ctx, Unshielded{At: first.At.Add(time.Hour), What: "run r-2"}))
+	got, ok, err := s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, first.What, got.What, "the first mark stays")
@@ -418,17 +418,17 @@ func TestUnshieldedRecord(t *testing.T) {
 
 	_, err = s.DB().ExecContext(ctx, `UPDATE store_facts SET value_json = '"x"'`)
 	require.NoError(t, err)
-	got, ok, err = s.UnshieldedSince(ctx)
+	got, ok, err = s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	assert.True(t, ok, "a record that does not decode still counts")
 	assert.Contains(t, got.What, "does not read back")
-	require.NoError(t, s.RestoreUnshielded(ctx, first))
-	got, _, err = s.UnshieldedSince(ctx)
+	require.NoError(t, s.Facts().RestoreUnshielded(ctx, first))
+	got, _, err = s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, first.What, got.What)
 
-	require.NoError(t, s.ClearUnshielded(ctx))
-	_, ok, err = s.UnshieldedSince(ctx)
+	require.NoError(t, s.Facts().ClearUnshielded(ctx))
+	_, ok, err = s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
 	assert.False(t, ok)
 }

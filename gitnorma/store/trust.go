@@ -22,13 +22,19 @@ type Unshielded struct {
 // factUnshielded is the store_facts key of Unshielded.
 const factUnshielded = "unshielded"
 
+// Facts are the facts of the store itself (table store_facts), beside the runs it records.
+type Facts struct{ s *Store }
+
+// Facts are the store's facts of itself.
+func (s *Store) Facts() Facts { return Facts{s} }
+
 // MarkUnshielded records u unless a record is there already: the first one stays.
-func (s *Store) MarkUnshielded(ctx context.Context, u Unshielded) error {
+func (f Facts) MarkUnshielded(ctx context.Context, u Unshielded) error {
 	data, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	return s.immediate(ctx, func(conn *sql.Conn) error {
+	return f.s.immediate(ctx, func(conn *sql.Conn) error {
 		_, err := conn.ExecContext(ctx, `INSERT OR IGNORE INTO store_facts(key, value_json) VALUES (?, ?)`, factUnshielded, string(data))
 		return err
 	})
@@ -36,12 +42,12 @@ func (s *Store) MarkUnshielded(ctx context.Context, u Unshielded) error {
 
 // RestoreUnshielded puts u back as the record, whatever is there now (the fallback guard's
 // undoing of an agent that changed or removed it).
-func (s *Store) RestoreUnshielded(ctx context.Context, u Unshielded) error {
+func (f Facts) RestoreUnshielded(ctx context.Context, u Unshielded) error {
 	data, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	return s.immediate(ctx, func(conn *sql.Conn) error {
+	return f.s.immediate(ctx, func(conn *sql.Conn) error {
 		_, err := conn.ExecContext(ctx, `INSERT OR REPLACE INTO store_facts(key, value_json) VALUES (?, ?)`, factUnshielded, string(data))
 		return err
 	})
@@ -49,9 +55,9 @@ func (s *Store) RestoreUnshielded(ctx context.Context, u Unshielded) error {
 
 // UnshieldedSince is the record, and whether there is one. A record that does not decode is
 // one all the same (Unshielded.What says so).
-func (s *Store) UnshieldedSince(ctx context.Context) (Unshielded, bool, error) {
+func (f Facts) UnshieldedSince(ctx context.Context) (Unshielded, bool, error) {
 	var raw string
-	err := s.db.QueryRowContext(ctx, `SELECT value_json FROM store_facts WHERE key = ?`, factUnshielded).Scan(&raw)
+	err := f.s.db.QueryRowContext(ctx, `SELECT value_json FROM store_facts WHERE key = ?`, factUnshielded).Scan(&raw)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Unshielded{}, false, nil
@@ -66,8 +72,8 @@ func (s *Store) UnshieldedSince(ctx context.Context) (Unshielded, bool, error) {
 }
 
 // ClearUnshielded removes the record: the user vouches for every record in the store.
-func (s *Store) ClearUnshielded(ctx context.Context) error {
-	return s.immediate(ctx, func(conn *sql.Conn) error {
+func (f Facts) ClearUnshielded(ctx context.Context) error {
+	return f.s.immediate(ctx, func(conn *sql.Conn) error {
 		_, err := conn.ExecContext(ctx, `DELETE FROM store_facts WHERE key = ?`, factUnshielded)
 		return err
 	})
