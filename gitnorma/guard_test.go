@@ -229,7 +229,9 @@ func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
 
 // A remote-tracking ref is what the hooks' gate takes as published and lets through unjudged:
 // one made or moved during the step to bring a task's work in (its head, one of its commits,
-// a merge holding one) is set back; one a fetch moved to the remote's own commits is not.
+// a merge holding one; a symbolic ref leading there; under refs/remotes/norma/task/, which the
+// gate counts) is set back. One a fetch moved is not: to the remote's own commits, or to task
+// work the remote really has there (a task's branch merged on the server).
 func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
 	ctx := context.Background()
 	_, ws := guardFixture(t)
@@ -254,33 +256,188 @@ func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
 	step2 := commit(step1)
 	git("branch", "norma/task/norma-x", step2)
 	fetched := commit(main)
+	// the remote, where a teammate merged the task's branch
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	git("init", "-q", "--bare", bare)
+	git("remote", "add", "origin", bare)
+	merged := commit(fetched, step2)
+	git("push", "-q", bare, merged+":refs/heads/main")
 	git("update-ref", "refs/remotes/origin/main", main)
 	git("update-ref", "refs/remotes/origin/norma/task/norma-x", main)
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	move := func(ref, to string) func() { return func() { git("update-ref", ref, to) } }
+	const published = ": it made task work look published)"
 
 	for _, tt := range []struct {
-		name, ref, to, want string
+		name string
+		act  func()
+		want string
 	}{
-		{"a new ref at a task's head", "refs/remotes/origin/cache", step2, "refs/remotes/origin/cache (removed: it made task work look published)"},
-		{"a new ref at one of its commits", "refs/remotes/origin/cache", step1, "refs/remotes/origin/cache (removed: it made task work look published)"},
-		{"a merge holding one", "refs/remotes/origin/cache", commit(fetched, step1), "refs/remotes/origin/cache (removed: it made task work look published)"},
-		{"the target's remote moved onto it", "refs/remotes/origin/main", step2, "refs/remotes/origin/main (moved back: it made task work look published)"},
-		{"a fetch", "refs/remotes/origin/main", fetched, ""},
-		{"a remote's task branch", "refs/remotes/origin/norma/task/norma-x", step2, ""},
+		{"a new ref at a task's head", move("refs/remotes/origin/cache", step2), "refs/remotes/origin/cache (removed" + published},
+		{"a new ref at one of its commits", move("refs/remotes/origin/cache", step1), "refs/remotes/origin/cache (removed" + published},
+		{"a merge holding one", move("refs/remotes/origin/cache", commit(fetched, step1)), "refs/remotes/origin/cache (removed" + published},
+		{"the target's remote moved onto it", move("refs/remotes/origin/main", step2), "refs/remotes/origin/main (moved back" + published},
+		{"a symbolic ref leading to it", func() { git("symbolic-ref", "refs/remotes/origin/cache", "refs/heads/norma/task/norma-x") },
+			"refs/remotes/origin/cache (removed" + published},
+		{"a remote named norma", move("refs/remotes/norma/task/x", step2), "refs/remotes/norma/task/x (removed" + published},
+		{"a fetch", move("refs/remotes/origin/main", fetched), ""},
+		{"a fetch of task work merged on the server", func() { git("fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main") }, ""},
+		{"a remote's task branch", move("refs/remotes/origin/norma/task/norma-x", step2), ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes/")
 			snap, err := g.Snapshot(ctx)
 			require.NoError(t, err)
-			git("update-ref", tt.ref, tt.to)
+			tt.act()
 			found := g.Check(ctx, snap)
 			if tt.want == "" {
 				assert.Empty(t, found)
-				git("update-ref", tt.ref, main) // as it was, for the next case
+				git("update-ref", "--no-deref", "refs/remotes/origin/main", main) // as it was, for the next case
 				return
 			}
 			assert.Equal(t, []string{tt.want}, found)
 			assert.Equal(t, before, git("for-each-ref", "--format=%(refname) %(objectname)", "refs/remotes/"), "set back")
+			assert.Equal(t, step2, git("rev-parse", "norma/task/norma-x"), "the task's branch is left alone")
 		})
 	}
+}
+
+// A replace ref made during the step would have your git read a commit of the target as one
+// holding what no task made: it is removed and reported. git-norma's own git never reads them.
+func TestGuardRemovesReplaceRefs(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	main := git("rev-parse", "main")
+	fake := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-m", "fake", "main^{tree}")
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	subject := git("show", "-s", "--format=%s", "main")
+	git("replace", main, fake)
+	assert.Equal(t, subject, git("show", "-s", "--format=%s", "main"), "git-norma's own git reads the objects")
+	assert.Equal(t, []string{"refs/replace/" + main + " (removed: it makes git read one commit as another)"}, g.Check(ctx, snap))
+	assert.Empty(t, git("for-each-ref", "refs/replace/"))
+}
+
+// The store's schema is git-norma's: a trigger an agent made (which would forge records
+// whenever git-norma writes its own, after the guard looked) is dropped, and a dropped table
+// of the store's record that unconfined processes ran is made again with the record.
+func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
+	require.NoError(t, markUnshielded(ctx, st, app.Now(), "a run of norma-t"))
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `CREATE TRIGGER forge AFTER UPDATE ON runs BEGIN DELETE FROM store_facts; END`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".norma/norma.db: its schema changed (triggers forge dropped)"}, g.Check(ctx, snap))
+	var n int
+	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
+	assert.Zero(t, n)
+
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `DROP TABLE store_facts`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		".norma/norma.db: its schema changed (not restored: look at it with sqlite3)",
+		".norma/norma.db: the record that unconfined processes ran here (restored)",
+	}, g.Check(ctx, snap))
+	u, ok, err := st.Facts().UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "a run of norma-t", u.What)
+}
+
+// A store replaced by another file during the step loses what the run writes to the one it
+// opened; the new file is marked as written by unconfined processes, so that no PASS in it
+// lands unchecked.
+func TestGuardMarksAReplacedStore(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+
+	otherPath := filepath.Join(t.TempDir(), "other.db")
+	other, err := store.Open(ctx, otherPath)
+	require.NoError(t, err)
+	other.Close()
+	path := app.Repo.Path("norma.db")
+	require.NoError(t, os.Rename(otherPath, path))
+	found := g.Check(ctx, snap)
+	require.Len(t, found, 1)
+	assert.Contains(t, found[0], ".norma/norma.db (replaced by another file; marked as written by unconfined processes")
+	now, err := store.Open(ctx, path)
+	require.NoError(t, err)
+	defer now.Close()
+	_, ok, err := now.Facts().UnshieldedSince(ctx)
+	require.NoError(t, err)
+	assert.True(t, ok)
+}
+
+// A landing record of a task that was not at work during the step does not make a moved
+// target a landing (an agent can write one); and another task's branch that an agent deleted
+// is put back when it held a PASS not landed yet (its verified work), never when its work
+// landed (retention prunes such branches).
+func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	main := git("rev-parse", "main")
+	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
+	for _, task := range []string{"norma-idle", "norma-pass", "norma-done"} {
+		git("branch", "norma/task/"+task, other)
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-" + task, Goal: "g", RunDir: "x", TaskID: task, Status: store.StatusFailed}, nil))
+	}
+	require.NoError(t, st.RecordPass(ctx, "r-norma-pass", other, strings.Repeat("b", 40)))
+	require.NoError(t, st.RecordPass(ctx, "r-norma-done", other, strings.Repeat("b", 40)))
+	require.NoError(t, st.SetLanded(ctx, "r-norma-done", strings.Repeat("c", 40)))
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: func() time.Time { return time.Now().Add(time.Hour) }, Store: st,
+		RunID: "r-1", TaskID: "norma-own", Target: "main", LiveTasks: app.Repo.liveTasks}
+
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	git("update-ref", "refs/heads/main", other)
+	require.NoError(t, st.SetLanded(ctx, "r-norma-idle", other))
+	for _, task := range []string{"norma-idle", "norma-pass", "norma-done"} {
+		git("update-ref", "-d", "refs/heads/norma/task/"+task)
+	}
+	assert.Equal(t, []string{
+		"refs/heads/main (moved back)",
+		"refs/heads/norma/task/norma-pass (restored: it holds the task's PASS, not landed yet)",
+	}, g.Check(ctx, snap))
+	assert.Equal(t, main, git("rev-parse", "main"))
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-pass"))
 }

@@ -37,7 +37,7 @@ type priorLanding struct {
 // landedBefore finds a landing of task already on target: a commit whose Norma-Task trailer
 // names it, committed since the task was created (the walk stops there, so it stays cheap on
 // a long history), or the landing one of its runs recorded in the store, if that commit is
-// still on the target. The tracker's status says nothing here: a `git stash` or checkout of
+// still on the target and the store can be trusted (storeDistrust). The tracker's status says nothing here: a `git stash` or checkout of
 // a tracked backlog reopens a landed task, and git's history is what tells.
 func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task.ID, Fixed: true}
@@ -53,6 +53,11 @@ func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracke
 		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), task.ID) {
 			return priorLanding{Commit: f[0], RunID: strings.Split(f[2], ",")[0]}, nil
 		}
+	}
+	if storeDistrust(ctx, st, ld.shieldedNow()) != "" {
+		// A landing the store records is as forgeable as a PASS there (trust.go): a record
+		// an agent wrote must not close a task whose work never landed.
+		return priorLanding{}, nil
 	}
 	return ld.repo.storeLanding(ctx, st, task, target)
 }

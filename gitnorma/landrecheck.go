@@ -224,10 +224,15 @@ func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp for
 // landCriteria are the criteria the run's last plan checked, or for a run without one (a
 // `git norma check`) the task's Verify commands and the project gates.
 func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
-	if !req.checkedHere && storeDistrust(ctx, st, ld.shieldedNow()) != "" {
+	if why := storeDistrust(ctx, st, ld.shieldedNow()); !req.checkedHere && why != "" {
 		// The stored plan is as forgeable as the PASS (see recheckOnTarget): the task's own
-		// Verify commands and the gates decide.
-		return taskCriteria(ld.cfg.Gates, req.task), nil
+		// Verify commands and the gates decide, and without any nothing vouches for the tree.
+		effective := taskCriteria(ld.cfg.Gates, req.task)
+		if len(effective) == 0 {
+			return nil, &landRefusal{reason: fmt.Errorf("the PASS of run %s was read from the run store, and %s; the task has no Verify command and there are no gates to check it with again", req.runID, why),
+				hint: "give the task a `Verify:` line in its description, then run it again: git norma run " + req.task.ID}
+		}
+		return effective, nil
 	}
 	if plan, _, _, err := runOutputs(ctx, st, req.runID); err != nil {
 		return nil, err

@@ -137,9 +137,11 @@ func (r Runner) Version(ctx context.Context) (string, error) {
 }
 
 // UpdateRef moves ref to newID, only if it is at oldID now (all zeros: only if it does not
-// exist; "": whatever it is at). msg, if any, goes into the reflog.
+// exist; "": whatever it is at). msg, if any, goes into the reflog. A ref that is a symbolic
+// one is replaced, never followed: what git-norma moves is the ref it names, not one a
+// symbolic ref (an agent's, say) would point it at.
 func (r Runner) UpdateRef(ctx context.Context, ref, newID, oldID, msg string) error {
-	args := []string{"update-ref"}
+	args := []string{"update-ref", "--no-deref"}
 	if msg != "" {
 		args = append(args, "-m", msg)
 	}
@@ -150,9 +152,10 @@ func (r Runner) UpdateRef(ctx context.Context, ref, newID, oldID, msg string) er
 	return r.Run(ctx, args...)
 }
 
-// DeleteRef deletes ref, only if it is at oldID now ("": whatever it is at).
+// DeleteRef deletes ref, only if it is at oldID now ("": whatever it is at); a symbolic ref
+// itself, never the ref it points at.
 func (r Runner) DeleteRef(ctx context.Context, ref, oldID string) error {
-	args := []string{"update-ref", "-d", ref}
+	args := []string{"update-ref", "--no-deref", "-d", ref}
 	if oldID != "" {
 		args = append(args, oldID)
 	}

@@ -210,9 +210,11 @@ func CleanEnv(env []string) []string {
 	kept := out[:0]
 	for _, kv := range out {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "LC_ALL" && name != "GIT_TERMINAL_PROMPT" && name != "GIT_EDITOR" {
+		if name != "LC_ALL" && name != "GIT_TERMINAL_PROMPT" && name != "GIT_EDITOR" && name != "GIT_NO_REPLACE_OBJECTS" {
 			kept = append(kept, kv)
 		}
 	}
-	return append(kept, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:")
+	// Replace refs (git replace) make git read one commit as another: one an agent made would
+	// have git-norma build a landing on content no task made. git-norma reads the objects.
+	return append(kept, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:", "GIT_NO_REPLACE_OBJECTS=1")
 }

@@ -83,8 +83,10 @@ type Snapshot struct {
 	// remotes are the remote-tracking refs but the remotes' task branches: what the hooks'
 	// gate takes as published.
 	remotes map[string]string
-	head    []byte
-	index   *indexSnapshot
+	// replaces are the replace refs (git replace), which make git read one commit as another.
+	replaces map[string]string
+	head     []byte
+	index    *indexSnapshot
 	// live are the tasks a live process held the lock of (a run, a landing, land).
 	live map[string]bool
 	// db are the store's records of this run and its task; dbFile is the file's identity.
@@ -93,6 +95,8 @@ type Snapshot struct {
 	// unshielded is the store's record that unconfined processes ran here (nil: none), which
 	// decides whether a PASS read from the store is evidence (gitnorma/trust.go).
 	unshielded *store.Unshielded
+	// schema is the digest of the store's schema (store.Facts.Schema).
+	schema string
 }
 
 // savedFile is a file's content as it was ("absent" when there was none), read through a
@@ -276,6 +280,9 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if s.remotes, err = g.remotes(ctx); err != nil {
 		return nil, err
 	}
+	if s.replaces, err = g.replaces(ctx); err != nil {
+		return nil, err
+	}
 	s.head, _ = os.ReadFile(filepath.Join(g.GitDir, "HEAD"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
 		return nil, err
@@ -288,6 +295,9 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 			return nil, err
 		} else if ok {
 			s.unshielded = &u
+		}
+		if s.schema, err = g.Store.Facts().Schema(ctx); err != nil {
+			return nil, err
 		}
 		s.dbFile = fileIdentity(g.normaPath("norma.db"))
 	}
@@ -357,6 +367,7 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 	}
 	landed := g.checkRefs(ctx, s, add)
 	g.checkRemotes(ctx, s, add)
+	g.checkReplaces(ctx, s, add)
 	if head, _ := os.ReadFile(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
 		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
@@ -389,17 +400,21 @@ func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
 	})
 }
 
-// remotes reads the remote-tracking refs but the remotes' task branches (hooks.Gate.Published).
+// remotes reads the remote-tracking refs but the remotes' task branches: exactly what the
+// hooks' gate takes as published (hooks.Gate.Published: --remotes --exclude=*/norma/task/*,
+// matched below refs/remotes/, so refs/remotes/norma/task/x is published and watched).
 func (g *Guard) remotes(ctx context.Context) (map[string]string, error) {
 	return readRefs(ctx, g.GitDir, g.Git, "refs/remotes", func(name string) bool {
-		return strings.HasPrefix(name, "refs/remotes/") && !strings.Contains(name, "/"+worktree.BranchPrefix)
+		rel, ok := strings.CutPrefix(name, "refs/remotes/")
+		return ok && !strings.Contains(rel, "/"+worktree.BranchPrefix)
 	})
 }
 
 // checkRemotes reports a remote-tracking ref that, made or moved during the step, brings task
 // work into what the hooks' gate takes as published — which it then lets through unjudged —
-// and sets it back (compare-and-swap). A fetch brings the remote's commits, never this
-// repository's task work; a ref that went away publishes nothing more.
+// and sets it back. A fetch can bring task work too (a teammate merged a task's branch on the
+// server): the remote is asked, and a ref at what the remote has there is a fetch. A symbolic
+// ref is judged by where it leads; a ref that went away publishes nothing more.
 func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fate string)) {
 	now, err := g.remotes(ctx)
 	if err != nil {
@@ -409,8 +424,15 @@ func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fa
 	var work map[string]bool // the task branches' commits not on the target, read once
 	for _, name := range sortedKeys(now) {
 		before, after := s.remotes[name], now[name]
-		if before == after || after == "" || strings.HasPrefix(after, "ref:") {
+		if before == after || after == "" {
 			continue
+		}
+		symbolic := strings.HasPrefix(after, "ref:")
+		commit := after
+		if symbolic {
+			if commit, err = g.Git.Resolve(ctx, name); err != nil {
+				continue // leads nowhere: publishes nothing
+			}
 		}
 		if work == nil {
 			work = g.taskWork(ctx, s)
@@ -419,21 +441,103 @@ func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fa
 		if before != "" && !strings.HasPrefix(before, "ref:") {
 			exclude = append(exclude, before)
 		}
-		brought, err := g.Git.Commits(ctx, []string{after}, exclude)
+		brought, err := g.Git.Commits(ctx, []string{commit}, exclude)
 		if err != nil || !slices.ContainsFunc(brought, func(c string) bool { return work[c] }) {
 			continue
 		}
-		fate := "moved back: it made task work look published"
-		if before == "" {
-			fate, err = "removed: it made task work look published", g.Git.DeleteRef(ctx, name, after)
-		} else {
-			err = g.Git.UpdateRef(ctx, name, before, after, "")
+		if !symbolic && g.remoteHas(ctx, name, after) {
+			continue // a fetch
+		}
+		add(name, g.setBack(ctx, name, before, after, symbolic))
+	}
+}
+
+// remoteHas says the remote of a remote-tracking ref has commit at that branch now. Asked only
+// for a ref that brings task work; no answer (offline, a remote that is not configured) is no.
+func (g *Guard) remoteHas(ctx context.Context, name, commit string) bool {
+	remote, branch, ok := strings.Cut(strings.TrimPrefix(name, "refs/remotes/"), "/")
+	if !ok {
+		return false
+	}
+	if url, err := g.Git.Config(ctx, "remote."+remote+".url"); err != nil || strings.TrimSpace(url) == "" {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, remoteAnswer)
+	defer cancel()
+	out, err := g.Git.RemoteHeads(rctx, remote, "refs/heads/"+branch)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if sha, ref, ok := strings.Cut(line, "\t"); ok && ref == "refs/heads/"+branch && sha == commit {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteAnswer bounds asking a remote whether it has a commit (remoteHas).
+const remoteAnswer = 20 * time.Second
+
+// setBack puts a remote-tracking ref back as it was before the step, compare-and-swap for a
+// plain one (a move made since is never undone), and says what became of it.
+func (g *Guard) setBack(ctx context.Context, name, before, after string, symbolic bool) string {
+	const why = ": it made task work look published"
+	old := after
+	if symbolic {
+		old = "" // the symbolic ref itself goes, whatever it leads to
+	}
+	var err error
+	fate := "moved back" + why
+	switch {
+	case before == "" || symbolic || strings.HasPrefix(before, "ref:"):
+		fate = "removed" + why
+		if err = g.Git.DeleteRef(ctx, name, old); err == nil && before != "" && !strings.HasPrefix(before, "ref:") {
+			fate = "moved back" + why
+			err = g.Git.UpdateRef(ctx, name, before, strings.Repeat("0", 40), "")
+		}
+	default:
+		err = g.Git.UpdateRef(ctx, name, before, after, "")
+	}
+	if err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		fate = "not set back: it moved again since (" + strings.TrimSpace(msg) + ")"
+	}
+	return fate
+}
+
+// replaces reads the replace refs.
+func (g *Guard) replaces(ctx context.Context) (map[string]string, error) {
+	return readRefs(ctx, g.GitDir, g.Git, "refs/replace", func(name string) bool { return strings.HasPrefix(name, "refs/replace/") })
+}
+
+// checkReplaces sets back every replace ref made, moved or removed during the step: git-norma's
+// own git ignores them, but yours would show (check out, push, build on) one commit as
+// another — a commit on the target as one holding what no task made.
+func (g *Guard) checkReplaces(ctx context.Context, s *Snapshot, add func(path, fate string)) {
+	now, err := g.replaces(ctx)
+	if err != nil {
+		add(filepath.Join(g.GitDir, "refs", "replace"), "could not read: "+err.Error())
+		return
+	}
+	for _, name := range sortedKeys(now, s.replaces) {
+		before, after := s.replaces[name], now[name]
+		if before == after {
+			continue
+		}
+		fate := "moved back"
+		switch {
+		case before == "":
+			fate, err = "removed", g.Git.DeleteRef(ctx, name, "")
+		case after == "":
+			fate, err = "restored", g.Git.UpdateRef(ctx, name, before, strings.Repeat("0", 40), "")
+		default:
+			err = g.Git.UpdateRef(ctx, name, before, "", "")
 		}
 		if err != nil {
-			msg, _, _ := strings.Cut(err.Error(), "\n")
-			fate = "not set back: it moved again since (" + strings.TrimSpace(msg) + ")"
+			fate = "could not set back: " + err.Error()
 		}
-		add(name, fate)
+		add(name, fate+": it makes git read one commit as another")
 	}
 }
 
@@ -489,12 +593,23 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate 
 			continue
 		}
 		if name == target && g.Store != nil && after != "" {
-			if ok, _ := g.Store.HasLanded(ctx, after); ok {
+			// A landing records its commit; the record counts only from a run of a task that
+			// was at work during the step: an agent can write a record of its own.
+			if tasks, _ := g.Store.LandedBy(ctx, after); slices.ContainsFunc(tasks, isBusy) {
 				landed = [2]string{before, after}
 				continue
 			}
 		}
-		if name != target && (after == "" || isBusy(strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix))) {
+		task := strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix)
+		if name != target && after == "" && !isBusy(task) && g.unlandedPass(ctx, task, before) {
+			fate := "restored: it holds the task's PASS, not landed yet"
+			if err := g.Git.UpdateRef(ctx, name, before, strings.Repeat("0", 40), ""); err != nil {
+				fate = "not restored: " + err.Error()
+			}
+			add(name, fate)
+			continue
+		}
+		if name != target && (after == "" || isBusy(task)) {
 			continue
 		}
 		fate := "moved back"
@@ -511,6 +626,28 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate 
 		add(name, fate)
 	}
 	return landed
+}
+
+// unlandedPass says a run of task recorded a PASS for head that did not land: the branch then
+// holds verified work no one has yet, which a deletion (not a landing, nor a prune of a landed
+// task) would lose.
+func (g *Guard) unlandedPass(ctx context.Context, task, head string) bool {
+	if g.Store == nil || head == "" {
+		return false
+	}
+	runs, err := g.Store.RunsForTask(ctx, task, 50)
+	if err != nil {
+		return false
+	}
+	for _, r := range runs {
+		if r.LandedCommit != "" {
+			return false // its work landed: the branch may go
+		}
+		if r.PassHead == head {
+			return true
+		}
+	}
+	return false
 }
 
 // liveTasks asks LiveTasks, if set.
@@ -540,6 +677,25 @@ func (g *Guard) busyTasks(ctx context.Context, t time.Time) map[string]bool {
 	return busy
 }
 
+// distrustReplaced marks the file now at the store's path as one unconfined processes ran
+// beside (trust.go): the run's violation goes to the file it opened, which is gone, and the
+// new one must not be taken as evidence either. It says what became of it.
+func (g *Guard) distrustReplaced(ctx context.Context, s *Snapshot) string {
+	mark := store.Unshielded{At: g.Now(), What: "the store was replaced while an unconfined agent of run " + g.RunID + " ran"}
+	if s.unshielded != nil {
+		mark = *s.unshielded
+	}
+	st, err := store.Open(ctx, g.normaPath("norma.db"))
+	if err != nil {
+		return "could not mark it: " + err.Error()
+	}
+	defer st.Close()
+	if err := st.Facts().RestoreUnshielded(ctx, mark); err != nil {
+		return "could not mark it: " + err.Error()
+	}
+	return "marked as written by unconfined processes; move it away and run git norma doctor"
+}
+
 // checkStore reports records of this run or its task that the run did not write, and removes
 // the runs an agent forged (a task's run can only be started by the process holding its lock:
 // this one).
@@ -549,21 +705,33 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 	}
 	db := g.rel(g.normaPath("norma.db"))
 	if id := fileIdentity(g.normaPath("norma.db")); id != s.dbFile {
-		return []string{db + " (replaced by another file; not restored: move it away and run git norma doctor)"}
-	}
-	now, err := g.Store.TaskRecords(ctx, g.RunID, g.TaskID)
-	if err != nil {
-		return []string{fmt.Sprintf("%s (could not read: %v)", db, err)}
+		return []string{db + " (replaced by another file; " + g.distrustReplaced(ctx, s) + ")"}
 	}
 	var found []string
+	// Its schema first: a trigger would write records whenever git-norma writes its own (after
+	// this look), a dropped table would take the record below with it.
+	if schema, err := g.Store.Facts().Schema(ctx); err != nil || schema != s.schema {
+		fate := "not restored: look at it with sqlite3"
+		if dropped, err := g.Store.Facts().DropTriggers(ctx); err != nil {
+			fate = "could not drop its triggers: " + err.Error()
+		} else if len(dropped) > 0 {
+			fate = "triggers " + strings.Join(dropped, ", ") + " dropped"
+		}
+		found = append(found, fmt.Sprintf("%s: its schema changed (%s)", db, fate))
+	}
 	if before := s.unshielded; before != nil {
-		if now, ok, err := g.Store.Facts().UnshieldedSince(ctx); err == nil && (!ok || now.What != before.What || !now.At.Equal(before.At)) {
+		now, ok, err := g.Store.Facts().UnshieldedSince(ctx)
+		if err != nil || !ok || now.What != before.What || !now.At.Equal(before.At) {
 			fate := "restored"
 			if err := g.Store.Facts().RestoreUnshielded(ctx, *before); err != nil {
 				fate = "could not restore: " + err.Error()
 			}
 			found = append(found, fmt.Sprintf("%s: the record that unconfined processes ran here (%s)", db, fate))
 		}
+	}
+	now, err := g.Store.TaskRecords(ctx, g.RunID, g.TaskID)
+	if err != nil {
+		return append(found, fmt.Sprintf("%s (could not read: %v)", db, err))
 	}
 	var forged, changed []string
 	for id, digest := range now {

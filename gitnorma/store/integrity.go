@@ -33,7 +33,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
 	return "ok", nil
 }
 
-var createRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^CREATE (TABLE|INDEX) (\w+)`) })
+var createRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^CREATE (TABLE|INDEX) (?:IF NOT EXISTS )?(\w+)`) })
 
 // schemaObjects lists the (type, name) of every table and index the migrations create.
 func schemaObjects() [][2]string {

@@ -151,11 +151,22 @@ func (s *Store) setColumns(ctx context.Context, runID, set string, args ...any) 
 	})
 }
 
-// HasLanded says whether some run records commit as its landing.
-func (s *Store) HasLanded(ctx context.Context, commit string) (bool, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE landed_commit = ?`, commit).Scan(&n)
-	return n > 0, err
+// LandedBy are the tasks of the runs that recorded commit as their landing.
+func (s *Store) LandedBy(ctx context.Context, commit string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT coalesce(task_id, '') FROM runs WHERE landed_commit = ?`, commit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tasks []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
 }
 
 func mustAffect(res sql.Result, runID string) error {

@@ -131,10 +131,7 @@ ALTER TABLE runs ADD COLUMN actor TEXT NULL;
 	// Version 6: facts of the store itself, such as whether processes the kernel did not keep
 	// out of it ever ran (trust.go).
 	`
-CREATE TABLE store_facts (
-	key        TEXT PRIMARY KEY,
-	value_json TEXT NOT NULL CHECK (json_valid(value_json))
-);
+` + createFacts + `
 `,
 }
 
@@ -169,3 +166,10 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	return nil
 }
+
+// createFacts makes the table of the store's facts of itself (version 6); Facts makes it again
+// should an agent have dropped it.
+const createFacts = `CREATE TABLE IF NOT EXISTS store_facts (
+	key        TEXT PRIMARY KEY,
+	value_json TEXT NOT NULL CHECK (json_valid(value_json))
+);`

@@ -63,6 +63,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	// git-norma's schema has no trigger: one there is someone else's (Facts.DropTriggers).
+	if _, err := dropTriggers(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
 	return s, nil
 }
 

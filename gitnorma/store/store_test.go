@@ -432,3 +432,19 @@ func TestUnshieldedRecord(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 }
+
+// git-norma's schema has no trigger: one found when the store is opened is someone else's,
+// and goes.
+func TestOpenDropsTriggers(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	_, err := s.DB().ExecContext(ctx, `CREATE TRIGGER forge AFTER INSERT ON runs BEGIN UPDATE runs SET status = 'passed'; END`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	s, err = Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	var n int
+	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
+	assert.Zero(t, n)
+}

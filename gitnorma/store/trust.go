@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -48,6 +51,9 @@ func (f Facts) RestoreUnshielded(ctx context.Context, u Unshielded) error {
 		return err
 	}
 	return f.s.immediate(ctx, func(conn *sql.Conn) error {
+		if _, err := conn.ExecContext(ctx, createFacts); err != nil { // dropped meanwhile
+			return err
+		}
 		_, err := conn.ExecContext(ctx, `INSERT OR REPLACE INTO store_facts(key, value_json) VALUES (?, ?)`, factUnshielded, string(data))
 		return err
 	})
@@ -77,4 +83,52 @@ func (f Facts) ClearUnshielded(ctx context.Context) error {
 		_, err := conn.ExecContext(ctx, `DELETE FROM store_facts WHERE key = ?`, factUnshielded)
 		return err
 	})
+}
+
+// Schema is a digest of the store's schema (its tables, indexes, triggers and views): what no
+// one but git-norma's migrations changes.
+func (f Facts) Schema(ctx context.Context) (string, error) {
+	rows, err := f.s.db.QueryContext(ctx, `SELECT type || ' ' || name || ' ' || coalesce(sql, '') FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	h := sha256.New()
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		h.Write([]byte(line + "\n"))
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), rows.Err()
+}
+
+// DropTriggers drops every trigger: git-norma's schema has none, and one an agent made would
+// write records (a PASS, say) whenever git-norma writes its own. It returns their names.
+func (f Facts) DropTriggers(ctx context.Context) ([]string, error) {
+	return dropTriggers(ctx, f.s.db)
+}
+
+func dropTriggers(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'trigger'`)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	for _, n := range names {
+		if _, err := db.ExecContext(ctx, `DROP TRIGGER IF EXISTS "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
+			return names, err
+		}
+	}
+	return names, nil
 }
