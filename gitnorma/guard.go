@@ -85,16 +85,10 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	if w.confined {
 		return nil, nil // the kernel refused every such write (see Snapshot)
 	}
-	// Under the landing lock no landing of a parallel run is half done (the target moved, the
-	// main checkout not yet, or its landed commit not yet recorded); taken first, as land does.
-	// Under the backlog lock no git-norma write is half done and the stamp is current.
-	if w.guard != nil {
-		unlockLand, err := flock.Wait(ctx, filepath.Join(w.guard.NormaDir, "locks", "land.lock"))
-		if err != nil {
-			return nil, err
-		}
-		defer unlockLand()
-	}
+	// The guard's snapshot took the landing lock: no landing moved the target or the main
+	// checkout while the agent worked; it lets go of it once it has looked (or here, whatever
+	// happens). Under the backlog lock no git-norma write is half done and the stamp is current.
+	defer w.guard.Release()
 	unlock, err := flock.Wait(ctx, backlogLockPath(w.root))
 	if err != nil {
 		return nil, err

@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -143,8 +145,10 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 }
 
 // Refs: the target and another task's branch moved during the step are moved back
-// (compare-and-swap); git-norma's own moves — a landing's recorded commit, a branch of a task
-// a run works on, the run's own branch — are not the agent's.
+// (compare-and-swap); a branch of a task a live run holds the lock of, and the run's own
+// branch, are not the agent's to answer for. No landing moves the target meanwhile (the guard
+// holds the landing lock from its snapshot to its check), so a landing record does not excuse
+// a moved target: the agent can write one.
 func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	ctx := context.Background()
 	_, ws := guardFixture(t)
@@ -160,7 +164,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	}
 	main := git("rev-parse", "main")
 	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
-	for _, b := range []string{"norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+	for _, b := range []string{"norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy", "norma/task/norma-recent"} {
 		git("branch", b, main)
 	}
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
@@ -168,23 +172,37 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
-	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-busy", Goal: "g", RunDir: "x", TaskID: "norma-busy"}, nil))
-	for _, b := range []string{"main", "norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy"} {
+	lock, err := app.Repo.acquireTaskLock("norma-busy") // a run of that task, live
+	require.NoError(t, err)
+	defer lock.Release()
+	require.NoError(t, lock.Record("r-busy", time.Now()))
+	// a run record of that task made during the step is no sign of one: the agent can write it
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-recent", Goal: "g", RunDir: "x", TaskID: "norma-recent"}, nil))
+	for _, b := range []string{"main", "norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy", "norma/task/norma-recent"} {
 		git("update-ref", "refs/heads/"+b, other)
 	}
 	git("update-ref", "refs/heads/norma/task/norma-new", other)
 	assert.Equal(t, []string{
 		"refs/heads/main (moved back)", "refs/heads/norma/task/norma-idle (moved back)", "refs/heads/norma/task/norma-new (removed)",
+		"refs/heads/norma/task/norma-recent (moved back)",
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
-	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a run of that task moved it")
+	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a live run of that task moved it")
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-own"), "the workspace's own, checked at its commit")
 
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
+	landing, err := flock.Acquire(ctx, app.Repo.Path("locks", "land.lock"), 0o600, flock.Exclusive|syscall.LOCK_NB)
+	assert.Error(t, err, "the guard holds the landing lock while the agent works")
+	if landing != nil {
+		landing()
+	}
 	git("update-ref", "refs/heads/main", other)
-	require.NoError(t, st.SetLanded(ctx, "r-busy", other))
-	assert.Empty(t, g.Check(ctx, snap), "a landing of git-norma's")
+	require.NoError(t, st.SetLanded(ctx, "r-recent", other))
+	assert.Equal(t, []string{"refs/heads/main (moved back)"}, g.Check(ctx, snap), "a landing record the agent could have written")
+	landing, err = flock.Acquire(ctx, app.Repo.Path("locks", "land.lock"), 0o600, flock.Exclusive|syscall.LOCK_NB)
+	require.NoError(t, err, "released by the check")
+	landing()
 }
 
 // The record that unconfined processes ran here is what keeps a forged PASS from landing
@@ -431,6 +449,9 @@ func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
 	require.NoError(t, err)
 	git("update-ref", "refs/heads/main", other)
 	require.NoError(t, st.SetLanded(ctx, "r-norma-idle", other))
+	// records made during the step say nothing: a fresh run of the PASS's task, one that landed
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-forged", Goal: "g", RunDir: "x", TaskID: "norma-pass"}, nil))
+	require.NoError(t, st.SetLanded(ctx, "r-forged", strings.Repeat("e", 40)))
 	for _, task := range []string{"norma-idle", "norma-pass", "norma-done"} {
 		git("update-ref", "-d", "refs/heads/norma/task/"+task)
 	}
@@ -440,4 +461,43 @@ func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-pass"))
+}
+
+// A symbolic link under git's refs makes git read refs from elsewhere: under refs/remotes/ a
+// task's branch would look published to the hooks (it is removed); a refs/heads that is one
+// would move the target where the guard, reading the files, would not see it (it is reported).
+func TestGuardCatchesLinksInTheRefs(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	git("branch", "norma/task/norma-x", "main")
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	refs := filepath.Join(app.Repo.GitDir, "refs")
+
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(refs, "remotes"), 0o755))
+	require.NoError(t, os.Symlink("../heads/norma/task", filepath.Join(refs, "remotes", "cache")))
+	assert.Equal(t, []string{".git/refs/remotes/cache (removed: a symbolic link made git read refs from elsewhere)"}, g.Check(ctx, snap))
+	_, err = os.Lstat(filepath.Join(refs, "remotes", "cache"))
+	assert.True(t, os.IsNotExist(err))
+
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(filepath.Join(refs, "heads"), filepath.Join(refs, ".h")))
+	require.NoError(t, os.Symlink(".h", filepath.Join(refs, "heads")))
+	main := git("rev-parse", "main")
+	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
+	require.NoError(t, os.WriteFile(filepath.Join(refs, ".h", "main"), []byte(other+"\n"), 0o644))
+	assert.Equal(t, []string{
+		".git/refs/heads (not removed: a symbolic link makes git read refs from elsewhere; look at it, then remove it yourself)",
+		"refs/heads/main (moved back)",
+	}, g.Check(ctx, snap))
+	assert.Equal(t, main, git("rev-parse", "main"), "as git reads it, through the link")
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -102,6 +103,8 @@ type run struct {
 	stopLease func()
 	leaseLost *atomic.Bool
 	rec       *recorder
+	// guard is the fallback guard of the run's unconfined steps.
+	guard *guard.Guard
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
 }
@@ -201,11 +204,13 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
 		return RunReport{}, err
 	}
+	r.guard = r.newGuard()
 	opts, err := r.loopOptions(ctx, o.Live)
 	if err != nil {
 		return RunReport{}, r.abort(err)
 	}
 	res, err := loop.Run(ctx, opts)
+	r.guard.Release() // the landing lock of a step that ended without the guard's look
 	r.rec.finishMirrors(context.WithoutCancel(ctx))
 	if err != nil {
 		r.rec.writeNotes(context.WithoutCancel(ctx))
@@ -480,7 +485,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
-		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.newGuard(),
+		Workspace: workspace{ws: r.ws, redact: r.app.redact, root: r.app.Repo.Root, runDir: r.dir, guard: r.guard,
 			confined: r.app.confiner().shields(r.pre.sandbox),
 			events:   func(ctx context.Context, e store.Event) { e.TS = r.app.Now(); _ = r.st.AppendEvent(ctx, r.id, e) },
 			checks: func(ctx context.Context, commit string, fresh bool) (loop.CheckTree, error) {

@@ -49,6 +49,10 @@ type Guard struct {
 	LiveTasks func() map[string]bool
 	// index caches the tracked paths between steps while the index file does not change.
 	index *indexSnapshot
+	// landing releases the landing lock Snapshot took for the step (nil when not held).
+	landing func()
+	// viaGit reads the refs through git: a symbolic link under refs/ is there (checkRefLinks).
+	viaGit bool
 }
 
 // Places are where the repository keeps what the guard watches.
@@ -89,6 +93,11 @@ type Snapshot struct {
 	index    *indexSnapshot
 	// live are the tasks a live process held the lock of (a run, a landing, land).
 	live map[string]bool
+	// unlanded are the task branches holding a PASS not landed yet (unlandedPasses), judged
+	// from the store as it was before the step.
+	unlanded map[string]bool
+	// links are the symbolic links under the repository's refs directory (refLinks).
+	links map[string]bool
 	// db are the store's records of this run and its task; dbFile is the file's identity.
 	db     store.TaskRecords
 	dbFile string
@@ -256,13 +265,17 @@ func (g *Guard) smallFiles() []string {
 		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}, globalGitFiles("attributes")...)
 }
 
-// Snapshot copies what is small and fingerprints the rest.
+// Snapshot copies what is small and fingerprints the rest. It holds the landing lock until
+// Check (or Release): no landing moves the target while the agent works, so a target that moved
+// is the agent's doing — a landing record in the store, which the agent can write as well,
+// never excuses it.
 func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
-	unlock, err := flock.Wait(ctx, g.normaPath("locks", "land.lock")) // no landing half done
+	g.Release() // a step that ended without its Check
+	unlock, err := flock.Wait(ctx, g.normaPath("locks", "land.lock"))
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	g.landing = unlock
 	s := &Snapshot{at: g.Now(), configs: map[string]savedFile{}, hooks: map[string]savedFile{}}
 	for _, p := range g.smallFiles() {
 		s.files = append(s.files, saveFile(p))
@@ -274,29 +287,38 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 		s.hooksDir, s.hooks = dir, saveHooks(dir)
 	}
 	s.live = g.liveTasks()
+	s.links = g.refLinks()
 	if s.refs, err = g.refs(ctx); err != nil {
+		g.Release()
 		return nil, err
 	}
+	s.unlanded = g.unlandedPasses(ctx, s.refs)
 	if s.remotes, err = g.remotes(ctx); err != nil {
+		g.Release()
 		return nil, err
 	}
 	if s.replaces, err = g.replaces(ctx); err != nil {
+		g.Release()
 		return nil, err
 	}
 	s.head, _ = os.ReadFile(filepath.Join(g.GitDir, "HEAD"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
+		g.Release()
 		return nil, err
 	}
 	if g.Store != nil {
 		if s.db, err = g.Store.TaskRecords(ctx, g.RunID, g.TaskID); err != nil {
+			g.Release()
 			return nil, err
 		}
 		if u, ok, err := g.Store.Facts().UnshieldedSince(ctx); err != nil {
+			g.Release()
 			return nil, err
 		} else if ok {
 			s.unshielded = &u
 		}
 		if s.schema, err = g.Store.Facts().Schema(ctx); err != nil {
+			g.Release()
 			return nil, err
 		}
 		s.dbFile = fileIdentity(g.normaPath("norma.db"))
@@ -365,13 +387,17 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 			}
 		}
 	}
-	landed := g.checkRefs(ctx, s, add)
+	defer g.Release()
+	g.checkRefLinks(s, add) // first: the refs below are read from the files, unless a link is left
+	g.viaGit = len(g.refLinks()) > 0
+	defer func() { g.viaGit = false }()
+	g.checkRefs(ctx, s, add)
 	g.checkRemotes(ctx, s, add)
 	g.checkReplaces(ctx, s, add)
 	if head, _ := os.ReadFile(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
 		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
-	found = append(found, g.checkIndex(ctx, s.index, landed)...)
+	found = append(found, g.checkIndex(ctx, s.index)...)
 	found = append(found, g.checkStore(ctx, s)...)
 	sort.Strings(found)
 	return found
@@ -395,7 +421,7 @@ func (g *Guard) rel(p string) string {
 
 // refs reads the target's and the task branches' values.
 func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
-	return readBranches(ctx, g.GitDir, g.Git, func(name string) bool {
+	return readRefs(ctx, g.GitDir, g.Git, "refs/heads", g.viaGit, func(name string) bool {
 		return name == "refs/heads/"+g.Target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 	})
 }
@@ -404,7 +430,7 @@ func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
 // hooks' gate takes as published (hooks.Gate.Published: --remotes --exclude=*/norma/task/*,
 // matched below refs/remotes/, so refs/remotes/norma/task/x is published and watched).
 func (g *Guard) remotes(ctx context.Context) (map[string]string, error) {
-	return readRefs(ctx, g.GitDir, g.Git, "refs/remotes", func(name string) bool {
+	return readRefs(ctx, g.GitDir, g.Git, "refs/remotes", g.viaGit, func(name string) bool {
 		rel, ok := strings.CutPrefix(name, "refs/remotes/")
 		return ok && !strings.Contains(rel, "/"+worktree.BranchPrefix)
 	})
@@ -508,7 +534,7 @@ func (g *Guard) setBack(ctx context.Context, name, before, after string, symboli
 
 // replaces reads the replace refs.
 func (g *Guard) replaces(ctx context.Context) (map[string]string, error) {
-	return readRefs(ctx, g.GitDir, g.Git, "refs/replace", func(name string) bool { return strings.HasPrefix(name, "refs/replace/") })
+	return readRefs(ctx, g.GitDir, g.Git, "refs/replace", g.viaGit, func(name string) bool { return strings.HasPrefix(name, "refs/replace/") })
 }
 
 // checkReplaces sets back every replace ref made, moved or removed during the step: git-norma's
@@ -564,26 +590,72 @@ func (g *Guard) taskWork(ctx context.Context, s *Snapshot) map[string]bool {
 	return work
 }
 
+// refLinks are the symbolic links under the refs directory (the directory itself included):
+// git follows them, so a link makes it read refs from elsewhere — a branch the guard, which
+// reads the files without following links, would not see move, or a task's branch listed
+// under refs/remotes/, where the hooks take what it holds as published.
+func (g *Guard) refLinks() map[string]bool {
+	links := map[string]bool{}
+	_ = filepath.WalkDir(filepath.Join(g.GitDir, "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type()&fs.ModeSymlink != 0 {
+			links[p] = true
+		}
+		return nil
+	})
+	return links
+}
+
+// checkRefLinks removes a symbolic link made under refs/remotes/ or refs/replace/ during the
+// step (nothing of yours is there), and reports one made anywhere else under refs/, which only
+// you can judge.
+func (g *Guard) checkRefLinks(s *Snapshot, add func(path, fate string)) {
+	now := g.refLinks()
+	for _, p := range sortedKeys(now) {
+		if s.links[p] {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(g.GitDir, "refs"), p)
+		fate := "not removed: a symbolic link makes git read refs from elsewhere; look at it, then remove it yourself"
+		if first, _, _ := strings.Cut(filepath.ToSlash(rel), "/"); first == "remotes" || first == "replace" {
+			fate = "removed: a symbolic link made git read refs from elsewhere"
+			if err := os.Remove(p); err != nil {
+				fate = "could not remove it: " + err.Error()
+			}
+		}
+		add(p, fate)
+	}
+}
+
+// Release lets go of the landing lock Snapshot took, if still held.
+func (g *Guard) Release() {
+	if g != nil && g.landing != nil {
+		g.landing()
+		g.landing = nil
+	}
+}
+
 // checkRefs reports a guarded ref that moved and sets it back, compare-and-swap, so a move
-// made after the check is never undone. It returns the target's old and new values when a
-// landing of git-norma's moved it (a parallel run's: that also changes the main checkout).
+// made after the check is never undone.
 //   - The run's own task branch is the workspace's, checked when the step is committed.
-//   - Another task's branch may be moved by a run or a landing of that task going on meanwhile
-//     (its lock held before or after the step, or a run that started or ended during it); a
-//     deleted one was landed or pruned. Neither counts.
-//   - The target counts unless it moved to a commit a landing recorded.
-func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate string)) (landed [2]string) {
+//   - The target cannot have moved by a landing: Snapshot held the landing lock.
+//   - Another task's branch may be moved by a run of that task going on meanwhile (its lock
+//     held before or after the step). A deleted one was landed or pruned, unless it held a PASS
+//     not landed yet: that one is put back.
+//
+// What decides is the task locks and the store as it was before the step, never records
+// written during it, which the agent could have written.
+func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate string)) {
 	now, err := g.refs(ctx)
 	if err != nil {
 		add(filepath.Join(g.GitDir, "refs"), "could not read: "+err.Error())
-		return landed
+		return
 	}
-	var busy map[string]bool // read once, when a task branch moved
+	var liveNow map[string]bool // read once, when a task branch moved
 	isBusy := func(task string) bool {
-		if busy == nil {
-			busy = g.busyTasks(ctx, s.at)
+		if liveNow == nil {
+			liveNow = g.liveTasks()
 		}
-		return s.live[task] || busy[task]
+		return s.live[task] || liveNow[task]
 	}
 	own := "refs/heads/" + worktree.TaskBranch(g.TaskID)
 	target := "refs/heads/" + g.Target
@@ -592,16 +664,8 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate 
 		if before == after || name == own {
 			continue
 		}
-		if name == target && g.Store != nil && after != "" {
-			// A landing records its commit; the record counts only from a run of a task that
-			// was at work during the step: an agent can write a record of its own.
-			if tasks, _ := g.Store.LandedBy(ctx, after); slices.ContainsFunc(tasks, isBusy) {
-				landed = [2]string{before, after}
-				continue
-			}
-		}
 		task := strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix)
-		if name != target && after == "" && !isBusy(task) && g.unlandedPass(ctx, task, before) {
+		if name != target && after == "" && !isBusy(task) && s.unlanded[name] {
 			fate := "restored: it holds the task's PASS, not landed yet"
 			if err := g.Git.UpdateRef(ctx, name, before, strings.Repeat("0", 40), ""); err != nil {
 				fate = "not restored: " + err.Error()
@@ -625,7 +689,21 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate 
 		}
 		add(name, fate)
 	}
-	return landed
+}
+
+// unlandedPasses are the task branches (of refs) whose head a run of its task recorded a PASS
+// for that did not land: verified work no one has yet, which a deletion would lose.
+func (g *Guard) unlandedPasses(ctx context.Context, refs map[string]string) map[string]bool {
+	out := map[string]bool{}
+	if g.Store == nil {
+		return out
+	}
+	for name, head := range refs {
+		if task, ok := strings.CutPrefix(name, "refs/heads/"+worktree.BranchPrefix); ok && g.unlandedPass(ctx, task, head) {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // unlandedPass says a run of task recorded a PASS for head that did not land: the branch then
@@ -656,25 +734,6 @@ func (g *Guard) liveTasks() map[string]bool {
 		return map[string]bool{}
 	}
 	return g.LiveTasks()
-}
-
-// busyTasks are the live tasks (liveTasks) and the tasks with a run going on, or one that
-// started or ended since t.
-func (g *Guard) busyTasks(ctx context.Context, t time.Time) map[string]bool {
-	busy := g.liveTasks()
-	if g.Store == nil {
-		return busy
-	}
-	runs, err := g.Store.RecentRuns(ctx, 200)
-	if err != nil {
-		return busy
-	}
-	for _, r := range runs {
-		if r.Status == store.StatusRunning || !r.CreatedAt.Before(t) || !r.EndedAt.Before(t) {
-			busy[r.TaskID] = true
-		}
-	}
-	return busy
 }
 
 // distrustReplaced marks the file now at the store's path as one unconfined processes ran

@@ -14,17 +14,14 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
-// readBranches reads the values of the branches keep selects straight from the ref files
-// (packed-refs, then the loose refs that override it): a few file reads, no process. A
-// repository whose refs are in a reftable is asked through git for-each-ref.
-func readBranches(ctx context.Context, gitDir string, g git.Runner, keep func(string) bool) (map[string]string, error) {
-	return readRefs(ctx, gitDir, g, "refs/heads", keep)
-}
-
-// readRefs is readBranches for the refs under dir ("refs/heads", "refs/remotes").
-func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, keep func(string) bool) (map[string]string, error) {
+// readRefs reads the values of the refs under dir ("refs/heads", "refs/remotes") that keep
+// selects straight from the ref files (packed-refs, then the loose refs that override it): a
+// few file reads, no process. A repository whose refs are in a reftable, or whose refs/ has a
+// symbolic link in it (viaGit: git follows it, a walk of the files does not), is asked
+// through git for-each-ref.
+func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaGit bool, keep func(string) bool) (map[string]string, error) {
 	out := map[string]string{}
-	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil {
+	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil || viaGit {
 		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
 		if err != nil {
 			return nil, err
@@ -142,25 +139,15 @@ func (g *Guard) listIndex(ctx context.Context, stat string) (*indexSnapshot, err
 }
 
 // checkIndex reports a changed staging area and the tracked files whose lstat changed. None of
-// it can be restored: git-norma keeps no copy of the user's files. A landing of git-norma's
-// during the step (landed: the target's old and new values) changed both itself: the staging
-// area and the files it brought are not counted.
-func (g *Guard) checkIndex(ctx context.Context, before *indexSnapshot, landed [2]string) []string {
+// it can be restored: git-norma keeps no copy of the user's files. (No landing of git-norma's
+// changes them meanwhile: Snapshot holds the landing lock.)
+func (g *Guard) checkIndex(ctx context.Context, before *indexSnapshot) []string {
 	if before == nil {
 		return nil
 	}
 	var found []string
-	var brought map[string]bool
-	if landed[0] != "" {
-		brought = map[string]bool{}
-		if out, err := g.Git.ChangedPaths(ctx, landed[0], landed[1]); err == nil {
-			for _, p := range strings.Split(out, "\x00") {
-				brought[p] = true
-			}
-		}
-	}
 	stat := StatLine(g.indexPath())
-	if stat != before.stat && landed[0] == "" {
+	if stat != before.stat {
 		if now, err := g.listIndex(ctx, stat); err != nil || now.digest != before.digest {
 			found = append(found, g.rel(g.indexPath())+" (not restored: the staging area is the user's; see git status)")
 		}
@@ -168,7 +155,7 @@ func (g *Guard) checkIndex(ctx context.Context, before *indexSnapshot, landed [2
 	const most = 20
 	files := 0
 	for i, p := range before.paths {
-		if brought[p] || lstatOf(filepath.Join(g.Root, p)) == before.files[i] {
+		if lstatOf(filepath.Join(g.Root, p)) == before.files[i] {
 			continue
 		}
 		if files++; files <= most {
