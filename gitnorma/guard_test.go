@@ -501,3 +501,50 @@ func TestGuardCatchesLinksInTheRefs(t *testing.T) {
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"), "as git reads it, through the link")
 }
+
+// What git opens as a file of its own must stay one: a named pipe there would hang every git
+// command, git-norma's first (HEAD and packed-refs are put back from their copies, others
+// removed); and a commondir, which would make git take its refs, config and hooks from another
+// directory, goes.
+func TestGuardSetsRightGitsOwnFiles(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	git := func(args ...string) string {
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	git("pack-refs", "--all")
+	gd := app.Repo.GitDir
+	packed, err := os.ReadFile(filepath.Join(gd, "packed-refs"))
+	require.NoError(t, err)
+	main := git("rev-parse", "main")
+	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	for _, name := range []string{"packed-refs", "ORIG_HEAD"} {
+		_ = os.Remove(filepath.Join(gd, name))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(gd, name), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(gd, "commondir"), []byte("x\n"), 0o644))
+	done := make(chan []string, 1)
+	go func() { done <- g.Check(ctx, snap) }()
+	select {
+	case found := <-done:
+		assert.Equal(t, []string{
+			".git/ORIG_HEAD (removed: it was no longer a file)",
+			".git/commondir (restored)",
+			".git/packed-refs (restored: it was no longer a file)",
+		}, found)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the guard hangs on a named pipe")
+	}
+	data, err := os.ReadFile(filepath.Join(gd, "packed-refs"))
+	require.NoError(t, err)
+	assert.Equal(t, string(packed), string(data))
+	assert.NoFileExists(t, filepath.Join(gd, "commondir"))
+	assert.Equal(t, main, git("rev-parse", "main"))
+}

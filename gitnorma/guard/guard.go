@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -84,6 +85,9 @@ type Snapshot struct {
 	configs map[string]savedFile
 	// refs are the target's and the task branches' values, by ref name.
 	refs map[string]string
+	// packed is packed-refs as it was, put back only should it become something else than a
+	// file (a named pipe would hang every git command).
+	packed savedFile
 	// remotes are the remote-tracking refs but the remotes' task branches: what the hooks'
 	// gate takes as published.
 	remotes map[string]string
@@ -262,7 +266,20 @@ func globalGitFiles(name string) []string {
 func (g *Guard) smallFiles() []string {
 	gd := g.GitDir
 	return append([]string{g.normaPath("config.json"), filepath.Join(gd, "info", "exclude"), filepath.Join(gd, "info", "attributes"),
-		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates")}, globalGitFiles("attributes")...)
+		filepath.Join(gd, "info", "grafts"), filepath.Join(gd, "objects", "info", "alternates"),
+		// commondir makes git take its refs, config, hooks and objects from another directory
+		filepath.Join(gd, "commondir")}, globalGitFiles("attributes")...)
+}
+
+// gitFiles are the files of the git directory that git opens as it works: something else put
+// in the place of one (a named pipe, a device, a directory) would hang or break every git
+// command, git-norma's included (checkGitFiles). HEAD and packed-refs are kept a copy of.
+func (g *Guard) gitFiles() []string {
+	var out []string
+	for _, name := range []string{"HEAD", "packed-refs", "index", "ORIG_HEAD", "MERGE_HEAD", "FETCH_HEAD", "shallow"} {
+		out = append(out, filepath.Join(g.GitDir, name))
+	}
+	return out
 }
 
 // Snapshot copies what is small and fingerprints the rest. It holds the landing lock until
@@ -301,7 +318,8 @@ func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 		g.Release()
 		return nil, err
 	}
-	s.head, _ = os.ReadFile(filepath.Join(g.GitDir, "HEAD"))
+	s.head = readRegular(filepath.Join(g.GitDir, "HEAD"))
+	s.packed = saveFile(filepath.Join(g.GitDir, "packed-refs"))
 	if s.index, err = g.snapshotIndex(ctx); err != nil {
 		g.Release()
 		return nil, err
@@ -363,6 +381,8 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 		}
 		return done
 	}
+	// Before any git command: a named pipe put where git opens a file of its own would hang it.
+	g.checkGitFiles(s, add)
 	// Configs first: until they are set back (core.bare, say) git itself may not work here.
 	for _, p := range slices.Sorted(maps.Keys(s.configs)) {
 		if change := g.configChange(ctx, s.configs[p]); change != "" {
@@ -394,7 +414,7 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 	g.checkRefs(ctx, s, add)
 	g.checkRemotes(ctx, s, add)
 	g.checkReplaces(ctx, s, add)
-	if head, _ := os.ReadFile(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
+	if head := readRegular(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
 		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}
 	found = append(found, g.checkIndex(ctx, s.index)...)
@@ -588,6 +608,54 @@ func (g *Guard) taskWork(ctx context.Context, s *Snapshot) map[string]bool {
 		work[c] = true
 	}
 	return work
+}
+
+// checkGitFiles puts back, or removes, what is no longer a file where git opens one of its
+// own: HEAD and packed-refs from their copies, the others gone.
+func (g *Guard) checkGitFiles(s *Snapshot, add func(path, fate string)) {
+	for _, p := range g.gitFiles() {
+		st, err := os.Stat(p) // through a link, as git opens it: a link to a pipe is a pipe
+		if err != nil && os.IsNotExist(err) || err == nil && st.Mode().IsRegular() {
+			continue
+		}
+		var fate string
+		switch filepath.Base(p) {
+		case "HEAD":
+			fate = "restored: it was no longer a file"
+			if err = os.RemoveAll(p); err == nil {
+				err = os.WriteFile(p, s.head, 0o644)
+			}
+		case "packed-refs":
+			fate = "restored: it was no longer a file"
+			err = s.packed.restore()
+		default:
+			fate = "removed: it was no longer a file"
+			err = os.RemoveAll(p)
+		}
+		if err != nil {
+			fate = "could not set it right: " + err.Error()
+		}
+		add(p, fate)
+	}
+}
+
+// readRegular is the content of the regular file at path, nil for anything else (never opened
+// if it is not one: a named pipe would block).
+func readRegular(path string) []byte {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil // swapped since
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, maxSaved))
+	return data
 }
 
 // refLinks are the symbolic links under the refs directory (the directory itself included):

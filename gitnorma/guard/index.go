@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -33,14 +34,13 @@ func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaG
 		}
 		return out, nil
 	}
-	if f, err := os.Open(filepath.Join(gitDir, "packed-refs")); err == nil {
-		sc := bufio.NewScanner(f)
+	if data := readRegular(filepath.Join(gitDir, "packed-refs")); data != nil {
+		sc := bufio.NewScanner(bytes.NewReader(data))
 		for sc.Scan() {
 			if oid, name, ok := strings.Cut(sc.Text(), " "); ok && !strings.HasPrefix(oid, "#") && !strings.HasPrefix(oid, "^") && keep(name) {
 				out[name] = oid
 			}
 		}
-		f.Close()
 	}
 	heads := filepath.Join(gitDir, filepath.FromSlash(dir))
 	err := filepath.WalkDir(heads, func(p string, d fs.DirEntry, err error) error {
@@ -52,7 +52,7 @@ func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaG
 		if !keep(name) || strings.HasSuffix(name, ".lock") {
 			return nil
 		}
-		if data, err := os.ReadFile(p); err == nil {
+		if data := readRegular(p); data != nil {
 			out[name] = strings.TrimSpace(string(data))
 		}
 		return nil
