@@ -49,6 +49,26 @@ func guardFixture(t *testing.T) (tracker.Tracker, workspace) {
 	return tr, workspace{root: app.Repo.Root, runDir: runDir}
 }
 
+// guardApp is guardFixture's repository opened as git-norma opens it, for the guard's tests:
+// the context, the App, its store, and git run there (its output trimmed).
+func guardApp(t *testing.T) (context.Context, *App, *store.Store, func(args ...string) string) {
+	t.Helper()
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	app, err := Open(ctx, ws.root)
+	require.NoError(t, err)
+	st, err := app.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := app.Repo.Git.Output(ctx, args...)
+		require.NoError(t, err, "git %v", args)
+		return strings.TrimSpace(out)
+	}
+	return ctx, app, st, git
+}
+
 func TestGuardIgnoresGitNormasOwnBacklogWrites(t *testing.T) {
 	ctx := context.Background()
 	tr, ws := guardFixture(t)
@@ -100,13 +120,7 @@ func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: 
 // is reported; other tasks' runs (a parallel loop's), events (mirrors) and a finished run that
 // retention deletes are not its concern.
 func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
 
@@ -150,18 +164,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 // holds the landing lock from its snapshot to its check), so a landing record does not excuse
 // a moved target: the agent can write one.
 func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return out
-	}
+	ctx, app, st, git := guardApp(t)
 	main := git("rev-parse", "main")
 	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
 	for _, b := range []string{"norma/task/norma-own", "norma/task/norma-idle", "norma/task/norma-busy", "norma/task/norma-recent"} {
@@ -209,13 +212,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 // unchecked (trust.go): an agent that removes or rewrites it during its step has it put back
 // and reported. One made meanwhile (a parallel run's) is no change of the agent's.
 func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
 
@@ -251,15 +248,7 @@ func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
 // gate counts) is set back. One a fetch moved is not: to the remote's own commits, or to task
 // work the remote really has there (a task's branch merged on the server).
 func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(out)
-	}
+	ctx, app, _, git := guardApp(t)
 	n := 0
 	commit := func(parents ...string) string {
 		n++
@@ -323,15 +312,7 @@ func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
 // A replace ref made during the step would have your git read a commit of the target as one
 // holding what no task made: it is removed and reported. git-norma's own git never reads them.
 func TestGuardRemovesReplaceRefs(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(out)
-	}
+	ctx, app, _, git := guardApp(t)
 	main := git("rev-parse", "main")
 	fake := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-m", "fake", "main^{tree}")
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
@@ -348,13 +329,7 @@ func TestGuardRemovesReplaceRefs(t *testing.T) {
 // whenever git-norma writes its own, after the guard looked) is dropped, and a dropped table
 // of the store's record that unconfined processes ran is made again with the record.
 func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
 	require.NoError(t, markUnshielded(ctx, st, app.Now(), "a run of norma-t"))
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
@@ -386,13 +361,7 @@ func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
 // opened; the new file is marked as written by unconfined processes, so that no PASS in it
 // lands unchecked.
 func TestGuardMarksAReplacedStore(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
 	snap, err := g.Snapshot(ctx)
@@ -420,18 +389,7 @@ func TestGuardMarksAReplacedStore(t *testing.T) {
 // is put back when it held a PASS not landed yet (its verified work), never when its work
 // landed (retention prunes such branches).
 func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	st, err := app.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(out)
-	}
+	ctx, app, st, git := guardApp(t)
 	main := git("rev-parse", "main")
 	other := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-p", main, "-m", "unverified", main+"^{tree}")
 	for _, task := range []string{"norma-idle", "norma-pass", "norma-done"} {
@@ -467,15 +425,7 @@ func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
 // task's branch would look published to the hooks (it is removed); a refs/heads that is one
 // would move the target where the guard, reading the files, would not see it (it is reported).
 func TestGuardCatchesLinksInTheRefs(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(out)
-	}
+	ctx, app, _, git := guardApp(t)
 	git("branch", "norma/task/norma-x", "main")
 	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
 	refs := filepath.Join(app.Repo.GitDir, "refs")
@@ -507,15 +457,7 @@ func TestGuardCatchesLinksInTheRefs(t *testing.T) {
 // removed); and a commondir, which would make git take its refs, config and hooks from another
 // directory, goes.
 func TestGuardSetsRightGitsOwnFiles(t *testing.T) {
-	ctx := context.Background()
-	_, ws := guardFixture(t)
-	app, err := Open(ctx, ws.root)
-	require.NoError(t, err)
-	git := func(args ...string) string {
-		out, err := app.Repo.Git.Output(ctx, args...)
-		require.NoError(t, err, "git %v", args)
-		return strings.TrimSpace(out)
-	}
+	ctx, app, _, git := guardApp(t)
 	git("pack-refs", "--all")
 	gd := app.Repo.GitDir
 	packed, err := os.ReadFile(filepath.Join(gd, "packed-refs"))
