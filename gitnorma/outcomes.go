@@ -54,7 +54,7 @@ func (ap *applier) decompose(ctx context.Context, task tracker.Task, p *loop.Pla
 	var out outcome
 	ids := map[string]string{}
 	for _, c := range p.Children {
-		id, err := ap.ensure(ctx, task.ID, c, &out)
+		id, err := ap.ensure(ctx, task.ID, c, &out, func(tracker.Task) bool { return true }) // the task's own children
 		if err != nil {
 			return out, err
 		}
@@ -81,7 +81,7 @@ func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan)
 	var out outcome
 	pre := *p.Prerequisite
 	pre.Blocks = nil
-	id, err := ap.ensure(ctx, task.Parent, pre, &out)
+	id, err := ap.ensure(ctx, task.Parent, pre, &out, discoveredFrom(task.ID))
 	if err != nil {
 		return out, err
 	}
@@ -102,7 +102,7 @@ func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan)
 func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []loop.Discovery) (outcome, error) {
 	var out outcome
 	for i, d := range found {
-		id, err := ap.ensure(ctx, task.Parent, loop.NewIssue{Key: fmt.Sprint(i), Title: d.Title, Type: d.Kind, Description: d.Description}, &out)
+		id, err := ap.ensure(ctx, task.Parent, loop.NewIssue{Key: fmt.Sprint(i), Title: d.Title, Type: d.Kind, Description: d.Description}, &out, discoveredFrom(task.ID))
 		if err != nil {
 			return out, err
 		}
@@ -113,11 +113,13 @@ func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []l
 	return out, nil
 }
 
-// ensure returns the id of the issue titled n.Title under parent, creating it if needed.
-func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, out *outcome) (string, error) {
+// ensure returns the id of the issue titled n.Title under parent, creating it if needed. An
+// open one is reused only when from returns true for it (an issue an earlier attempt that
+// crashed midway made): a title alone must not hand an agent a task of yours to work and land.
+func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, out *outcome, from func(tracker.Task) bool) (string, error) {
 	title := strings.TrimSpace(n.Title)
 	for _, t := range ap.all {
-		if t.Parent == parent && t.Title == title && t.Status != tracker.StatusClosed {
+		if t.Parent == parent && t.Title == title && t.Status != tracker.StatusClosed && from(t) {
 			return t.ID, nil
 		}
 	}
@@ -139,6 +141,17 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, cmp.Or(parent, "the top level")),
 		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
 	return t.ID, nil
+}
+
+// discoveredFrom says a task was filed from task id (its discovered-from link): the
+// prerequisites and discoveries of that task's earlier attempts, never a task of yours that
+// only shares a title.
+func discoveredFrom(id string) func(tracker.Task) bool {
+	return func(t tracker.Task) bool {
+		return slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool {
+			return d.DependsOnID == id && d.Type == "discovered-from"
+		})
+	}
 }
 
 // link adds issue → dependsOn unless the backlog already has it.

@@ -181,6 +181,13 @@ func emptyGitlinks(ctx context.Context, g git.Runner, dir string) error {
 		if !strings.HasPrefix(sub, dir+string(filepath.Separator)) {
 			return fmt.Errorf("git ls-files named %q, outside %s", path, dir)
 		}
+		// Every directory on the way must be one of the worktree's own: a check could have put
+		// a symbolic link in the place of a parent (a/ → your checkout, for a gitlink a/src),
+		// and emptying the gitlink would then empty the directory it leads to. Such a worktree
+		// is made again instead.
+		if !realDirs(dir, path) {
+			return fmt.Errorf("%w: %s is not a directory of the worktree's own all the way down", errUnreadable, path)
+		}
 		giveBackModes(sub)
 		entries, err := os.ReadDir(sub)
 		if err != nil && !os.IsNotExist(err) {

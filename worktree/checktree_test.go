@@ -250,3 +250,36 @@ func runAsNobody(t *testing.T, run string) {
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "--- PASS")
 }
+
+// A check that put a symbolic link in the place of a gitlink's parent directory (a/ → a
+// directory of yours, for the gitlink a/src) does not get that directory emptied: the check
+// worktree is made again instead. (A red-team finding: a confined check had git-norma empty
+// the main checkout's src/ and a directory of $HOME.)
+func TestCheckTreeNeverEmptiesThroughALink(t *testing.T) {
+	f := newFixture(t)
+	sub := f.repo.Commit("a commit a gitlink names")
+	f.repo.Must("update-index", "--add", "--cacheinfo", "160000,"+sub+",a/src")
+	f.repo.Must("commit", "-q", "-m", "with a gitlink") // not Commit: its add -A would drop it
+	c1 := f.repo.Must("rev-parse", "HEAD")
+	f.repo.Must("commit", "-q", "--allow-empty", "-m", "the same tree") // an iteration that changed nothing
+	c2 := f.repo.Must("rev-parse", "HEAD")
+	victim := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(victim, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(victim, "src", "wip.go"), []byte("yours\n"), 0o644))
+
+	path := filepath.Join(t.TempDir(), "checks", "t1", "worktree")
+	o := CheckTreeOptions{TaskID: "t1", Path: path, Commit: c1}
+	_, err := f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(path, "a")))
+	require.NoError(t, os.Symlink(victim, filepath.Join(path, "a")))
+
+	o.Commit = c2
+	ct, err := f.m.CheckTree(f.ctx, o)
+	require.NoError(t, err)
+	assert.True(t, ct.Created, "made again")
+	assert.FileExists(t, filepath.Join(victim, "src", "wip.go"), "nothing of yours is emptied")
+	st, err := os.Lstat(filepath.Join(path, "a"))
+	require.NoError(t, err)
+	assert.True(t, st.IsDir(), "the gitlink's parent is a directory again")
+}
