@@ -117,7 +117,8 @@ func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []l
 // open one is reused only when from returns true for it (an issue an earlier attempt that
 // crashed midway made): a title alone must not hand an agent a task of yours to work and land.
 func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, out *outcome, from func(tracker.Task) bool) (string, error) {
-	title := strings.TrimSpace(n.Title)
+	// An agent writes it: one line, nothing that would work a terminal when listed.
+	title := loop.Printable(strings.Join(strings.Fields(n.Title), " "))
 	for _, t := range ap.all {
 		if t.Parent == parent && t.Title == title && t.Status != tracker.StatusClosed && from(t) {
 			return t.ID, nil
@@ -131,8 +132,8 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	if !tracker.ValidType(typ) {
 		typ = "task"
 	}
-	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: n.Description,
-		Acceptance: n.Acceptance, Priority: prio, Parent: parent, Actor: ap.repo.actor(ctx)})
+	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: loop.Printable(n.Description),
+		Acceptance: loop.Printable(n.Acceptance), Priority: prio, Parent: parent, Actor: ap.repo.actor(ctx)})
 	if err != nil {
 		return "", fmt.Errorf("create %q: %w", title, err)
 	}

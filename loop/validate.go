@@ -36,6 +36,9 @@ func ValidateOutput(role Role, taskID string, out *Output) error {
 		if out.Do == nil {
 			return contractf("a do output needs a \"do\" object with \"execution\"")
 		}
+		if len(out.Do.Discovered) > MaxNewIssues {
+			return contractf("do.discovered lists %d issues; at most %d are filed from one step", len(out.Do.Discovered), MaxNewIssues)
+		}
 	case RoleCheck:
 		if out.Check == nil {
 			return contractf("a check output needs a \"check\" object")
@@ -107,12 +110,19 @@ func validatePlan(taskID string, p *Plan) error {
 	return nil
 }
 
+// MaxNewIssues bounds the issues one output has filed in the backlog (Do's discoveries, a
+// DECOMPOSE's children): one answer of an agent must not flood the backlog it shares with you.
+const MaxNewIssues = 50
+
 // validateDecompose checks a DECOMPOSE: new children with unique keys, blocks edges only
 // between them, and next_task_id naming one. Anything that points outside the new subtree is a
 // mutation Plan is not allowed to make (spec "Plan agent forbidden").
 func validateDecompose(p *Plan) error {
 	if len(p.Children) == 0 {
 		return contractf("outcome DECOMPOSE needs at least one entry in plan.children")
+	}
+	if len(p.Children) > MaxNewIssues {
+		return contractf("plan.children lists %d issues; at most %d are created from one plan", len(p.Children), MaxNewIssues)
 	}
 	keys, err := newIssueKeys(p.Children)
 	if err != nil {

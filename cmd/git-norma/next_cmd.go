@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type nextCmd struct {
@@ -24,7 +25,7 @@ func (c *nextCmd) Run(env *Env, app *gitnorma.App) error {
 		fmt.Fprintln(env.IO.Err, "no ready task: every open leaf task is blocked, claimed, or outside the active scope")
 		return silentExit(gitnorma.ExitFail)
 	}
-	fmt.Fprintf(env.IO.Out, "%s\t%s\n", sel.TaskID, sel.Title)
+	fmt.Fprintf(env.IO.Out, "%s\t%s\n", sel.TaskID, loop.OneLine(sel.Title, 200))
 	env.Progress.Printf("why: %s", sel.Reason)
 	return nil
 }

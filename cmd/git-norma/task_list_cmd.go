@@ -5,6 +5,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type taskListCmd struct {
@@ -40,7 +41,7 @@ func (c *taskListCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
 	w := table(env.IO.Out)
 	fmt.Fprintln(w, "ID\tSTATUS\tPRI\tTYPE\tTITLE")
 	for _, t := range tasks {
-		fmt.Fprintf(w, "%s\t%s\tP%d\t%s\t%s\n", t.ID, t.Status, t.Priority, t.IssueType, t.Title)
+		fmt.Fprintf(w, "%s\t%s\tP%d\t%s\t%s\n", t.ID, t.Status, t.Priority, t.IssueType, loop.OneLine(t.Title, 200))
 	}
 	return w.Flush()
 }

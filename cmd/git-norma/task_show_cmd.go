@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/loop"
 )
 
 type taskShowCmd struct {
@@ -19,6 +20,6 @@ func (c *taskShowCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
 	if c.JSON {
 		return printJSON(env.IO.Out, t)
 	}
-	fmt.Fprint(env.IO.Out, gitnorma.DescribeTask(t))
+	fmt.Fprint(env.IO.Out, loop.Printable(gitnorma.DescribeTask(t)))
 	return nil
 }

@@ -83,7 +83,9 @@ func Message(cfg config.Commit, t tracker.Task, plan *loop.Plan, check *loop.Che
 	if cfg.CoAuthor != "" {
 		fmt.Fprintf(&b, "Co-authored-by: %s\n", cfg.CoAuthor)
 	}
-	return b.String()
+	// Titles, goals and results are an agent's words: nothing in them may work the terminal of
+	// whoever reads git log.
+	return loop.Printable(b.String())
 }
 
 // commitHeader is <type>[(<scope>)][!]: <subject>, at most maxHeader characters.
