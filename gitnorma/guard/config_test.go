@@ -17,8 +17,9 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
-// configRepo is a repository with a remote, and a function running git in it.
-func configRepo(t *testing.T) (string, func(args ...string)) {
+// gitRepo is a new repository on branch main, away from your git configuration, and a function
+// running git in it.
+func gitRepo(t testing.TB) (string, func(args ...string)) {
 	t.Helper()
 	gittest.Isolate(t)
 	dir := t.TempDir()
@@ -30,6 +31,13 @@ func configRepo(t *testing.T) (string, func(args ...string)) {
 		require.NoError(t, err, "git %v: %s", args, out)
 	}
 	run("init", "-q", "-b", "main")
+	return dir, run
+}
+
+// configRepo is a repository with a remote, and a function running git in it.
+func configRepo(t *testing.T) (string, func(args ...string)) {
+	t.Helper()
+	dir, run := gitRepo(t)
 	run("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial")
 	run("remote", "add", "origin", "https://example.com/x.git")
 	return dir, run

@@ -25,6 +25,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -639,21 +640,14 @@ func (g *Guard) checkGitFiles(s *Snapshot, add func(path, fate string)) {
 	}
 }
 
-// readRegular is the content of the regular file at path, nil for anything else (never opened
-// if it is not one: a named pipe would block).
+// readRegular is the content of the regular file at path, nil for anything else (never
+// blocking on a named pipe: loop.OpenRegular).
 func readRegular(path string) []byte {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := loop.OpenRegular(path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil // swapped since
-	}
 	data, _ := io.ReadAll(io.LimitReader(f, maxSaved))
 	return data
 }

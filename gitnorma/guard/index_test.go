@@ -4,30 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 )
 
 // indexRepo is a repository with files committed, and a guard on its main checkout.
 func indexRepo(t testing.TB, files map[string]string) (string, *Guard, func(args ...string)) {
 	t.Helper()
-	gittest.Isolate(t)
-	dir := t.TempDir()
-	run := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
-	run("init", "-q", "-b", "main")
+	dir, run := gitRepo(t)
 	for name, content := range files {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
