@@ -46,7 +46,7 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	// sandbox.allow_write opening the repository), so it is made afresh every time.
 	c, err := ck.confiner.withoutProbe()
 	shielded := err == nil && ck.confiner.shields(c)
-	ct, err := ck.repo.Worktrees().CheckTree(ctx, worktree.CheckTreeOptions{
+	ct, err := ck.confiner.worktrees(ctx).CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ck.worktreeSetup(log),
 		Locked: func(fn func() error) error { return ck.repo.withWorktreeLock(ctx, fn) },
 		Fresh:  fresh || !shielded,

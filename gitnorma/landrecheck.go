@@ -252,7 +252,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	}
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
-	wm := ck.repo.Worktrees()
+	wm := ck.confiner.worktrees(ctx)
 	// A re-check killed before it removed its workspace left it here: it holds nothing of
 	// value, and git would refuse to add it again.
 	err = ck.repo.withWorktreeLock(ctx, func() error {

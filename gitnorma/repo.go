@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/hooks"
@@ -24,6 +25,10 @@ type Repo struct {
 	// Git runs in Root, marked with the hook recursion guard: git-norma's own commits and
 	// merges must not re-trigger its hooks.
 	Git git.Runner
+
+	// filterDrivers asks once whether the git config names filter drivers (treegit.go).
+	filterDrivers    sync.Once
+	hasFilterDrivers bool
 }
 
 // NormaDir is where git-norma keeps its state.

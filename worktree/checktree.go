@@ -74,7 +74,7 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
 		// Tracked files forced to the commit's; what is untracked and not ignored removed,
 		// nested repositories included.
-		g := m.Git.Pinned(admin, o.Path)
+		g := m.treeGit(o.Path, admin)
 		if g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil {
 			var err error
 			out.Leftovers, err = clearUntracked(ctx, g, o.Path)
@@ -209,7 +209,7 @@ func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return err
 	}
-	err := m.Git.Run(ctx, "worktree", "add", "-q", "--detach", "--lock", "--reason", checkLockReason+o.TaskID, o.Path, o.Commit)
+	err := m.addDetached(ctx, o.Path, o.Commit, "--lock", "--reason", checkLockReason+o.TaskID)
 	if err != nil {
 		return fmt.Errorf("create the check worktree of %s: %w", o.TaskID, err)
 	}
@@ -235,10 +235,28 @@ func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
 // AddScratch checks commit out, detached, in a new worktree at path: somewhere to run checks on
 // a tree no branch points at yet (a merge about to land). RemoveScratch throws it away.
 func (m *Manager) AddScratch(ctx context.Context, path, commit string) error {
-	if err := m.Git.Run(ctx, "worktree", "add", "-q", "--detach", path, commit); err != nil {
+	if err := m.addDetached(ctx, path, commit); err != nil {
 		return fmt.Errorf("check out %.10s in %s: %w", commit, path, err)
 	}
 	return nil
+}
+
+// addDetached adds a worktree at path with commit checked out, detached; opts are more options
+// of git worktree add. With TreeGit set, the files are written by a confined git: the commit
+// is an agent's, whose .gitattributes chooses what the user's filter drivers get.
+func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...string) error {
+	args := append([]string{"worktree", "add", "-q", "--detach"}, opts...)
+	if m.TreeGit == nil {
+		return m.Git.Run(ctx, append(args, path, commit)...)
+	}
+	if err := m.Git.Run(ctx, append(args, "--no-checkout", path, commit)...); err != nil {
+		return err
+	}
+	admin, err := m.AdminDir(ctx, path)
+	if err != nil {
+		return err
+	}
+	return m.treeGit(path, admin).Run(ctx, "reset", "-q", "--hard")
 }
 
 // RemoveScratch removes a scratch worktree with whatever its checks left in it; nothing there is

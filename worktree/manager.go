@@ -39,6 +39,20 @@ type Manager struct {
 	// RemoteTimeout bounds each fetch, ls-remote and push (0: DefaultRemoteTimeout): a remote
 	// that stops answering must not hold a worker for ever.
 	RemoteTimeout time.Duration
+	// TreeGit, when set, confines git-norma's git commands on a work tree that agents or
+	// checks wrote (tree, whose git directory is gitDir) where they may run the user's filter
+	// drivers (git.Runner.Confine). Nil: they run unconfined, as all of git-norma's git does.
+	TreeGit func(tree, gitDir string) git.Wrap
+}
+
+// treeGit is the runner of git-norma's git commands in the work tree tree, an agent's or a
+// check's, whose git directory is gitDir.
+func (m *Manager) treeGit(tree, gitDir string) git.Runner {
+	g := m.Git.Pinned(gitDir, tree)
+	if m.TreeGit != nil {
+		g.Confine = m.TreeGit(tree, gitDir)
+	}
+	return g
 }
 
 // CreateOptions say which task workspace to create and where.
@@ -152,7 +166,7 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 	if err != nil {
 		return nil, err
 	}
-	g := m.Git.Pinned(own, path)
+	g := m.treeGit(path, own)
 	g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
 	rec, _ := readRecord(filepath.Dir(own))
 	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, rec: rec, common: common, runID: runID, git: g}

@@ -503,7 +503,7 @@ func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
 	done := make(chan patchSize, 1)
 	go func() {
 		var c countingWriter
-		err := w.git.Stream(ctx, &c, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", w.base)
+		err := w.git.Stream(ctx, &c, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", w.base)
 		done <- patchSize{int64(c), err}
 	}()
 	return done
@@ -584,7 +584,7 @@ func (w *Workspace) patchBytes(ctx context.Context, head string) (int64, error) 
 		return w.patch.bytes, nil
 	}
 	var c countingWriter
-	if err := w.git.Stream(ctx, &c, "diff", "--binary", "--no-color", "--no-ext-diff", w.base, head); err != nil {
+	if err := w.git.Stream(ctx, &c, "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", w.base, head); err != nil {
 		return 0, err
 	}
 	w.patch.head, w.patch.bytes = head, int64(c)

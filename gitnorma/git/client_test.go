@@ -2,7 +2,9 @@ package git_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,4 +114,28 @@ func TestParseConfigReadsAsGitDoes(t *testing.T) {
 
 	_, err = git.Runner{}.ParseConfig(context.Background(), []byte("[core\n\tbare = true\n"))
 	assert.Error(t, err)
+}
+
+// Confine wraps exactly the commands that may run filter drivers on the work tree, wherever
+// their name is among the arguments, and what it reports at the end is the command's error.
+func TestRunnerConfinesTheFilteringCommands(t *testing.T) {
+	ctx := context.Background()
+	dir := gittest.NewRepo(t).Dir
+	var wrapped []string
+	var failStart error
+	r := git.Runner{Dir: dir, Confine: func(cmd *exec.Cmd) (func() error, error) {
+		wrapped = append(wrapped, strings.Join(cmd.Args[1:], " "))
+		return func() error { return failStart }, nil
+	}}
+	require.NoError(t, r.Run(ctx, "status", "--porcelain"))
+	_, err := r.Output(ctx, "rev-parse", "HEAD")
+	require.NoError(t, err)
+	require.NoError(t, r.Run(ctx, "-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", "x"))
+	require.NoError(t, r.Run(ctx, "diff", "--cached", "--quiet"))
+	assert.Equal(t, []string{"status --porcelain", "-c maintenance.auto=false commit -q --allow-empty -m x"}, wrapped)
+
+	failStart = errors.New("the launcher could not confine git")
+	err = r.Run(ctx, "reset", "-q", "--bogus-option")
+	require.ErrorIs(t, err, failStart)
+	assert.Equal(t, -1, git.ExitCodeOf(err))
 }

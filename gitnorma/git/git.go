@@ -35,6 +35,38 @@ type Runner struct {
 	// submodule commits count, their work trees are not asked), whose config (core.fsmonitor,
 	// filters) is the agent's too; core.fsmonitor is off.
 	NoHooks bool
+	// Confine, when set, starts the commands that may run filter drivers on the work tree
+	// (see filtering) through it. The drivers are the user's (git-lfs, git-crypt, ...), but on
+	// a work tree an agent wrote, its .gitattributes chooses the files they get and, with
+	// git-lfs, its .lfsconfig the server they talk to.
+	Confine Wrap
+}
+
+// Wrap starts a git command some other way: through the sandbox launcher, which confines it
+// and everything it starts. It rewrites cmd before cmd starts; ended is called once cmd has
+// ended and says why it could not start, if it could not.
+type Wrap func(cmd *exec.Cmd) (ended func() error, err error)
+
+// filtering are the git commands that may run filter drivers on work-tree files: clean where
+// they hash files (add, status, and commit's or reset's index refresh), smudge where they
+// write them (checkout, reset --hard).
+var filtering = map[string]bool{
+	"add": true, "checkout": true, "cherry-pick": true, "commit": true, "merge": true, "read-tree": true, "rebase": true,
+	"reset": true, "restore": true, "stash": true, "status": true, "switch": true, "update-index": true,
+}
+
+// subcommand is the git command args run: the first argument that is neither an option nor
+// the value of a -c.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-c":
+			i++
+		case !strings.HasPrefix(args[i], "-"):
+			return args[i]
+		}
+	}
+	return ""
 }
 
 // Error is a git command that exited non-zero or could not start.
@@ -151,7 +183,17 @@ func (r Runner) runTee(ctx context.Context, stdin io.Reader, stdout, stderrCopy 
 	// Once git is killed (the context ended), a process it started that still holds its
 	// output (a push's receive-pack or ssh) must not keep this call waiting.
 	cmd.WaitDelay = killedWait
+	ended := func() error { return nil }
+	if r.Confine != nil && filtering[subcommand(args)] {
+		var err error
+		if ended, err = r.Confine(cmd); err != nil {
+			return &Error{Args: args, ExitCode: -1, Err: err}
+		}
+	}
 	err := cmd.Run()
+	if startErr := ended(); startErr != nil && err != nil {
+		err = startErr // the launcher's exit status says less than its report
+	}
 	if err == nil {
 		return nil
 	}
