@@ -167,7 +167,7 @@ func (l *looper) fill(ctx context.Context) error {
 				return nil // the runs going on may unblock more
 			}
 			if l.o.Poll <= 0 {
-				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope), 0)
+				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope)+sel.ReviewHint(), 0)
 				return nil
 			}
 			if !l.idle {

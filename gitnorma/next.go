@@ -28,6 +28,17 @@ type Selection struct {
 	// Eligible is how many ready leaf tasks were considered (after scope and exclusions).
 	Eligible int   `json:"eligible"`
 	Scope    Scope `json:"scope"`
+	// AwaitingReview counts the tasks that would be eligible but for their norma-proposed
+	// label: an agent filed them, and they wait for a person to accept them.
+	AwaitingReview int `json:"awaiting_review,omitempty"`
+}
+
+// ReviewHint says how many tasks wait for review and where to find them ("" for none).
+func (s Selection) ReviewHint() string {
+	if s.AwaitingReview == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d filed by agents wait for your review (git norma task list --label %s)", s.AwaitingReview, LabelProposed)
 }
 
 // Next applies the selection policy to the tracker's ready list: leaves only (bd's ready also
@@ -60,11 +71,11 @@ func (a *App) next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 	if err != nil {
 		return sel, err
 	}
-	cands := eligible(all, sel.Scope, exclude)
+	cands, proposed := eligible(all, sel.Scope, exclude)
 	if len(busy) > 0 {
 		cands = slices.DeleteFunc(cands, func(c *tracker.Head) bool { return relatedToAny(c.ID, busy, all) })
 	}
-	sel.Eligible = len(cands)
+	sel.Eligible, sel.AwaitingReview = len(cands), proposed
 	if len(cands) == 0 {
 		return sel, nil
 	}
@@ -120,9 +131,10 @@ func hasVerify(description string) bool {
 	return len(loop.ParseReadyContract(description).Verify) > 0
 }
 
-// eligible keeps ready leaves inside the scope that are not blocked or excluded (pointers into
-// all: sorting thousands of them moves pointers, not heads).
-func eligible(all []tracker.Head, scope Scope, exclude []string) []*tracker.Head {
+// eligible keeps ready leaves inside the scope that are not blocked, proposed or excluded
+// (pointers into all: sorting thousands of them moves pointers, not heads), and counts the
+// proposed ones.
+func eligible(all []tracker.Head, scope Scope, exclude []string) (cands []*tracker.Head, proposed int) {
 	root := cmp.Or(scope.Feature, scope.Epic)
 	var parents map[string]string
 	if root != "" {
@@ -131,17 +143,19 @@ func eligible(all []tracker.Head, scope Scope, exclude []string) []*tracker.Head
 			parents[t.ID] = t.Parent
 		}
 	}
-	var cands []*tracker.Head
 	for i, t := range all {
 		switch {
 		case !t.Ready, t.HasChildren, t.IssueType == "epic", slices.Contains(t.Labels, LabelBlocked), slices.Contains(exclude, t.ID):
 			continue
 		case root != "" && !descends(t.ID, root, parents):
 			continue
+		case slices.Contains(t.Labels, LabelProposed):
+			proposed++
+			continue
 		}
 		cands = append(cands, &all[i])
 	}
-	return cands
+	return cands, proposed
 }
 
 // relatedToAny reports whether id depends on, blocks, descends from or contains a busy task.

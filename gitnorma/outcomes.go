@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -34,6 +35,9 @@ type applier struct {
 	st    *store.Store
 	runID string
 	all   []tracker.Task
+	// review files new tasks as proposed (filed_tasks "review"): no run takes them until a
+	// person accepts them.
+	review bool
 }
 
 func (a *App) newApplier(ctx context.Context, st *store.Store, runID string) (*applier, error) {
@@ -45,7 +49,7 @@ func (a *App) newApplier(ctx context.Context, st *store.Store, runID string) (*a
 	if err != nil {
 		return nil, err
 	}
-	return &applier{repo: a.Repo, now: a.Now, tr: tr, st: st, runID: runID, all: all}, nil
+	return &applier{repo: a.Repo, now: a.Now, tr: tr, st: st, runID: runID, all: all, review: a.Config.FiledTasks != config.FiledWork}, nil
 }
 
 // decompose creates the children under the task, their blocks edges, and names the child to
@@ -72,6 +76,7 @@ func (ap *applier) decompose(ctx context.Context, task tracker.Task, p *loop.Pla
 	if why := notReady(next, p.Children); why != "" {
 		out.next, out.why = "", fmt.Sprintf("the child Plan named (%s) is not Ready: %s", ids[next.Key], why)
 	}
+	ap.awaitReview(&out)
 	return out, nil
 }
 
@@ -95,6 +100,7 @@ func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan)
 	if why := notReady(pre, nil); why != "" {
 		out.next, out.why = "", fmt.Sprintf("the prerequisite %s is not Ready: %s", id, why)
 	}
+	ap.awaitReview(&out)
 	return out, nil
 }
 
@@ -132,8 +138,12 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	if !tracker.ValidType(typ) {
 		typ = "task"
 	}
+	var labels []string
+	if ap.review {
+		labels = []string{LabelProposed}
+	}
 	t, err := ap.tr.Create(ctx, tracker.NewTask{Title: title, Type: typ, Description: loop.Printable(n.Description),
-		Acceptance: loop.Printable(n.Acceptance), Priority: prio, Parent: parent, Actor: ap.repo.actor(ctx)})
+		Acceptance: loop.Printable(n.Acceptance), Priority: prio, Parent: parent, Labels: labels, Actor: ap.repo.actor(ctx)})
 	if err != nil {
 		return "", fmt.Errorf("create %q: %w", title, err)
 	}
@@ -142,6 +152,24 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, cmp.Or(parent, "the top level")),
 		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
 	return t.ID, nil
+}
+
+// awaitReview stops the run from going on with a task an agent proposed: its Verify lines
+// are the agent's, and what lands for it would be checked by them alone.
+func (ap *applier) awaitReview(out *outcome) {
+	i := slices.IndexFunc(ap.all, func(t tracker.Task) bool { return t.ID == out.next })
+	if out.next == "" || i < 0 || !slices.Contains(ap.all[i].Labels, LabelProposed) {
+		return
+	}
+	var proposed []string
+	for _, t := range ap.all {
+		if slices.Contains(t.Labels, LabelProposed) && (slices.Contains(out.created, t.ID) || t.ID == out.next) {
+			proposed = append(proposed, t.ID)
+		}
+	}
+	out.why = fmt.Sprintf("%s waits for your review, its Verify lines are the agent's: read it (git norma task show %s), then accept: git norma task accept %s",
+		out.next, out.next, strings.Join(proposed, " "))
+	out.next = ""
 }
 
 // discoveredFrom says a task was filed from task id (its discovered-from link): the

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +85,10 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	}
 	if task.Status != tracker.StatusOpen && task.Status != tracker.StatusInProgress {
 		return nil, nil, failf("", "task %s is %s; only open tasks can be run", taskID, task.Status)
+	}
+	if slices.Contains(task.Labels, LabelProposed) {
+		return nil, nil, failf("read what it asks and how it is checked (git norma task show "+taskID+"), then accept it: git norma task accept "+taskID,
+			"task %s was filed by an agent and waits for your review: its Verify lines are the agent's", taskID)
 	}
 	return &preflight{task: task, target: target, agents: agents, sandbox: conf}, tr, nil
 }

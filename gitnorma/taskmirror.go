@@ -27,6 +27,9 @@ const (
 	// LabelBlocked marks a task whose checks failed in blockAfter consecutive runs; selection
 	// skips it until a human looks.
 	LabelBlocked = "norma-blocked"
+	// LabelProposed marks a task an agent filed (filed_tasks "review"): its Verify lines are
+	// the agent's, so selection skips it and run refuses it until a person accepts it.
+	LabelProposed = "norma-proposed"
 )
 
 // blockAfter is the peer loops' three-strike rule.

@@ -38,3 +38,14 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 	}
 	return true, taskErr(id, tr.Update(ctx, id, u))
 }
+
+// Accept takes a task an agent filed (filed_tasks "review") into the backlog: its
+// norma-proposed label goes, so selection takes it and run accepts it. It says whether the
+// task was waiting for review.
+func (b *Backlog) Accept(ctx context.Context, id string) (bool, error) {
+	t, err := b.Show(ctx, id)
+	if err != nil || !slices.Contains(t.Labels, LabelProposed) {
+		return false, err
+	}
+	return true, b.Label(ctx, id, nil, []string{LabelProposed})
+}

@@ -157,7 +157,7 @@ func shapesOf(p *page) []string {
 }
 
 // jsonExempt are the commands that print no data (only progress, a document, logs, or JSON already).
-var jsonExempt = []string{"pause", "resume", "notes push", "notes pull", "schema", "help", "man", "completion", "logs", "task unblock", "config set",
+var jsonExempt = []string{"pause", "resume", "notes push", "notes pull", "schema", "help", "man", "completion", "logs", "task unblock", "task accept", "config set",
 	"task edit", "task close", "task reopen", "task label add", "task label remove", "task dep add", "task dep remove"}
 
 // TestDataCommandsTakeJSON: every command that prints data has --json and documents its shape

@@ -22,7 +22,7 @@ func (c *nextCmd) Run(env *Env, app *gitnorma.App) error {
 		return printJSON(env.IO.Out, sel)
 	}
 	if sel.TaskID == "" {
-		fmt.Fprintln(env.IO.Err, "no ready task: every open leaf task is blocked, claimed, or outside the active scope")
+		fmt.Fprintln(env.IO.Err, "no ready task: every open leaf task is blocked, claimed, or outside the active scope"+sel.ReviewHint())
 		return silentExit(gitnorma.ExitFail)
 	}
 	fmt.Fprintf(env.IO.Out, "%s\t%s\n", sel.TaskID, loop.OneLine(sel.Title, 200))

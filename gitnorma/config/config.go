@@ -55,6 +55,10 @@ type Config struct {
 	// landed: "land" lands it from the recorded PASS (re-checked when the target moved),
 	// "reopen" gives the task back to be run again.
 	RecoverPassed string `json:"recover_passed"`
+	// FiledTasks is what becomes of the tasks agents file (a Plan's children or missing
+	// prerequisite, Do's discoveries), whose Verify lines the agent wrote: "review" keeps them
+	// from selection until a person accepts them, "work" lets a run go on with them.
+	FiledTasks string `json:"filed_tasks"`
 	// Worktree prepares each new run workspace and check worktree.
 	Worktree Worktree `json:"worktree"`
 	// Sandbox confines agents and check commands (loop/sandbox).
@@ -111,6 +115,12 @@ var ConventionalTypes = []string{"feat", "fix", "docs", "style", "refactor", "pe
 const (
 	RecoverLand   = "land"
 	RecoverReopen = "reopen"
+)
+
+// What becomes of the tasks agents file (Config.FiledTasks).
+const (
+	FiledReview = "review"
+	FiledWork   = "work"
 )
 
 // Agents configures the agent of each role.
@@ -224,6 +234,7 @@ func Default() Config {
 			DefaultType: "feat",
 		},
 		RecoverPassed: RecoverLand,
+		FiledTasks:    FiledReview,
 	}
 }
 
@@ -306,6 +317,9 @@ func (c *Config) validate() error {
 	}
 	if c.RecoverPassed != RecoverLand && c.RecoverPassed != RecoverReopen {
 		return fmt.Errorf("recover_passed: must be land or reopen, got %q", c.RecoverPassed)
+	}
+	if c.FiledTasks != FiledReview && c.FiledTasks != FiledWork {
+		return fmt.Errorf("filed_tasks: must be review or work, got %q", c.FiledTasks)
 	}
 	if !tracker.ValidPrefix(c.IDPrefix) {
 		return fmt.Errorf("id_prefix: %q is not a valid prefix (lowercase letters, digits and '-', starting with a letter)", c.IDPrefix)

@@ -212,6 +212,7 @@ func TestLoadConfigRejects(t *testing.T) {
 
 		// values the JSON types cannot check
 		{"unknown tracker", `{"tracker": "github"}`, []string{`tracker: must be auto, jsonl or beads, got "github"`}},
+		{"unknown filed_tasks", `{"filed_tasks": "trust"}`, []string{`filed_tasks: must be review or work, got "trust"`}},
 		{"empty tracker", `{"tracker": ""}`, []string{`tracker: must be auto, jsonl or beads, got ""`}},
 		{"uppercase prefix", `{"id_prefix": "Norma"}`, []string{`id_prefix: "Norma" is not a valid prefix`}},
 		{"empty prefix", `{"id_prefix": ""}`, []string{`id_prefix: "" is not a valid prefix`}},
