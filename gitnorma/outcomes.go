@@ -16,8 +16,9 @@ import (
 
 // outcome is what applying a Plan outcome or Do's discoveries changed in the backlog.
 type outcome struct {
-	// created lists the new issue ids, in creation order.
-	created []string
+	// created lists the new issue ids, in creation order; proposed those of them that wait
+	// for review (labelled norma-proposed).
+	created, proposed []string
 	// next is the task to go on with ("" to stop).
 	next string
 	// why says why the run does not go on, when next is "".
@@ -149,6 +150,9 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	}
 	ap.all = append(ap.all, t)
 	out.created = append(out.created, t.ID)
+	if ap.review {
+		out.proposed = append(out.proposed, t.ID)
+	}
 	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, cmp.Or(parent, "the top level")),
 		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
 	return t.ID, nil

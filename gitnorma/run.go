@@ -64,6 +64,8 @@ type RunReport struct {
 	// Created lists issues made from Plan's outcome; Discovered those filed from Do.
 	Created    []string `json:"created,omitempty"`
 	Discovered []string `json:"discovered,omitempty"`
+	// Proposed are those of them that wait for a person's review (filed_tasks "review").
+	Proposed []string `json:"proposed,omitempty"`
 	// Blocked says why this run's failure blocked the task (the third in a row): selection
 	// skips it until someone unblocks it.
 	Blocked string `json:"blocked,omitempty"`

@@ -81,6 +81,7 @@ func (r *run) applyOutcome(ctx context.Context, res loop.Result, rep *RunReport)
 		}
 	}
 	rep.Created = out.created
+	rep.Proposed = append(rep.Proposed, out.proposed...)
 	switch {
 	case err != nil:
 		rep.ExitCode = ExitFail
@@ -101,6 +102,7 @@ func (r *run) fileDiscoveries(ctx context.Context, found []loop.Discovery, rep *
 		out, err = ap.discoveries(ctx, r.pre.task, found)
 	}
 	rep.Discovered = out.created
+	rep.Proposed = append(rep.Proposed, out.proposed...)
 	if err != nil {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "discovery_failed", Message: err.Error()})
 	}

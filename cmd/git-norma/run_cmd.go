@@ -91,6 +91,9 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 	if len(rep.Discovered) > 0 {
 		fmt.Fprintf(out, "filed discovered work: %s\n", strings.Join(rep.Discovered, ", "))
 	}
+	if len(rep.Proposed) > 0 {
+		fmt.Fprintf(out, "waiting for your review, their Verify lines are the agent's: %s (git norma task show <id>; then git norma task accept <id>...)\n", strings.Join(rep.Proposed, ", "))
+	}
 	fmt.Fprintf(out, "journal: %s/artifacts/progress.md · steps: git norma status %s · commits: git log %s\n", rep.RunDir, rep.RunID, rep.Branch)
 	if rep.Next != nil {
 		printRunReport(env, *rep.Next)
