@@ -142,8 +142,8 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 	if err != nil {
 		return // the target branch finding says why
 	}
-	out, err := a.Repo.Git.RemoteHeads(ctx, remote, "refs/heads/"+target)
-	theirs, _, _ := strings.Cut(strings.TrimSpace(out), "\t")
+	heads, err := a.Repo.Git.RemoteHeads(ctx, remote, target)
+	theirs := heads[target]
 	switch {
 	case err != nil:
 		rep.add("remote", "fail", fmt.Sprintf("%s cannot be reached: %v", remote, err), "check its URL (git remote get-url "+remote+") and your access (git ls-remote "+remote+")")

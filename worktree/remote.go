@@ -29,21 +29,25 @@ type Remote struct {
 // Remote is the remote called name.
 func (m *Manager) Remote(name string) Remote { return Remote{m: m, Name: name} }
 
-// run runs a git command that talks to the remote, bounded by RemoteTimeout, and returns its
-// output; a call that runs out says so.
-func (r Remote) run(ctx context.Context, args ...string) (string, error) {
-	m := r.m
-	limit := m.RemoteTimeout
+// run runs a git command that talks to the remote, bounded by RemoteTimeout.
+func (r Remote) run(ctx context.Context, args ...string) error {
+	return r.bounded(ctx, args[0], func(ctx context.Context) error { return r.m.Git.Run(ctx, args...) })
+}
+
+// bounded makes call, the git command what talking to the remote, under RemoteTimeout; a call
+// that runs out says so.
+func (r Remote) bounded(ctx context.Context, what string, call func(context.Context) error) error {
+	limit := r.m.RemoteTimeout
 	if limit <= 0 {
 		limit = DefaultRemoteTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	res, err := m.Git.Output(rctx, args...)
+	err := call(rctx)
 	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-		return "", fmt.Errorf("git %s gave no answer within %s: %w", args[0], limit, ErrRemoteSilent)
+		return fmt.Errorf("git %s gave no answer within %s: %w", what, limit, ErrRemoteSilent)
 	}
-	return res, err
+	return err
 }
 
 // remoteErr says what failed talking to a remote: git's own first line, or that it stopped
@@ -69,7 +73,7 @@ func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote
 func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
 	m, remote := r.m, r.Name
 	tracking := TrackingRef(remote, target)
-	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
+	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", target, remote), err)
 	}
 	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -115,7 +119,7 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 	if err != nil {
 		return err
 	}
-	_, err = r.run(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
+	err = r.run(ctx, "push", "--quiet", "--atomic", "--no-verify", "--force-with-lease=refs/heads/"+o.Target+":"+parent, lease,
 		r.Name, commit+":refs/heads/"+o.Target, head+":refs/heads/"+o.TaskBranch)
 	if err != nil {
 		// What the remote has now says why, whatever git's message (a lease refused, or the
@@ -164,7 +168,7 @@ func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept
 		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
 		return "", nil
 	}
-	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
+	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
@@ -203,7 +207,7 @@ func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error
 	if err != nil {
 		return err
 	}
-	if _, err := r.run(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
+	if err := r.run(ctx, "push", "--quiet", "--no-verify", lease, remote, commit+":refs/heads/"+branch); err != nil {
 		heads, lsErr := r.heads(ctx, branch)
 		switch {
 		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
@@ -247,7 +251,7 @@ func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs st
 	kept = KeptPrefix + taskID + "/" + runID + "-overwritten-" + shortSHA(theirs)
 	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"): it
 	// is the lease, and must become exactly theirs or stay.
-	if _, err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
+	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	if got := m.refAt(ctx, kept); got != theirs {
@@ -270,22 +274,12 @@ func (r Remote) branchLease(ctx context.Context, branch string) (string, error) 
 
 // heads is where the remote's branches are now (a branch it does not have is missing).
 func (r Remote) heads(ctx context.Context, branches ...string) (map[string]string, error) {
-	remote := r.Name
-	args := []string{"ls-remote", "--heads", remote}
-	for _, b := range branches {
-		args = append(args, "refs/heads/"+b)
-	}
-	out, err := r.run(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	heads := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if sha, ref, ok := strings.Cut(line, "\t"); ok {
-			heads[strings.TrimPrefix(ref, "refs/heads/")] = sha
-		}
-	}
-	return heads, nil
+	var heads map[string]string
+	err := r.bounded(ctx, "ls-remote", func(ctx context.Context) (err error) {
+		heads, err = r.m.Git.RemoteHeads(ctx, r.Name, branches...)
+		return err
+	})
+	return heads, err
 }
 
 // refAt is the commit a ref points at ("" when there is no such ref).

@@ -172,9 +172,25 @@ func (r Runner) ForEachRef(ctx context.Context, format string, patterns ...strin
 	return r.Output(ctx, append([]string{"for-each-ref", "--format=" + format}, patterns...)...)
 }
 
-// RemoteHeads is ls-remote's "<id>\t<ref>" lines for the branches of remote named refs.
-func (r Runner) RemoteHeads(ctx context.Context, remote string, refs ...string) (string, error) {
-	return r.Output(ctx, append([]string{"ls-remote", "--heads", remote}, refs...)...)
+// RemoteHeads asks remote where the branches named are (every branch when none is): branch
+// name → commit id, without the ones it lacks.
+func (r Runner) RemoteHeads(ctx context.Context, remote string, branches ...string) (map[string]string, error) {
+	args := []string{"ls-remote", "--heads", remote}
+	for _, b := range branches {
+		args = append(args, "refs/heads/"+b)
+	}
+	out, err := r.Output(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	heads := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		// ls-remote matches the patterns at the end of a name: refs/heads/x/main for main too.
+		if id, ref, ok := strings.Cut(line, "\t"); ok && strings.HasPrefix(ref, "refs/heads/") {
+			heads[strings.TrimPrefix(ref, "refs/heads/")] = id
+		}
+	}
+	return heads, nil
 }
 
 // ChangedPaths lists the paths that differ between two commits, NUL-separated.

@@ -511,16 +511,8 @@ func (g *Guard) remoteHas(ctx context.Context, name, commit string) bool {
 	}
 	rctx, cancel := context.WithTimeout(ctx, remoteAnswer)
 	defer cancel()
-	out, err := g.Git.RemoteHeads(rctx, remote, "refs/heads/"+branch)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if sha, ref, ok := strings.Cut(line, "\t"); ok && ref == "refs/heads/"+branch && sha == commit {
-			return true
-		}
-	}
-	return false
+	heads, err := g.Git.RemoteHeads(rctx, remote, branch)
+	return err == nil && heads[branch] == commit
 }
 
 // remoteAnswer bounds asking a remote whether it has a commit (remoteHas).
