@@ -65,6 +65,7 @@ func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	}
 	a := &App{Repo: repo, Config: config.Default(), Now: time.Now, redact: redact.New(os.Environ()),
 		crash: crashpointsFrom(os.Getenv(crashEnv))}
+	repo.sandbox = &a.Config.Sandbox
 	if _, err := os.Stat(repo.Path("config.json")); errors.Is(err, os.ErrNotExist) {
 		a.configErr = fatalf("run: git norma init", "git-norma is not initialised in %s", repo.Root)
 		a.uninitialised = true

@@ -46,7 +46,7 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	// sandbox.allow_write opening the repository), so it is made afresh every time.
 	c, err := ck.confiner.withoutProbe()
 	shielded := err == nil && ck.confiner.shields(c)
-	ct, err := ck.confiner.worktrees(ctx).CheckTree(ctx, worktree.CheckTreeOptions{
+	ct, err := ck.repo.Worktrees(ctx).CheckTree(ctx, worktree.CheckTreeOptions{
 		TaskID: taskID, Path: filepath.Join(dir, "worktree"), Commit: commit, Setup: ck.worktreeSetup(log),
 		Locked: func(fn func() error) error { return ck.repo.withWorktreeLock(ctx, fn) },
 		Fresh:  fresh || !shielded,
@@ -78,7 +78,7 @@ func (r *Repo) removeCheckTree(ctx context.Context, taskID string) error {
 		return nil
 	}
 	err := r.withWorktreeLock(ctx, func() error {
-		return r.Worktrees().RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
+		return r.Worktrees(ctx).RemoveCheckTree(ctx, filepath.Join(dir, "worktree"))
 	})
 	if err != nil {
 		return err

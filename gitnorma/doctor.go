@@ -174,7 +174,7 @@ func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
 		rep.add("pause", "warn", reason, "git norma resume")
 	}
 	var list []worktree.Info
-	err := repo.withWorktreeLock(ctx, func() (err error) { list, err = repo.Worktrees().List(ctx); return err })
+	err := repo.withWorktreeLock(ctx, func() (err error) { list, err = repo.Worktrees(ctx).List(ctx); return err })
 	if err != nil {
 		rep.add("worktrees", "fail", err.Error(), "")
 		return
@@ -200,7 +200,7 @@ func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list [
 	for _, h := range repo.LiveRuns() {
 		live[h.RunID] = true
 	}
-	runs, wm := repo.Path("runs")+string(filepath.Separator), repo.Worktrees()
+	runs, wm := repo.Path("runs")+string(filepath.Separator), repo.Worktrees(ctx)
 	for _, wt := range list {
 		task, isTask := strings.CutPrefix(wt.Branch, worktree.BranchPrefix)
 		if !isTask || !strings.HasPrefix(wt.Path, runs) || live[filepath.Base(filepath.Dir(wt.Path))] {

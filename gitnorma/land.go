@@ -85,7 +85,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		// Under the worktree lock too: landing reads which worktree has the target checked out,
 		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
 		err = ld.repo.withWorktreeLock(ctx, func() (err error) {
-			res, err = ld.repo.Worktrees().Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: ld.cfg.Remote})
+			res, err = ld.repo.Worktrees(ctx).Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: ld.cfg.Remote})
 			return err
 		})
 		if err == nil {
@@ -211,7 +211,7 @@ func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, ta
 	if !errors.As(pushErr, &le) {
 		return pushErr
 	}
-	kept, err := ld.repo.Worktrees().Remote(ld.cfg.Remote).TakeBackTaskBranch(ctx, taskID, runID, le.Theirs)
+	kept, err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).TakeBackTaskBranch(ctx, taskID, runID, le.Theirs)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
-	if paths, err := ld.repo.Worktrees().ControlChanges(ctx, tip, head); err != nil {
+	if paths, err := ld.repo.Worktrees(ctx).ControlChanges(ctx, tip, head); err != nil {
 		return "", "", err
 	} else if len(paths) > 0 {
 		return "", "", &landRefusal{reason: fmt.Errorf("%s changes git-norma's config, the backlog or the hooks (%s): only the user changes them", branch, strings.Join(paths, ", ")),
@@ -73,7 +73,7 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 			})
 		return head, tip, err
 	}
-	wm := ld.repo.Worktrees()
+	wm := ld.repo.Worktrees(ctx)
 	merge, err := wm.MergeCommit(ctx, tip, head, fmt.Sprintf("norma: merge %s into %s to check before landing\n\nNorma-Run: %s\n", req.target, branch, req.runID))
 	if errors.Is(err, worktree.ErrConflict) {
 		return head, tip, nil // landing refuses it, naming the paths
@@ -252,7 +252,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	}
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
-	wm := ck.confiner.worktrees(ctx)
+	wm := ck.repo.Worktrees(ctx)
 	// A re-check killed before it removed its workspace left it here: it holds nothing of
 	// value, and git would refuse to add it again.
 	err = ck.repo.withWorktreeLock(ctx, func() error {

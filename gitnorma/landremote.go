@@ -39,7 +39,7 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 	}
 	var err error
 	lockErr := ld.repo.withWorktreeLock(ctx, func() error {
-		_, err = ld.repo.Worktrees().Remote(remote).SyncTarget(ctx, target)
+		_, err = ld.repo.Worktrees(ctx).Remote(remote).SyncTarget(ctx, target)
 		return nil
 	})
 	if lockErr != nil || err == nil {
@@ -116,7 +116,7 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
 	// Under the branch's lease, like every push of it: never over another worker's.
-	if err := ld.repo.Worktrees().Remote(ld.cfg.Remote).PushTaskBranch(ctx, req.task.ID, "refs/heads/"+branch); err == nil {
+	if err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).PushTaskBranch(ctx, req.task.ID, "refs/heads/"+branch); err == nil {
 		pushed = fmt.Sprintf("; its branch is on %s for review", ld.cfg.Remote)
 	}
 	if tr, err := ld.tracker(); err == nil {
@@ -228,7 +228,7 @@ func (p *branchPusher) push(ctx context.Context, commit string) {
 		return
 	}
 	p.queue.then(func() {
-		wm := p.app.Repo.Worktrees()
+		wm := p.app.Repo.Worktrees(ctx)
 		err := wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
 		if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
 			// Pushed by a worker that lost the claim to this run: the claim decides.

@@ -74,6 +74,7 @@ func (ap *applier) decompose(ctx context.Context, task tracker.Task, p *loop.Pla
 	}
 	next := p.Children[slices.IndexFunc(p.Children, func(c loop.NewIssue) bool { return c.Key == p.NextTaskID })]
 	out.next = ids[next.Key]
+	next = ap.asStored(next, out)
 	if why := notReady(next, p.Children); why != "" {
 		out.next, out.why = "", fmt.Sprintf("the child Plan named (%s) is not Ready: %s", ids[next.Key], why)
 	}
@@ -98,6 +99,7 @@ func (ap *applier) blocked(ctx context.Context, task tracker.Task, p *loop.Plan)
 		return out, err
 	}
 	out.next = id
+	pre = ap.asStored(pre, out)
 	if why := notReady(pre, nil); why != "" {
 		out.next, out.why = "", fmt.Sprintf("the prerequisite %s is not Ready: %s", id, why)
 	}
@@ -156,6 +158,17 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	ap.journal(ctx, "issue_created", fmt.Sprintf("created %s %q under %s", t.ID, title, cmp.Or(parent, "the top level")),
 		map[string]any{"id": t.ID, "key": n.Key, "parent": parent})
 	return t.ID, nil
+}
+
+// asStored is n, the issue the Plan named to go on with (out.next), as the backlog holds it:
+// one that was there already is worked as it is, not as the Plan describes it — a task of
+// yours with no Verify line must not go on with the Verify the Plan wrote for it.
+func (ap *applier) asStored(n loop.NewIssue, out outcome) loop.NewIssue {
+	i := slices.IndexFunc(ap.all, func(t tracker.Task) bool { return t.ID == out.next })
+	if i >= 0 && !slices.Contains(out.created, out.next) {
+		n.Description = ap.all[i].Description
+	}
+	return n
 }
 
 // awaitReview stops the run from going on with a task an agent proposed: its Verify lines

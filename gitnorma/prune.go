@@ -125,7 +125,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	if !o.DryRun {
 		// A run worktree whose directory someone deleted is still locked (see
 		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
-		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees().ForgetVanished(ctx) })
+		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees(ctx).ForgetVanished(ctx) })
 		if err != nil {
 			return rep, err
 		}
@@ -270,7 +270,7 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
 		// A stale index.lock is removed on the way; the run's events go with it.
-		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees().Remove(ctx, wsDir, r.ID, r.TaskID); return err })
+		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees(ctx).Remove(ctx, wsDir, r.ID, r.TaskID); return err })
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.
@@ -392,7 +392,7 @@ func (p *pruner) keepKept(ctx context.Context, tr tracker.Tracker, target, task,
 	if target == "" {
 		return "there is no target to compare it with"
 	}
-	if landed, err := p.repo.Worktrees().LandedRef(ctx, target, head); err != nil || !landed {
+	if landed, err := p.repo.Worktrees(ctx).LandedRef(ctx, target, head); err != nil || !landed {
 		return "it has changes that are not on " + target
 	}
 	return ""
@@ -408,7 +408,7 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 	case taskStatus != tracker.StatusClosed:
 		return "its task is " + taskStatus + " (use --force to delete anyway)"
 	}
-	landed, err := p.repo.Worktrees().LandedRef(ctx, target, b.Head) // the head that may be deleted
+	landed, err := p.repo.Worktrees(ctx).LandedRef(ctx, target, b.Head) // the head that may be deleted
 	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
 		// Merging it again changes the target, or conflicts, when later commits touched the
 		// same lines; its landing, naming the run that made its head, still says it landed.

@@ -271,7 +271,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 	if err != nil {
 		return nil // nothing can land; the first run says why, with its fix
 	}
-	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.confiner().worktrees(ctx)}
+	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.Repo.Worktrees(ctx)}
 	if err := base.reconcile(ctx); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/worktree"
@@ -26,9 +27,13 @@ type Repo struct {
 	// merges must not re-trigger its hooks.
 	Git git.Runner
 
-	// filterDrivers asks once whether the git config names filter drivers (treegit.go).
-	filterDrivers    sync.Once
-	hasFilterDrivers bool
+	// sandbox is the app's config section confining what may do an agent's bidding (the
+	// App sets it; nil: git-norma's git is never confined).
+	sandbox *config.Sandbox
+
+	// filterDrivers asks once which filter drivers the git config names (treegit.go).
+	filterDriversOnce sync.Once
+	filterDriverNames []string
 }
 
 // NormaDir is where git-norma keeps its state.
@@ -102,7 +107,11 @@ func repoError(dir string, err error) error {
 	return withKind(ErrEnvironment, err)
 }
 
-// Worktrees returns the worktree manager of the repository (guarded like Git).
-func (r *Repo) Worktrees() *worktree.Manager {
-	return &worktree.Manager{Git: r.Git, CommonDir: r.GitDir, RunsDir: r.Path("runs")}
+// Worktrees returns the worktree manager of the repository (guarded like Git), whose git
+// commands on the work agents made are confined where they may start the user's filter
+// drivers (treegit.go).
+func (r *Repo) Worktrees(ctx context.Context) *worktree.Manager {
+	wm := &worktree.Manager{Git: r.Git, CommonDir: r.GitDir, RunsDir: r.Path("runs")}
+	wm.TreeGit, wm.CheckoutGit = r.driverConfinement(ctx)
+	return wm
 }

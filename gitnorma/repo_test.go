@@ -84,7 +84,7 @@ func TestOpenRepo(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, strings.Split(env, "\n"), hooks.GuardEnv, "git's child processes (hooks, aliases) see the guard")
 
-			list, err := r.Worktrees().List(ctx)
+			list, err := r.Worktrees(ctx).List(ctx)
 			require.NoError(t, err)
 			require.NotEmpty(t, list)
 			assert.Equal(t, tt.wantRoot, list[0].Path)

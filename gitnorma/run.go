@@ -165,7 +165,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		}
 		defer st.Close()
 	}
-	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.confiner().worktrees(ctx), started: a.Now(), forced: o.Force}
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), started: a.Now(), forced: o.Force}
 	defer func() {
 		if r.stopLease != nil {
 			r.stopLease() // whatever way the run ends: a loop goes on, and must not keep renewing it

@@ -217,8 +217,10 @@ func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string,
 // a task that turns their directory into a file or symlink would delete them.
 func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
 	var err error
+	g := m.Git.In(dir)
+	g.Confine = m.CheckoutGit
 	for wait := indexLockWait; ; wait -= indexLockPoll {
-		err = m.Git.In(dir).Run(ctx, "merge", "--ff-only", "--no-autostash", "--no-overwrite-ignore", "-q", "--no-stat", commit)
+		err = g.Run(ctx, "merge", "--ff-only", "--no-autostash", "--no-overwrite-ignore", "-q", "--no-stat", commit)
 		if err == nil {
 			return nil
 		}

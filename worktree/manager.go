@@ -43,6 +43,9 @@ type Manager struct {
 	// checks wrote (tree, whose git directory is gitDir) where they may run the user's filter
 	// drivers (git.Runner.Confine). Nil: they run unconfined, as all of git-norma's git does.
 	TreeGit func(tree, gitDir string) git.Wrap
+	// CheckoutGit, when set, confines the landing's fast-forward of a checked-out target, which
+	// runs the user's filter drivers on the landed tree (nil: unconfined).
+	CheckoutGit git.Wrap
 }
 
 // treeGit is the runner of git-norma's git commands in the work tree tree, an agent's or a
@@ -112,9 +115,14 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	// Locked, so that no `git worktree prune` — another run's, the user's — drops its git
 	// directory while the run needs it (say its .git file went missing: the run must still
 	// save what is in it). Remove unlocks it.
-	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, o.Path, branch}
-	if !exists {
-		args = []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, "-b", branch, o.Path, "refs/heads/" + o.Target}
+	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID}
+	if m.TreeGit != nil {
+		args = append(args, "--no-checkout") // checked out below, by a confined git
+	}
+	if exists {
+		args = append(args, o.Path, branch)
+	} else {
+		args = append(args, "-b", branch, o.Path, "refs/heads/"+o.Target)
 	}
 	if err := m.Git.Run(ctx, args...); err != nil {
 		if caught.Kept != "" {
@@ -127,6 +135,13 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
 	ws, err := m.open(ctx, o.Path, o.RunID, true)
+	if err == nil && m.TreeGit != nil {
+		// The branch may hold an agent's .gitattributes: its files go through the user's
+		// filter drivers.
+		if err = ws.git.Run(ctx, "reset", "-q", "--hard"); err == nil {
+			err = ws.syncAgentView()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create worktree for run %s: %w", o.RunID, err)
 	}
