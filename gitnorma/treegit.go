@@ -25,11 +25,14 @@ import (
 // user's git writes there, hooks included: it is kept off the network only, when
 // sandbox.network is off.
 
-// filterDriverKeys matches the config keys that name a filter driver's command.
-const filterDriverKeys = `^filter\..+\.(clean|smudge|process)$`
+// filterDriverKeys matches the config keys that name a filter driver's command, and the
+// conditional includes, which may name one where the main checkout does not see it (on a task
+// branch, in another git directory).
+const filterDriverKeys = `^(filter\..+\.(clean|smudge|process)|includeif\..+\.path)$`
 
 // filterDrivers are the filter drivers the git config in force names a command of, asked once
-// per command; when git cannot say, an unnamed one stands for them (confining costs only time).
+// per command. An unnamed one stands for those git-norma cannot know of: behind a conditional
+// include, or when git cannot say (confining costs only time).
 func (r *Repo) filterDrivers(ctx context.Context) []string {
 	r.filterDriversOnce.Do(func() {
 		out, err := r.Git.Output(ctx, "config", "--get-regexp", filterDriverKeys)
@@ -38,8 +41,12 @@ func (r *Repo) filterDrivers(ctx context.Context) []string {
 		}
 		for _, line := range strings.Split(out, "\n") {
 			key, _, _ := strings.Cut(line, " ")
-			if name := strings.TrimPrefix(key[:max(0, strings.LastIndexByte(key, '.'))], "filter."); name != "" {
+			section, rest, _ := strings.Cut(key, ".")
+			switch name := rest[:max(0, strings.LastIndexByte(rest, '.'))]; section {
+			case "filter":
 				r.filterDriverNames = append(r.filterDriverNames, name)
+			case "includeif":
+				r.filterDriverNames = append(r.filterDriverNames, "")
 			}
 		}
 	})

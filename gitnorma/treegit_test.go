@@ -16,7 +16,8 @@ import (
 // Every worktree manager the application makes confines git-norma's git on agents' work where
 // the git config names a filter driver — the run's, the check's, and prune's and recovery's,
 // which save what a dead run left — and the landing's checkout too when sandbox.network is
-// off. Without a driver, Landlock or an App to say how, nothing is confined.
+// off; a conditional include counts as a driver git-norma cannot see. Without a driver,
+// Landlock or an App to say how, nothing is confined.
 func TestWorktreesConfineFilterDrivers(t *testing.T) {
 	if abi, why := sandbox.ABI(); abi == 0 {
 		t.Skip(why)
@@ -35,6 +36,10 @@ func TestWorktreesConfineFilterDrivers(t *testing.T) {
 	wm := open(&auto).Worktrees(ctx)
 	assert.Nil(t, wm.TreeGit, "no filter driver named")
 	assert.Nil(t, wm.CheckoutGit)
+
+	r.Must("config", "includeIf.onbranch:norma/**.path", "agents.gitconfig")
+	assert.NotNil(t, open(&auto).Worktrees(ctx).TreeGit, "a conditional include may name a driver on a task branch")
+	r.Must("config", "--unset", "includeIf.onbranch:norma/**.path")
 
 	r.Must("config", "filter.lfs.process", "git-lfs filter-process")
 	wm = open(&auto).Worktrees(ctx)
