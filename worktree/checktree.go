@@ -242,14 +242,12 @@ func (m *Manager) AddScratch(ctx context.Context, path, commit string) error {
 }
 
 // addDetached adds a worktree at path with commit checked out, detached; opts are more options
-// of git worktree add. With TreeGit set, the files are written by a confined git: the commit
-// is an agent's, whose .gitattributes chooses what the user's filter drivers get.
+// of git worktree add. The commit is an agent's: its files are written by git-norma's own git,
+// which runs no hook (git worktree add would run the user's post-checkout hook there), and
+// confined where the agent's .gitattributes chooses what the user's filter drivers get.
 func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...string) error {
-	args := append([]string{"worktree", "add", "-q", "--detach"}, opts...)
-	if m.TreeGit == nil {
-		return m.Git.Run(ctx, append(args, path, commit)...)
-	}
-	if err := m.Git.Run(ctx, append(args, "--no-checkout", path, commit)...); err != nil {
+	args := append([]string{"worktree", "add", "-q", "--detach", "--no-checkout"}, opts...)
+	if err := m.Git.Run(ctx, append(args, path, commit)...); err != nil {
 		return err
 	}
 	admin, err := m.AdminDir(ctx, path)

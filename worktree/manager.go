@@ -115,10 +115,10 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	// Locked, so that no `git worktree prune` — another run's, the user's — drops its git
 	// directory while the run needs it (say its .git file went missing: the run must still
 	// save what is in it). Remove unlocks it.
-	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID}
-	if m.TreeGit != nil {
-		args = append(args, "--no-checkout") // checked out below, by a confined git
-	}
+	// Checked out below by git-norma's own git, which runs no hook: git worktree add would
+	// run the user's post-checkout hook in a tree of the agent's making (a hook that runs a
+	// script of the project's would run the agent's, unconfined).
+	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, "--no-checkout"}
 	if exists {
 		args = append(args, o.Path, branch)
 	} else {
@@ -135,9 +135,8 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 		return nil, fmt.Errorf("find where %s forks from %s: %w", branch, o.Target, err)
 	}
 	ws, err := m.open(ctx, o.Path, o.RunID, true)
-	if err == nil && m.TreeGit != nil {
-		// The branch may hold an agent's .gitattributes: its files go through the user's
-		// filter drivers.
+	if err == nil {
+		// Confined where the user's filter drivers may run on an agent's files (TreeGit).
 		if err = ws.git.Run(ctx, "reset", "-q", "--hard"); err == nil {
 			err = ws.syncAgentView()
 		}
