@@ -33,7 +33,9 @@ type Runner struct {
 	// agent may have written, which git-norma's own commit or checkout would run unconfined.
 	// Nor does git run itself in a nested repository there (diff.ignoreSubmodules=dirty:
 	// submodule commits count, their work trees are not asked), whose config (core.fsmonitor,
-	// filters) is the agent's too; core.fsmonitor is off.
+	// filters) is the agent's too; core.fsmonitor is off, and a checkout or reset never
+	// recurses into one (the user's submodule.recurse would run git, and the filters of the
+	// nested repository's config, there).
 	NoHooks bool
 	// Confine, when set, starts the commands that may run filter drivers on the work tree
 	// (see filtering) through it. The drivers are the user's (git-lfs, git-crypt, ...), but on
@@ -168,7 +170,7 @@ func (r Runner) runTee(ctx context.Context, stdin io.Reader, stdout, stderrCopy 
 	argv := args
 	if r.NoHooks {
 		argv = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-			"-c", "diff.ignoreSubmodules=dirty"}, args...)
+			"-c", "diff.ignoreSubmodules=dirty", "-c", "submodule.recurse=false"}, args...)
 	}
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Dir = r.Dir
