@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -39,6 +41,33 @@ type landRequest struct {
 	// stepNotes are the run's journal notes on its step commits, not written yet: the landing
 	// writes them with the squash commit's, in one commit of the notes ref.
 	stepNotes []notes.Note
+	// live hears what the landing waits for.
+	live loop.LiveFunc
+}
+
+// takeLandLock takes the landing lock, .norma/locks/land.lock, as holder. When another holds
+// it, live hears who before the wait: a landing that checks a moved target again, or the
+// fallback guard of an unconfined step, may hold it for minutes.
+func (r *Repo) takeLandLock(ctx context.Context, holder string, live loop.LiveFunc, taskID string) (func(), error) {
+	path := r.Path("locks", "land.lock")
+	return flock.WaitFor(ctx, path, holder, func() {
+		say(live, taskID, "waiting to land: %s holds the landing lock", lockHolder(path))
+	})
+}
+
+// lockHolder is who holds the lock at path, as it said when it took it: one printable line (an
+// unconfined agent could have written it).
+func lockHolder(path string) string {
+	f, err := loop.OpenRegular(flock.HolderPath(path))
+	if err != nil {
+		return "another git-norma"
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, 512))
+	if line := loop.OneLine(string(data), 200); line != "" {
+		return line
+	}
+	return "another git-norma"
 }
 
 // landRefusal is a landing that did not happen: the target and every checkout are unchanged.
@@ -55,7 +84,7 @@ func (e *landRefusal) Error() string { return e.reason.Error() }
 // .norma/locks/land.lock: parallel runs land one after the other, each merging against the
 // target as the previous one left it.
 func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	unlock, err := flock.Wait(ctx, ld.repo.Path("locks", "land.lock"))
+	unlock, err := ld.repo.takeLandLock(ctx, fmt.Sprintf("the landing of %s (run %s, process %d)", req.task.ID, req.runID, os.Getpid()), req.live, req.task.ID)
 	if err != nil {
 		return "", err
 	}

@@ -153,8 +153,9 @@ type LandReport struct {
 }
 
 // LandTask lands a task branch whose head has a recorded PASS (a run made with --no-land, or
-// one whose landing was refused). Anything else is refused: nothing unverified lands.
-func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
+// one whose landing was refused). Anything else is refused: nothing unverified lands. live
+// hears what the landing waits for.
+func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (LandReport, error) {
 	// A task that is not in the backlog is a plain failure (exit 1, as for run), not a refused
 	// landing (exit 3).
 	task, err := a.Backlog().Show(ctx, taskID)
@@ -188,7 +189,7 @@ func (a *App) LandTask(ctx context.Context, taskID string) (LandReport, error) {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: run.ID, task: task, target: target}, rep.Commit)
 	}
 	claimed := a.claimedBy(ctx, run, task)
-	rep.Commit, err = a.lander().land(ctx, st, landRequest{runID: run.ID, task: task, target: target, claimedByUs: claimed})
+	rep.Commit, err = a.lander().land(ctx, st, landRequest{runID: run.ID, task: task, target: target, claimedByUs: claimed, live: live})
 	if claimed {
 		a.giveBackClaim(ctx, st, run.ID, taskID)
 	}

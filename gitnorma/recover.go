@@ -112,7 +112,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		}
 		rep, done = nil, "reopened ("+cmp.Or(why, "it recorded no verified commit")+")"
 	default:
-		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true})
+		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true, live: live})
 		var refused *landRefusal
 		switch {
 		case errors.As(err, &refused):

@@ -109,6 +109,8 @@ type run struct {
 	guard *guard.Guard
 	// verdict is the run's last Check verdict, for the three-strike rule.
 	verdict string
+	// live hears the run's steps and what it waits for.
+	live loop.LiveFunc
 }
 
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
@@ -165,7 +167,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		}
 		defer st.Close()
 	}
-	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), started: a.Now(), forced: o.Force}
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), started: a.Now(), forced: o.Force, live: o.Live}
 	defer func() {
 		if r.stopLease != nil {
 			r.stopLease() // whatever way the run ends: a loop goes on, and must not keep renewing it

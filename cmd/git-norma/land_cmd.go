@@ -20,7 +20,7 @@ func (c *landCmd) Run(env *Env, app *gitnorma.App) error {
 			return err
 		}
 	}
-	rep, err := app.LandTask(env.Ctx, c.Task)
+	rep, err := app.LandTask(env.Ctx, c.Task, env.live(false))
 	var refused *gitnorma.Error
 	if c.JSON && errors.As(err, &refused) && errors.Is(err, gitnorma.ErrLandRefused) {
 		// A refused landing is an outcome too: scripts get its reason on stdout, and the exit

@@ -29,6 +29,11 @@ const (
 // process exclude each other just as two processes do, and the kernel releases a lock whose
 // holder died. path may be a directory, which nobody can delete while it holds anything.
 func Acquire(ctx context.Context, path string, perm os.FileMode, how int) (func(), error) {
+	return acquire(ctx, path, perm, how, nil)
+}
+
+// acquire is Acquire, calling busy (when not nil) before it waits for another holder.
+func acquire(ctx context.Context, path string, perm os.FileMode, how int, busy func()) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if errors.Is(err, syscall.EISDIR) {
 		f, err = os.Open(path)
@@ -49,6 +54,9 @@ func Acquire(ctx context.Context, path string, perm os.FileMode, how int) (func(
 	if err := ctx.Err(); err != nil { // no thread left blocked for a wait nobody wants
 		f.Close()
 		return nil, err
+	}
+	if busy != nil {
+		busy()
 	}
 	got := make(chan error, 1)
 	go func() { got <- lock(fd, how) }()
@@ -81,12 +89,31 @@ func lock(fd, how int) error {
 // Wait takes the exclusive lock at path, made (with its directory: .norma/locks is not in git,
 // and a fresh clone has the config but no locks yet) when missing, waiting as long as ctx lets it.
 func Wait(ctx context.Context, path string) (func(), error) {
-	release, err := Acquire(ctx, path, 0o600, Exclusive)
+	return WaitFor(ctx, path, "", nil)
+}
+
+// WaitFor is Wait for a lock people wait on: holder says who takes it (kept beside the lock,
+// in HolderPath), and busy, when another holds it, is called before the wait.
+func WaitFor(ctx context.Context, path, holder string, busy func()) (func(), error) {
+	release, err := acquire(ctx, path, 0o600, Exclusive, busy)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, err
 		}
-		return Acquire(ctx, path, 0o600, Exclusive)
+		release, err = acquire(ctx, path, 0o600, Exclusive, busy)
+	}
+	if err == nil && holder != "" {
+		// Renamed into place: a link left there is replaced, never written through.
+		if f, err := os.CreateTemp(filepath.Dir(path), ".holder-*"); err == nil {
+			_, werr := f.WriteString(holder)
+			if f.Close() != nil || werr != nil || os.Rename(f.Name(), HolderPath(path)) != nil {
+				os.Remove(f.Name())
+			}
+		}
 	}
 	return release, err
 }
+
+// HolderPath is where WaitFor keeps who took the lock at path last: while the lock is held,
+// its holder.
+func HolderPath(path string) string { return path + ".holder" }

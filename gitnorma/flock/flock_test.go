@@ -2,6 +2,7 @@ package flock
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -104,4 +105,41 @@ func TestAcquireLocksADirectory(t *testing.T) {
 	again, err := Acquire(context.Background(), dir, 0, Exclusive)
 	require.NoError(t, err)
 	again()
+}
+
+// WaitFor says who takes the lock beside it, replacing (never writing through) what is there,
+// and calls busy only when it has to wait.
+func TestWaitForNamesItsHolder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "locks", "land.lock")
+	victim := filepath.Join(dir, "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	require.NoError(t, os.Symlink(victim, HolderPath(path)))
+
+	busy := 0
+	release, err := WaitFor(context.Background(), path, "the first", func() { busy++ })
+	require.NoError(t, err)
+	assert.Equal(t, 0, busy, "free: no wait")
+	data, err := os.ReadFile(HolderPath(path))
+	require.NoError(t, err)
+	assert.Equal(t, "the first", string(data))
+	kept, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(kept), "the link was replaced, not written through")
+
+	waiting, got := make(chan struct{}), make(chan error, 1)
+	go func() {
+		second, err := WaitFor(context.Background(), path, "the second", func() { close(waiting) })
+		if err == nil {
+			second()
+		}
+		got <- err
+	}()
+	<-waiting // told it must wait, while the first holds the lock
+	release()
+	require.NoError(t, <-got)
+	data, err = os.ReadFile(HolderPath(path))
+	require.NoError(t, err)
+	assert.Equal(t, "the second", string(data))
 }

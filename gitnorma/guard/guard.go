@@ -289,7 +289,8 @@ func (g *Guard) gitFiles() []string {
 // never excuses it.
 func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	g.Release() // a step that ended without its Check
-	unlock, err := flock.Wait(ctx, g.normaPath("locks", "land.lock"))
+	unlock, err := flock.WaitFor(ctx, g.normaPath("locks", "land.lock"),
+		fmt.Sprintf("run %s of %s, whose unconfined agent works (the fallback guard, process %d)", g.RunID, g.TaskID, os.Getpid()), nil)
 	if err != nil {
 		return nil, err
 	}
