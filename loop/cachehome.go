@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Confined processes may not write the home directory, where build tools keep their caches
@@ -130,14 +131,26 @@ func (h *freshCacheHome) in(private string) (string, error) {
 // entries by name): they are given back first, and a directory that still cannot be listed
 // counts as used.
 func ChecksCacheUsed(ctx context.Context) bool {
+	used, _ := checksCache(ctx)
+	return used
+}
+
+// checksCache is ChecksCacheUsed, and when the home is empty, when it was last changed: the
+// checks of a parallel run (another task's code) may write it while these run, and take
+// again what they wrote — which leaves the time changed.
+func checksCache(ctx context.Context) (used bool, changed time.Time) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {
-		return false
+		return false, time.Time{}
 	}
 	dir := filepath.Join(s.cfg.CacheDir, checkCacheDir)
-	if st, err := os.Lstat(dir); err == nil && st.IsDir() && st.Mode().Perm()&0o700 != 0o700 {
+	st, err := os.Lstat(dir)
+	if err == nil && st.IsDir() && st.Mode().Perm()&0o700 != 0o700 {
 		_ = os.Chmod(dir, st.Mode().Perm()|0o700)
 	}
+	if err == nil {
+		changed = st.ModTime()
+	}
 	entries, err := os.ReadDir(dir)
-	return len(entries) > 0 || err != nil && !os.IsNotExist(err)
+	return len(entries) > 0 || err != nil && !os.IsNotExist(err), changed
 }

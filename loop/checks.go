@@ -108,16 +108,18 @@ const EventCheckConfirmed = "check_confirmed_fresh"
 
 // VerifyTree runs the checks (run, under ctx) where bring puts the commit and, when they all
 // pass with what earlier check or setup commands left — files in the check worktree, or the
-// checks' shared cache home (ChecksCacheUsed) — once more in a fresh worktree with an empty
-// cache home: those commands ran the code of earlier commits, which an agent wrote, so only a
-// PASS that needs none of it counts. The evidence is the last run's; confirmed says there were
-// two.
+// checks' shared cache home (ChecksCacheUsed), before or while they ran (a parallel run's
+// checks write it too) — once more in a fresh worktree with an empty cache home: those
+// commands ran the code of earlier commits or other tasks, which agents wrote, so only a PASS
+// that needs none of it counts. The evidence is the last run's; confirmed says there were two.
 func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), run func(ctx context.Context, dir string) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
-	cached := ChecksCacheUsed(ctx)
+	cachedBefore, changedBefore := checksCache(ctx)
 	if ct, err = bring(false); err != nil {
 		return ct, nil, false, err
 	}
 	evidence, err = run(ctx, ct.Dir)
+	cachedAfter, changedAfter := checksCache(ctx)
+	cached := cachedBefore || cachedAfter || !changedAfter.Equal(changedBefore)
 	if err != nil || !(ct.Leftovers || cached) || !allPassed(evidence) {
 		return ct, evidence, false, err
 	}

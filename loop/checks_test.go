@@ -211,3 +211,32 @@ func TestVerifyTreeConfirmsAPassThatMayHaveNeededLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// A PASS whose checks ran while another run's checks wrote the shared cache home — and took
+// back what they wrote, leaving it empty again — is confirmed in a fresh worktree with a
+// cache home of its own: the other run's code could have prepared it (a red-team finding of
+// loop --parallel). One that nothing touched meanwhile stands.
+func TestVerifyTreeSeesTheCacheChangedWhileChecksRan(t *testing.T) {
+	for _, meddle := range []bool{true, false} {
+		t.Run(strconv.FormatBool(meddle), func(t *testing.T) {
+			cache := t.TempDir()
+			home := filepath.Join(cache, checkCacheDir)
+			require.NoError(t, os.Mkdir(home, 0o700))
+			s := &stepSandbox{cfg: &Sandbox{Landlock: true, CacheDir: cache}, private: &privateDir{}}
+			ctx := withStepSandbox(context.Background(), s)
+			bring := func(fresh bool) (CheckTree, error) { return CheckTree{Dir: strconv.FormatBool(fresh)}, nil }
+			run := func(_ context.Context, dir string) ([]Evidence, error) {
+				if meddle && dir == "false" {
+					planted := filepath.Join(home, "b-ok")
+					time.Sleep(10 * time.Millisecond) // a later time than the home's own
+					require.NoError(t, os.WriteFile(planted, nil, 0o600))
+					require.NoError(t, os.Remove(planted))
+				}
+				return []Evidence{{Passed: true}}, nil
+			}
+			_, _, confirmed, err := VerifyTree(ctx, bring, run)
+			require.NoError(t, err)
+			assert.Equal(t, meddle, confirmed)
+		})
+	}
+}
