@@ -48,12 +48,12 @@ func (g Gate) Published() []string {
 	return []string{"--exclude=*/" + g.BranchPrefix + "*", "--remotes"}
 }
 
-// PushedOver is what a push update builds on (rev-list arguments after --not): the remote
-// ref's current commit when it is known here; for a new ref, or one whose remote commit was
-// never fetched, whatever a remote-tracking branch already has.
+// PushedOver is what a push update builds on (rev-list arguments after --not): whatever a
+// remote-tracking branch already has (a teammate's verified work, pulled, is judged where it
+// was made, as for a merge), and the remote ref's current commit when it is known here.
 func (g Gate) PushedOver(ctx context.Context, u PushUpdate) []string {
 	if !ZeroID(u.RemoteID) && g.Git.HasCommit(ctx, u.RemoteID) {
-		return []string{u.RemoteID}
+		return append([]string{u.RemoteID}, g.Published()...)
 	}
 	return g.Published()
 }
