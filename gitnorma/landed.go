@@ -44,14 +44,13 @@ func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracke
 	if !task.CreatedAt.IsZero() {
 		q.Since = task.CreatedAt.Add(-clockSkew).UTC().Format(time.RFC3339)
 	}
-	out, err := ld.repo.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)", q)
+	out, err := ld.repo.Git.Log(ctx, landingTrailers, q)
 	if err != nil {
 		return priorLanding{}, fmt.Errorf("look for an earlier landing of %s on %s: %w", task.ID, target, err)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(line, "\x00")
-		if len(f) == 3 && slices.Contains(strings.Split(f[1], ","), task.ID) {
-			return priorLanding{Commit: f[0], RunID: strings.Split(f[2], ",")[0]}, nil
+		if commit, run, ok := landingOf(line, task.ID); ok {
+			return priorLanding{Commit: commit, RunID: run}, nil
 		}
 	}
 	if storeDistrust(ctx, st, ld.shieldedNow()) != "" {
@@ -60,6 +59,26 @@ func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracke
 		return priorLanding{}, nil
 	}
 	return ld.repo.storeLanding(ctx, st, task, target)
+}
+
+// landingTrailers is the git log format landingOf reads: a commit and the trailers a landing
+// carries.
+const landingTrailers = "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Verdict,valueonly,separator=%x2C)"
+
+// landingOf reads one line of landingTrailers: the commit and the run that landed task, when
+// it is a landing of task — it names the task, one run, and a PASS, as git-norma's squash
+// commits do. A line of a person's message that only names the task (Norma-Task: <id>, the way
+// one refers to an issue) is no landing.
+func landingOf(line, task string) (commit, run string, ok bool) {
+	f := strings.Split(line, "\x00")
+	if len(f) != 4 || !slices.Contains(strings.Split(f[1], ","), task) {
+		return "", "", false
+	}
+	runs := strings.Split(f[2], ",")
+	if len(runs) != 1 || runs[0] == "" || f[3] != "PASS" {
+		return "", "", false
+	}
+	return f[0], runs[0], true
 }
 
 // storeLanding is the landing the store records for one of the task's runs since it was

@@ -11,9 +11,10 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
-// A task's earlier landing is the commit whose Norma-Task trailer names exactly it, made since
-// the task was created: not a task whose id it merely starts, not a mention in the text, not a
-// landing from before the task existed (a reused id).
+// A task's earlier landing is the commit whose Norma-Task trailer names exactly it, with the
+// run and the PASS a landing carries, made since the task was created: not a task whose id it
+// merely starts, not a mention in the text, not a person's commit that refers to the task in a
+// trailer of its own, not a landing from before the task existed (a reused id).
 func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
@@ -27,13 +28,15 @@ func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	}
 	created := time.Now().Add(-24 * time.Hour)
 	commitAt(created.Add(-48*time.Hour), "feat: old\n\nNorma-Task: norma-a1\nNorma-Run: r-old\n")
-	commitAt(created.Add(time.Hour), "feat: child\n\nNorma-Task: norma-a1.1\nNorma-Run: r-child\n")
+	commitAt(created.Add(time.Hour), "feat: child\n\nNorma-Task: norma-a1.1\nNorma-Run: r-child\nNorma-Verdict: PASS\n")
 	commitAt(created.Add(2*time.Hour), "docs: mentions Norma-Task: norma-a1 in its text\n")
+	commitAt(created.Add(2*time.Hour), "fix: a teammate's fix\n\nNorma-Task: norma-a1\n")
+	commitAt(created.Add(2*time.Hour), "fix: another\n\nNorma-Task: norma-a1\nNorma-Run: r-new\n")
 	task := tracker.Task{ID: "norma-a1", CreatedAt: created}
 
 	p, err := a.lander().landedBefore(ctx, st, task, "main")
 	require.NoError(t, err)
-	assert.Empty(t, p.Commit, "only the child's trailer, a mention, and a landing older than the task")
+	assert.Empty(t, p.Commit, "only the child's trailer, a mention, references, and a landing older than the task")
 
 	landed := commitAt(created.Add(3*time.Hour), "feat: a1\n\nNorma-Task: norma-a1\nNorma-Run: r-new\nNorma-Verdict: PASS\n")
 	commitAt(created.Add(4*time.Hour), "chore: later\n")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -420,22 +419,25 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 	return ""
 }
 
-// landedAsRecorded says head was landed on target as it is: the run that made head (its
-// Norma-Run trailer) is the run a landing of task on target names. Read from git, so it holds
-// after the run's records were pruned, and for branches from other clones.
+// landedAsRecorded says head was landed on target as it is: a landing of task on target names
+// the run that made head (its Norma-Run trailer), and is the squash commit of head
+// (Manager.LandedAt). Read from git, so it holds after the run's records were pruned, and for
+// branches from other clones; the content, not the trailers alone, says it landed — a commit
+// that only names the run must not have the branch deleted.
 func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
-	const runTrailer = "%(trailers:key=Norma-Run,valueonly,separator=%x2C)"
-	run, err := r.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{head}, Max: 1})
+	run, err := r.Git.Log(ctx, "%(trailers:key=Norma-Run,valueonly,separator=%x2C)", git.LogQuery{Revs: []string{head}, Max: 1})
 	if err != nil || run == "" {
 		return false
 	}
-	out, err := r.Git.Log(ctx, runTrailer, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
+	out, err := r.Git.Log(ctx, landingTrailers, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
 	if err != nil {
 		return false
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if slices.Contains(strings.Split(line, ","), run) {
-			return true
+		if commit, by, ok := landingOf(line, task); ok && by == run {
+			if landed, err := r.Worktrees(ctx).LandedAt(ctx, commit, head); err == nil && landed {
+				return true
+			}
 		}
 	}
 	return false

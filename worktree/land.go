@@ -195,6 +195,25 @@ func (m *Manager) LandedRef(ctx context.Context, target, ref string) (bool, erro
 	return tree == tip.tree, nil
 }
 
+// LandedAt says commit is a landing of ref: merging ref into commit's first parent gives
+// commit's tree, as the squash commit of ref's landing has — whatever landed on top of it
+// since. A commit that only says so (its trailers) does not.
+func (m *Manager) LandedAt(ctx context.Context, commit, ref string) (bool, error) {
+	out, err := m.Git.Output(ctx, "rev-parse", commit+"^1", commit+"^{tree}")
+	if err != nil {
+		return false, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return false, fmt.Errorf("read the parent and tree of %s: %q", commit, out)
+	}
+	tree, err := m.mergeTree(ctx, f[0], ref)
+	if errors.Is(err, ErrConflict) {
+		return false, nil
+	}
+	return err == nil && tree == f[1], err
+}
+
 // mergeTree merges target and task branch without touching any index or checkout and
 // returns the resulting tree, or a *LandError listing the conflicting paths.
 func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string, error) {
