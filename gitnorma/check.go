@@ -37,6 +37,15 @@ type CheckReport struct {
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
 // uses. Without a task id it takes the task of the checked-out norma/task/<id> branch.
 func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error) {
+	// A run's workspace and a check worktree are the agents' and the checks': their .git is
+	// theirs to point at a repository of their making, whose config (core.fsmonitor, filters)
+	// git would run here, unconfined. Decided before any git runs there.
+	for _, own := range []string{a.Repo.Path("runs"), a.Repo.Path("checks")} {
+		if abs, err := filepath.Abs(dir); err == nil && (contains(own, abs) || contains(resolved(own), resolved(abs))) {
+			return CheckReport{}, usagef("check the task's branch from a worktree of yours: git worktree add ../check norma/task/<task>, then git norma check <task> there; or run it: git norma run <task> --no-land",
+				"%s is git-norma's (a run's workspace or a check worktree), where an agent's files decide what git runs", dir)
+		}
+	}
 	top, err := a.Repo.Git.In(dir).Toplevel(ctx)
 	if err != nil {
 		return CheckReport{}, withKind(ErrEnvironment, err)

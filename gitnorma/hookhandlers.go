@@ -223,7 +223,7 @@ func (h *hookHandler) refusal(what string, refused []string) error {
 	if len(refused) == 0 {
 		return nil
 	}
-	hint := "verify it: git norma check <task> in the task's worktree, or git norma run <task> --no-land"
+	hint := "verify it: git norma check <task> in a worktree of yours on its branch, or git norma run <task> --no-land"
 	if h.a.uninitialised {
 		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
 	}
