@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+	"syscall"
 )
 
 // Confined processes may not write the home directory, where build tools keep their caches
@@ -135,22 +135,32 @@ func ChecksCacheUsed(ctx context.Context) bool {
 	return used
 }
 
-// checksCache is ChecksCacheUsed, and when the home is empty, when it was last changed: the
-// checks of a parallel run (another task's code) may write it while these run, and take
-// again what they wrote — which leaves the time changed.
-func checksCache(ctx context.Context) (used bool, changed time.Time) {
+// dirState is what says a directory was changed: its inode and its status change time, which
+// no process can set (the modification time, touch sets back).
+type dirState struct {
+	ino   uint64
+	ctime syscall.Timespec
+}
+
+// checksCache is ChecksCacheUsed, and the state of the home: the checks of a parallel run
+// (another task's code) may write it while these run, and take again what they wrote — which
+// leaves its state changed.
+func checksCache(ctx context.Context) (used bool, state dirState) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {
-		return false, time.Time{}
+		return false, dirState{}
 	}
 	dir := filepath.Join(s.cfg.CacheDir, checkCacheDir)
 	st, err := os.Lstat(dir)
 	if err == nil && st.IsDir() && st.Mode().Perm()&0o700 != 0o700 {
 		_ = os.Chmod(dir, st.Mode().Perm()|0o700)
+		st, err = os.Lstat(dir)
 	}
 	if err == nil {
-		changed = st.ModTime()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			state = dirState{ino: sys.Ino, ctime: sys.Ctim}
+		}
 	}
 	entries, err := os.ReadDir(dir)
-	return len(entries) > 0 || err != nil && !os.IsNotExist(err), changed
+	return len(entries) > 0 || err != nil && !os.IsNotExist(err), state
 }

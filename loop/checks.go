@@ -119,7 +119,7 @@ func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), 
 	}
 	evidence, err = run(ctx, ct.Dir)
 	cachedAfter, changedAfter := checksCache(ctx)
-	cached := cachedBefore || cachedAfter || !changedAfter.Equal(changedBefore)
+	cached := cachedBefore || cachedAfter || changedAfter != changedBefore
 	if err != nil || !(ct.Leftovers || cached) || !allPassed(evidence) {
 		return ct, evidence, false, err
 	}

@@ -213,7 +213,7 @@ func TestVerifyTreeConfirmsAPassThatMayHaveNeededLeftovers(t *testing.T) {
 }
 
 // A PASS whose checks ran while another run's checks wrote the shared cache home — and took
-// back what they wrote, leaving it empty again — is confirmed in a fresh worktree with a
+// back what they wrote, leaving it empty again, its time set back — is confirmed in a fresh worktree with a
 // cache home of its own: the other run's code could have prepared it (a red-team finding of
 // loop --parallel). One that nothing touched meanwhile stands.
 func TestVerifyTreeSeesTheCacheChangedWhileChecksRan(t *testing.T) {
@@ -227,10 +227,14 @@ func TestVerifyTreeSeesTheCacheChangedWhileChecksRan(t *testing.T) {
 			bring := func(fresh bool) (CheckTree, error) { return CheckTree{Dir: strconv.FormatBool(fresh)}, nil }
 			run := func(_ context.Context, dir string) ([]Evidence, error) {
 				if meddle && dir == "false" {
+					// ... and sets the home's time back (Landlock does not govern utimensat).
+					st, err := os.Stat(home)
+					require.NoError(t, err)
 					planted := filepath.Join(home, "b-ok")
 					time.Sleep(10 * time.Millisecond) // a later time than the home's own
 					require.NoError(t, os.WriteFile(planted, nil, 0o600))
 					require.NoError(t, os.Remove(planted))
+					require.NoError(t, os.Chtimes(home, st.ModTime(), st.ModTime()))
 				}
 				return []Evidence{{Passed: true}}, nil
 			}
