@@ -104,11 +104,11 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 // Merging refuses a hand-made merge that brings in task work no recorded PASS covers (see
 // hooks.Gate.Refused).
 func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
-	gate, done := h.gate()
+	gate, done := h.gate(ctx)
 	defer done()
-	// What a remote-tracking branch already has was published (a teammate's verified work,
-	// pulled): it is judged where it was made, not again here.
-	refused, err := gate.Refused(ctx, merged, append([]string{"HEAD"}, gate.Published()...))
+	// What the remotes have of the target was published (a teammate's verified work, pulled):
+	// it is judged where it was made, not again here.
+	refused, err := gate.Refused(ctx, merged, append([]string{"HEAD"}, gate.Published(ctx)...))
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
@@ -119,7 +119,7 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 // whose new commits carry task work no recorded PASS covers; then pushes the journal notes
 // when notes.push is on.
 func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hooks.PushUpdate) error {
-	gate, done := h.gate()
+	gate, done := h.gate(ctx)
 	defer done()
 	var refused []string
 	for _, u := range updates {
@@ -155,9 +155,10 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 }
 
 // gate is the hooks' gate over this repository's records; done closes the store it opened.
-func (h *hookHandler) gate() (hooks.Gate, func()) {
+func (h *hookHandler) gate(ctx context.Context) (hooks.Gate, func()) {
 	r := &gateRecords{a: h.a}
-	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix}, r.close
+	target, _ := h.a.targetBranch(ctx)
+	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: target}, r.close
 }
 
 // gateRecords are the task branches and the run store as the gate reads them; the store is

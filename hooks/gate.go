@@ -40,22 +40,43 @@ type Gate struct {
 	Records Records
 	// BranchPrefix names task branches under refs/heads/ ("norma/task/").
 	BranchPrefix string
+	// Target is the branch tasks land on ("" when there is none to tell).
+	Target string
 }
 
-// Published are the rev-list arguments for what others can already see: the remote-tracking
-// branches, but for task branches pushed to share work in progress.
-func (g Gate) Published() []string {
-	return []string{"--exclude=*/" + g.BranchPrefix + "*", "--remotes"}
+// Published are the rev-list arguments for what others can already see and a gate judged as
+// it was pushed there: the target branch as each remote has it (a teammate's verified work,
+// pulled, is judged where it was made). No other remote-tracking ref: a task branch pushed
+// for review, a forge's copy of one (refs/pull/*) or a teammate's branch may hold task work
+// no PASS covers.
+func (g Gate) Published(ctx context.Context) []string {
+	if g.Target == "" {
+		return nil
+	}
+	remotes, err := g.Git.Output(ctx, "remote")
+	if err != nil || remotes == "" {
+		return nil
+	}
+	var refs []string
+	for _, r := range strings.Fields(remotes) {
+		refs = append(refs, "refs/remotes/"+r+"/"+g.Target)
+	}
+	// Only the ones that exist: rev-list refuses a name it cannot resolve.
+	out, err := g.Git.ForEachRef(ctx, "%(refname)", refs...)
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(out)
 }
 
-// PushedOver is what a push update builds on (rev-list arguments after --not): whatever a
-// remote-tracking branch already has (a teammate's verified work, pulled, is judged where it
-// was made, as for a merge), and the remote ref's current commit when it is known here.
+// PushedOver is what a push update builds on (rev-list arguments after --not): what the
+// remotes have of the target (Published), and the remote ref's current commit when it is
+// known here.
 func (g Gate) PushedOver(ctx context.Context, u PushUpdate) []string {
 	if !ZeroID(u.RemoteID) && g.Git.HasCommit(ctx, u.RemoteID) {
-		return append([]string{u.RemoteID}, g.Published()...)
+		return append([]string{u.RemoteID}, g.Published(ctx)...)
 	}
-	return g.Published()
+	return g.Published(ctx)
 }
 
 // TaskOf is the task whose branch ref (refs/heads/<prefix><task>) names, or "".
