@@ -174,21 +174,30 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 // landedBy returns the squash commit run runID landed on target, if one is there: a run killed
 // right after landing did not record it. Only the commits since its verified head are looked
 // at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped),
-// and only a commit whose trailers name both the run and its task counts: a line of the body
-// that reads like one (a goal an agent wrote) says nothing.
+// and only a landing of the task by the run counts (landingOf: its trailers, not a line of the
+// body that reads like one, a goal an agent wrote) whose content is the run's verified head.
 func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, taskID, target string) string {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + runID, Fixed: true, NoMerges: true}
-	if run, err := st.Run(ctx, runID); err == nil && run.PassHead != "" {
+	run, err := st.Run(ctx, runID)
+	if err == nil && run.PassHead != "" {
 		q.Not = []string{run.PassHead}
 	}
-	out, err := r.Git.Log(ctx, "%H%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)", q)
+	out, err := r.Git.Log(ctx, landingTrailers, q)
 	if err != nil {
 		return ""
 	}
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.Split(line, "\x00")
-		if len(f) == 3 && slices.Equal(strings.Split(f[1], ","), []string{runID}) && slices.Contains(strings.Split(f[2], ","), taskID) {
-			return f[0]
+		commit, by, ok := landingOf(line, taskID)
+		if !ok || by != runID {
+			continue
+		}
+		// Its content, not its trailers alone: a person's commit that names the run must not
+		// close the task with its PASS unlanded.
+		if run.PassHead == "" {
+			return commit
+		}
+		if landed, err := r.Worktrees(ctx).LandedAt(ctx, commit, run.PassHead); err == nil && landed {
+			return commit
 		}
 	}
 	return ""

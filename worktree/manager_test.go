@@ -197,7 +197,7 @@ func TestRemoveKeepsUncommittedChangesOnTheBranch(t *testing.T) {
 	assert.Equal(t, tip, f.rev(newTip+"^"), "one rescue commit on top of the branch")
 	subject := f.git("log", "-1", "--format=%s", newTip)
 	assert.Equal(t, "chore(norma): keep uncommitted changes of run R-1", subject)
-	assert.Equal(t, "Norma-Run: R-1", f.trailers(newTip))
+	assert.Equal(t, "Norma-Task: T-1\nNorma-Run: R-1\nNorma-Role: rescue", f.trailers(newTip), "the hooks take it for the task's work wherever it travels")
 	assert.Equal(t, "# changed by an interrupted agent", f.show(newTip, "README.md"))
 	assert.Equal(t, "untracked", f.show(newTip, "new/dir/file.txt"))
 	assert.Equal(t, []string{"README.md", "new/dir/file.txt"}, f.treeFiles(newTip))

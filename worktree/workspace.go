@@ -572,7 +572,10 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	if w.git.Run(ctx, "diff", "--cached", "--quiet") == nil {
 		return nil // nothing else to keep
 	}
-	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\nThe run ended before its orchestrator commit; these changes were saved instead of discarded.\n\nNorma-Run: %s\n", w.runID, w.runID)
+	// The task and a role in its trailers, as a step commit's: the hooks take it for the task's
+	// work (unverified) wherever it travels, not only where its branch's reflog says so.
+	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\nThe run ended before its orchestrator commit; these changes were saved instead of discarded.\n\nNorma-Task: %s\nNorma-Run: %s\nNorma-Role: rescue\n",
+		w.runID, strings.TrimPrefix(w.branch, BranchPrefix), w.runID)
 	_, err = w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-")
 	return err
 }
