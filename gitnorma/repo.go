@@ -50,6 +50,9 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fatalf("cd into an existing directory of a git repository", "%s is not a directory", dir)
 	}
+	if owner, ok := normaOwner(dir); ok {
+		dir = owner
+	}
 	// The everyday layouts are read from the file system; git is asked about the others.
 	l, ok := git.Discover(dir)
 	if ok {
@@ -75,6 +78,33 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		return nil, err
 	}
 	return &Repo{Root: root, GitDir: l.CommonDir, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
+}
+
+// normaOwner is the checkout whose git-norma worktrees (.norma/runs/..., .norma/checks/...) dir
+// is in. There the repository is that checkout's, by the path: a run's workspace or a check
+// worktree is an agent's or a check's, whose .git they may have made a repository of their
+// own — one whose config (core.fsmonitor) git would run, unconfined, for a command of yours.
+func normaOwner(dir string) (string, bool) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, p := range []string{abs, resolved(abs)} {
+		parts := strings.Split(p, string(filepath.Separator))
+		for i := len(parts) - 2; i >= 1; i-- {
+			if parts[i] != ".norma" || (parts[i+1] != "runs" && parts[i+1] != "checks") {
+				continue
+			}
+			owner := strings.Join(parts[:i], string(filepath.Separator))
+			if owner == "" {
+				owner = string(filepath.Separator)
+			}
+			if st, err := os.Stat(filepath.Join(owner, ".norma", "config.json")); err == nil && st.Mode().IsRegular() {
+				return owner, true
+			}
+		}
+	}
+	return "", false
 }
 
 // mainWorktree finds the main worktree's top level. In the main worktree (its git dir is the
