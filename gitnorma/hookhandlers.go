@@ -106,9 +106,9 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 	gate, done := h.gate(ctx)
 	defer done()
-	// What the remotes have of the target was published (a teammate's verified work, pulled):
-	// it is judged where it was made, not again here.
-	refused, err := gate.Refused(ctx, merged, append([]string{"HEAD"}, gate.Published(ctx)...))
+	// What the remote this branch pulls from has of the target was published (a teammate's
+	// verified work, pulled): it is judged where it was made, not again here.
+	refused, err := gate.Refused(ctx, merged, append([]string{"HEAD"}, gate.Published(ctx, h.pullRemote(ctx))...))
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
@@ -132,7 +132,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 			}
 			continue
 		}
-		why, err := gate.Refused(ctx, []string{u.LocalID}, gate.PushedOver(ctx, u))
+		why, err := gate.Refused(ctx, []string{u.LocalID}, gate.PushedOver(ctx, remote, u))
 		if err != nil && h.git.HasCommit(ctx, u.LocalID) {
 			why = append(why, fmt.Sprintf("%s: cannot tell which commits the push adds (%v)", u.LocalRef, err))
 		}
@@ -157,8 +157,20 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 // gate is the hooks' gate over this repository's records; done closes the store it opened.
 func (h *hookHandler) gate(ctx context.Context) (hooks.Gate, func()) {
 	r := &gateRecords{a: h.a}
-	target, _ := h.a.targetBranch(ctx)
-	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: target}, r.close
+	// The configured target only: the branch checked out here says nothing of what a remote
+	// judged.
+	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: h.a.Config.TargetBranch}, r.close
+}
+
+// pullRemote is the remote the checked-out branch pulls from (origin when it says none).
+func (h *hookHandler) pullRemote(ctx context.Context) string {
+	branch, err := h.git.CurrentBranch(ctx)
+	if err == nil && branch != "" {
+		if remote, err := h.git.Config(ctx, "branch."+branch+".remote"); err == nil && strings.TrimSpace(remote) != "" && strings.TrimSpace(remote) != "." {
+			return strings.TrimSpace(remote)
+		}
+	}
+	return "origin"
 }
 
 // gateRecords are the task branches and the run store as the gate reads them; the store is

@@ -40,43 +40,44 @@ type Gate struct {
 	Records Records
 	// BranchPrefix names task branches under refs/heads/ ("norma/task/").
 	BranchPrefix string
-	// Target is the branch tasks land on ("" when there is none to tell).
+	// Target is the configured branch tasks land on ("": each remote's default branch).
 	Target string
 }
 
-// Published are the rev-list arguments for what others can already see and a gate judged as
-// it was pushed there: the target branch as each remote has it (a teammate's verified work,
-// pulled, is judged where it was made). No other remote-tracking ref: a task branch pushed
-// for review, a forge's copy of one (refs/pull/*) or a teammate's branch may hold task work
-// no PASS covers.
-func (g Gate) Published(ctx context.Context) []string {
+// Published are the rev-list arguments for what the gate takes as judged already: the target
+// branch as remote has it (the remote a push goes to, the one a merge's branch pulls from),
+// whose pushes went through its users' gates — a teammate's verified work, pulled, is judged
+// where it was made. The target is the configured one, else the remote's default branch
+// (refs/remotes/<remote>/HEAD). Nothing else counts: not another branch of it, nor another
+// remote (a fork), nor a task branch shared for review or a forge's pull request.
+func (g Gate) Published(ctx context.Context, remote string) []string {
+	if remote == "" {
+		return nil
+	}
+	ref := "refs/remotes/" + remote + "/" + g.Target
 	if g.Target == "" {
+		head, err := g.Git.Output(ctx, "symbolic-ref", "-q", "refs/remotes/"+remote+"/HEAD")
+		if err != nil || !strings.HasPrefix(head, "refs/remotes/"+remote+"/") {
+			return nil
+		}
+		ref = head
+	}
+	// Only one that exists (rev-list refuses a name it cannot resolve), and exactly it.
+	out, err := g.Git.ForEachRef(ctx, "%(refname)", ref)
+	if err != nil || !slices.Contains(strings.Fields(out), ref) {
 		return nil
 	}
-	remotes, err := g.Git.Output(ctx, "remote")
-	if err != nil || remotes == "" {
-		return nil
-	}
-	var refs []string
-	for _, r := range strings.Fields(remotes) {
-		refs = append(refs, "refs/remotes/"+r+"/"+g.Target)
-	}
-	// Only the ones that exist: rev-list refuses a name it cannot resolve.
-	out, err := g.Git.ForEachRef(ctx, "%(refname)", refs...)
-	if err != nil {
-		return nil
-	}
-	return strings.Fields(out)
+	return []string{ref}
 }
 
-// PushedOver is what a push update builds on (rev-list arguments after --not): what the
-// remotes have of the target (Published), and the remote ref's current commit when it is
-// known here.
-func (g Gate) PushedOver(ctx context.Context, u PushUpdate) []string {
+// PushedOver is what a push update to remote builds on (rev-list arguments after --not): what
+// remote has of the target (Published), and the remote ref's current commit when it is known
+// here.
+func (g Gate) PushedOver(ctx context.Context, remote string, u PushUpdate) []string {
 	if !ZeroID(u.RemoteID) && g.Git.HasCommit(ctx, u.RemoteID) {
-		return append([]string{u.RemoteID}, g.Published(ctx)...)
+		return append([]string{u.RemoteID}, g.Published(ctx, remote)...)
 	}
-	return g.Published(ctx)
+	return g.Published(ctx, remote)
 }
 
 // TaskOf is the task whose branch ref (refs/heads/<prefix><task>) names, or "".
