@@ -157,9 +157,10 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 // gate is the hooks' gate over this repository's records; done closes the store it opened.
 func (h *hookHandler) gate(ctx context.Context) (hooks.Gate, func()) {
 	r := &gateRecords{a: h.a}
-	// The configured target only: the branch checked out here says nothing of what a remote
-	// judged.
-	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: h.a.Config.TargetBranch}, r.close
+	// git-norma's own target: target_branch, else the branch checked out in the main
+	// worktree (never a task branch), which is where its runs would land.
+	target, _ := h.a.targetBranch(ctx)
+	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: target}, r.close
 }
 
 // pullRemote is the remote the checked-out branch pulls from (origin when it says none).

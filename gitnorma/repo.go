@@ -84,6 +84,9 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 // is in. There the repository is that checkout's, by the path: a run's workspace or a check
 // worktree is an agent's or a check's, whose .git they may have made a repository of their
 // own — one whose config (core.fsmonitor) git would run, unconfined, for a command of yours.
+// The outermost such checkout: an agent can make more of the same shape inside its own. It is
+// one when its .norma holds git-norma's store or config (the store is never in git: a checkout
+// of a commit from before git-norma leaves it there).
 func normaOwner(dir string) (string, bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -91,7 +94,7 @@ func normaOwner(dir string) (string, bool) {
 	}
 	for _, p := range []string{abs, resolved(abs)} {
 		parts := strings.Split(p, string(filepath.Separator))
-		for i := len(parts) - 2; i >= 1; i-- {
+		for i := 1; i+1 < len(parts); i++ {
 			if parts[i] != ".norma" || (parts[i+1] != "runs" && parts[i+1] != "checks") {
 				continue
 			}
@@ -99,8 +102,10 @@ func normaOwner(dir string) (string, bool) {
 			if owner == "" {
 				owner = string(filepath.Separator)
 			}
-			if st, err := os.Stat(filepath.Join(owner, ".norma", "config.json")); err == nil && st.Mode().IsRegular() {
-				return owner, true
+			for _, f := range []string{"norma.db", "config.json"} {
+				if st, err := os.Lstat(filepath.Join(owner, ".norma", f)); err == nil && st.Mode().IsRegular() {
+					return owner, true
+				}
 			}
 		}
 	}

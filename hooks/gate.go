@@ -40,34 +40,45 @@ type Gate struct {
 	Records Records
 	// BranchPrefix names task branches under refs/heads/ ("norma/task/").
 	BranchPrefix string
-	// Target is the configured branch tasks land on ("": each remote's default branch).
+	// Target is the branch tasks land on ("" when there is none to tell).
 	Target string
 }
 
-// Published are the rev-list arguments for what the gate takes as judged already: the target
-// branch as remote has it (the remote a push goes to, the one a merge's branch pulls from),
-// whose pushes went through its users' gates — a teammate's verified work, pulled, is judged
-// where it was made. The target is the configured one, else the remote's default branch
-// (refs/remotes/<remote>/HEAD). Nothing else counts: not another branch of it, nor another
-// remote (a fork), nor a task branch shared for review or a forge's pull request.
+// Published are the rev-list arguments for what the gate takes as judged already: the branch
+// tasks land on as remote has it (the remote a push goes to, the one a merge's branch pulls
+// from), and remote's default branch: what lands there went through its users' gates — a
+// teammate's verified work, pulled, is judged where it was made. Nothing else counts: not
+// another branch of it, nor another remote (a fork), nor a task branch, shared for review or
+// named the remote's default, nor a forge's pull request.
 func (g Gate) Published(ctx context.Context, remote string) []string {
 	if remote == "" {
 		return nil
 	}
-	ref := "refs/remotes/" + remote + "/" + g.Target
-	if g.Target == "" {
-		head, err := g.Git.Output(ctx, "symbolic-ref", "-q", "refs/remotes/"+remote+"/HEAD")
-		if err != nil || !strings.HasPrefix(head, "refs/remotes/"+remote+"/") {
-			return nil
-		}
-		ref = head
+	var refs []string
+	if g.Target != "" {
+		refs = append(refs, "refs/remotes/"+remote+"/"+g.Target)
 	}
-	// Only one that exists (rev-list refuses a name it cannot resolve), and exactly it.
-	out, err := g.Git.ForEachRef(ctx, "%(refname)", ref)
-	if err != nil || !slices.Contains(strings.Fields(out), ref) {
+	if head, err := g.Git.Output(ctx, "symbolic-ref", "-q", "refs/remotes/"+remote+"/HEAD"); err == nil && strings.HasPrefix(head, "refs/remotes/"+remote+"/") {
+		refs = append(refs, head)
+	}
+	refs = slices.DeleteFunc(refs, func(ref string) bool {
+		return strings.HasPrefix(strings.TrimPrefix(ref, "refs/remotes/"+remote+"/"), g.BranchPrefix)
+	})
+	if len(refs) == 0 {
 		return nil
 	}
-	return []string{ref}
+	// Only the ones that exist (rev-list refuses a name it cannot resolve), and exactly them.
+	out, err := g.Git.ForEachRef(ctx, "%(refname)", refs...)
+	if err != nil {
+		return nil
+	}
+	var published []string
+	for _, ref := range strings.Fields(out) {
+		if slices.Contains(refs, ref) && !slices.Contains(published, ref) {
+			published = append(published, ref)
+		}
+	}
+	return published
 }
 
 // PushedOver is what a push update to remote builds on (rev-list arguments after --not): what
