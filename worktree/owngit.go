@@ -62,6 +62,11 @@ func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
 			err = nil
 		}
 	}
+	if err == nil && fresh {
+		// A sparse checkout's settings, which git add has just copied from your checkout's
+		// (nothing else has run there yet): the worktree stays as sparse as yours.
+		err = copySparse(admin, tmp)
+	}
 	if err == nil {
 		err = os.RemoveAll(own)
 	}
@@ -73,6 +78,23 @@ func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
 		return "", fmt.Errorf("make git-norma's own git directory for %s: %w", path, err)
 	}
 	return own, nil
+}
+
+// copySparse copies the sparse-checkout settings of the git directory from into to, where
+// there are any: its config.worktree and info/sparse-checkout.
+func copySparse(from, to string) error {
+	for _, f := range []string{"config.worktree", filepath.Join("info", "sparse-checkout")} {
+		if _, err := os.Lstat(filepath.Join(from, f)); os.IsNotExist(err) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(to, f)), 0o700); err != nil {
+			return err
+		}
+		if err := copyRegular(filepath.Join(from, f), filepath.Join(to, f)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // agentHead is the agent's HEAD file, read as data ("" when it is not a small regular file).
