@@ -70,21 +70,34 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 	if len(drivers) == 0 {
 		return nil, nil
 	}
-	lfs := filepath.Join(r.GitDir, "lfs")
+	stores := driverStores(ctx, r)
 	if slices.Contains(drivers, "lfs") {
-		// git-lfs makes it on first use, which a confined git-lfs could not.
-		_ = os.MkdirAll(lfs, 0o755)
+		// git-lfs makes its store on first use, which a confined git-lfs could not.
+		_ = os.MkdirAll(stores[0], 0o755)
 	}
 	tree = func(tree, gitDir string) git.Wrap {
-		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: []string{
-			tree, gitDir, os.TempDir(), lfs,
+		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
+			tree, gitDir, os.TempDir(),
 			filepath.Join(r.GitDir, "objects"), filepath.Join(r.GitDir, "refs"), filepath.Join(r.GitDir, "logs"),
-		}})
+		}, stores...)})
 	}
 	if !cf.cfg.Network {
 		checkout = launched(c.launcher, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
 	}
 	return tree, checkout
+}
+
+// driverStores are where the drivers keep what they clean: git-lfs's store (lfs.storage, else
+// <git dir>/lfs; first) and git-annex's.
+func driverStores(ctx context.Context, r *Repo) []string {
+	lfs := filepath.Join(r.GitDir, "lfs")
+	if dir, err := r.Git.Config(ctx, "lfs.storage"); err == nil && strings.TrimSpace(dir) != "" {
+		lfs = expandHome([]string{strings.TrimSpace(dir)})[0]
+		if !filepath.IsAbs(lfs) {
+			lfs = filepath.Join(r.GitDir, lfs)
+		}
+	}
+	return []string{lfs, filepath.Join(r.GitDir, "annex")}
 }
 
 // launched starts git through the sandbox launcher at launcher, confined by p.
