@@ -104,7 +104,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 // Merging refuses a hand-made merge that brings in task work no recorded PASS covers (see
 // hooks.Gate.Refused).
 func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
-	gate, done := h.gate(ctx)
+	gate, done := h.gate()
 	defer done()
 	// What the remote this branch pulls from has of the target was published (a teammate's
 	// verified work, pulled): it is judged where it was made, not again here.
@@ -119,7 +119,7 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 // whose new commits carry task work no recorded PASS covers; then pushes the journal notes
 // when notes.push is on.
 func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hooks.PushUpdate) error {
-	gate, done := h.gate(ctx)
+	gate, done := h.gate()
 	defer done()
 	var refused []string
 	for _, u := range updates {
@@ -155,12 +155,11 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 }
 
 // gate is the hooks' gate over this repository's records; done closes the store it opened.
-func (h *hookHandler) gate(ctx context.Context) (hooks.Gate, func()) {
+func (h *hookHandler) gate() (hooks.Gate, func()) {
 	r := &gateRecords{a: h.a}
-	// git-norma's own target: target_branch, else the branch checked out in the main
-	// worktree (never a task branch), which is where its runs would land.
-	target, _ := h.a.targetBranch(ctx)
-	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: target}, r.close
+	// The configured target only: the branch you happen to have checked out says nothing of
+	// what a remote judged.
+	return hooks.Gate{Git: h.git, Records: r, BranchPrefix: worktree.BranchPrefix, Target: h.a.Config.TargetBranch}, r.close
 }
 
 // pullRemote is the remote the checked-out branch pulls from (origin when it says none).

@@ -40,45 +40,56 @@ type Gate struct {
 	Records Records
 	// BranchPrefix names task branches under refs/heads/ ("norma/task/").
 	BranchPrefix string
-	// Target is the branch tasks land on ("" when there is none to tell).
+	// Target is the configured branch tasks land on ("" when none is).
 	Target string
 }
 
 // Published are the rev-list arguments for what the gate takes as judged already: the branch
 // tasks land on as remote has it (the remote a push goes to, the one a merge's branch pulls
-// from), and remote's default branch: what lands there went through its users' gates — a
-// teammate's verified work, pulled, is judged where it was made. Nothing else counts: not
-// another branch of it, nor another remote (a fork), nor a task branch, shared for review or
-// named the remote's default, nor a forge's pull request.
+// from) — the configured target, and the remote's default branch (its HEAD), or else its main
+// or master: what lands there went through its users' gates, and a teammate's verified work,
+// pulled, is judged where it was made. Nothing else counts: not another branch of it (not the
+// branch you happen to have checked out), nor another remote (a fork), nor a task branch,
+// shared for review or named the remote's default, nor a forge's pull request.
 func (g Gate) Published(ctx context.Context, remote string) []string {
 	if remote == "" {
 		return nil
 	}
-	var refs []string
+	prefix := "refs/remotes/" + remote + "/"
+	var want []string
 	if g.Target != "" {
-		refs = append(refs, "refs/remotes/"+remote+"/"+g.Target)
+		want = append(want, prefix+g.Target)
 	}
-	if head, err := g.Git.Output(ctx, "symbolic-ref", "-q", "refs/remotes/"+remote+"/HEAD"); err == nil && strings.HasPrefix(head, "refs/remotes/"+remote+"/") {
-		refs = append(refs, head)
+	if head, err := g.Git.Output(ctx, "symbolic-ref", "-q", prefix+"HEAD"); err == nil && strings.HasPrefix(head, prefix) {
+		want = append(want, head)
 	}
+	published := g.existing(ctx, prefix, want)
+	if len(published) == 0 {
+		published = g.existing(ctx, prefix, []string{prefix + "main", prefix + "master"})
+	}
+	return published
+}
+
+// existing are those of refs (under prefix) that exist and name no task branch.
+func (g Gate) existing(ctx context.Context, prefix string, refs []string) []string {
 	refs = slices.DeleteFunc(refs, func(ref string) bool {
-		return strings.HasPrefix(strings.TrimPrefix(ref, "refs/remotes/"+remote+"/"), g.BranchPrefix)
+		return strings.HasPrefix(strings.TrimPrefix(ref, prefix), g.BranchPrefix)
 	})
 	if len(refs) == 0 {
 		return nil
 	}
-	// Only the ones that exist (rev-list refuses a name it cannot resolve), and exactly them.
+	// rev-list refuses a name it cannot resolve; for-each-ref lists the ones there are.
 	out, err := g.Git.ForEachRef(ctx, "%(refname)", refs...)
 	if err != nil {
 		return nil
 	}
-	var published []string
+	var found []string
 	for _, ref := range strings.Fields(out) {
-		if slices.Contains(refs, ref) && !slices.Contains(published, ref) {
-			published = append(published, ref)
+		if slices.Contains(refs, ref) && !slices.Contains(found, ref) {
+			found = append(found, ref)
 		}
 	}
-	return published
+	return found
 }
 
 // PushedOver is what a push update to remote builds on (rev-list arguments after --not): what
