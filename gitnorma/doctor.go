@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
@@ -93,11 +95,22 @@ func (a *App) doctorTracker(ctx context.Context, rep *DoctorReport) {
 	if kind == "beads" {
 		detail += ": " + commandVersion(ctx, "bd", "version")
 	}
-	if _, err := tr.List(ctx); err != nil {
+	tasks, err := tr.List(ctx)
+	if err != nil {
 		rep.add("tracker", "fail", detail+": "+err.Error(), "check the backlog (bd doctor, or .beads/issues.jsonl)")
 		return
 	}
 	rep.add("tracker", "ok", detail, "")
+	var proposed []string
+	for _, t := range tasks {
+		if t.Status != tracker.StatusClosed && slices.Contains(t.Labels, LabelProposed) {
+			proposed = append(proposed, t.ID)
+		}
+	}
+	if len(proposed) > 0 {
+		rep.add("review", "warn", fmt.Sprintf("%d task(s) filed by agents wait for your review, their Verify lines the agent's: %s", len(proposed), strings.Join(proposed, ", ")),
+			"read them (git norma task show <id>), then: git norma task accept <id>...")
+	}
 }
 
 func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
