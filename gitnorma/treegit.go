@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/loop/sandbox"
+	"github.com/git-norma/git-norma/worktree"
 )
 
 // git-norma's own git commands on an agent's work (the step commit, the checkouts of a task
@@ -18,9 +19,10 @@ import (
 // git-lfs, git-crypt, nbstripout — on the files the agent's .gitattributes points them at;
 // git-lfs also reads the server it talks to from the agent's .lfsconfig. An agent cannot
 // change the drivers, but it chooses their input: with sandbox.network off it could still
-// have git-lfs carry a secret to a server of its choosing. So where the config names any,
-// those commands run confined like a check command: writing only that work tree, its git
-// directory and the repository's objects, refs, logs and LFS store, with the network as
+// have git-lfs carry a secret to a server of its choosing; and a driver the config names by a
+// path in the work tree is the agent's own code. So where the config names any, those
+// commands run confined like a check command: writing only that work tree, its git directory,
+// the repository's objects, the task branches and the drivers' stores, with the network as
 // sandbox.network says. The landing's fast-forward of the user's checkout writes what the
 // user's git writes there, hooks included: it is kept off the network only, when
 // sandbox.network is off.
@@ -75,11 +77,20 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 		// git-lfs makes its store on first use, which a confined git-lfs could not.
 		_ = os.MkdirAll(stores[0], 0o755)
 	}
+	// Of the refs, only the task branches (a step's commit moves its own): a driver named by
+	// a path in the work tree (sh tools/clean.sh) is the agent's code, and must not reach your
+	// branches. Made first: git makes a ref's directory on first use, which it then could not.
+	taskRefs := []string{
+		filepath.Join(r.GitDir, "refs", "heads", filepath.FromSlash(worktree.BranchPrefix)),
+		filepath.Join(r.GitDir, "logs", "refs", "heads", filepath.FromSlash(worktree.BranchPrefix)),
+	}
+	for _, dir := range taskRefs {
+		_ = os.MkdirAll(dir, 0o755)
+	}
 	tree = func(tree, gitDir string) git.Wrap {
-		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
-			tree, gitDir, os.TempDir(),
-			filepath.Join(r.GitDir, "objects"), filepath.Join(r.GitDir, "refs"), filepath.Join(r.GitDir, "logs"),
-		}, stores...)})
+		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append(append([]string{
+			tree, gitDir, os.TempDir(), filepath.Join(r.GitDir, "objects"),
+		}, taskRefs...), stores...)})
 	}
 	if !cf.cfg.Network {
 		checkout = launched(c.launcher, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
