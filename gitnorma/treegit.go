@@ -11,7 +11,6 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/loop/sandbox"
-	"github.com/git-norma/git-norma/worktree"
 )
 
 // git-norma's own git commands on an agent's work (the step commit, the checkouts of a task
@@ -22,7 +21,7 @@ import (
 // have git-lfs carry a secret to a server of its choosing; and a driver the config names by a
 // path in the work tree is the agent's own code. So where the config names any, those
 // commands run confined like a check command: writing only that work tree, its git directory,
-// the repository's objects, the task branches and the drivers' stores, with the network as
+// the repository's objects and the drivers' stores — no ref — with the network as
 // sandbox.network says. The landing's fast-forward of the user's checkout writes what the
 // user's git writes there, hooks included: it is kept off the network only, when
 // sandbox.network is off.
@@ -77,20 +76,12 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 		// git-lfs makes its store on first use, which a confined git-lfs could not.
 		_ = os.MkdirAll(stores[0], 0o755)
 	}
-	// Of the refs, only the task branches (a step's commit moves its own): a driver named by
-	// a path in the work tree (sh tools/clean.sh) is the agent's code, and must not reach your
-	// branches. Made first: git makes a ref's directory on first use, which it then could not.
-	taskRefs := []string{
-		filepath.Join(r.GitDir, "refs", "heads", filepath.FromSlash(worktree.BranchPrefix)),
-		filepath.Join(r.GitDir, "logs", "refs", "heads", filepath.FromSlash(worktree.BranchPrefix)),
-	}
-	for _, dir := range taskRefs {
-		_ = os.MkdirAll(dir, 0o755)
-	}
+	// No ref: git-norma moves the task branch outside the sandbox (worktree's commitIndex), and
+	// a driver named by a path in the work tree (sh tools/clean.sh) is the agent's own code.
 	tree = func(tree, gitDir string) git.Wrap {
-		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append(append([]string{
+		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
 			tree, gitDir, os.TempDir(), filepath.Join(r.GitDir, "objects"),
-		}, taskRefs...), stores...)})
+		}, stores...)})
 	}
 	if !cf.cfg.Network {
 		checkout = launched(c.launcher, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})

@@ -254,7 +254,7 @@ func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...
 	if err != nil {
 		return err
 	}
-	return m.treeGit(path, admin).Run(ctx, "reset", "-q", "--hard")
+	return m.treeGit(path, admin).Run(ctx, "read-tree", "--reset", "-u", "HEAD")
 }
 
 // RemoveScratch removes a scratch worktree with whatever its checks left in it; nothing there is

@@ -137,7 +137,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	ws, err := m.open(ctx, o.Path, o.RunID, true)
 	if err == nil {
 		// Confined where the user's filter drivers may run on an agent's files (TreeGit).
-		if err = ws.git.Run(ctx, "reset", "-q", "--hard"); err == nil {
+		if err = ws.git.Run(ctx, "read-tree", "--reset", "-u", "HEAD"); err == nil {
 			err = ws.syncAgentView()
 		}
 	}

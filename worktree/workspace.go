@@ -369,7 +369,7 @@ func (w *Workspace) Discard(ctx context.Context, to State) error {
 	if _, err := w.relinkCommon(); err != nil {
 		return err
 	}
-	if err := w.git.Run(ctx, "reset", "-q", "--hard", to.Head); err != nil {
+	if err := w.resetHard(ctx, to.Head); err != nil {
 		return err
 	}
 	if err := w.git.Run(ctx, "clean", "-fdq"); err != nil {
@@ -443,25 +443,19 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 	// commit that holds control files is taken back below, leaving the branch as it was.
 	control := w.controlChanges(ctx, since.Head)
 	patch := w.measureStaged(ctx)
-	msg := stepMessage(w.taskID, w.runID, sc)
-	// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
-	// (one more process per iteration); the user's own git commands still do.
-	_, err = w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
+	commit, err := w.commitIndex(ctx, since.Head, stepMessage(w.taskID, w.runID, sc))
 	measured, refused := <-patch, <-control
 	if refused != nil {
-		if err == nil {
-			err = w.git.Run(context.WithoutCancel(ctx), "reset", "-q", "--soft", since.Head)
+		if err == nil && commit != "" {
+			err = w.moveBranch(context.WithoutCancel(ctx), since.Head)
 		}
 		return res, errors.Join(refused, err)
 	}
-	if err != nil && !w.nothingStaged(ctx, err) {
+	if err != nil {
 		return res, err
 	}
-	if err == nil {
-		if res.Commit, err = w.headCommit(ctx); err != nil {
-			return res, err
-		}
-		res.Changed = true
+	if commit != "" {
+		res.Commit, res.Changed = commit, true
 	}
 	if measured.err != nil {
 		return res, measured.err
@@ -509,6 +503,62 @@ func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
 	return done
 }
 
+// commitIndex commits what is staged on top of parent (HEAD) with msg and moves the task
+// branch to it; "" when the index holds parent's tree (nothing staged: changes that stage to
+// nothing, an agent's commits that undo each other). Where git-norma's git on this tree is
+// confined (filter drivers: see git.Runner.Confine), it goes in steps no driver runs in —
+// write-tree, commit-tree, update-ref — outside the sandbox, which so never writes a ref: a
+// driver named by a path in the work tree is the agent's own code.
+func (w *Workspace) commitIndex(ctx context.Context, parent, msg string) (string, error) {
+	if w.git.Confine == nil {
+		// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
+		// (one more process per iteration); the user's own git commands still do.
+		_, err := w.git.Input(ctx, strings.NewReader(msg), "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-F", "-")
+		switch {
+		case err == nil:
+			return w.headCommit(ctx)
+		case w.nothingStaged(ctx, err):
+			return "", nil
+		}
+		return "", err
+	}
+	tree, err := w.git.Output(ctx, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	if was, err := w.git.Output(ctx, "rev-parse", parent+"^{tree}"); err != nil || was == tree {
+		return "", err
+	}
+	commit, err := w.git.Input(ctx, strings.NewReader(msg), "commit-tree", tree, "-p", parent, "-F", "-")
+	if err != nil {
+		return "", err
+	}
+	subject, _, _ := strings.Cut(msg, "\n")
+	// The reflog says what git commit would: the hooks' gate reads it.
+	return commit, w.git.Run(ctx, "update-ref", "-m", "commit: "+subject, "HEAD", commit, parent)
+}
+
+// moveBranch moves the task branch, through git-norma's HEAD, to commit to, leaving the index
+// and the files: reset --soft, its ref moved outside the sandbox (see commitIndex).
+func (w *Workspace) moveBranch(ctx context.Context, to string) error {
+	if w.git.Confine == nil {
+		return w.git.Run(ctx, "reset", "-q", "--soft", to)
+	}
+	return w.git.Run(ctx, "update-ref", "-m", "reset: moving to "+to, "HEAD", to)
+}
+
+// resetHard moves the task branch to commit to and checks it out: reset --hard, its ref moved
+// outside the sandbox (see commitIndex), its files by read-tree, which moves no ref.
+func (w *Workspace) resetHard(ctx context.Context, to string) error {
+	if w.git.Confine == nil {
+		return w.git.Run(ctx, "reset", "-q", "--hard", to)
+	}
+	if err := w.moveBranch(ctx, to); err != nil {
+		return err
+	}
+	return w.git.Run(ctx, "read-tree", "--reset", "-u", "HEAD")
+}
+
 // nothingStaged tells a commit that failed for having nothing to commit (changes that stage to
 // nothing, an agent's commits that undo each other) from a real failure. Only that rare path
 // pays for the extra git call.
@@ -528,7 +578,7 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 	if err != nil {
 		return 0, err
 	}
-	if err := w.git.Run(ctx, "reset", "-q", "--soft", from); err != nil {
+	if err := w.moveBranch(ctx, from); err != nil {
 		return 0, err
 	}
 	var n int
@@ -574,9 +624,13 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	}
 	// The task and a role in its trailers, as a step commit's: the hooks take it for the task's
 	// work (unverified) wherever it travels, not only where its branch's reflog says so.
+	head, err := w.headCommit(ctx)
+	if err != nil {
+		return err
+	}
 	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\nThe run ended before its orchestrator commit; these changes were saved instead of discarded.\n\nNorma-Task: %s\nNorma-Run: %s\nNorma-Role: rescue\n",
 		w.runID, strings.TrimPrefix(w.branch, BranchPrefix), w.runID)
-	_, err = w.git.Input(ctx, strings.NewReader(msg), "commit", "-q", "--no-verify", "-F", "-")
+	_, err = w.commitIndex(ctx, head, msg)
 	return err
 }
 

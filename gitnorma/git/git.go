@@ -50,11 +50,12 @@ type Runner struct {
 type Wrap func(cmd *exec.Cmd) (ended func() error, err error)
 
 // filtering are the git commands that may run filter drivers on work-tree files: clean where
-// they hash files (add, status, and commit's or reset's index refresh), smudge where they
-// write them (checkout, reset --hard).
+// they hash files (add, status, and the index refresh of any command that writes the index),
+// smudge where they write them (checkout, reset --hard, read-tree -u).
 var filtering = map[string]bool{
 	"add": true, "checkout": true, "cherry-pick": true, "commit": true, "merge": true, "read-tree": true, "rebase": true,
 	"reset": true, "restore": true, "stash": true, "status": true, "switch": true, "update-index": true,
+	"write-tree": true, // writing the index, it hashes racily clean files again
 }
 
 // subcommand is the git command args run: the first argument that is neither an option nor
