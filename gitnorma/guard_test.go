@@ -69,6 +69,12 @@ func guardApp(t *testing.T) (context.Context, *App, *store.Store, func(args ...s
 	return ctx, app, st, git
 }
 
+// taskGuard is the fallback guard of run runID (with its store st, if any) of task, landing on
+// main.
+func taskGuard(app *App, st *store.Store, runID, task string) *guard.Guard {
+	return &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: runID, TaskID: task, Target: "main", LiveTasks: app.Repo.liveTasks}
+}
+
 func TestGuardIgnoresGitNormasOwnBacklogWrites(t *testing.T) {
 	ctx := context.Background()
 	tr, ws := guardFixture(t)
@@ -122,7 +128,7 @@ func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: 
 func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, st, "r-1", "norma-t")
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
@@ -171,7 +177,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 		git("branch", b, main)
 	}
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-own"}, nil))
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-own", Target: "main", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, st, "r-1", "norma-own")
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
@@ -214,7 +220,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 func TestGuardRestoresTheUnshieldedRecord(t *testing.T) {
 	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, st, "r-1", "norma-t")
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
@@ -271,7 +277,7 @@ func TestGuardSetsBackRemoteRefsThatPublishTaskWork(t *testing.T) {
 	git("push", "-q", bare, merged+":refs/heads/main")
 	git("update-ref", "refs/remotes/origin/main", main)
 	git("update-ref", "refs/remotes/origin/norma/task/norma-x", main)
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, nil, "", "norma-own")
 	move := func(ref, to string) func() { return func() { git("update-ref", ref, to) } }
 	const published = ": it made task work look published)"
 
@@ -315,7 +321,7 @@ func TestGuardRemovesReplaceRefs(t *testing.T) {
 	ctx, app, _, git := guardApp(t)
 	main := git("rev-parse", "main")
 	fake := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-m", "fake", "main^{tree}")
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, nil, "", "norma-own")
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
 	subject := git("show", "-s", "--format=%s", "main")
@@ -332,7 +338,7 @@ func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
 	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
 	require.NoError(t, markUnshielded(ctx, st, app.Now(), "a run of norma-t"))
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, st, "r-1", "norma-t")
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
@@ -363,7 +369,7 @@ func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
 func TestGuardMarksAReplacedStore(t *testing.T) {
 	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: "x", TaskID: "norma-t"}, nil))
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Store: st, RunID: "r-1", TaskID: "norma-t", Target: "main", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, st, "r-1", "norma-t")
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
 
@@ -427,7 +433,7 @@ func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
 func TestGuardCatchesLinksInTheRefs(t *testing.T) {
 	ctx, app, _, git := guardApp(t)
 	git("branch", "norma/task/norma-x", "main")
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, nil, "", "norma-own")
 	refs := filepath.Join(app.Repo.GitDir, "refs")
 
 	snap, err := g.Snapshot(ctx)
@@ -463,7 +469,7 @@ func TestGuardSetsRightGitsOwnFiles(t *testing.T) {
 	packed, err := os.ReadFile(filepath.Join(gd, "packed-refs"))
 	require.NoError(t, err)
 	main := git("rev-parse", "main")
-	g := &guard.Guard{Places: app.Repo.guarded(), Now: app.Now, Target: "main", TaskID: "norma-own", LiveTasks: app.Repo.liveTasks}
+	g := taskGuard(app, nil, "", "norma-own")
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
