@@ -81,6 +81,34 @@ func landingOf(line, task string) (commit, run string, ok bool) {
 	return f[0], runs[0], true
 }
 
+// landingOfRun is the commit on target that landed head for run of task: a landing by its
+// trailers (landingOf) whose content is head (Manager.LandedAt) — a person's commit that names
+// the run holds none of its work; "" when there is none. With no head known, the trailers
+// alone. Only the commits since head are walked: a squash commit never has it as an ancestor.
+func (r *Repo) landingOfRun(ctx context.Context, target, task, run, head string) string {
+	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + run, Fixed: true, NoMerges: true}
+	if head != "" {
+		q.Not = []string{head}
+	}
+	out, err := r.Git.Log(ctx, landingTrailers, q)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		commit, by, ok := landingOf(line, task)
+		if !ok || by != run {
+			continue
+		}
+		if head == "" {
+			return commit
+		}
+		if landed, err := r.Worktrees(ctx).LandedAt(ctx, commit, head); err == nil && landed {
+			return commit
+		}
+	}
+	return ""
+}
+
 // storeLanding is the landing the store records for one of the task's runs since it was
 // created, if its commit is on target.
 func (r *Repo) storeLanding(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {

@@ -426,19 +426,5 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 // that only names the run must not have the branch deleted.
 func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
 	run, err := r.Git.Log(ctx, "%(trailers:key=Norma-Run,valueonly,separator=%x2C)", git.LogQuery{Revs: []string{head}, Max: 1})
-	if err != nil || run == "" {
-		return false
-	}
-	out, err := r.Git.Log(ctx, landingTrailers, git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task, Fixed: true})
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(out, "\n") {
-		if commit, by, ok := landingOf(line, task); ok && by == run {
-			if landed, err := r.Worktrees(ctx).LandedAt(ctx, commit, head); err == nil && landed {
-				return true
-			}
-		}
-	}
-	return false
+	return err == nil && run != "" && !strings.Contains(run, ",") && r.landingOfRun(ctx, target, task, run, head) != ""
 }

@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
-	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -177,30 +175,8 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 // and only a landing of the task by the run counts (landingOf: its trailers, not a line of the
 // body that reads like one, a goal an agent wrote) whose content is the run's verified head.
 func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, taskID, target string) string {
-	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + runID, Fixed: true, NoMerges: true}
-	run, err := st.Run(ctx, runID)
-	if err == nil && run.PassHead != "" {
-		q.Not = []string{run.PassHead}
-	}
-	out, err := r.Git.Log(ctx, landingTrailers, q)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(out, "\n") {
-		commit, by, ok := landingOf(line, taskID)
-		if !ok || by != runID {
-			continue
-		}
-		// Its content, not its trailers alone: a person's commit that names the run must not
-		// close the task with its PASS unlanded.
-		if run.PassHead == "" {
-			return commit
-		}
-		if landed, err := r.Worktrees(ctx).LandedAt(ctx, commit, run.PassHead); err == nil && landed {
-			return commit
-		}
-	}
-	return ""
+	run, _ := st.Run(ctx, runID)
+	return r.landingOfRun(ctx, target, taskID, runID, run.PassHead)
 }
 
 // recordLanding records a landing a killed process made and did not record, and closes the
