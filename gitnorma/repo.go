@@ -32,8 +32,9 @@ type Repo struct {
 	sandbox *config.Sandbox
 
 	// filterDrivers asks once which filter drivers the git config names (treegit.go).
-	filterDriversOnce sync.Once
-	filterDriverNames []string
+	filterDriversOnce  sync.Once
+	filterDriverNames  []string
+	filterDriverStores []string
 }
 
 // NormaDir is where git-norma keeps its state.

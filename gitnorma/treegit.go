@@ -26,32 +26,43 @@ import (
 // user's git writes there, hooks included: it is kept off the network only, when
 // sandbox.network is off.
 
-// filterDriverKeys matches the config keys that name a filter driver's command, and the
+// filterDriverKeys matches the config keys that name a filter driver's command, the
 // conditional includes, which may name one where the main checkout does not see it (on a task
-// branch, in another git directory).
-const filterDriverKeys = `^(filter\..+\.(clean|smudge|process)|includeif\..+\.path)$`
+// branch, in another git directory), and git-lfs's store.
+const filterDriverKeys = `^(filter\..+\.(clean|smudge|process)|includeif\..+\.path|lfs\.storage)$`
 
-// filterDrivers are the filter drivers the git config in force names a command of, asked once
-// per command. An unnamed one stands for those git-norma cannot know of: behind a conditional
-// include, or when git cannot say (confining costs only time).
-func (r *Repo) filterDrivers(ctx context.Context) []string {
+// filterDrivers says what the git config in force names, asked once per command: the filter
+// drivers it names a command of (an unnamed one stands for those git-norma cannot know of,
+// behind a conditional include, or when git cannot say: confining costs only time), and where
+// they keep what they clean — git-lfs's store (lfs.storage, else <git dir>/lfs), made here
+// when git-lfs is a driver (a confined git-lfs could not make it), and git-annex's.
+func (r *Repo) filterDrivers(ctx context.Context) (names, stores []string) {
 	r.filterDriversOnce.Do(func() {
 		out, err := r.Git.Output(ctx, "config", "--get-regexp", filterDriverKeys)
 		if err != nil && git.ExitCodeOf(err) != 1 {
 			r.filterDriverNames = []string{""}
 		}
+		lfs := filepath.Join(r.GitDir, "lfs")
 		for _, line := range strings.Split(out, "\n") {
-			key, _, _ := strings.Cut(line, " ")
+			key, value, _ := strings.Cut(line, " ")
 			section, rest, _ := strings.Cut(key, ".")
-			switch name := rest[:max(0, strings.LastIndexByte(rest, '.'))]; section {
-			case "filter":
+			switch name := rest[:max(0, strings.LastIndexByte(rest, '.'))]; {
+			case section == "filter":
 				r.filterDriverNames = append(r.filterDriverNames, name)
-			case "includeif":
+			case section == "includeif":
 				r.filterDriverNames = append(r.filterDriverNames, "")
+			case key == "lfs.storage" && strings.TrimSpace(value) != "":
+				if lfs = expandHome([]string{strings.TrimSpace(value)})[0]; !filepath.IsAbs(lfs) {
+					lfs = filepath.Join(r.GitDir, lfs)
+				}
 			}
 		}
+		if slices.Contains(r.filterDriverNames, "lfs") {
+			_ = os.MkdirAll(lfs, 0o755)
+		}
+		r.filterDriverStores = []string{lfs, filepath.Join(r.GitDir, "annex")}
 	})
-	return r.filterDriverNames
+	return r.filterDriverNames, r.filterDriverStores
 }
 
 // driverConfinement confines git-norma's git commands that may start the user's filter
@@ -67,14 +78,9 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 	if err != nil || !c.landlock() {
 		return nil, nil
 	}
-	drivers := r.filterDrivers(ctx)
+	drivers, stores := r.filterDrivers(ctx)
 	if len(drivers) == 0 {
 		return nil, nil
-	}
-	stores := driverStores(ctx, r)
-	if slices.Contains(drivers, "lfs") {
-		// git-lfs makes its store on first use, which a confined git-lfs could not.
-		_ = os.MkdirAll(stores[0], 0o755)
 	}
 	// No ref: git-norma moves the task branch outside the sandbox (worktree's commitIndex), and
 	// a driver named by a path in the work tree (sh tools/clean.sh) is the agent's own code.
@@ -87,19 +93,6 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 		checkout = launched(c.launcher, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
 	}
 	return tree, checkout
-}
-
-// driverStores are where the drivers keep what they clean: git-lfs's store (lfs.storage, else
-// <git dir>/lfs; first) and git-annex's.
-func driverStores(ctx context.Context, r *Repo) []string {
-	lfs := filepath.Join(r.GitDir, "lfs")
-	if dir, err := r.Git.Config(ctx, "lfs.storage"); err == nil && strings.TrimSpace(dir) != "" {
-		lfs = expandHome([]string{strings.TrimSpace(dir)})[0]
-		if !filepath.IsAbs(lfs) {
-			lfs = filepath.Join(r.GitDir, lfs)
-		}
-	}
-	return []string{lfs, filepath.Join(r.GitDir, "annex")}
 }
 
 // launched starts git through the sandbox launcher at launcher, confined by p.
