@@ -178,11 +178,9 @@ func (ap *applier) awaitReview(out *outcome) {
 	if out.next == "" || i < 0 || !slices.Contains(ap.all[i].Labels, LabelProposed) {
 		return
 	}
-	var proposed []string
-	for _, t := range ap.all {
-		if slices.Contains(t.Labels, LabelProposed) && (slices.Contains(out.created, t.ID) || t.ID == out.next) {
-			proposed = append(proposed, t.ID)
-		}
+	proposed := out.proposed
+	if !slices.Contains(proposed, out.next) { // filed by an earlier attempt
+		proposed = append(slices.Clone(proposed), out.next)
 	}
 	out.why = fmt.Sprintf("%s waits for your review, its Verify lines are the agent's: read it (git norma task show %s), then accept: git norma task accept %s",
 		out.next, out.next, strings.Join(proposed, " "))
