@@ -124,17 +124,6 @@ func (h *freshCacheHome) in(private string) (string, error) {
 	return h.path, h.err
 }
 
-// ChecksCacheUsed says the shared cache home of check commands in ctx's sandbox holds
-// anything: what checks of earlier commits built, which the code of those commits could have
-// prepared (a Go build cache entry under the action id of another file's build). A check may
-// have taken the directory's modes away (Landlock does not govern chmod; tools still open
-// entries by name): they are given back first, and a directory that still cannot be listed
-// counts as used.
-func ChecksCacheUsed(ctx context.Context) bool {
-	used, _ := checksCache(ctx)
-	return used
-}
-
 // dirState is what says a directory was changed: its inode and its status change time, which
 // no process can set (the modification time, touch sets back).
 type dirState struct {
@@ -142,9 +131,14 @@ type dirState struct {
 	ctime syscall.Timespec
 }
 
-// checksCache is ChecksCacheUsed, and the state of the home: the checks of a parallel run
-// (another task's code) may write it while these run, and take again what they wrote — which
-// leaves its state changed.
+// checksCache says the shared cache home of check commands in ctx's sandbox holds anything:
+// what checks of earlier commits built, which the code of those commits could have prepared (a
+// Go build cache entry under the action id of another file's build). A check may have taken
+// the directory's modes away (Landlock does not govern chmod; tools still open entries by
+// name): they are given back first, and a directory that still cannot be listed counts as
+// used. And it gives the state of the home: the checks of a parallel run (another task's
+// code) may write it while these run, and take again what they wrote — which leaves its state
+// changed.
 func checksCache(ctx context.Context) (used bool, state dirState) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {

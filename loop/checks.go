@@ -108,7 +108,7 @@ const EventCheckConfirmed = "check_confirmed_fresh"
 
 // VerifyTree runs the checks (run, under ctx) where bring puts the commit and, when they all
 // pass with what earlier check or setup commands left — files in the check worktree, or the
-// checks' shared cache home (ChecksCacheUsed), before or while they ran (a parallel run's
+// checks' shared cache home (checksCache), before or while they ran (a parallel run's
 // checks write it too) — once more in a fresh worktree with an empty cache home: those
 // commands ran the code of earlier commits or other tasks, which agents wrote, so only a PASS
 // that needs none of it counts. The evidence is the last run's; confirmed says there were two.
