@@ -47,11 +47,12 @@ type Sandbox struct {
 const KilledEvent = "sandbox_killed"
 
 // stepSandbox is the sandbox of one step: the private directory its processes get (TMPDIR
-// and git objects, emptied when the step ends) and what was killed.
+// and git objects, emptied when the step ends), the run's launcher, and what was killed.
 type stepSandbox struct {
-	cfg     *Sandbox
-	stepDir string
-	private *privateDir
+	cfg      *Sandbox
+	stepDir  string
+	private  *privateDir
+	launcher *launcher
 	// started says a process of the step was started (and so got the private directory).
 	started bool
 
@@ -195,18 +196,22 @@ func (s *stepSandbox) record(killed []sandbox.Process) {
 	s.mu.Unlock()
 }
 
-// confine rewrites cmd to start through the launcher when ctx carries a step sandbox; nil
-// when it does not (the engine's own tests, git norma check). The writable places are cmd's
-// directory, the step directory, the private directory, the user's allow_write, for an agent
-// its workspace's git admin dir, and when confined the cache home of agents or of checks.
-func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch, error) {
+// confine is the step sandbox ctx carries (nil when it carries none: the engine's own tests,
+// git norma check) and the policy cmd starts with in it; cmd gets the environment that goes
+// with it. The writable places are cmd's directory, the step directory, the private
+// directory, the user's allow_write, for an agent its workspace's git admin dir, and when
+// confined the cache home of agents or of checks.
+func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, error) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil {
-		return nil, nil, nil
+		return nil, sandbox.Policy{}, nil
+	}
+	if cmd.Err != nil {
+		return nil, sandbox.Policy{}, cmd.Err // the command was not found: say so as exec would
 	}
 	private, err := s.private.get()
 	if err != nil {
-		return nil, nil, fmt.Errorf("create the private directory of confined processes: %w", err)
+		return nil, sandbox.Policy{}, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
 	s.started = true
 	writable := []string{s.stepDir}
@@ -232,7 +237,7 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 			home, err = fresh.in(private)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("create the cache home of confined processes: %w", err)
+			return nil, sandbox.Policy{}, fmt.Errorf("create the cache home of confined processes: %w", err)
 		}
 		writable = append(writable, home)
 		cmd.Env = withCacheHome(cmd.Env, home, s.cfg.AllowWrite)
@@ -244,10 +249,38 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 		cmd.Env = append(cmd.Env, "GIT_OBJECT_DIRECTORY="+filepath.Join(private, "objects"),
 			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+s.cfg.ObjectsDir)
 	}
-	l, err := sandbox.Wrap(cmd, s.cfg.Launcher, sandbox.Policy{
-		Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network, Namespace: s.cfg.Namespace,
-	})
-	return s, l, err
+	return s, sandbox.Policy{Landlock: s.cfg.Landlock, Writable: writable, Network: s.cfg.Network}, nil
+}
+
+// launcher is a run's serving launcher (sandbox.Server), started with the run's first
+// confined command and ended with the run.
+type launcher struct {
+	mu  sync.Mutex
+	srv *sandbox.Server
+}
+
+// get is the launcher, started (in dir) if there is none yet.
+func (l *launcher) get(cfg *Sandbox, dir string) (*sandbox.Server, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.srv == nil {
+		srv, err := sandbox.StartServer(cfg.Launcher, dir, cfg.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		l.srv = srv
+	}
+	return l.srv, nil
+}
+
+// close ends the launcher, if one was started.
+func (l *launcher) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.srv != nil {
+		l.srv.Close()
+		l.srv = nil
+	}
 }
 
 // ConfineChecks is the context under which RunChecks confines and contains the check commands
@@ -255,8 +288,9 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, *sandbox.Launch,
 // directory. done removes their private directory and returns the sandbox_killed event, if
 // any process was left running.
 func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool)) {
-	s := &stepSandbox{cfg: sb, stepDir: dir, private: &privateDir{}}
+	s := &stepSandbox{cfg: sb, stepDir: dir, private: &privateDir{}, launcher: &launcher{}}
 	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool) {
+		s.launcher.close()
 		s.private.remove()
 		return s.event()
 	}

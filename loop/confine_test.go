@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +39,9 @@ func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...stri
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: landlock, Network: true, AllowWrite: allowWrite}, stepDir: stepDir, private: &privateDir{}}
+	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: landlock, Network: true, AllowWrite: allowWrite}, stepDir: stepDir, private: &privateDir{}, launcher: &launcher{}}
 	t.Cleanup(s.private.remove)
+	t.Cleanup(s.launcher.close)
 	return withStepSandbox(context.Background(), s), s
 }
 
@@ -126,7 +128,8 @@ func TestPrivateDirBetweenSteps(t *testing.T) {
 	t.Cleanup(private.remove)
 	run := func(landlock bool, script string) string {
 		t.Helper()
-		s := &stepSandbox{cfg: &Sandbox{Launcher: os.Args[0], Landlock: landlock, Network: true}, stepDir: step, private: private}
+		s := &stepSandbox{cfg: &Sandbox{Launcher: os.Args[0], Landlock: landlock, Network: true}, stepDir: step, private: private, launcher: &launcher{}}
+		defer s.launcher.close()
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Dir = step
 		cmd.Env = append(os.Environ(), "USERDIR="+user)
@@ -164,4 +167,72 @@ func TestStepFileNotThroughLink(t *testing.T) {
 	data, err = os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"status": "ok"`)
+}
+
+// TestLauncherConfinesEachCommandAlone: one launcher serves a run, and each command it starts
+// is confined by its own policy only: the second command writes where the first could not,
+// and not where the first could; an unconfined command after them writes anywhere — no
+// command's confinement reaches the launcher or the next command.
+func TestLauncherConfinesEachCommandAlone(t *testing.T) {
+	requireLandlock(t)
+	root := t.TempDir()
+	a, b, step := filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "step")
+	for _, d := range []string{a, b, step} {
+		require.NoError(t, os.Mkdir(d, 0o700))
+	}
+	ctx, s := confinedCtx(t, step, true)
+	run := func(ctx context.Context, dir string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", `for d in "$A" "$B"; do touch "$d/x" 2>/dev/null && echo "wrote $(basename "$d")"; rm -f "$d/x"; done; exit 0`)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "A="+a, "B="+b)
+		var out strings.Builder
+		cmd.Stdout = &out
+		res, err := RunProcess(ctx, cmd, 10*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode)
+		return out.String()
+	}
+	assert.Equal(t, "wrote a\n", run(ctx, a))
+	pid := s.launcher.srv.Pid()
+	assert.Equal(t, "wrote b\n", run(ctx, b))
+	open := &stepSandbox{cfg: &Sandbox{Launcher: s.cfg.Launcher, Network: true}, stepDir: step, private: s.private, launcher: s.launcher}
+	assert.Equal(t, "wrote a\nwrote b\n", run(withStepSandbox(context.Background(), open), step))
+	assert.Equal(t, pid, s.launcher.srv.Pid(), "one launcher started the three commands")
+}
+
+// TestLauncherEndsWhatItRuns: when git-norma lets go of its launcher (it ended, or died), the
+// launcher kills the command it runs, and everything the command started, before it ends.
+func TestLauncherEndsWhatItRuns(t *testing.T) {
+	for _, namespace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("namespace=%v", namespace), func(t *testing.T) {
+			step := t.TempDir()
+			ctx, s := confinedCtx(t, step, false)
+			if namespace {
+				if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+					t.Skip("no pid namespace here: " + why)
+				}
+				s.cfg.Namespace = true
+			}
+			marker := fmt.Sprintf("norma-orphan-%d-%d", os.Getpid(), time.Now().UnixNano())
+			cmd := exec.Command("sh", "-c", `(setsid sh -c 'while :; do sleep 0.05; done' `+marker+` </dev/null >/dev/null 2>&1 &); touch started; sleep 60`)
+			cmd.Dir = step
+			done := make(chan error, 1)
+			go func() {
+				_, err := RunProcess(ctx, cmd, time.Minute)
+				done <- err
+			}()
+			require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(step, "started")); return err == nil }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return len(processesWith(marker)) > 0 }, 10*time.Second, 10*time.Millisecond)
+			s.launcher.close()
+			select {
+			case err := <-done:
+				require.Error(t, err, "the command did not end on its own")
+			case <-time.After(10 * time.Second):
+				t.Fatal("RunProcess still waits for a command whose launcher ended")
+			}
+			assert.Eventually(t, func() bool { return len(processesWith(marker)) == 0 }, 5*time.Second, 10*time.Millisecond,
+				"what the command started outlived its launcher")
+		})
+	}
 }

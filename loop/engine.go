@@ -155,8 +155,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.StartedAt.IsZero() {
 		o.StartedAt = o.Now()
 	}
-	e := &engine{o: o, facts: map[string]any{}, private: &privateDir{}}
+	e := &engine{o: o, facts: map[string]any{}, private: &privateDir{}, launcher: &launcher{}}
 	defer e.private.remove()
+	defer e.launcher.close()
 	maps.Copy(e.facts, o.Facts)
 	if err := e.writeSummary(nil); err != nil {
 		return Result{}, err
@@ -202,6 +203,8 @@ type engine struct {
 	summary string
 	// private is the directory the run's confined processes get (see privateDir).
 	private *privateDir
+	// launcher starts them.
+	launcher *launcher
 }
 
 // chargeCost adds a step's reported cost and stops the run once max_cost_usd is reached.

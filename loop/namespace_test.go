@@ -90,8 +90,9 @@ func checkNamespaceContains(t *testing.T) {
 	abi, _ := sandbox.ABI()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: abi > 0, Network: true, Namespace: true}, stepDir: step, private: &privateDir{}}
+	s := &stepSandbox{cfg: &Sandbox{Launcher: exe, Landlock: abi > 0, Network: true, Namespace: true}, stepDir: step, private: &privateDir{}, launcher: &launcher{}}
 	t.Cleanup(s.private.remove)
+	t.Cleanup(s.launcher.close)
 	marker := fmt.Sprintf("norma-left-%d-%d", os.Getpid(), time.Now().UnixNano())
 	// A daemon in a session of its own, behind a double fork, and a count of /proc.
 	cmd := exec.Command("sh", "-c", `ls /proc | grep -c '^[0-9]' > procs; grep '^Cap[IPEA]' /proc/self/status > caps; `+

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
 // killGrace is how long a process group gets between SIGTERM and SIGKILL.
@@ -28,63 +32,114 @@ type ProcessResult struct {
 // it; after a normal exit any member still alive is killed too. cmd's streams must be files
 // (or nil): a pipe held open by a stray child would make Wait block.
 //
-// Within a step (a step sandbox in ctx) cmd starts through the sandbox launcher: confined,
-// and contained — whatever it leaves running is killed when it ends, and named in an event.
+// Within a step (a step sandbox in ctx) cmd starts through the run's sandbox launcher:
+// confined, and contained — whatever it leaves running is killed when it ends, and named in
+// an event.
 func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (ProcessResult, error) {
-	sb, launch, err := confine(ctx, cmd)
+	sb, policy, err := confine(ctx, cmd)
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
+	}
+	if sb != nil {
+		return sb.run(ctx, cmd, policy, timeout)
 	}
 	// A session of its own, so also a process group of its own, and no controlling terminal:
 	// an agent must not reach the user's terminal (TIOCSTI would type into the user's shell).
-	// The launcher's attributes (sandbox.Wrap) say so already, and may say more.
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	start := time.Now()
-	err = cmd.Start()
-	if launch != nil {
-		launch.Started()
-	}
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
 	pgid := cmd.Process.Pid
-	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
-		// Leave a trace of the group while it runs: if git-norma itself is killed, the next
-		// run finds it and stops the orphans. The file is emptied afterwards, not removed:
-		// rewriting it in place costs no new file per process.
-		_ = os.WriteFile(path, []byte(strconv.Itoa(pgid)+"\n"), 0o600)
-		defer os.WriteFile(path, nil, 0o600) //nolint:errcheck // a stale trace is checked before use
-	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	res := ProcessResult{}
+	stop := func() { stopGroup(pgid, done) }
+	res.TimedOut = awaitEnd(ctx, timeout, done, stop)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	res.Duration = time.Since(start)
+	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil && !res.TimedOut {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
 
+// awaitEnd waits for done, calling stop (which returns once the process ended) on timeout or
+// cancellation, and says whether it timed out.
+func awaitEnd(ctx context.Context, timeout time.Duration, done <-chan error, stop func()) bool {
 	var expired <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		expired = t.C
 	}
-	res := ProcessResult{}
 	select {
 	case <-done:
+		return false
 	case <-expired:
-		res.TimedOut = true
-		stopGroup(pgid, done)
+		stop()
+		return true
 	case <-ctx.Done():
-		stopGroup(pgid, done)
+		stop()
+		return false
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	res.Duration = time.Since(start)
-	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	if launch != nil {
-		rep := launch.Report()
-		sb.record(rep.Killed)
-		if err := rep.Err(); err != nil && ctx.Err() == nil && !res.TimedOut {
-			return ProcessResult{ExitCode: -1}, err
+}
+
+// run runs cmd through the run's launcher, confined by p. The launcher's process group is
+// recorded while cmd runs: should git-norma die, the launcher ends what it runs when it sees
+// git-norma gone, and the next run kills the group if it is still there.
+func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, timeout time.Duration) (ProcessResult, error) {
+	srv, err := s.launcher.get(s.cfg, cmd.Dir)
+	if err != nil {
+		return ProcessResult{ExitCode: -1}, err
+	}
+	c := sandbox.Command{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
+	streams, err := newStreams(cmd, &c)
+	if err != nil {
+		return ProcessResult{ExitCode: -1}, err
+	}
+	start := time.Now()
+	job, err := srv.Start(c, p)
+	streams.started()
+	if err != nil {
+		streams.wait()
+		return ProcessResult{ExitCode: -1}, err
+	}
+	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
+		_ = os.WriteFile(path, []byte(strconv.Itoa(srv.Pid())+"\n"), 0o600)
+		defer os.WriteFile(path, nil, 0o600) //nolint:errcheck // a stale trace is checked before use
+	}
+	type ended struct {
+		code int
+		rep  sandbox.Report
+		err  error
+	}
+	endc := make(chan ended, 1)
+	done := make(chan error, 1)
+	go func() {
+		code, rep, err := job.Wait()
+		endc <- ended{code, rep, err}
+		done <- err
+	}()
+	stop := func() {
+		job.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(killGrace):
+			job.Signal(syscall.SIGKILL)
+			<-done
 		}
+	}
+	res := ProcessResult{TimedOut: awaitEnd(ctx, timeout, done, stop)}
+	e := <-endc
+	streams.wait()
+	res.Duration = time.Since(start)
+	res.ExitCode = e.code
+	s.record(e.rep.Killed)
+	if e.err != nil {
+		return res, e.err
 	}
 	if ctx.Err() != nil && !res.TimedOut {
 		return res, ctx.Err()
@@ -98,7 +153,8 @@ type pgidFileKey struct{}
 // the agent or check command running now (empty between processes).
 const PGIDFile = ".running.pgid"
 
-// withPGIDFile makes RunProcess record each process group it starts in path while it runs.
+// withPGIDFile makes RunProcess record the process group of the launcher running a command in
+// path while it runs.
 func withPGIDFile(ctx context.Context, path string) context.Context {
 	return context.WithValue(ctx, pgidFileKey{}, path)
 }
@@ -177,4 +233,81 @@ func OpenRegular(path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	return f, nil
+}
+
+// streams carries the streams of a command that are not files through pipes, as exec.Cmd
+// does: the launcher only takes files.
+type streams struct {
+	theirs []*os.File
+	copies sync.WaitGroup
+}
+
+// newStreams sets c's streams from cmd's: files as they are, anything else through a pipe.
+func newStreams(cmd *exec.Cmd, c *sandbox.Command) (*streams, error) {
+	s := &streams{}
+	var err error
+	if c.Stdin, err = s.reader(cmd.Stdin); err == nil {
+		if c.Stdout, err = s.writer(cmd.Stdout); err == nil {
+			c.Stderr, err = s.writer(cmd.Stderr)
+		}
+	}
+	if err != nil {
+		s.started()
+	}
+	return s, err
+}
+
+func (s *streams) reader(r io.Reader) (*os.File, error) {
+	if f, ok := r.(*os.File); ok || r == nil {
+		return f, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s.theirs = append(s.theirs, pr)
+	s.copies.Go(func() {
+		_, _ = io.Copy(pw, r)
+		pw.Close()
+	})
+	return pr, nil
+}
+
+func (s *streams) writer(w io.Writer) (*os.File, error) {
+	if f, ok := w.(*os.File); ok || w == nil {
+		return f, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	s.theirs = append(s.theirs, pw)
+	s.copies.Go(func() {
+		_, _ = io.Copy(w, pr)
+		pr.Close()
+	})
+	return pw, nil
+}
+
+// started closes this process's copies of the command's ends.
+func (s *streams) started() {
+	for _, f := range s.theirs {
+		f.Close()
+	}
+	s.theirs = nil
+}
+
+// wait waits, a second at most, for what the command wrote to be copied: the launcher killed
+// every process that could still hold a pipe, but one it could not kill must not keep the
+// step waiting.
+func (s *streams) wait() {
+	done := make(chan struct{})
+	go func() {
+		s.copies.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
 }

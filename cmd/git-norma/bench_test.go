@@ -316,10 +316,12 @@ func BenchmarkParallelThroughput(b *testing.B) {
 }
 
 // BenchmarkSandboxLauncher is what the sandbox launcher adds to starting one agent or check
-// command: `sh -c true` started through `git-norma __sandbox-exec` (Landlock where the kernel
-// has it, its pid namespace where the kernel gives one, else the subreaper and the sweep for
-// leftovers, the report) vs started directly. The target is "ms-added" ≤ 5. "ms-probe" is
-// the cost of asking, once per command of git-norma's, whether a pid namespace can be had.
+// command: `sh -c true` started through the run's launcher (`git-norma __sandbox-exec
+// --serve`: Landlock where the kernel has it, its pid namespace where the kernel gives one,
+// else the subreaper and the sweep for leftovers, the report) vs started directly. The target
+// is "ms-added" ≤ 5. "ms-added-alone" is the same through a launcher of its own (a
+// `worktree.setup` command, git with filter drivers); "ms-probe" is the cost of asking, once
+// per command of git-norma's, whether a pid namespace can be had.
 func BenchmarkSandboxLauncher(b *testing.B) {
 	launcher := filepath.Join(benchBinDir(b), "git-norma")
 	dir := b.TempDir()
@@ -332,38 +334,61 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 		probes = append(probes, time.Since(start))
 	}
 	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true, Namespace: namespace}
-	run := func(wrap bool) time.Duration {
+	srv, err := sandbox.StartServer(launcher, dir, namespace)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	direct := func() time.Duration {
 		cmd := exec.Command("sh", "-c", "true")
 		cmd.Dir = dir
-		var l *sandbox.Launch
-		if wrap {
-			var err error
-			if l, err = sandbox.Wrap(cmd, launcher, policy); err != nil {
-				b.Fatal(err)
-			}
-		}
 		start := time.Now()
-		err := cmd.Start()
-		if l != nil {
-			l.Started()
-		}
-		if err == nil {
-			err = cmd.Wait()
-		}
-		if l != nil {
-			err = errors.Join(err, l.Report().Err())
-		}
-		if err != nil {
+		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
 	}
-	var norma, floor []time.Duration
+	served := func() time.Duration {
+		sh, err := exec.LookPath("sh")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		job, err := srv.Start(sandbox.Command{Path: sh, Args: []string{"sh", "-c", "true"}, Env: os.Environ(), Dir: dir}, policy)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if code, rep, err := job.Wait(); err != nil || code != 0 || len(rep.Killed) > 0 {
+			b.Fatalf("exit %d, %v, killed %v", code, err, rep.Killed)
+		}
+		return time.Since(start)
+	}
+	alone := func() time.Duration {
+		cmd := exec.Command("sh", "-c", "true")
+		cmd.Dir = dir
+		l, err := sandbox.Wrap(cmd, launcher, policy)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		err = cmd.Start()
+		l.Started()
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err = errors.Join(err, l.Report().Err()); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var norma, floor, single []time.Duration
 	for i := 0; i < b.N*20; i++ {
-		norma = append(norma, run(true))
-		floor = append(floor, run(false))
+		norma = append(norma, served())
+		floor = append(floor, direct())
+		single = append(single, alone())
 	}
 	reportRatio(b, norma, floor)
 	b.ReportMetric(float64((median(norma)-median(floor)).Microseconds())/1000, "ms-added")
+	b.ReportMetric(float64((median(single)-median(floor)).Microseconds())/1000, "ms-added-alone")
 	b.ReportMetric(float64(median(probes).Microseconds())/1000, "ms-probe")
 }

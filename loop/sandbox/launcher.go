@@ -29,6 +29,9 @@ const sweepBound = 500 * time.Millisecond
 // Main is the launcher: args are the command's path and its argv. It returns the exit status
 // git-norma sees: the command's own, or 128+signal when a signal ended it.
 func Main(args []string) int {
+	if len(args) == 1 && args[0] == serveArg {
+		return serve() // its fd 3 is its socket, not a report pipe
+	}
 	// The report pipe must not leak into the command: a descendant holding it would keep
 	// git-norma waiting for the report, and could write a false one.
 	syscall.CloseOnExec(reportFD)
@@ -69,7 +72,7 @@ func run(args []string, rep *Report) int {
 			return 126
 		}
 		if p.Landlock {
-			maskSockets()
+			maskSockets(map[string]bool{})
 		}
 	}
 	if err := dropCapabilities(p.Landlock); err != nil {
@@ -101,19 +104,12 @@ func run(args []string, rep *Report) int {
 	// The command may signal its launcher (in a pid namespace, its pid 1): the signals that end
 	// a Go program are taken and dropped, so that the launcher lives to kill what is left and
 	// report it. (Caught, not ignored: an ignored signal would stay ignored in the command.)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
-		syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	signal.Notify(make(chan os.Signal, 1), fatalSignals...)
 	proc, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{
-		Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		rep.StartError = args[0]
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			rep.Errno = errno
-		} else {
-			rep.StartError = err.Error()
-		}
+		startFailure(rep, args[0], err)
 		return 127
 	}
 	status := waitFor(proc.Pid, sigs)
@@ -126,6 +122,23 @@ func run(args []string, rep *Report) int {
 			killDomain()
 		}
 	}
+	return exitCode(status)
+}
+
+// startFailure says in rep why the command at path could not start.
+func startFailure(rep *Report, path string, err error) {
+	rep.StartError = path
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		rep.Errno = errno
+	} else {
+		rep.StartError = err.Error()
+	}
+}
+
+// exitCode is the exit status git-norma sees: the command's own, or 128+signal when a signal
+// ended it.
+func exitCode(status syscall.WaitStatus) int {
 	switch {
 	case status.Exited():
 		return status.ExitStatus()
@@ -135,8 +148,14 @@ func run(args []string, rep *Report) int {
 	return 126
 }
 
-// waitFor reaps children until the command itself ended, forwarding SIGTERM and SIGINT to it
-// and forcing it stopGrace after the first one. Other children reaped meanwhile are orphans
+// fatalSignals are the signals that end a Go program unless it catches them, but for SIGTERM
+// and SIGINT, which the launcher passes on.
+var fatalSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT,
+	syscall.SIGBUS, syscall.SIGFPE, syscall.SIGSEGV, syscall.SIGSYS, syscall.SIGSTKFLT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE}
+
+// waitFor reaps children until the command itself ended, forwarding SIGTERM and SIGINT (and
+// git-norma's SIGKILL, for a serving launcher) to its process group and forcing it stopGrace
+// after the first one. Other children reaped meanwhile are orphans
 // that already ended.
 func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 	type exit struct {
@@ -163,12 +182,12 @@ func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 		case e := <-exits:
 			return e.status
 		case sig := <-sigs:
-			_ = syscall.Kill(pid, sig.(syscall.Signal))
+			_ = syscall.Kill(-pid, sig.(syscall.Signal))
 			if force == nil {
 				force = time.After(stopGrace)
 			}
 		case <-force:
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -18,19 +18,19 @@ import (
 // same directory seen through another mount stay reachable. The README says so.
 
 // maskSockets binds /dev/null over every unix socket with an absolute path that
-// /proc/net/unix lists (this network namespace's). One that cannot be masked is left as it
-// is: gone, or in a directory this user cannot reach either.
-func maskSockets() {
+// /proc/net/unix lists (this network namespace's) and that is not in masked yet, and adds it
+// there. One that cannot be masked is left as it is: gone, or in a directory this user cannot
+// reach either.
+func maskSockets(masked map[string]bool) {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
 		return
 	}
 	defer f.Close()
-	seen := map[string]bool{}
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if path := socketPath(s.Text()); path != "" && !seen[path] {
-			seen[path] = true
+		if path := socketPath(s.Text()); path != "" && !masked[path] {
+			masked[path] = true
 			_ = syscall.Mount("/dev/null", path, "", syscall.MS_BIND, "")
 		}
 	}

@@ -1,0 +1,177 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// Server is a launcher serving a run (see serve): it starts the run's commands one at a time,
+// each confined and contained as Wrap's launcher would, without a start of git-norma's binary
+// for each. Close ends it.
+type Server struct {
+	proc *os.Process
+	conn *os.File
+	// mu makes commands take turns: the launcher runs one at a time.
+	mu     sync.Mutex
+	exited chan struct{}
+}
+
+// StartServer starts a serving launcher (the binary at launcher, normally git-norma itself),
+// in a pid namespace of its own when namespace is set (see Namespaces), with dir as its
+// working directory.
+func StartServer(launcher, dir string, namespace bool) (*Server, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("create the sandbox launcher's socket: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "sandbox-conn"), os.NewFile(uintptr(fds[1]), "sandbox-conn")
+	defer theirs.Close()
+	cmd := exec.Command(launcher, Entry, serveArg)
+	cmd.Dir = dir
+	cmd.ExtraFiles = []*os.File{theirs}
+	// A session of its own, so also a process group of its own, and no controlling terminal:
+	// a confined process must not reach the user's terminal (TIOCSTI would type into the
+	// user's shell).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if namespace {
+		cmd.SysProcAttr = namespaceAttr()
+	}
+	if err := cmd.Start(); err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("start the sandbox launcher: %w", err)
+	}
+	s := &Server{proc: cmd.Process, conn: ours, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// Pid is the launcher's process id, which leads its process group.
+func (s *Server) Pid() int { return s.proc.Pid }
+
+// Close ends the launcher (it kills a command still running) and waits for it.
+func (s *Server) Close() {
+	// Shut down before the close: a Wait blocked reading the socket holds the file open.
+	_ = syscall.Shutdown(int(s.conn.Fd()), syscall.SHUT_RDWR)
+	s.conn.Close()
+	<-s.exited
+}
+
+// Command is what to start: the program at Path with Args (Args[0] its name), in Dir, with
+// exactly Env, its standard streams Stdin, Stdout and Stderr (nil: /dev/null).
+type Command struct {
+	Path                  string
+	Args, Env             []string
+	Dir                   string
+	Stdin, Stdout, Stderr *os.File
+}
+
+// Job is a command the launcher runs.
+type Job struct {
+	s    *Server
+	once sync.Once
+}
+
+// Start starts c confined by p and returns once it runs, or with why it could not start
+// (errors.Is matches os.ErrNotExist and os.ErrPermission as for exec.Cmd.Start). The next
+// Start waits until this command's Wait has returned.
+func (s *Server) Start(c Command, p Policy) (*Job, error) {
+	s.mu.Lock()
+	files, closeOurs, err := streams(c)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	data, err := json.Marshal(request{Start: &startRequest{Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Policy: p}})
+	if err == nil {
+		fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+		err = syscall.Sendmsg(int(s.conn.Fd()), data, syscall.UnixRights(fds...), nil, 0)
+	}
+	closeOurs()
+	var a answer
+	if err == nil {
+		a, err = s.receive()
+	}
+	if err == nil {
+		err = a.Report.Err()
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	return &Job{s: s}, nil
+}
+
+// streams are c's three streams as files, /dev/null for those it has none; closeOurs closes
+// the ones opened here.
+func streams(c Command) (files [3]*os.File, closeOurs func(), err error) {
+	var opened []*os.File
+	closeOurs = func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}
+	for i, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
+		if f == nil {
+			if f, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+				closeOurs()
+				return files, nil, err
+			}
+			opened = append(opened, f)
+		}
+		files[i] = f
+	}
+	return files, closeOurs, nil
+}
+
+// receive reads the launcher's next answer.
+func (s *Server) receive() (answer, error) {
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := s.conn.Read(buf)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return answer{}, errLauncherGone
+		}
+		var a answer
+		if err := json.Unmarshal(buf[:n], &a); err != nil {
+			return answer{}, fmt.Errorf("the sandbox launcher said what it cannot say: %w", err)
+		}
+		return a, nil
+	}
+}
+
+// errLauncherGone says the serving launcher ended while it had a command to run.
+var errLauncherGone = errors.New("the sandbox launcher ended unexpectedly")
+
+// Signal asks the launcher to send sig to the command's process group (SIGTERM and SIGINT:
+// it forces the command stopGrace later).
+func (j *Job) Signal(sig syscall.Signal) {
+	data, _ := json.Marshal(request{Signal: int(sig)})
+	_, _ = j.s.conn.Write(data)
+}
+
+// Wait waits for the command to end: its exit status (128+signal when a signal ended it) and
+// what the launcher killed when it did. A launcher that died reports exit status -1 and an
+// error.
+func (j *Job) Wait() (int, Report, error) {
+	defer j.once.Do(j.s.mu.Unlock)
+	a, err := j.s.receive()
+	if err != nil {
+		return -1, Report{}, err
+	}
+	if !a.Ended {
+		return -1, Report{}, io.ErrUnexpectedEOF
+	}
+	return a.Code, a.Report, nil
+}
