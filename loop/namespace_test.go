@@ -259,3 +259,28 @@ func TestChecksCacheUsedSeesAnUnreadableCache(t *testing.T) {
 	used, _ = checksCache(ctx)
 	assert.True(t, used, "an unreadable cache home counts as used")
 }
+
+// TestLauncherClearsIPCBetweenCommands: the commands of a run share their launcher's IPC
+// namespace; the SysV objects an agent made are gone before the next command (a check that
+// judges its work) starts.
+func TestLauncherClearsIPCBetweenCommands(t *testing.T) {
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, false)
+	if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+		t.Skip("no pid namespace here: " + why)
+	}
+	s.cfg.Namespace = true
+	run := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = step
+		var out strings.Builder
+		cmd.Stdout = &out
+		res, err := RunProcess(ctx, cmd, 10*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode)
+		return out.String()
+	}
+	assert.Equal(t, "3\n", run(`ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcs -m -q -s | grep -c '^0x'`))
+	assert.Equal(t, "0\n", run(`ipcs -m -q -s | grep -c '^0x'; exit 0`), "the next command finds the agent's SysV objects")
+}

@@ -258,6 +258,7 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked ma
 	status := waitFor(proc.Pid, j.signals)
 	if namespaced {
 		rep.Killed = killNamespace()
+		removeIPC()
 	} else {
 		rep.Killed = sweep()
 		if scoped {
