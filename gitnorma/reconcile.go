@@ -3,19 +3,15 @@ package gitnorma
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
-	"github.com/git-norma/git-norma/loop"
-	"github.com/git-norma/git-norma/loop/sandbox"
 	"github.com/git-norma/git-norma/notes"
 )
 
@@ -80,7 +76,6 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 	if err != nil {
 		return nil // no steps were started
 	}
-	r.killOrphans(ctx, dead, stepsDir)
 	for _, e := range entries {
 		m := stepDirRE().FindStringSubmatch(e.Name())
 		if m == nil || !e.IsDir() {
@@ -88,7 +83,6 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 		}
 		index, _ := strconv.Atoi(m[1])
 		r.removeHalfWritten(ctx, dead.ID, filepath.Join(stepsDir, e.Name()))
-		r.killOrphans(ctx, dead, filepath.Join(stepsDir, e.Name())) // older versions kept it per step
 		rel := filepath.ToSlash(filepath.Join(dead.RunDir, "steps", e.Name()))
 		if err := r.st.ReconcileStep(ctx, dead.ID, index, m[2], rel, r.app.Now()); err != nil {
 			return err
@@ -106,37 +100,6 @@ func (r *run) removeHalfWritten(ctx context.Context, runID, dir string) {
 			_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "half_written_removed",
 				Message: "removed " + filepath.Base(t) + ", a write the crash interrupted, in " + filepath.Base(dir)})
 		}
-	}
-}
-
-// killOrphans stops the process group a dead run's step left running (an agent or a check
-// command survives git-norma's own death: it has its own group), as recorded in dir's
-// PGIDFile. The group is only killed when its leader still runs in that run's workspace, so a
-// recycled pid is never hit.
-func (r *run) killOrphans(ctx context.Context, dead store.Run, stepDir string) {
-	data, err := os.ReadFile(filepath.Join(stepDir, loop.PGIDFile))
-	if err != nil {
-		return
-	}
-	defer os.Remove(filepath.Join(stepDir, loop.PGIDFile))
-	pgid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pgid <= 1 {
-		return
-	}
-	cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pgid))
-	workspace := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
-	if err != nil || (cwd != workspace && !strings.HasPrefix(cwd, workspace+string(filepath.Separator))) {
-		return
-	}
-	// And led by a sandbox launcher: the file is in the step directory, which the dead run's
-	// agent could write, and a shell of yours in that workspace is not its to have killed.
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pgid))
-	if args := strings.Split(string(cmdline), "\x00"); err != nil || len(args) < 2 || args[1] != sandbox.Entry {
-		return
-	}
-	if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
-		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "orphans_killed",
-			Message: fmt.Sprintf("killed process group %d, left running in %s by the dead run", pgid, filepath.Base(stepDir))})
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -87,9 +86,8 @@ func awaitEnd(ctx context.Context, timeout time.Duration, done <-chan error, sto
 	}
 }
 
-// run runs cmd through the run's launcher, confined by p. The launcher's process group is
-// recorded while cmd runs: should git-norma die, the launcher ends what it runs when it sees
-// git-norma gone, and the next run kills the group if it is still there.
+// run runs cmd through the run's launcher, confined by p. Should git-norma die meanwhile, the
+// launcher sees it gone and ends cmd and everything cmd started.
 func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, timeout time.Duration) (ProcessResult, error) {
 	srv, err := s.launcher.get(s.cfg, cmd.Dir)
 	if err != nil {
@@ -106,10 +104,6 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	if err != nil {
 		streams.wait()
 		return ProcessResult{ExitCode: -1}, err
-	}
-	if path, ok := ctx.Value(pgidFileKey{}).(string); ok {
-		_ = os.WriteFile(path, []byte(strconv.Itoa(srv.Pid())+"\n"), 0o600)
-		defer os.WriteFile(path, nil, 0o600) //nolint:errcheck // a stale trace is checked before use
 	}
 	type ended struct {
 		code int
@@ -145,18 +139,6 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 		return res, ctx.Err()
 	}
 	return res, nil
-}
-
-type pgidFileKey struct{}
-
-// PGIDFile is the name, in a run's steps directory, of the file holding the process group of
-// the agent or check command running now (empty between processes).
-const PGIDFile = ".running.pgid"
-
-// withPGIDFile makes RunProcess record the process group of the launcher running a command in
-// path while it runs.
-func withPGIDFile(ctx context.Context, path string) context.Context {
-	return context.WithValue(ctx, pgidFileKey{}, path)
 }
 
 // stopGroup asks the group to stop, then forces it, and waits for the leader.

@@ -43,7 +43,7 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 		return Output{}, nil, err
 	}
 	e.o.Live.report(Live{Kind: StepStarted, TaskID: e.o.Task.ID, Index: s.index, Role: role, LogDir: filepath.Join(s.dir, "logs")})
-	sctx := withPGIDFile(ctx, filepath.Join(e.o.RunDir, "steps", PGIDFile))
+	sctx := ctx
 	if e.o.Sandbox != nil {
 		s.sandbox = &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir, private: e.private, launcher: e.launcher}
 		defer s.sandbox.close()
