@@ -263,6 +263,11 @@ type launcher struct {
 func (l *launcher) get(cfg *Sandbox, dir string) (*sandbox.Server, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.srv != nil && !l.srv.Running() {
+		// It died (an unconfined command may kill it): the next command gets a new one.
+		l.srv.Close()
+		l.srv = nil
+	}
 	if l.srv == nil {
 		srv, err := sandbox.StartServer(cfg.Launcher, dir, cfg.Namespace)
 		if err != nil {

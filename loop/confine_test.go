@@ -236,3 +236,27 @@ func TestLauncherEndsWhatItRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestLauncherNamesHugeLeftovers: a command that leaves processes with huge command lines
+// behind still ends, and they are named, shortened: the launcher's answer fits in one message.
+func TestLauncherNamesHugeLeftovers(t *testing.T) {
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, false)
+	cmd := exec.Command("sh", "-c", `big=$(head -c 100000 /dev/zero | tr '\0' x); for i in 1 2 3 4; do (setsid sh -c 'sleep 30' "$big" </dev/null >/dev/null 2>&1 &); done; sleep 0.3`)
+	cmd.Dir = step
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunProcess(ctx, cmd, 10*time.Second)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("RunProcess never learnt that the command ended")
+	}
+	ev, ok := s.event()
+	require.True(t, ok, "the leftovers are named")
+	assert.Contains(t, ev.Message, "killed 8 process(es)")
+	assert.Contains(t, ev.Message, "(sleep 30)")
+}

@@ -237,8 +237,13 @@ func reap() {
 	}
 }
 
-// String describes a killed process for a message.
-func (p Process) String() string { return fmt.Sprintf("%d (%s)", p.PID, p.Cmdline) }
+// String describes a killed process for a message: a summary of several has no pid.
+func (p Process) String() string {
+	if p.PID == 0 {
+		return p.Cmdline
+	}
+	return fmt.Sprintf("%d (%s)", p.PID, p.Cmdline)
+}
 
 // signalScopeABI is the first Landlock ABI that scopes signals to the sandbox (confine asks
 // for it).

@@ -52,8 +52,12 @@ type answer struct {
 	Report Report `json:"report"`
 }
 
-// maxNamed is how many killed processes an answer names: it must fit in one message.
-const maxNamed = 200
+// maxNamed and maxCmdline bound how many killed processes an answer names, and by how much of
+// their command line: it must fit in one message.
+const (
+	maxNamed   = 200
+	maxCmdline = 256
+)
 
 // maxMessage bounds one request: the environment is most of it.
 const maxMessage = 4 << 20
@@ -174,13 +178,25 @@ func receivedFiles(oob []byte) ([]*os.File, error) {
 }
 
 // send writes a to git-norma. A command that left a great many processes running gets the
-// first maxNamed of them named, and the count of the rest.
+// first maxNamed of them named, each by at most maxCmdline bytes, and the count of the rest:
+// an answer must fit in one message, or git-norma would wait for it for good.
 func send(conn *os.File, a answer) {
-	if k := a.Report.Killed; len(k) > maxNamed {
-		a.Report.Killed = append(k[:maxNamed:maxNamed], Process{Cmdline: fmt.Sprintf("and %d more", len(k)-maxNamed)})
+	k := a.Report.Killed
+	if len(k) > maxNamed {
+		k = append(k[:maxNamed:maxNamed], Process{Cmdline: fmt.Sprintf("and %d more", len(k)-maxNamed)})
 	}
+	for i := range k {
+		if len(k[i].Cmdline) > maxCmdline {
+			k[i].Cmdline = k[i].Cmdline[:maxCmdline] + "..."
+		}
+	}
+	a.Report.Killed = k
 	data, _ := json.Marshal(a)
-	_, _ = conn.Write(data)
+	if _, err := conn.Write(data); err != nil && len(k) > 0 {
+		a.Report.Killed = []Process{{Cmdline: fmt.Sprintf("%d processes", len(k))}}
+		data, _ = json.Marshal(a)
+		_, _ = conn.Write(data)
+	}
 }
 
 func closeAll(files []*os.File) {

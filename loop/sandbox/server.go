@@ -20,6 +20,7 @@ type Server struct {
 	// mu makes commands take turns: the launcher runs one at a time.
 	mu     sync.Mutex
 	exited chan struct{}
+	buf    []byte
 }
 
 // StartServer starts a serving launcher (the binary at launcher, normally git-norma itself),
@@ -46,7 +47,7 @@ func StartServer(launcher, dir string, namespace bool) (*Server, error) {
 		ours.Close()
 		return nil, fmt.Errorf("start the sandbox launcher: %w", err)
 	}
-	s := &Server{proc: cmd.Process, conn: ours, exited: make(chan struct{})}
+	s := &Server{proc: cmd.Process, conn: ours, exited: make(chan struct{}), buf: make([]byte, 1<<20)}
 	go func() {
 		_ = cmd.Wait()
 		close(s.exited)
@@ -56,6 +57,16 @@ func StartServer(launcher, dir string, namespace bool) (*Server, error) {
 
 // Pid is the launcher's process id, which leads its process group.
 func (s *Server) Pid() int { return s.proc.Pid }
+
+// Running says the launcher has not ended.
+func (s *Server) Running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
 
 // Close ends the launcher (it kills a command still running) and waits for it.
 func (s *Server) Close() {
@@ -93,7 +104,9 @@ func (s *Server) Start(c Command, p Policy) (*Job, error) {
 	data, err := json.Marshal(request{Start: &startRequest{Path: c.Path, Args: c.Args, Env: c.Env, Dir: c.Dir, Policy: p}})
 	if err == nil {
 		fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
-		err = syscall.Sendmsg(int(s.conn.Fd()), data, syscall.UnixRights(fds...), nil, 0)
+		if err = syscall.Sendmsg(int(s.conn.Fd()), data, syscall.UnixRights(fds...), nil, 0); err != nil {
+			err = fmt.Errorf("send %s to the sandbox launcher: %w", c.Path, err)
+		}
 	}
 	closeOurs()
 	var a answer
@@ -134,9 +147,8 @@ func streams(c Command) (files [3]*os.File, closeOurs func(), err error) {
 
 // receive reads the launcher's next answer.
 func (s *Server) receive() (answer, error) {
-	buf := make([]byte, 1<<20)
 	for {
-		n, err := s.conn.Read(buf)
+		n, err := s.conn.Read(s.buf)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
@@ -144,7 +156,7 @@ func (s *Server) receive() (answer, error) {
 			return answer{}, errLauncherGone
 		}
 		var a answer
-		if err := json.Unmarshal(buf[:n], &a); err != nil {
+		if err := json.Unmarshal(s.buf[:n], &a); err != nil {
 			return answer{}, fmt.Errorf("the sandbox launcher said what it cannot say: %w", err)
 		}
 		return a, nil
