@@ -83,8 +83,8 @@ func (e silentExit) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // Main runs git-norma with args and returns the process exit code. Nothing below it exits.
 func Main(args []string, stdio IO) (code int) {
-	// git-norma re-executes itself as the sandbox launcher of every agent and check command
-	// (loop/sandbox). That hidden entry is no command: kong, help, completion and the man
+	// git-norma re-executes itself as the sandbox launcher of a run's agents and check
+	// commands (loop/sandbox). That hidden entry is no command: kong, help, completion and the man
 	// pages never see it.
 	if len(args) > 0 && args[0] == sandbox.Entry {
 		return sandbox.Main(args[1:])
