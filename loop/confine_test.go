@@ -260,3 +260,35 @@ func TestLauncherNamesHugeLeftovers(t *testing.T) {
 	assert.Contains(t, ev.Message, "killed 8 process(es)")
 	assert.Contains(t, ev.Message, "(sleep 30)")
 }
+
+// TestStoppedLauncherEndsOnTimeout: without a pid namespace a command can stop its launcher
+// (the thread that started it is in its Landlock domain, and a stop signal stops the whole
+// process). On timeout the step still ends: the launcher that does not answer is killed, and
+// so is the command's group.
+func TestStoppedLauncherEndsOnTimeout(t *testing.T) {
+	step := t.TempDir()
+	ctx, _ := confinedCtx(t, step, landlockHere())
+	marker := fmt.Sprintf("norma-stopper-%d-%d", os.Getpid(), time.Now().UnixNano())
+	cmd := exec.Command("sh", "-c", `for t in /proc/$PPID/task/*; do kill -STOP "${t##*/}" 2>/dev/null; done; exec sleep 60 `+marker)
+	cmd.Dir = step
+	done := make(chan ProcessResult, 1)
+	go func() {
+		res, err := RunProcess(ctx, cmd, time.Second)
+		assert.NoError(t, err)
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		assert.True(t, res.TimedOut)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the step never ended: its launcher was stopped")
+	}
+	assert.Eventually(t, func() bool { return len(processesWith(marker)) == 0 }, 5*time.Second, 10*time.Millisecond,
+		"the command outlived its stopped launcher")
+}
+
+// landlockHere says the kernel can confine.
+func landlockHere() bool {
+	abi, _ := sandbox.ABI()
+	return abi > 0
+}

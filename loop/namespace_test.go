@@ -284,3 +284,47 @@ func TestLauncherClearsIPCBetweenCommands(t *testing.T) {
 	assert.Equal(t, "3\n", run(`ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcs -m -q -s | grep -c '^0x'`))
 	assert.Equal(t, "0\n", run(`ipcs -m -q -s | grep -c '^0x'; exit 0`), "the next command finds the agent's SysV objects")
 }
+
+// TestLauncherCannotBeTraced: a confined command cannot read its launcher's /proc entries, not
+// even those of the thread that started it, which is in the command's own Landlock domain:
+// traced, that thread's memory would be the whole launcher's, whose other threads Landlock
+// does not restrict. Without a pid namespace the launcher is the command's parent, and a user
+// other than root has no capability that would stop the command otherwise: as root, the test
+// runs a copy of itself as nobody.
+func TestLauncherCannotBeTraced(t *testing.T) {
+	requireLandlock(t)
+	if os.Geteuid() == 0 {
+		out := runCopy(t, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}, "^TestLauncherCannotBeTraced$")
+		assert.Contains(t, out, "--- PASS: TestLauncherCannotBeTraced")
+		return
+	}
+	step := t.TempDir()
+	ctx, _ := confinedCtx(t, step, true)
+	cmd := exec.Command("sh", "-c", `tr '\0' ' ' < /proc/$PPID/cmdline; echo; `+
+		`for t in /proc/$PPID/task/*; do cat $t/environ >/dev/null 2>&1 && echo "read $t"; done; exit 0`)
+	cmd.Dir = step
+	var out strings.Builder
+	cmd.Stdout = &out
+	_, err := RunProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	parent, reads, _ := strings.Cut(out.String(), "\n")
+	require.Contains(t, parent, sandbox.Entry, "the command's parent is its launcher")
+	assert.Empty(t, reads, "the command reads what its launcher's threads hold")
+}
+
+// TestLauncherPassesOnNoInheritedDescriptor: a file descriptor git-norma inherited without
+// close-on-exec goes no further than the launcher.
+func TestLauncherPassesOnNoInheritedDescriptor(t *testing.T) {
+	fd, err := syscall.Open(os.DevNull, syscall.O_RDONLY, 0) // no O_CLOEXEC: as a caller may leave one
+	require.NoError(t, err)
+	defer syscall.Close(fd)
+	step := t.TempDir()
+	ctx, _ := confinedCtx(t, step, false)
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`test -e /proc/$$/fd/%d && echo inherited; exit 0`, fd))
+	cmd.Dir = step
+	var out strings.Builder
+	cmd.Stdout = &out
+	_, err = RunProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, out.String())
+}

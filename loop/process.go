@@ -100,7 +100,7 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	}
 	start := time.Now()
 	job, err := srv.Start(c, p)
-	streams.started()
+	streams.started() // the launcher has its copies (in flight, once sent)
 	if err != nil {
 		streams.wait()
 		return ProcessResult{ExitCode: -1}, err
@@ -118,13 +118,16 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 		done <- err
 	}()
 	stop := func() {
-		job.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(killGrace):
-			job.Signal(syscall.SIGKILL)
-			<-done
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			job.Signal(sig)
+			select {
+			case <-done:
+				return
+			case <-time.After(killGrace):
+			}
 		}
+		job.Abandon() // the launcher does not answer
+		<-done
 	}
 	res := ProcessResult{TimedOut: awaitEnd(ctx, timeout, done, stop)}
 	e := <-endc
@@ -132,7 +135,7 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	res.Duration = time.Since(start)
 	res.ExitCode = e.code
 	s.record(e.rep.Killed)
-	if e.err != nil {
+	if e.err != nil && !res.TimedOut && ctx.Err() == nil {
 		return res, e.err
 	}
 	if ctx.Err() != nil && !res.TimedOut {

@@ -62,30 +62,16 @@ func run(args []string, rep *Report) int {
 	runtime.LockOSThread()
 	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
 	namespaced := inNamespace()
-	if namespaced {
-		if err := notTraceable(); err != nil {
-			rep.StartError = err.Error()
-			return 126
-		}
-		if err := mountProc(); err != nil {
-			rep.StartError = err.Error()
-			return 126
-		}
-		if p.Landlock {
-			maskSockets(map[string]bool{})
-		}
+	if err := setUp(namespaced); err != nil {
+		rep.StartError = err.Error()
+		return 126
+	}
+	if namespaced && p.Landlock {
+		maskSockets(map[string]bool{})
 	}
 	if err := dropCapabilities(p.Landlock); err != nil {
 		rep.StartError = err.Error()
 		return 126
-	}
-	// Orphans of the command are reparented to us instead of init, so none escapes the sweep.
-	// In a pid namespace of its own the launcher is that init already.
-	if !namespaced {
-		if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-			rep.StartError = "cannot become the child subreaper: " + errno.Error()
-			return 126
-		}
 	}
 	scoped := false
 	if p.Landlock {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A pid namespace is what makes containment complete. The launcher starts as its first
@@ -84,6 +86,26 @@ func probe() int {
 // elsewhere must be testable end to end.
 const namespaceOverrideEnv = "GIT_NORMA_SANDBOX_TEST_NAMESPACE"
 
+// setUp prepares a launcher before it starts anything: not traceable, no file descriptor it
+// inherited going on to a command, and then either its /proc (pid 1 of a namespace of its
+// own: it reaps every orphan already) or the child subreaper (orphans of a command are
+// reparented to it instead of init, so none escapes the sweep).
+func setUp(namespaced bool) error {
+	if err := notTraceable(); err != nil {
+		return err
+	}
+	// Whatever git-norma inherited without close-on-exec (a terminal, a pipe of its caller's)
+	// reached the launcher; it goes no further (Linux 5.11 and later).
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if namespaced {
+		return mountProc()
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return fmt.Errorf("cannot become the child subreaper: %w", errno)
+	}
+	return nil
+}
+
 // inNamespace says the launcher is pid 1 of its own pid namespace.
 func inNamespace() bool { return os.Getpid() == 1 }
 
@@ -138,12 +160,11 @@ func dropCapabilities(confined bool) error {
 }
 
 // notTraceable makes the launcher not dumpable: only a process with CAP_SYS_PTRACE over it may
-// then trace it or read its /proc entries (its memory, its file descriptors — the report
-// pipe), and the command has none. A traced launcher would be code run with the capabilities
-// its threads keep, outside the command's limits. Only in its namespaces, where it keeps
-// some: git-norma, in the user namespace above (or root), still reads its /proc entries to
-// find what a run that died left running, which elsewhere a launcher that is not dumpable
-// would deny a user other than root.
+// then trace it or read its /proc entries (its memory, its file descriptors — its socket), and
+// the commands have none. A launcher is confined on one thread only, the one that starts a
+// command, and Landlock lets the command trace that thread (it is in the command's own
+// domain): traced, its memory is the whole launcher's, and code written there would run on
+// the threads no Landlock restricts.
 func notTraceable() error {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_DUMPABLE, 0, 0); errno != 0 {
 		return fmt.Errorf("cannot make the launcher untraceable: %w", errno)

@@ -67,14 +67,7 @@ func serve() int {
 	syscall.CloseOnExec(connFD)
 	conn := os.NewFile(connFD, "sandbox-conn")
 	namespaced := inNamespace()
-	if namespaced {
-		if err := notTraceable(); err != nil {
-			return 126
-		}
-		if err := mountProc(); err != nil {
-			return 126
-		}
-	} else if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+	if err := setUp(namespaced); err != nil {
 		return 126
 	}
 	// The signals that end a Go program are caught and dropped: a command may send them to
@@ -246,8 +239,17 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked ma
 		return fail(126)
 	}
 	p := req.Policy
-	if namespaced && p.Landlock {
-		maskSockets(masked)
+	if namespaced {
+		// SysV objects and POSIX message queues outlive the processes that made them: each
+		// command gets an IPC namespace of its own (this thread's, which the command inherits),
+		// so that what an agent left there never reaches the checks that judge its work.
+		if err := syscall.Unshare(syscall.CLONE_NEWIPC); err != nil {
+			rep.StartError = "cannot give the command an IPC namespace of its own: " + err.Error()
+			return fail(126)
+		}
+		if p.Landlock {
+			maskSockets(masked)
+		}
 	}
 	if err := dropCapabilities(p.Landlock); err != nil {
 		rep.StartError = err.Error()
@@ -274,7 +276,6 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked ma
 	status := waitFor(proc.Pid, j.signals)
 	if namespaced {
 		rep.Killed = killNamespace()
-		removeIPC()
 	} else {
 		rep.Killed = sweep()
 		if scoped {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Server is a launcher serving a run (see serve): it starts the run's commands one at a time,
@@ -73,8 +74,16 @@ func (s *Server) Close() {
 	// Shut down before the close: a Wait blocked reading the socket holds the file open.
 	_ = syscall.Shutdown(int(s.conn.Fd()), syscall.SHUT_RDWR)
 	s.conn.Close()
-	<-s.exited
+	select {
+	case <-s.exited:
+	case <-time.After(closeGrace): // stopped (see Abandon): it cannot see the socket close
+		_ = s.proc.Kill()
+		<-s.exited
+	}
 }
+
+// closeGrace is how long Close waits for the launcher to end what it runs and itself.
+const closeGrace = 5 * time.Second
 
 // Command is what to start: the program at Path with Args (Args[0] its name), in Dir, with
 // exactly Env, its standard streams Stdin, Stdout and Stderr (nil: /dev/null).
@@ -91,9 +100,10 @@ type Job struct {
 	once sync.Once
 }
 
-// Start starts c confined by p and returns once it runs, or with why it could not start
-// (errors.Is matches os.ErrNotExist and os.ErrPermission as for exec.Cmd.Start). The next
-// Start waits until this command's Wait has returned.
+// Start sends c to the launcher, to start confined by p; Wait says whether it started. The
+// next Start waits until this command's Wait has returned. (Start does not wait for the
+// launcher's answer: a command can stop its launcher — see Abandon — even before that answer
+// is sent, and only Wait's caller knows how long to wait.)
 func (s *Server) Start(c Command, p Policy) (*Job, error) {
 	s.mu.Lock()
 	files, closeOurs, err := streams(c)
@@ -109,13 +119,6 @@ func (s *Server) Start(c Command, p Policy) (*Job, error) {
 		}
 	}
 	closeOurs()
-	var a answer
-	if err == nil {
-		a, err = s.receive()
-	}
-	if err == nil {
-		err = a.Report.Err()
-	}
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -173,12 +176,32 @@ func (j *Job) Signal(sig syscall.Signal) {
 	_, _ = j.s.conn.Write(data)
 }
 
-// Wait waits for the command to end: its exit status (128+signal when a signal ended it) and
-// what the launcher killed when it did. A launcher that died reports exit status -1 and an
-// error.
+// Abandon kills the launcher and what it runs, for a launcher that does not answer (a command
+// can stop it where it has no pid namespace: the thread that started the command is in the
+// command's Landlock domain). Wait then returns. In its pid namespace, the launcher's end is
+// the end of all; elsewhere its children — the command and the orphans it took in — and their
+// process groups are killed first.
+func (j *Job) Abandon() {
+	for _, c := range children(j.s.proc.Pid) {
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+	_ = j.s.proc.Kill()
+}
+
+// Wait waits for the command to start and end: its exit status (128+signal when a signal ended
+// it) and what the launcher killed when it did. A command that could not start returns exit
+// status -1 and why (errors.Is matches os.ErrNotExist and os.ErrPermission as for
+// exec.Cmd.Start); so does a launcher that died.
 func (j *Job) Wait() (int, Report, error) {
 	defer j.once.Do(j.s.mu.Unlock)
 	a, err := j.s.receive()
+	if err == nil {
+		err = a.Report.Err()
+	}
+	if err == nil {
+		a, err = j.s.receive()
+	}
 	if err != nil {
 		return -1, Report{}, err
 	}
