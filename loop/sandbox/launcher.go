@@ -141,8 +141,7 @@ var fatalSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, 
 
 // waitFor reaps children until the command itself ended, forwarding SIGTERM and SIGINT (and
 // git-norma's SIGKILL, for a serving launcher) to its process group and forcing it stopGrace
-// after the first one. Other children reaped meanwhile are orphans
-// that already ended.
+// after the first one. Other children reaped meanwhile are orphans that already ended.
 func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 	type exit struct {
 		pid    int

@@ -12,7 +12,7 @@ import (
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
-// A launcher serves a whole run: started once (Serve), it starts each agent and check
+// A launcher serves a whole run: started once (StartServer), it starts each agent and check
 // command of the run on git-norma's request, one at a time, as the launcher of one command
 // would (see run): from a thread of its own, confined for that command alone, and when the
 // command ends it kills what the command left running. A re-exec of git-norma costs more

@@ -77,9 +77,20 @@ func (s *Server) Close() {
 	select {
 	case <-s.exited:
 	case <-time.After(closeGrace): // stopped (see Abandon): it cannot see the socket close
-		_ = s.proc.Kill()
+		s.kill()
 		<-s.exited
 	}
+}
+
+// kill kills the launcher and what it runs. In its pid namespace, the launcher's end is the
+// end of all; elsewhere its children — the command and the orphans it took in — and their
+// process groups are killed first.
+func (s *Server) kill() {
+	for _, c := range children(s.proc.Pid) {
+		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
+		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+	}
+	_ = s.proc.Kill()
 }
 
 // closeGrace is how long Close waits for the launcher to end what it runs and itself.
@@ -178,16 +189,8 @@ func (j *Job) Signal(sig syscall.Signal) {
 
 // Abandon kills the launcher and what it runs, for a launcher that does not answer (a command
 // can stop it where it has no pid namespace: the thread that started the command is in the
-// command's Landlock domain). Wait then returns. In its pid namespace, the launcher's end is
-// the end of all; elsewhere its children — the command and the orphans it took in — and their
-// process groups are killed first.
-func (j *Job) Abandon() {
-	for _, c := range children(j.s.proc.Pid) {
-		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
-		_ = syscall.Kill(c.pid, syscall.SIGKILL)
-	}
-	_ = j.s.proc.Kill()
-}
+// command's Landlock domain). Wait then returns.
+func (j *Job) Abandon() { j.s.kill() }
 
 // Wait waits for the command to start and end: its exit status (128+signal when a signal ended
 // it) and what the launcher killed when it did. A command that could not start returns exit
