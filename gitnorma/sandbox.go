@@ -150,31 +150,23 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 	}, nil
 }
 
-// confineSetup starts a worktree.setup command through the sandbox launcher, as agents are
+// confineSetup runs a worktree.setup command through a sandbox launcher, as agents are
 // confined: writable are the worktree it prepares, a private TMPDIR and sandbox.allow_write
 // (package caches); the network is open (installing dependencies is what it is for). Mode off
 // (or no Landlock) still contains it.
-func (cf confiner) confineSetup(cmd *exec.Cmd) (func(), error) {
+func (cf confiner) confineSetup(ctx context.Context, cmd *exec.Cmd) error {
 	c, err := cf.confinement()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "git-norma-setup-")
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer os.RemoveAll(tmp)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	writable := append([]string{cmd.Dir, tmp}, expandHome(cf.cfg.AllowWrite)...)
-	l, err := sandbox.Wrap(cmd, c.launcher, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true, Namespace: c.namespace})
-	if err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
-	return func() {
-		l.Started()
-		l.Report()
-		os.RemoveAll(tmp)
-	}, nil
+	return sandbox.RunAlone(ctx, c.launcher, c.namespace, cmd, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
 }
 
 // noteUnconfined says once per run, live and as an event, that mode auto found no Landlock,

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/loop/sandbox"
@@ -95,18 +94,9 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 	return tree, checkout
 }
 
-// launched starts git through the sandbox launcher at launcher, confined by p.
+// launched runs git through a sandbox launcher of its own at launcher, confined by p.
 func launched(launcher string, p sandbox.Policy) git.Wrap {
-	return func(cmd *exec.Cmd) (func() error, error) {
-		l, err := sandbox.Wrap(cmd, launcher, p)
-		if err != nil {
-			return nil, err
-		}
-		// Stopped through the launcher, which stops git and sweeps what it started.
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		return func() error {
-			l.Started()
-			return l.Report().Err()
-		}, nil
+	return func(ctx context.Context, cmd *exec.Cmd) error {
+		return sandbox.RunAlone(ctx, launcher, false, cmd, p)
 	}
 }

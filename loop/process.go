@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -93,55 +92,36 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
-	c := sandbox.Command{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir}
-	streams, err := newStreams(cmd, &c)
-	if err != nil {
-		return ProcessResult{ExitCode: -1}, err
-	}
-	start := time.Now()
-	job, err := srv.Start(c, p)
-	streams.started() // the launcher has its copies (in flight, once sent)
-	if err != nil {
-		streams.wait()
-		return ProcessResult{ExitCode: -1}, err
-	}
-	type ended struct {
-		code int
-		rep  sandbox.Report
-		err  error
-	}
-	endc := make(chan ended, 1)
-	done := make(chan error, 1)
+	stop, finished := make(chan struct{}), make(chan struct{})
+	var timedOut atomic.Bool
 	go func() {
-		code, rep, err := job.Wait()
-		endc <- ended{code, rep, err}
-		done <- err
-	}()
-	stop := func() {
-		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-			job.Signal(sig)
-			select {
-			case <-done:
-				return
-			case <-time.After(killGrace):
-			}
+		var expired <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
 		}
-		job.Abandon() // the launcher does not answer
-		<-done
-	}
-	res := ProcessResult{TimedOut: awaitEnd(ctx, timeout, done, stop)}
-	e := <-endc
-	streams.wait()
-	res.Duration = time.Since(start)
-	res.ExitCode = e.code
-	s.record(e.rep.Killed)
-	if e.err != nil && !res.TimedOut && ctx.Err() == nil {
-		return res, e.err
-	}
-	if ctx.Err() != nil && !res.TimedOut {
+		select {
+		case <-expired:
+			timedOut.Store(true)
+			close(stop)
+		case <-ctx.Done():
+			close(stop)
+		case <-finished:
+		}
+	}()
+	start := time.Now()
+	code, rep, err := srv.Run(cmd, p, stop)
+	close(finished)
+	res := ProcessResult{ExitCode: code, TimedOut: timedOut.Load(), Duration: time.Since(start)}
+	s.record(rep.Killed)
+	switch {
+	case res.TimedOut:
+		return res, nil
+	case ctx.Err() != nil:
 		return res, ctx.Err()
 	}
-	return res, nil
+	return res, err
 }
 
 // stopGroup asks the group to stop, then forces it, and waits for the leader.
@@ -218,81 +198,4 @@ func OpenRegular(path string) (*os.File, error) {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
 	return f, nil
-}
-
-// streams carries the streams of a command that are not files through pipes, as exec.Cmd
-// does: the launcher only takes files.
-type streams struct {
-	theirs []*os.File
-	copies sync.WaitGroup
-}
-
-// newStreams sets c's streams from cmd's: files as they are, anything else through a pipe.
-func newStreams(cmd *exec.Cmd, c *sandbox.Command) (*streams, error) {
-	s := &streams{}
-	var err error
-	if c.Stdin, err = s.reader(cmd.Stdin); err == nil {
-		if c.Stdout, err = s.writer(cmd.Stdout); err == nil {
-			c.Stderr, err = s.writer(cmd.Stderr)
-		}
-	}
-	if err != nil {
-		s.started()
-	}
-	return s, err
-}
-
-func (s *streams) reader(r io.Reader) (*os.File, error) {
-	if f, ok := r.(*os.File); ok || r == nil {
-		return f, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s.theirs = append(s.theirs, pr)
-	s.copies.Go(func() {
-		_, _ = io.Copy(pw, r)
-		pw.Close()
-	})
-	return pr, nil
-}
-
-func (s *streams) writer(w io.Writer) (*os.File, error) {
-	if f, ok := w.(*os.File); ok || w == nil {
-		return f, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	s.theirs = append(s.theirs, pw)
-	s.copies.Go(func() {
-		_, _ = io.Copy(w, pr)
-		pr.Close()
-	})
-	return pw, nil
-}
-
-// started closes this process's copies of the command's ends.
-func (s *streams) started() {
-	for _, f := range s.theirs {
-		f.Close()
-	}
-	s.theirs = nil
-}
-
-// wait waits, a second at most, for what the command wrote to be copied: the launcher killed
-// every process that could still hold a pipe, but one it could not kill must not keep the
-// step waiting.
-func (s *streams) wait() {
-	done := make(chan struct{})
-	go func() {
-		s.copies.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-	}
 }

@@ -30,10 +30,10 @@ type Setup struct {
 	Log io.Writer
 	// Env is added to the commands' environment.
 	Env []string
-	// Confine, when set, rewrites a setup command to start confined (the sandbox launcher):
-	// the worktree holds an agent's commit, and a command that runs project code (npm ci's
-	// install scripts, make deps) runs the agent's code. done is called once it ended.
-	Confine func(cmd *exec.Cmd) (done func(), err error)
+	// Confine, when set, runs a setup command confined (the sandbox launcher), as cmd.Run
+	// would: the worktree holds an agent's commit, and a command that runs project code (npm
+	// ci's install scripts, make deps) runs the agent's code.
+	Confine func(ctx context.Context, cmd *exec.Cmd) error
 }
 
 // SetUp copies the ignored files .worktreeinclude names into dir, then runs the setup
@@ -66,14 +66,11 @@ func runSetup(ctx context.Context, dir string, argv []string, s Setup) error {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.Env = append(git.StripRepoVars(os.Environ()), s.Env...)
+	run := cmd.Run
 	if s.Confine != nil {
-		done, err := s.Confine(cmd)
-		if err != nil {
-			return fmt.Errorf("confine worktree.setup command %q: %w", argv, err)
-		}
-		defer done()
+		run = func() error { return s.Confine(ctx, cmd) }
 	}
-	if err := cmd.Run(); err != nil {
+	if err := run(); err != nil {
 		out := strings.TrimSpace(tail.String())
 		if len(out) > 500 {
 			out = "..." + out[len(out)-500:]

@@ -10,7 +10,7 @@ package main
 // docs/performance.md records the figures and the targets.
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -319,7 +319,7 @@ func BenchmarkParallelThroughput(b *testing.B) {
 // command: `sh -c true` started through the run's launcher (`git-norma __sandbox-exec
 // --serve`: Landlock where the kernel has it, its pid namespace where the kernel gives one,
 // else the subreaper and the sweep for leftovers, the report) vs started directly. The target
-// is "ms-added" ≤ 5. "ms-added-alone" is the same through a launcher of its own (a
+// is "ms-added" ≤ 5. "ms-added-alone" is the same through a launcher of its own (RunAlone: a
 // `worktree.setup` command, git with filter drivers); "ms-probe" is the cost of asking, once
 // per command of git-norma's, whether a pid namespace can be had.
 func BenchmarkSandboxLauncher(b *testing.B) {
@@ -333,50 +333,34 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 		namespace, _ = sandbox.Namespaces(launcher)
 		probes = append(probes, time.Since(start))
 	}
-	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true, Namespace: namespace}
+	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true}
 	srv, err := sandbox.StartServer(launcher, dir, namespace)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
-	direct := func() time.Duration {
+	sh := func() *exec.Cmd {
 		cmd := exec.Command("sh", "-c", "true")
 		cmd.Dir = dir
+		return cmd
+	}
+	direct := func() time.Duration {
 		start := time.Now()
-		if err := cmd.Run(); err != nil {
+		if err := sh().Run(); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)
 	}
 	served := func() time.Duration {
-		sh, err := exec.LookPath("sh")
-		if err != nil {
-			b.Fatal(err)
-		}
 		start := time.Now()
-		job, err := srv.Start(sandbox.Command{Path: sh, Args: []string{"sh", "-c", "true"}, Env: os.Environ(), Dir: dir}, policy)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if code, rep, err := job.Wait(); err != nil || code != 0 || len(rep.Killed) > 0 {
+		if code, rep, err := srv.Run(sh(), policy, nil); err != nil || code != 0 || len(rep.Killed) > 0 {
 			b.Fatalf("exit %d, %v, killed %v", code, err, rep.Killed)
 		}
 		return time.Since(start)
 	}
 	alone := func() time.Duration {
-		cmd := exec.Command("sh", "-c", "true")
-		cmd.Dir = dir
-		l, err := sandbox.Wrap(cmd, launcher, policy)
-		if err != nil {
-			b.Fatal(err)
-		}
 		start := time.Now()
-		err = cmd.Start()
-		l.Started()
-		if err == nil {
-			err = cmd.Wait()
-		}
-		if err = errors.Join(err, l.Report().Err()); err != nil {
+		if err := sandbox.RunAlone(context.Background(), launcher, namespace, sh(), policy); err != nil {
 			b.Fatal(err)
 		}
 		return time.Since(start)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,16 +117,20 @@ func TestParseConfigReadsAsGitDoes(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// Confine wraps exactly the commands that may run filter drivers on the work tree, wherever
-// their name is among the arguments, and what it reports at the end is the command's error.
+// Confine runs exactly the commands that may run filter drivers on the work tree, wherever
+// their name is among the arguments, and what it returns is the command's error, its exit
+// status kept.
 func TestRunnerConfinesTheFilteringCommands(t *testing.T) {
 	ctx := context.Background()
 	dir := gittest.NewRepo(t).Dir
 	var wrapped []string
 	var failStart error
-	r := git.Runner{Dir: dir, Confine: func(cmd *exec.Cmd) (func() error, error) {
+	r := git.Runner{Dir: dir, Confine: func(_ context.Context, cmd *exec.Cmd) error {
 		wrapped = append(wrapped, strings.Join(cmd.Args[1:], " "))
-		return func() error { return failStart }, nil
+		if failStart != nil {
+			return failStart
+		}
+		return cmd.Run()
 	}}
 	require.NoError(t, r.Run(ctx, "status", "--porcelain"))
 	_, err := r.Output(ctx, "rev-parse", "HEAD")
@@ -138,4 +143,13 @@ func TestRunnerConfinesTheFilteringCommands(t *testing.T) {
 	err = r.Run(ctx, "reset", "-q", "--bogus-option")
 	require.ErrorIs(t, err, failStart)
 	assert.Equal(t, -1, git.ExitCodeOf(err))
+
+	failStart = exitStatus(3) // as the sandbox launcher says it
+	assert.Equal(t, 3, git.ExitCodeOf(r.Run(ctx, "add", "nothing-here")))
 }
+
+// exitStatus is an error with an exit status, as sandbox.ExitError.
+type exitStatus int
+
+func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+func (e exitStatus) ExitCode() int { return int(e) }

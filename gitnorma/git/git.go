@@ -44,10 +44,10 @@ type Runner struct {
 	Confine Wrap
 }
 
-// Wrap starts a git command some other way: through the sandbox launcher, which confines it
-// and everything it starts. It rewrites cmd before cmd starts; ended is called once cmd has
-// ended and says why it could not start, if it could not.
-type Wrap func(cmd *exec.Cmd) (ended func() error, err error)
+// Wrap runs a git command some other way: through the sandbox launcher, which confines it and
+// everything it starts. It returns as cmd.Run would (a non-zero exit: an error with an
+// ExitCode method).
+type Wrap func(ctx context.Context, cmd *exec.Cmd) error
 
 // filtering are the git commands that may run filter drivers on work-tree files: clean where
 // they hash files (add, status, and the index refresh of any command that writes the index),
@@ -186,16 +186,11 @@ func (r Runner) runTee(ctx context.Context, stdin io.Reader, stdout, stderrCopy 
 	// Once git is killed (the context ended), a process it started that still holds its
 	// output (a push's receive-pack or ssh) must not keep this call waiting.
 	cmd.WaitDelay = killedWait
-	ended := func() error { return nil }
+	var err error
 	if r.Confine != nil && filtering[subcommand(args)] {
-		var err error
-		if ended, err = r.Confine(cmd); err != nil {
-			return &Error{Args: args, ExitCode: -1, Err: err}
-		}
-	}
-	err := cmd.Run()
-	if startErr := ended(); startErr != nil && err != nil {
-		err = startErr // the launcher's exit status says less than its report
+		err = r.Confine(ctx, cmd)
+	} else {
+		err = cmd.Run()
 	}
 	if err == nil {
 		return nil
@@ -204,9 +199,9 @@ func (r Runner) runTee(ctx context.Context, stdin io.Reader, stdout, stderrCopy 
 		return ctx.Err()
 	}
 	ge := &Error{Args: args, ExitCode: -1, Stderr: stderr.String(), Err: err}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		ge.ExitCode = ee.ExitCode()
+	var exit interface{ ExitCode() int }
+	if errors.As(err, &exit) {
+		ge.ExitCode = exit.ExitCode()
 	} else if errors.Is(err, exec.ErrNotFound) {
 		ge.Stderr = "the git binary was not found on PATH; install git 2.38 or newer"
 	}

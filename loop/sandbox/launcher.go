@@ -1,16 +1,11 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
-
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which the syscall
@@ -18,97 +13,24 @@ import (
 const prSetChildSubreaper = 36
 
 // stopGrace is how long the command gets between the SIGTERM the launcher forwards and its
-// SIGKILL. It must leave the launcher time to sweep and report within git-norma's own grace
-// (loop's killGrace, 2s) before git-norma kills the whole process group.
+// SIGKILL. It must leave the launcher time to sweep and answer within answerGrace.
 const stopGrace = time.Second
 
 // sweepBound bounds the sweep of leftover descendants: a process forking as fast as it is
-// killed must not keep the step from ending. stopGrace + sweepBound stays under killGrace.
+// killed must not keep the step from ending. stopGrace + sweepBound stays under answerGrace.
 const sweepBound = 500 * time.Millisecond
 
-// Main is the launcher: args are the command's path and its argv. It returns the exit status
-// git-norma sees: the command's own, or 128+signal when a signal ended it.
+// Main is the launcher, git-norma's hidden command Entry: it serves a run's commands (args
+// serveArg), or says whether it can have namespaces of its own (probeArg).
 func Main(args []string) int {
-	if len(args) == 1 && args[0] == serveArg {
-		return serve() // its fd 3 is its socket, not a report pipe
-	}
-	// The report pipe must not leak into the command: a descendant holding it would keep
-	// git-norma waiting for the report, and could write a false one.
-	syscall.CloseOnExec(reportFD)
-	report := os.NewFile(reportFD, "sandbox-report")
-	var rep Report
-	code := run(args, &rep)
-	if report != nil {
-		_ = json.NewEncoder(report).Encode(rep)
-	}
-	return code
-}
-
-func run(args []string, rep *Report) int {
-	if len(args) == 1 && args[0] == probeArg {
+	switch {
+	case len(args) == 1 && args[0] == serveArg:
+		return serve()
+	case len(args) == 1 && args[0] == probeArg:
 		return probe()
 	}
-	if len(args) < 2 {
-		rep.StartError = "the sandbox launcher got no command"
-		return 126
-	}
-	var p Policy
-	if err := json.Unmarshal([]byte(os.Getenv(policyEnv)), &p); err != nil {
-		rep.StartError = "the sandbox launcher got no valid policy: " + err.Error()
-		return 126
-	}
-	os.Unsetenv(policyEnv)
-	// The command starts from this thread, which alone loses the capabilities it must not have.
-	runtime.LockOSThread()
-	// Before Landlock, which forbids mounting. Namespaces made sure it works here.
-	namespaced := inNamespace()
-	if err := setUp(namespaced); err != nil {
-		rep.StartError = err.Error()
-		return 126
-	}
-	if namespaced && p.Landlock {
-		maskSockets(map[string]bool{})
-	}
-	if err := dropCapabilities(p.Landlock); err != nil {
-		rep.StartError = err.Error()
-		return 126
-	}
-	scoped := false
-	if p.Landlock {
-		if err := confine(p); err != nil {
-			rep.StartError = "cannot confine the command with Landlock: " + err.Error()
-			return 126
-		}
-		// The kernel's own answer, not ABI's (which a test setting overrides): kill(-1) is safe
-		// only where the signal scope really holds.
-		abi, err := llsys.LandlockGetABIVersion()
-		scoped = err == nil && abi >= signalScopeABI
-	}
-	// Signals first: a SIGTERM arriving between the start and Notify would kill only us.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	// The command may signal its launcher (in a pid namespace, its pid 1): the signals that end
-	// a Go program are taken and dropped, so that the launcher lives to kill what is left and
-	// report it. (Caught, not ignored: an ignored signal would stay ignored in the command.)
-	signal.Notify(make(chan os.Signal, 1), fatalSignals...)
-	proc, err := os.StartProcess(args[0], args[1:], &os.ProcAttr{
-		Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: &syscall.SysProcAttr{Setpgid: true},
-	})
-	if err != nil {
-		startFailure(rep, args[0], err)
-		return 127
-	}
-	status := waitFor(proc.Pid, sigs)
-	switch {
-	case namespaced:
-		rep.Killed = killNamespace()
-	default:
-		rep.Killed = sweep()
-		if scoped {
-			killDomain()
-		}
-	}
-	return exitCode(status)
+	fmt.Fprintln(os.Stderr, "git-norma: "+Entry+" is the sandbox launcher of git-norma's own; it is not a command")
+	return 2
 }
 
 // startFailure says in rep why the command at path could not start.

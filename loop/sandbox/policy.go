@@ -3,7 +3,7 @@
 // re-executed with the hidden argument Entry — once per run (Server), which starts each
 // command of the run from a thread it restricts with Landlock for that command alone, and
 // when the command ends kills every descendant it left behind (setsid daemons, double forks
-// included). A one-off command gets a launcher of its own (Wrap). Where the kernel allows, the
+// included). A one-off command gets a launcher of its own (RunAlone). Where the kernel allows, the
 // launcher is pid 1 of a pid namespace of its own, which no descendant can leave; elsewhere it
 // is the child subreaper and sweeps what it inherited.
 package sandbox
@@ -56,8 +56,7 @@ func EffectiveMode(configured Mode) (Mode, error) {
 	return configured, nil
 }
 
-// Policy is what one confined process may do. It travels to the launcher in the environment
-// (policyEnv), which the confined process cannot change for its parent.
+// Policy is what one confined process may do.
 type Policy struct {
 	// Landlock restricts writes to Writable (and /dev); false only contains the processes.
 	Landlock bool `json:"landlock"`
@@ -65,9 +64,6 @@ type Policy struct {
 	Writable []string `json:"writable"`
 	// Network allows TCP bind and connect; false denies them where Landlock ABI >= 4.
 	Network bool `json:"network"`
-	// Namespace starts the launcher as pid 1 of a pid namespace of its own (see Namespaces),
-	// where no process of the step can outlive it.
-	Namespace bool `json:"-"`
 }
 
 // abiOverrideEnv pretends the kernel offers this Landlock ABI. It exists for tests only (the
