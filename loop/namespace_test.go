@@ -328,3 +328,33 @@ func TestLauncherPassesOnNoInheritedDescriptor(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, out.String())
 }
+
+// TestSocketMaskFollowsNoLink: a socket's path that now holds a symbolic link (the socket was
+// bound there, then moved away: its path stays in the kernel's list) gets no mask: the mount
+// would follow the link, and /dev/null over the file it names — a tool a check runs — would
+// change what the check says.
+func TestSocketMaskFollowsNoLink(t *testing.T) {
+	requireLandlock(t)
+	dir := t.TempDir()
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, true)
+	if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+		t.Skip("no pid namespace here: " + why)
+	}
+	s.cfg.Namespace = true
+	tool := filepath.Join(dir, "tool")
+	require.NoError(t, os.WriteFile(tool, []byte("the tool\n"), 0o644))
+	sock := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer l.Close()
+	require.NoError(t, os.Rename(sock, filepath.Join(dir, "moved")))
+	require.NoError(t, os.Symlink(tool, sock))
+	cmd := exec.Command("cat", sock)
+	cmd.Dir = step
+	var out strings.Builder
+	cmd.Stdout = &out
+	_, err = RunProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "the tool\n", out.String())
+}

@@ -3,8 +3,10 @@ package sandbox
 import (
 	"bufio"
 	"os"
+	"strconv"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Landlock (up to ABI 7) does not govern connecting to a unix socket that has a path: a
@@ -29,11 +31,28 @@ func maskSockets(masked map[string]bool) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if path := socketPath(s.Text()); path != "" && !masked[path] {
+		if path := socketPath(s.Text()); path != "" && !masked[path] && maskSocket(path) {
 			masked[path] = true
-			_ = syscall.Mount("/dev/null", path, "", syscall.MS_BIND, "")
 		}
 	}
+}
+
+// maskSocket binds /dev/null over the socket at path, and only over a socket: whoever bound it
+// (a confined agent of another run, say) may have put a symbolic link to any file there since,
+// and a mount follows links — /dev/null over /usr/bin/grep would make a check's `! grep` pass.
+// So the path is opened without following a last link, the file it names must be a socket, and
+// the mount goes onto that very file, named by its descriptor.
+func maskSocket(path string) bool {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return false
+	}
+	return unix.Mount("/dev/null", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_BIND, "") == nil
 }
 
 // socketPath is the absolute path of a line of /proc/net/unix, or "" for a socket without
