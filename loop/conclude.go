@@ -239,7 +239,7 @@ func (e *engine) record(ctx context.Context, s *stepRun) error {
 		}
 	}
 	for _, ev := range s.events {
-		if ev.Type == DeniedEvent || ev.Type == KilledEvent {
+		if ev.Type == DeniedEvent || ev.Type == KilledEvent || ev.Type == TamperedEvent {
 			p.Notices = append(p.Notices, ev)
 		}
 	}

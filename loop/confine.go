@@ -58,6 +58,8 @@ type stepSandbox struct {
 
 	mu     sync.Mutex
 	killed []sandbox.Process
+	// tampered says why a command of the step started through a new launcher.
+	tampered string
 }
 
 // privateSubdirs are the private directory's parts confined processes may write; the
@@ -190,6 +192,18 @@ func (s *stepSandbox) event() (Event, bool) {
 		Data:    map[string]any{"processes": s.killed}}, true
 }
 
+// TamperedEvent is the step event saying that an earlier command of the run changed its
+// launcher for good, and the step's command started through a new one.
+const TamperedEvent = "sandbox_tampered"
+
+// tamperEvent is the step's TamperedEvent, if its command needed a new launcher.
+func (s *stepSandbox) tamperEvent() (Event, bool) {
+	if s == nil || s.tampered == "" {
+		return Event{}, false
+	}
+	return Event{Type: TamperedEvent, Message: s.tampered + "; the step's command started through a new launcher"}, true
+}
+
 func (s *stepSandbox) record(killed []sandbox.Process) {
 	s.mu.Lock()
 	s.killed = append(s.killed, killed...)
@@ -264,7 +278,8 @@ func (l *launcher) get(cfg *Sandbox, dir string) (*sandbox.Server, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.srv != nil && !l.srv.Running() {
-		// It died (an unconfined command may kill it): the next command gets a new one.
+		// It died (without a pid namespace, a command can kill it): the next command gets a
+		// new one.
 		l.srv.Close()
 		l.srv = nil
 	}

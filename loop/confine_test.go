@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -291,4 +292,44 @@ func TestStoppedLauncherEndsOnTimeout(t *testing.T) {
 func landlockHere() bool {
 	abi, _ := sandbox.ABI()
 	return abi > 0
+}
+
+// TestLauncherLimitsAreNotACommandsToChange: a command that lowers its launcher's resource
+// limits (prlimit needs no more than the same user) does not pass them on to the next command
+// of the run — a check that could not write a file, or start grep, would judge wrongly. Root's
+// launcher puts them back (with CAP_SYS_RESOURCE); any other user's cannot raise a hard
+// limit, and the next command starts through a new launcher, which the step says. As root, the test also runs a copy of
+// itself as nobody.
+func TestLauncherLimitsAreNotACommandsToChange(t *testing.T) {
+	if _, err := exec.LookPath("prlimit"); err != nil {
+		t.Skip("prlimit (util-linux) is not installed")
+	}
+	if os.Geteuid() == 0 && os.Getenv(unprivilegedEnv) == "" {
+		t.Run("as nobody", func(t *testing.T) {
+			out := runCopy(t, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}, "^TestLauncherLimitsAreNotACommandsToChange$")
+			assert.Contains(t, out, "--- PASS: TestLauncherLimitsAreNotACommandsToChange")
+		})
+	}
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, landlockHere())
+	run := func(script string) (string, int) {
+		t.Helper()
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Dir = step
+		var out strings.Builder
+		cmd.Stdout = &out
+		res, err := RunProcess(ctx, cmd, 10*time.Second)
+		require.NoError(t, err)
+		return out.String(), res.ExitCode
+	}
+	_, code := run(`prlimit --pid $PPID --fsize=1:1 && prlimit --pid $PPID --fsize | tail -1`)
+	require.Equal(t, 0, code, "the command could not lower its launcher's limit: nothing is tested")
+	out, code := run(`echo judged > out && cat out`)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "judged\n", out)
+	if os.Geteuid() != 0 { // root puts the limit back where it has CAP_SYS_RESOURCE
+		ev, tampered := s.tamperEvent()
+		assert.True(t, tampered, "the new launcher goes unsaid")
+		assert.Contains(t, ev.Message, "resource limits")
+	}
 }

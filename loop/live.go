@@ -34,7 +34,7 @@ type Live struct {
 	// Failure is a failed Check's: the failing checks, and what changed since the last try.
 	Failure *Failure
 	// Notices are the step's events the user should see at once (sandbox_killed,
-	// sandbox_denied).
+	// sandbox_denied, sandbox_tampered).
 	Notices []Event
 	// Text is a Notice's line; Warning marks a warning.
 	Text    string

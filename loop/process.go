@@ -112,6 +112,15 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	}()
 	start := time.Now()
 	code, rep, err := srv.Run(cmd, p, stop)
+	if errors.Is(err, sandbox.ErrTampered) {
+		// An earlier command changed the launcher for good; it ended without starting this
+		// one, which a new launcher starts (its streams are files, still unread).
+		s.tampered = err.Error()
+		s.launcher.close()
+		if srv, err = s.launcher.get(s.cfg, cmd.Dir); err == nil {
+			code, rep, err = srv.Run(cmd, p, stop)
+		}
+	}
 	close(finished)
 	res := ProcessResult{ExitCode: code, TimedOut: timedOut.Load(), Duration: time.Since(start)}
 	s.record(rep.Killed)

@@ -53,6 +53,9 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if ev, ok := s.sandbox.event(); ok {
 		s.events = append(s.events, ev)
 	}
+	if ev, ok := s.sandbox.tamperEvent(); ok {
+		s.events = append(s.events, ev)
+	}
 	s.stdout.Close()
 	s.stderr.Close()
 	if s.sandbox.confinedProcesses() {

@@ -162,7 +162,7 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 
 // noticeEvents are the events the run view shows under the steps: what the sandbox did, and
 // a task the run blocked.
-var noticeEvents = map[string]bool{loop.KilledEvent: true, loop.DeniedEvent: true, "sandbox_unavailable": true, "task_blocked": true}
+var noticeEvents = map[string]bool{loop.KilledEvent: true, loop.DeniedEvent: true, loop.TamperedEvent: true, "sandbox_unavailable": true, "task_blocked": true}
 
 // printFindings lists the events that record something an agent tried and the orchestrator
 // undid, such as a plan that weakened the task's checks.

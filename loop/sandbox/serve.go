@@ -13,9 +13,9 @@ import (
 )
 
 // A launcher serves a whole run: started once (StartServer), it starts each agent and check
-// command of the run on git-norma's request, one at a time, as the launcher of one command
-// would (see run): from a thread of its own, confined for that command alone, and when the
-// command ends it kills what the command left running. A re-exec of git-norma costs more
+// command of the run on git-norma's request, one at a time, from a thread of its own,
+// confined for that command alone, and when the command ends it kills what the command left
+// running. A re-exec of git-norma costs more
 // than everything else the launcher does for a command (docs/performance.md); a run starts
 // two commands an iteration.
 //
@@ -70,6 +70,10 @@ func serve() int {
 	if err := setUp(namespaced); err != nil {
 		return 126
 	}
+	limits, err := currentLimits()
+	if err != nil {
+		return 126
+	}
 	// The signals that end a Go program are caught and dropped: a command may send them to
 	// its launcher, which must live to kill what it leaves and say so. SIGTERM and SIGINT go
 	// on to the command.
@@ -98,12 +102,15 @@ func serve() int {
 				}
 				return 0
 			case r.req.Start != nil && current == nil:
-				current = startJob(*r.req.Start, r.files, namespaced, masked)
+				current = startJob(*r.req.Start, r.files, namespaced, masked, limits)
 				a := <-current.started
 				send(conn, a)
 				if a.Report.StartError != "" {
 					<-current.ended // nothing ran: nothing to say when it ends
 					current = nil
+				}
+				if a.Report.Tampered {
+					return 0
 				}
 			case r.req.Start != nil:
 				closeAll(r.files)
@@ -215,11 +222,11 @@ func (j *job) signal(sig syscall.Signal) {
 // startJob starts the command on a thread of its own, which it confines for the command and
 // never gives back: the Go runtime ends a thread whose goroutine ends locked to it, so no
 // other work ever runs confined, or with the capabilities it dropped.
-func startJob(req startRequest, files []*os.File, namespaced bool, masked map[string]bool) *job {
+func startJob(req startRequest, files []*os.File, namespaced bool, masked map[string]bool, limits limits) *job {
 	j := &job{started: make(chan answer, 1), ended: make(chan answer, 1), signals: make(chan os.Signal, 4)}
 	go func() {
 		runtime.LockOSThread()
-		code, rep := j.run(req, files, namespaced, masked)
+		code, rep := j.run(req, files, namespaced, masked, limits)
 		j.ended <- answer{Ended: true, Code: code, Report: rep}
 	}()
 	return j
@@ -227,7 +234,7 @@ func startJob(req startRequest, files []*os.File, namespaced bool, masked map[st
 
 // run starts the command, waits for it and kills what it left; it says it started (or why
 // not) on j.started as soon as it knows.
-func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked map[string]bool) (int, Report) {
+func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked map[string]bool, limits limits) (int, Report) {
 	defer closeAll(files)
 	var rep Report
 	fail := func(code int) (int, Report) {
@@ -236,6 +243,10 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked ma
 	}
 	if len(files) != 3 {
 		rep.StartError = "the sandbox launcher got no streams for the command"
+		return fail(126)
+	}
+	if err := limits.restore(); err != nil {
+		rep.StartError, rep.Tampered = err.Error(), true
 		return fail(126)
 	}
 	p := req.Policy

@@ -113,6 +113,9 @@ type Report struct {
 	// StartError says why the command could not be started (or confined); Errno is its errno.
 	StartError string        `json:"start_error,omitempty"`
 	Errno      syscall.Errno `json:"errno,omitempty"`
+	// Tampered says the command did not start because an earlier one changed the launcher's
+	// resource limits for good (see limits): the launcher has ended.
+	Tampered bool `json:"tampered,omitempty"`
 }
 
 // Err is the start failure as an error that errors.Is matches against os.ErrNotExist or
@@ -120,6 +123,9 @@ type Report struct {
 func (r Report) Err() error {
 	if r.StartError == "" {
 		return nil
+	}
+	if r.Tampered {
+		return fmt.Errorf("%w: %s", ErrTampered, r.StartError)
 	}
 	if r.Errno == 0 {
 		return errors.New(r.StartError)
