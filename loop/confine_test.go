@@ -327,6 +327,12 @@ func TestLauncherLimitsAreNotACommandsToChange(t *testing.T) {
 	out, code := run(`echo judged > out && cat out`)
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "judged\n", out)
+	// Too few descriptors for the next command's streams to reach the launcher at all.
+	_, code = run(`prlimit --pid $PPID --nofile=1:`)
+	require.Equal(t, 0, code)
+	out, code = run(`echo started`)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "started\n", out)
 	if os.Geteuid() != 0 { // root puts the limit back where it has CAP_SYS_RESOURCE
 		ev, tampered := s.tamperEvent()
 		assert.True(t, tampered, "the new launcher goes unsaid")

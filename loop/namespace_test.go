@@ -179,7 +179,8 @@ func connect(path string) int {
 
 // TestConfinedCommandCannotReachDaemons: a daemon of the user's listening on a unix socket
 // (tmux, the session bus, docker, an ssh-agent) cannot be asked to act for a confined command:
-// the launcher hides every such socket that exists when the step starts.
+// the launcher hides every such socket that exists when the command starts, one bound again
+// during the run too.
 func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	requireLandlock(t)
 	exe, err := os.Executable()
@@ -192,20 +193,24 @@ func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "daemon.sock")
-	l, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
 	accepted := make(chan struct{}, 4)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
+	listen := func() net.Listener {
+		l, err := net.Listen("unix", sock)
+		require.NoError(t, err)
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- struct{}{}
+				c.Close()
 			}
-			accepted <- struct{}{}
-			c.Close()
-		}
-	}()
+		}()
+		return l
+	}
+	l := listen()
 	client := func(ctx context.Context) string {
 		step := t.TempDir()
 		cmd := exec.Command(exe)
@@ -229,9 +234,14 @@ func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	ctx, s := confinedCtx(t, t.TempDir(), true)
 	s.cfg.Namespace = true
 	assert.Contains(t, client(ctx), "refused:")
+	// The daemon starts again (its socket unlinked, bound anew, the mask gone with the old
+	// one) while the run's launcher serves on: the next command finds it masked too.
+	require.NoError(t, l.Close())
+	listen()
+	assert.Contains(t, client(ctx), "refused:", "a daemon that bound its socket again during the run")
 	select {
 	case <-accepted:
-		t.Fatal("the daemon got a connection from the confined command")
+		t.Fatal("the daemon got a connection from a confined command")
 	case <-time.After(50 * time.Millisecond):
 	}
 }

@@ -81,9 +81,6 @@ func serve() int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	signal.Notify(make(chan os.Signal, 1), fatalSignals...)
 
-	// The sockets masked for earlier commands: a mount each, in the launcher's own mount
-	// namespace, which the next command has too.
-	masked := map[string]bool{}
 	requests := make(chan received)
 	go readRequests(conn, requests)
 	var current *job
@@ -102,7 +99,7 @@ func serve() int {
 				}
 				return 0
 			case r.req.Start != nil && current == nil:
-				current = startJob(*r.req.Start, r.files, namespaced, masked, limits)
+				current = startJob(*r.req.Start, r.files, namespaced, limits)
 				a := <-current.started
 				send(conn, a)
 				if a.Report.StartError != "" {
@@ -222,11 +219,11 @@ func (j *job) signal(sig syscall.Signal) {
 // startJob starts the command on a thread of its own, which it confines for the command and
 // never gives back: the Go runtime ends a thread whose goroutine ends locked to it, so no
 // other work ever runs confined, or with the capabilities it dropped.
-func startJob(req startRequest, files []*os.File, namespaced bool, masked map[string]bool, limits limits) *job {
+func startJob(req startRequest, files []*os.File, namespaced bool, limits limits) *job {
 	j := &job{started: make(chan answer, 1), ended: make(chan answer, 1), signals: make(chan os.Signal, 4)}
 	go func() {
 		runtime.LockOSThread()
-		code, rep := j.run(req, files, namespaced, masked, limits)
+		code, rep := j.run(req, files, namespaced, limits)
 		j.ended <- answer{Ended: true, Code: code, Report: rep}
 	}()
 	return j
@@ -234,19 +231,21 @@ func startJob(req startRequest, files []*os.File, namespaced bool, masked map[st
 
 // run starts the command, waits for it and kills what it left; it says it started (or why
 // not) on j.started as soon as it knows.
-func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked map[string]bool, limits limits) (int, Report) {
+func (j *job) run(req startRequest, files []*os.File, namespaced bool, limits limits) (int, Report) {
 	defer closeAll(files)
 	var rep Report
 	fail := func(code int) (int, Report) {
 		j.started <- answer{Report: rep}
 		return code, Report{}
 	}
-	if len(files) != 3 {
-		rep.StartError = "the sandbox launcher got no streams for the command"
-		return fail(126)
-	}
 	if err := limits.restore(); err != nil {
 		rep.StartError, rep.Tampered = err.Error(), true
+		return fail(126)
+	}
+	if len(files) != 3 {
+		// Its descriptors did not fit: an earlier command lowered the launcher's RLIMIT_NOFILE
+		// when this request came (restored since). A new launcher starts it.
+		rep.StartError, rep.Tampered = "the sandbox launcher got no streams for the command", true
 		return fail(126)
 	}
 	p := req.Policy
@@ -259,7 +258,7 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, masked ma
 			return fail(126)
 		}
 		if p.Landlock {
-			maskSockets(masked)
+			maskSockets()
 		}
 	}
 	if err := dropCapabilities(p.Landlock); err != nil {

@@ -20,10 +20,12 @@ import (
 // same directory seen through another mount stay reachable. The README says so.
 
 // maskSockets binds /dev/null over every unix socket with an absolute path that
-// /proc/net/unix lists (this network namespace's) and that is not in masked yet, and adds it
-// there. One that cannot be masked is left as it is: gone, or in a directory this user cannot
-// reach either.
-func maskSockets(masked map[string]bool) {
+// /proc/net/unix lists (this network namespace's). One that cannot be masked is left as it
+// is: gone, or in a directory this user cannot reach either. A serving launcher asks before
+// each command: a path masked for an earlier one shows /dev/null (no socket: left alone), but
+// a daemon that bound its socket again since (unlinking the old one takes the mask with it)
+// has a socket there again.
+func maskSockets() {
 	f, err := os.Open("/proc/net/unix")
 	if err != nil {
 		return
@@ -31,8 +33,8 @@ func maskSockets(masked map[string]bool) {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if path := socketPath(s.Text()); path != "" && !masked[path] && maskSocket(path) {
-			masked[path] = true
+		if path := socketPath(s.Text()); path != "" {
+			maskSocket(path)
 		}
 	}
 }
@@ -42,17 +44,17 @@ func maskSockets(masked map[string]bool) {
 // and a mount follows links — /dev/null over /usr/bin/grep would make a check's `! grep` pass.
 // So the path is opened without following a last link, the file it names must be a socket, and
 // the mount goes onto that very file, named by its descriptor.
-func maskSocket(path string) bool {
+func maskSocket(path string) {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return false
+		return
 	}
-	return unix.Mount("/dev/null", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_BIND, "") == nil
+	_ = unix.Mount("/dev/null", "/proc/self/fd/"+strconv.Itoa(fd), "", unix.MS_BIND, "")
 }
 
 // socketPath is the absolute path of a line of /proc/net/unix, or "" for a socket without
