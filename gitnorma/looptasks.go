@@ -55,6 +55,19 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // a backlog that cannot be used stops it before anything starts
 		return LoopReport{}, err
 	}
+	if o.Parallel > 1 {
+		// Without a pid namespace, a confined agent sees the other runs' launchers and may
+		// change their resource limits (prlimit: Landlock does not govern it) while they start
+		// a check — a check whose tool cannot start may pass. Runs one at a time never meet.
+		c, err := a.confiner().confinement()
+		if err != nil {
+			return LoopReport{}, err
+		}
+		if c.landlock() && !c.namespace {
+			warn(o.Live, "", "runs take turns (as with --parallel 1): without a pid namespace (%s) one run's agent could reach another run's checks", c.nsWhy)
+			o.Parallel = 1
+		}
+	}
 	// The loop's one store, handed to each of its runs: one writer connection per process.
 	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {

@@ -88,7 +88,11 @@ func (cf confiner) confinement() (confinement, error) {
 	if err != nil {
 		return c, err
 	}
-	c.namespace, c.nsWhy = sandbox.Namespaces(c.launcher)
+	c.namespace, c.nsWhy, err = sandbox.Namespaces(c.launcher)
+	if err != nil {
+		return c, fatalf("find the processes of yours that hold namespaces (lsns -t user; lsns -t pid) and end them, then run again",
+			"%v; nothing was started: agents would run without a pid namespace of their own", err)
+	}
 	return c, nil
 }
 
@@ -209,7 +213,7 @@ func expandHome(paths []string) []string {
 func (cf confiner) doctorSandbox(rep *DoctorReport) {
 	c, err := cf.confinement()
 	switch {
-	case err != nil && c.mode == "":
+	case err != nil && (c.mode == "" || c.why == ""):
 		rep.add("sandbox", "fail", err.Error(), hintOf(err))
 	case err != nil:
 		rep.add("sandbox", "fail", fmt.Sprintf("mode %s, but %s", c.mode, c.why), hintOf(err))

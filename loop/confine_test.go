@@ -210,7 +210,7 @@ func TestLauncherEndsWhatItRuns(t *testing.T) {
 			step := t.TempDir()
 			ctx, s := confinedCtx(t, step, false)
 			if namespace {
-				if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+				if ok, why, _ := sandbox.Namespaces(s.cfg.Launcher); !ok {
 					t.Skip("no pid namespace here: " + why)
 				}
 				s.cfg.Namespace = true

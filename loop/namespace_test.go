@@ -33,7 +33,7 @@ const unprivilegedEnv = "NORMA_TEST_UNPRIVILEGED"
 func TestNamespaceContains(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	if ok, why := sandbox.Namespaces(exe); !ok {
+	if ok, why, _ := sandbox.Namespaces(exe); !ok {
 		t.Skip(why)
 	}
 	t.Run("as this user", checkNamespaceContains)
@@ -185,7 +185,7 @@ func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	requireLandlock(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	if ok, why := sandbox.Namespaces(exe); !ok {
+	if ok, why, _ := sandbox.Namespaces(exe); !ok {
 		t.Skip(why)
 	}
 	// Not t.TempDir: a socket's path must stay short (108 bytes).
@@ -276,7 +276,7 @@ func TestChecksCacheUsedSeesAnUnreadableCache(t *testing.T) {
 func TestLauncherClearsIPCBetweenCommands(t *testing.T) {
 	step := t.TempDir()
 	ctx, s := confinedCtx(t, step, false)
-	if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+	if ok, why, _ := sandbox.Namespaces(s.cfg.Launcher); !ok {
 		t.Skip("no pid namespace here: " + why)
 	}
 	s.cfg.Namespace = true
@@ -348,7 +348,7 @@ func TestSocketMaskFollowsNoLink(t *testing.T) {
 	dir := t.TempDir()
 	step := t.TempDir()
 	ctx, s := confinedCtx(t, step, true)
-	if ok, why := sandbox.Namespaces(s.cfg.Launcher); !ok {
+	if ok, why, _ := sandbox.Namespaces(s.cfg.Launcher); !ok {
 		t.Skip("no pid namespace here: " + why)
 	}
 	s.cfg.Namespace = true

@@ -330,7 +330,7 @@ func BenchmarkSandboxLauncher(b *testing.B) {
 	var probes []time.Duration
 	for range 9 {
 		start := time.Now()
-		namespace, _ = sandbox.Namespaces(launcher)
+		namespace, _, _ = sandbox.Namespaces(launcher)
 		probes = append(probes, time.Since(start))
 	}
 	policy := sandbox.Policy{Landlock: abi > 0, Writable: []string{dir}, Network: true}

@@ -100,7 +100,7 @@ var hasPIDNamespace = sync.OnceValue(func() bool {
 	if os.Symlink(os.Args[0], launcher) != nil {
 		return false
 	}
-	ok, _ := sandbox.Namespaces(launcher)
+	ok, _, _ := sandbox.Namespaces(launcher)
 	return ok
 })
 

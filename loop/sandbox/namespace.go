@@ -48,9 +48,14 @@ const capSysAdmin = 21
 // (AppArmor, sysctls) each may forbid them, so it asks: it starts the launcher as it would
 // for a command, to do only what it does first, and say whether it could. That costs one
 // start of git-norma (a few milliseconds), once per command of git-norma's that starts any.
-func Namespaces(launcher string) (bool, string) {
+//
+// A kernel that gives namespaces but has none left for this user (ENOSPC: every one the
+// user may have is held — by an agent of another run, say, to push this one out of its
+// namespace) is an error wrapping ErrNoNamespaceLeft, not a "no": the weaker containment
+// without a namespace is for machines that forbid them, not a state a process can force.
+func Namespaces(launcher string) (bool, string, error) {
 	if os.Getenv(namespaceOverrideEnv) == "0" {
-		return false, "pid namespaces disabled by " + namespaceOverrideEnv + " (a test setting)"
+		return false, "pid namespaces disabled by " + namespaceOverrideEnv + " (a test setting)", nil
 	}
 	cmd := exec.Command(launcher, Entry, probeArg)
 	cmd.SysProcAttr = namespaceAttr()
@@ -58,12 +63,17 @@ func Namespaces(launcher string) (bool, string) {
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
-		return true, ""
+		return true, "", nil
 	case errors.As(err, &exit):
-		return false, strings.TrimSpace(string(out))
+		return false, strings.TrimSpace(string(out)), nil
+	case errors.Is(err, syscall.ENOSPC):
+		return false, "", fmt.Errorf("%w (%v)", ErrNoNamespaceLeft, err)
 	}
-	return false, "the kernel refuses a pid namespace (" + err.Error() + ")"
+	return false, "the kernel refuses a pid namespace (" + err.Error() + ")", nil
 }
+
+// ErrNoNamespaceLeft says the kernel gives namespaces, but none is left for this user.
+var ErrNoNamespaceLeft = errors.New("the kernel has no namespace left for this user: every one this user may have (user.max_user_namespaces, user.max_pid_namespaces) is in use")
 
 // probeArg makes the launcher only enter its namespaces, for Namespaces.
 const probeArg = "--probe-namespaces"
