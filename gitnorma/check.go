@@ -95,6 +95,15 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 			return rep, err
 		}
 	}
+	c, err := a.confiner().confinement()
+	if err != nil {
+		return rep, err
+	}
+	turn, err := namespaceTurn(ctx, c, nil, taskID)
+	if err != nil {
+		return rep, err
+	}
+	defer turn()
 	cctx, done, err := a.confiner().confineChecks(ctx, logDir, log)
 	if err != nil {
 		return rep, err

@@ -216,6 +216,15 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	if err := a.checkRemote(ctx); err != nil {
 		return LandReport{}, err
 	}
+	c, err := a.confiner().confinement() // a landing may run the checks again
+	if err != nil {
+		return LandReport{}, err
+	}
+	turn, err := namespaceTurn(ctx, c, live, taskID)
+	if err != nil {
+		return LandReport{}, err
+	}
+	defer turn()
 	lock, err := a.Repo.acquireTaskLock(taskID)
 	if err != nil {
 		return LandReport{}, err

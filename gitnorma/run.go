@@ -155,6 +155,11 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err != nil {
 		return RunReport{}, err
 	}
+	turn, err := namespaceTurn(ctx, pre.sandbox, o.Live, o.TaskID)
+	if err != nil {
+		return RunReport{}, err
+	}
+	defer turn()
 	lock, err := a.Repo.acquireTaskLock(o.TaskID)
 	if err != nil {
 		return RunReport{}, err

@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
@@ -90,7 +92,7 @@ func (cf confiner) confinement() (confinement, error) {
 	}
 	c.namespace, c.nsWhy, err = sandbox.Namespaces(c.launcher)
 	if err != nil {
-		return c, fatalf("find the processes of yours that hold namespaces (lsns -t user; lsns -t pid) and end them, then run again",
+		return c, fatalf("find the processes of yours that hold namespaces or processes (lsns -t user; ps -u $USER) and end them, then run again",
 			"%v; nothing was started: agents would run without a pid namespace of their own", err)
 	}
 	return c, nil
@@ -235,4 +237,47 @@ func (cf confiner) doctorSandbox(rep *DoctorReport) {
 		rep.add("containment", "warn", "no pid namespace ("+c.nsWhy+"): processes left running after a step are swept, but one that forks without pause may outlive it, and agents can reach the unix sockets of your daemons",
 			"allow user namespaces (sysctl user.max_user_namespaces above 0; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0), or run git-norma where they are allowed")
 	}
+}
+
+// namespaceTurn waits for this user's turn to run confined commands as c allows, saying so if
+// it has to, and returns the release of the turn. Without a pid namespace a confined command
+// sees every process of its user and may change their resource limits (prlimit, which
+// Landlock does not govern) — another run's launcher among them, between its look at its
+// limits and the start of a check, whose tool then fails to start and whose `! grep` passes.
+// So a run without one takes the turn alone (an exclusive lock), while runs in namespaces of
+// their own share it: none of theirs sees another's processes. The turn is per user, not per
+// repository: the user's runs in other clones are processes of the same user. Unconfined runs
+// take turns of their own (unconfinedTurn). The lock is on a directory confined commands
+// cannot write: $XDG_RUNTIME_DIR, else the user's cache directory.
+func namespaceTurn(ctx context.Context, c confinement, live loop.LiveFunc, taskID string) (func(), error) {
+	if !c.landlock() {
+		return func() {}, nil
+	}
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		var err error
+		if dir, err = os.UserCacheDir(); err != nil {
+			dir = os.TempDir()
+		}
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("git-norma-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the directory of git-norma's turns: %w", err)
+	}
+	how := flock.Shared
+	if !c.namespace {
+		how = flock.Exclusive
+	}
+	now, cancel := context.WithCancel(ctx)
+	cancel() // a first try that does not wait
+	release, err := flock.Acquire(now, dir, 0, how)
+	if err == nil || !errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return release, err
+	}
+	if c.namespace {
+		say(live, taskID, "waiting for a git-norma run of yours without a pid namespace to finish: it runs alone")
+	} else {
+		say(live, taskID, "waiting for your other git-norma runs to finish: without a pid namespace (%s), runs take turns", c.nsWhy)
+	}
+	return flock.Acquire(ctx, dir, 0, how)
 }

@@ -49,10 +49,12 @@ const capSysAdmin = 21
 // for a command, to do only what it does first, and say whether it could. That costs one
 // start of git-norma (a few milliseconds), once per command of git-norma's that starts any.
 //
-// A kernel that gives namespaces but has none left for this user (ENOSPC: every one the
-// user may have is held — by an agent of another run, say, to push this one out of its
-// namespace) is an error wrapping ErrNoNamespaceLeft, not a "no": the weaker containment
-// without a namespace is for machines that forbid them, not a state a process can force.
+// Only a refusal is a "no": the kernel's (EPERM, EACCES, EINVAL, ENOSYS, EUSERS) or the
+// probe's own (it exits 1 when a mount is refused). Anything else — no namespace or process
+// left for this user (ENOSPC, EAGAIN, ENOMEM), a probe that died — is an error wrapping
+// ErrNoNamespaceLeft: the weaker containment without a namespace is for machines that forbid
+// them, not a state a process of the user (another run's agent, holding every namespace or
+// process it may have) can force on a run.
 func Namespaces(launcher string) (bool, string, error) {
 	if os.Getenv(namespaceOverrideEnv) == "0" {
 		return false, "pid namespaces disabled by " + namespaceOverrideEnv + " (a test setting)", nil
@@ -64,16 +66,26 @@ func Namespaces(launcher string) (bool, string, error) {
 	switch {
 	case err == nil:
 		return true, "", nil
-	case errors.As(err, &exit):
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
 		return false, strings.TrimSpace(string(out)), nil
-	case errors.Is(err, syscall.ENOSPC):
-		return false, "", fmt.Errorf("%w (%v)", ErrNoNamespaceLeft, err)
+	case refused(err):
+		return false, "the kernel refuses a pid namespace (" + err.Error() + ")", nil
 	}
-	return false, "the kernel refuses a pid namespace (" + err.Error() + ")", nil
+	return false, "", fmt.Errorf("%w (%v: %s)", ErrNoNamespaceLeft, err, strings.TrimSpace(string(out)))
+}
+
+// refused says err is the kernel refusing namespaces, for good.
+func refused(err error) bool {
+	for _, no := range []syscall.Errno{syscall.EPERM, syscall.EACCES, syscall.EINVAL, syscall.ENOSYS, syscall.EUSERS} {
+		if errors.Is(err, no) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrNoNamespaceLeft says the kernel gives namespaces, but none is left for this user.
-var ErrNoNamespaceLeft = errors.New("the kernel has no namespace left for this user: every one this user may have (user.max_user_namespaces, user.max_pid_namespaces) is in use")
+var ErrNoNamespaceLeft = errors.New("the kernel gives namespaces, but none could be had now: this user's namespaces or processes are used up (user.max_user_namespaces, user.max_pid_namespaces, ulimit -u, a pids cgroup)")
 
 // probeArg makes the launcher only enter its namespaces, for Namespaces.
 const probeArg = "--probe-namespaces"
@@ -86,7 +98,10 @@ func probe() int {
 	}
 	if err := mountProc(); err != nil {
 		fmt.Println(err)
-		return 1
+		if refused(err) {
+			return 1
+		}
+		return 3 // not a refusal: Namespaces makes it an error
 	}
 	return 0
 }

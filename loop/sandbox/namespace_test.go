@@ -39,3 +39,26 @@ func TestNamespacesWithNoneLeft(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "--- PASS: TestNamespacesWithNoneLeft")
 }
+
+// TestNamespacesOnlyARefusalIsANo: the probe's own "no" (exit 1: a mount refused) lets the
+// launcher go without namespaces; a probe that failed otherwise (a Go program that could not
+// start its threads exits 2) is an error — another process of the user may have used up what
+// it needed, to force the weaker containment on this run.
+func TestNamespacesOnlyARefusalIsANo(t *testing.T) {
+	if ok, why, err := Namespaces("/bin/true"); !ok && err == nil {
+		t.Skip("no namespaces here: " + why)
+	}
+	dir := t.TempDir()
+	probe := func(code string) (bool, string, error) {
+		path := dir + "/probe" + code
+		require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\necho said "+code+"\nexit "+code+"\n"), 0o755))
+		return Namespaces(path)
+	}
+	ok, why, err := probe("1")
+	assert.False(t, ok)
+	assert.Equal(t, "said 1", why)
+	assert.NoError(t, err)
+	ok, _, err = probe("2")
+	assert.False(t, ok)
+	assert.ErrorIs(t, err, ErrNoNamespaceLeft)
+}
