@@ -368,3 +368,25 @@ func TestSocketMaskFollowsNoLink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "the tool\n", out.String())
 }
+
+// TestCommandCannotReschedule: a confined command cannot pin, lower or idle its launcher's
+// threads, which the run's next command (a check) would inherit. A user's command holds no
+// capability; root's loses CAP_SYS_NICE, and the kernel then refuses a scheduling change of
+// a process holding capabilities the caller lacks.
+func TestCommandCannotReschedule(t *testing.T) {
+	requireLandlock(t)
+	step := t.TempDir()
+	ctx, s := confinedCtx(t, step, true)
+	if ok, why, _ := sandbox.Namespaces(s.cfg.Launcher); !ok {
+		t.Skip("no pid namespace here: " + why)
+	}
+	s.cfg.Namespace = true
+	cmd := exec.Command("sh", "-c", `for t in /proc/1/task/*; do id=${t##*/}; `+
+		`renice -n 19 -p $id >/dev/null 2>&1 && echo "reniced $id"; taskset -p -c 0 $id >/dev/null 2>&1 && echo "pinned $id"; done; exit 0`)
+	cmd.Dir = step
+	var out strings.Builder
+	cmd.Stdout = &out
+	_, err := RunProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, out.String())
+}

@@ -203,8 +203,11 @@ func notTraceable() error {
 // CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN, CAP_NET_RAW (raw sockets pass Landlock's TCP rules),
 // CAP_SETFCAP (file capabilities: a root binary that stays root), CAP_SYS_TIME,
 // CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG,
-// CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE.
-var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40}
+// CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE, and CAP_SYS_NICE: without it the kernel lets a
+// process change the scheduling of no process holding capabilities it lacks (cap_safe_nice) —
+// the launcher's threads, whose CPUs, priority and I/O class the run's next command (a check)
+// would inherit: pinned to one CPU, a test suite that skips its concurrency test there passes.
+var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40, 23}
 
 // prCapBSetDrop is prctl's PR_CAPBSET_DROP.
 const prCapBSetDrop = 24
