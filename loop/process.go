@@ -51,9 +51,15 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	d := newDeadline(ctx, timeout)
 	res := ProcessResult{}
-	stop := func() { stopGroup(pgid, done) }
-	res.TimedOut = awaitEnd(ctx, timeout, done, stop)
+	select {
+	case <-done:
+	case <-d.C:
+		stopGroup(pgid, done)
+		res.TimedOut = d.TimedOut()
+	}
+	d.Release()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	res.Duration = time.Since(start)
 	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
@@ -64,36 +70,16 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	return res, nil
 }
 
-// awaitEnd waits for done, calling stop (which returns once the process ended) on timeout or
-// cancellation, and says whether it timed out.
-func awaitEnd(ctx context.Context, timeout time.Duration, done <-chan error, stop func()) bool {
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		expired = t.C
-	}
-	select {
-	case <-done:
-		return false
-	case <-expired:
-		stop()
-		return true
-	case <-ctx.Done():
-		stop()
-		return false
-	}
+// deadline ends (C is closed) once timeout has passed or ctx is done, whichever comes first;
+// TimedOut says it was the timeout. Release lets its goroutine go once it is not needed.
+type deadline struct {
+	C        chan struct{}
+	timedOut atomic.Bool
+	release  chan struct{}
 }
 
-// run runs cmd through the run's launcher, confined by p. Should git-norma die meanwhile, the
-// launcher sees it gone and ends cmd and everything cmd started.
-func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, timeout time.Duration) (ProcessResult, error) {
-	srv, err := s.launcher.get(s.cfg, cmd.Dir)
-	if err != nil {
-		return ProcessResult{ExitCode: -1}, err
-	}
-	stop, finished := make(chan struct{}), make(chan struct{})
-	var timedOut atomic.Bool
+func newDeadline(ctx context.Context, timeout time.Duration) *deadline {
+	d := &deadline{C: make(chan struct{}), release: make(chan struct{})}
 	go func() {
 		var expired <-chan time.Time
 		if timeout > 0 {
@@ -103,26 +89,43 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 		}
 		select {
 		case <-expired:
-			timedOut.Store(true)
-			close(stop)
+			d.timedOut.Store(true)
+			close(d.C)
 		case <-ctx.Done():
-			close(stop)
-		case <-finished:
+			close(d.C)
+		case <-d.release:
 		}
 	}()
+	return d
+}
+
+// Release ends the deadline's wait; call it once the process ended.
+func (d *deadline) Release() { close(d.release) }
+
+// TimedOut says the deadline ended with the timeout.
+func (d *deadline) TimedOut() bool { return d.timedOut.Load() }
+
+// run runs cmd through the run's launcher, confined by p. Should git-norma die meanwhile, the
+// launcher sees it gone and ends cmd and everything cmd started.
+func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, timeout time.Duration) (ProcessResult, error) {
+	srv, err := s.launcher.get(s.cfg, cmd.Dir)
+	if err != nil {
+		return ProcessResult{ExitCode: -1}, err
+	}
+	d := newDeadline(ctx, timeout)
 	start := time.Now()
-	code, rep, err := srv.Run(cmd, p, stop)
+	code, rep, err := srv.Run(cmd, p, d.C)
 	if errors.Is(err, sandbox.ErrTampered) {
 		// An earlier command changed the launcher for good; it ended without starting this
 		// one, which a new launcher starts (its streams are files, still unread).
 		s.tampered = err.Error()
 		s.launcher.close()
 		if srv, err = s.launcher.get(s.cfg, cmd.Dir); err == nil {
-			code, rep, err = srv.Run(cmd, p, stop)
+			code, rep, err = srv.Run(cmd, p, d.C)
 		}
 	}
-	close(finished)
-	res := ProcessResult{ExitCode: code, TimedOut: timedOut.Load(), Duration: time.Since(start)}
+	d.Release()
+	res := ProcessResult{ExitCode: code, TimedOut: d.TimedOut(), Duration: time.Since(start)}
 	s.record(rep.Killed)
 	switch {
 	case res.TimedOut:
