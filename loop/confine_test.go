@@ -312,16 +312,7 @@ func TestLauncherLimitsAreNotACommandsToChange(t *testing.T) {
 	}
 	step := t.TempDir()
 	ctx, s := confinedCtx(t, step, landlockHere())
-	run := func(script string) (string, int) {
-		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = step
-		var out strings.Builder
-		cmd.Stdout = &out
-		res, err := RunProcess(ctx, cmd, 10*time.Second)
-		require.NoError(t, err)
-		return out.String(), res.ExitCode
-	}
+	run := func(script string) (string, int) { return runScript(t, ctx, step, script) }
 	_, code := run(`prlimit --pid $PPID --fsize=1:1 && prlimit --pid $PPID --fsize | tail -1`)
 	require.Equal(t, 0, code, "the command could not lower its launcher's limit: nothing is tested")
 	out, code := run(`echo judged > out && cat out`)
@@ -338,4 +329,17 @@ func TestLauncherLimitsAreNotACommandsToChange(t *testing.T) {
 		assert.True(t, tampered, "the new launcher goes unsaid")
 		assert.Contains(t, ev.Message, "resource limits")
 	}
+}
+
+// runScript runs script with sh in dir as a step's command under ctx and returns its output
+// and exit status; it must start.
+func runScript(t *testing.T, ctx context.Context, dir, script string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	var out strings.Builder
+	cmd.Stdout = &out
+	res, err := RunProcess(ctx, cmd, 10*time.Second)
+	require.NoError(t, err)
+	return out.String(), res.ExitCode
 }

@@ -282,14 +282,9 @@ func TestLauncherClearsIPCBetweenCommands(t *testing.T) {
 	s.cfg.Namespace = true
 	run := func(script string) string {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Dir = step
-		var out strings.Builder
-		cmd.Stdout = &out
-		res, err := RunProcess(ctx, cmd, 10*time.Second)
-		require.NoError(t, err)
-		require.Equal(t, 0, res.ExitCode)
-		return out.String()
+		out, code := runScript(t, ctx, step, script)
+		require.Equal(t, 0, code)
+		return out
 	}
 	assert.Equal(t, "3\n", run(`ipcmk -M 4096 >/dev/null && ipcmk -Q >/dev/null && ipcmk -S 1 >/dev/null && ipcs -m -q -s | grep -c '^0x'`))
 	assert.Equal(t, "0\n", run(`ipcs -m -q -s | grep -c '^0x'; exit 0`), "the next command finds the agent's SysV objects")
@@ -330,13 +325,8 @@ func TestLauncherPassesOnNoInheritedDescriptor(t *testing.T) {
 	defer syscall.Close(fd)
 	step := t.TempDir()
 	ctx, _ := confinedCtx(t, step, false)
-	cmd := exec.Command("sh", "-c", fmt.Sprintf(`test -e /proc/$$/fd/%d && echo inherited; exit 0`, fd))
-	cmd.Dir = step
-	var out strings.Builder
-	cmd.Stdout = &out
-	_, err = RunProcess(ctx, cmd, 10*time.Second)
-	require.NoError(t, err)
-	assert.Empty(t, out.String())
+	out, _ := runScript(t, ctx, step, fmt.Sprintf(`test -e /proc/$$/fd/%d && echo inherited; exit 0`, fd))
+	assert.Empty(t, out)
 }
 
 // TestSocketMaskFollowsNoLink: a socket's path that now holds a symbolic link (the socket was
@@ -381,12 +371,7 @@ func TestCommandCannotReschedule(t *testing.T) {
 		t.Skip("no pid namespace here: " + why)
 	}
 	s.cfg.Namespace = true
-	cmd := exec.Command("sh", "-c", `for t in /proc/1/task/*; do id=${t##*/}; `+
+	out, _ := runScript(t, ctx, step, `for t in /proc/1/task/*; do id=${t##*/}; `+
 		`renice -n 19 -p $id >/dev/null 2>&1 && echo "reniced $id"; taskset -p -c 0 $id >/dev/null 2>&1 && echo "pinned $id"; done; exit 0`)
-	cmd.Dir = step
-	var out strings.Builder
-	cmd.Stdout = &out
-	_, err := RunProcess(ctx, cmd, 10*time.Second)
-	require.NoError(t, err)
-	assert.Empty(t, out.String())
+	assert.Empty(t, out)
 }
