@@ -95,7 +95,8 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 			return rep, err
 		}
 	}
-	c, err := a.confiner().confinement()
+	cf := a.confiner()
+	c, err := cf.confinement()
 	if err != nil {
 		return rep, err
 	}
@@ -104,7 +105,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return rep, err
 	}
 	defer turn()
-	cctx, done, err := a.confiner().confineChecks(ctx, logDir, log)
+	cctx, done, err := cf.confineChecksAs(ctx, c, logDir, log)
 	if err != nil {
 		return rep, err
 	}

@@ -145,6 +145,11 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 	if err != nil {
 		return ctx, nil, err
 	}
+	return cf.confineChecksAs(ctx, c, dir, log)
+}
+
+// confineChecksAs is confineChecks for a caller that has asked for the confinement already.
+func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir string, log io.Writer) (context.Context, func(), error) {
 	if !c.namespace {
 		fmt.Fprintf(log, "checks run without a pid namespace (%s): what they leave running is swept, and your daemons' unix sockets stay reachable\n", c.nsWhy)
 	}
