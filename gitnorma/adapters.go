@@ -112,16 +112,6 @@ func (r *recorder) writeNotes(ctx context.Context) {
 	r.notes = nil
 }
 
-// finishMirrors waits until every task update is written: the run's journal is complete in
-// the tracker before the run ends, lands or hands the task back (a landing's close must come
-// after the steps' updates).
-func (r *recorder) finishMirrors(ctx context.Context) {
-	if r.mirror != nil {
-		r.mirror.queue.wait()
-	}
-	r.pushBranch.wait()
-}
-
 // stepEntry is a step's journal line, derived from its store row only, so the line written
 // after the step and the one replayed at landing (or by a repair) are identical.
 func stepEntry(taskID string, s store.Step, redact redact.Redactor) notes.Entry {

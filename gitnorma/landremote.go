@@ -201,8 +201,7 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 	return nil
 }
 
-// branchPusher sends a run's step commits to the remote in the background, in order, each
-// with a lease on the copy this clone pushed last: when the worker dies, the next one resumes
+// branchPusher sends a run's step commits to the remote, each with a lease on the copy this clone pushed last: when the worker dies, the next one resumes
 // from its last step; when another worker took the task over and pushed, nothing of that
 // worker's is overwritten, and this run's landing is refused (the landing's push carries the
 // same lease). Who pushed first does not decide, though: when the worker that pushed in
@@ -213,7 +212,6 @@ type branchPusher struct {
 	st     *store.Store
 	runID  string
 	taskID string
-	queue  chain
 }
 
 func (r *run) branchPusher() *branchPusher {
@@ -227,27 +225,19 @@ func (p *branchPusher) push(ctx context.Context, commit string) {
 	if p == nil {
 		return
 	}
-	p.queue.then(func() {
-		wm := p.app.Repo.Worktrees(ctx)
-		err := wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
-		if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
-			// Pushed by a worker that lost the claim to this run: the claim decides.
-			if err = p.app.lander().takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
-				err = wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
-			}
+	wm := p.app.Repo.Worktrees(ctx)
+	err := wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
+	if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
+		// Pushed by a worker that lost the claim to this run: the claim decides.
+		if err = p.app.lander().takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
+			err = wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
 		}
-		switch {
-		case errors.Is(err, worktree.ErrBranchTaken):
-			_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_taken",
-				Message: fmt.Sprintf("%v: another worker took the task over; this run's work will not land", err)})
-		case err != nil:
-			_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_push_failed", Message: err.Error()})
-		}
-	})
-}
-
-func (p *branchPusher) wait() {
-	if p != nil {
-		p.queue.wait()
+	}
+	switch {
+	case errors.Is(err, worktree.ErrBranchTaken):
+		_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_taken",
+			Message: fmt.Sprintf("%v: another worker took the task over; this run's work will not land", err)})
+	case err != nil:
+		_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_push_failed", Message: err.Error()})
 	}
 }

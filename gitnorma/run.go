@@ -220,7 +220,6 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	}
 	res, err := loop.Run(ctx, opts)
 	r.guard.Release() // the landing lock of a step that ended without the guard's look
-	r.rec.finishMirrors(context.WithoutCancel(ctx))
 	if err != nil {
 		r.rec.writeNotes(context.WithoutCancel(ctx))
 		return r.report(res), r.abort(err)

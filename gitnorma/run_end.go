@@ -148,7 +148,6 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	if r.stopLease != nil {
 		r.stopLease() // the last write below clears the lease
 	}
-	r.mirror.queue.wait() // the steps' task updates first, in order
 	status := tracker.StatusOpen
 	if r.closedByLanding {
 		status = "" // closed by the landing: no need to ask

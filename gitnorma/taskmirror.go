@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/redact"
@@ -38,16 +37,10 @@ const blockAfter = 3
 var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo: LabelHasDo, loop.RoleCheck: LabelHasCheck}
 
 // taskMirror keeps the task's notes and labels in step with the run: one tracker update per
-// completed step, carrying the new state and the label changes together.
-//
-// A step's update is prepared when the step is recorded and written in the background, in
-// order, while the next step runs (a bd update is a process of its own, the embedded backlog a
-// synced rewrite); the run's last write waits for all of them. Each update carries the whole
-// state, so one that finds a newer one queued behind it when its turn comes is dropped: when
-// the writes fall behind the steps (a slow bd, a large backlog), the task skips to the latest
-// state instead of replaying every step's. The labels are tracked twice: labels is what the
-// task should carry after the steps recorded so far, confirmed what the last successful write
-// left on it, so the changes of a write that failed, or was dropped, ride on the next.
+// completed step that needs saving, carrying the new state and the label changes together.
+// The labels are tracked twice: labels is what the task should carry after the steps recorded
+// so far, confirmed what the last successful write left on it, so the changes of a write that
+// failed ride on the next.
 type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
@@ -55,13 +48,10 @@ type taskMirror struct {
 	labels []string
 	redact redact.Redactor
 
-	queue     chain
 	confirmed []string
 	// written is the state (with the notes, where they hold it) the last successful write
 	// gave the task.
 	written string
-	// queued numbers the step updates given to queue; the last one's number is the one to write.
-	queued atomic.Int64
 
 	// lease, when set (bd), is how long each write's claim holds (TaskState.LeaseUntil); a
 	// heartbeat renews it between steps (keepLease). now is the run's clock.
@@ -70,11 +60,12 @@ type taskMirror struct {
 	// trackerLeases says the tracker leased the claim itself (bd from 1.3: tracker.Leaser):
 	// the heartbeat renews that lease, and a write need not.
 	trackerLeases bool
-	// lastLease is the lease of the last write prepared; closedByLanding says the run's
+	// lastLease is the lease of the last write; closedByLanding says the run's
 	// landing closed the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
 	closedByLanding bool
-	// mu guards state and labels, which the engine's steps and the heartbeat both write from.
+	// mu serialises the writes of the engine's steps and of the heartbeat, so a renewal never
+	// writes an older state over a newer one.
 	mu sync.Mutex
 }
 
@@ -156,30 +147,18 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 	}
 	// The write that closes the task carries a lease too: a worker killed during the landing
 	// that follows leaves a task in progress that a loop elsewhere must be able to reopen.
-	m.enqueue(ctx, failed)
+	m.writeLeased(ctx, failed)
 }
 
-// enqueue prepares the write of the state as it stands, with a lease from now, and queues it.
-// The caller holds mu.
-func (m *taskMirror) enqueue(ctx context.Context, failed func(error)) {
+// writeLeased writes the state as it stands, with a lease from now. The caller holds mu.
+func (m *taskMirror) writeLeased(ctx context.Context, failed func(error)) {
 	lease := ""
 	if m.lease > 0 {
 		lease = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	}
-	w, err := m.prepare("", lease)
-	if err != nil {
+	if err := m.write(ctx, "", lease); err != nil {
 		failed(err)
-		return
 	}
-	n := m.queued.Add(1)
-	m.queue.then(func() {
-		if m.queued.Load() != n {
-			return // a newer update is queued; it carries this one's state and labels
-		}
-		if err := w(ctx); err != nil {
-			failed(err)
-		}
-	})
 }
 
 // settledElsewhere says a Plan decided the task is not ready to work on (BLOCKED, DECOMPOSE):
@@ -189,8 +168,7 @@ func settledElsewhere(rec loop.StepRecord) bool {
 	return rec.Role == loop.RolePlan && rec.Output.Plan != nil && rec.Output.Plan.Outcome != loop.OutcomeReady
 }
 
-// closes says Act decided to close the task. Its write goes out before the landing (the run
-// waits for the queue first): a task closed with its resume labels still on it, by a run that
+// closes says Act decided to close the task. Its write goes out before the landing: a task closed with its resume labels still on it, by a run that
 // died right after landing, would resume a stale plan and check once someone reopens it.
 func closes(rec loop.StepRecord) bool {
 	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
@@ -299,8 +277,8 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 // verdict is the run's last Check verdict ("" when it never reached Check). blocked says why,
 // when this run's failure blocked the task.
 func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blocked string, err error) {
-	m.queue.wait()
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var add, remove []string
 	switch {
 	case verdict == loop.VerdictPass:
@@ -332,12 +310,7 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 	if m.closedByLanding {
 		lease = m.lastLease
 	}
-	w, err := m.prepare(status, lease)
-	m.mu.Unlock()
-	if err != nil {
-		return "", err
-	}
-	return blocked, w(ctx)
+	return blocked, m.write(ctx, status, lease)
 }
 
 // move changes the labels the task should carry.
@@ -350,43 +323,36 @@ func (m *taskMirror) move(add, remove []string) {
 	m.labels = slices.DeleteFunc(m.labels, func(l string) bool { return slices.Contains(remove, l) })
 }
 
-// prepare encodes the state as it stands now (with lease, "" for none), and returns the write
-// that brings the task there: the new state, and the labels it should carry that the last
-// successful write did not leave on it (or left on it, to remove). Where the tracker keeps the
-// state in the notes, a note appended during the run stays beside the new state (see
-// stateWrite).
-func (m *taskMirror) prepare(status, lease string) (func(context.Context) error, error) {
+// write brings the task to the state as it stands (with lease, "" for none): the new state,
+// and the labels it should carry that the last successful write did not leave on it (or left
+// on it, to remove). Where the tracker keeps the state in the notes, a note appended during the
+// run stays beside the new state (see stateWrite). The caller holds mu.
+func (m *taskMirror) write(ctx context.Context, status, lease string) error {
 	st := m.state
 	st.LeaseUntil = lease
 	m.lastLease = lease
 	u, text, err := stateWrite(st, m.redact, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	want := slices.Clone(m.labels)
-	return func(ctx context.Context) error {
-		u.Status = status
-		u.AddLabels = slices.DeleteFunc(slices.Clone(want), func(l string) bool { return slices.Contains(m.confirmed, l) })
-		u.RemoveLabels = slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(want, l) })
-		if text == m.written && status == "" && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
-			return nil // the task already holds exactly this (the run's last write after its close)
-		}
-		if err := m.tr.Update(ctx, m.taskID, u); err != nil {
-			return err
-		}
-		m.confirmed, m.written = want, text
-		if u.State != nil {
-			m.mu.Lock()
-			m.state.inNotes = false // the notes hold people's text alone now
-			m.mu.Unlock()
-		}
-		return nil
-	}, nil
+	u.Status = status
+	u.AddLabels = slices.DeleteFunc(slices.Clone(m.labels), func(l string) bool { return slices.Contains(m.confirmed, l) })
+	u.RemoveLabels = slices.DeleteFunc(slices.Clone(m.confirmed), func(l string) bool { return slices.Contains(m.labels, l) })
+	if text == m.written && status == "" && len(u.AddLabels)+len(u.RemoveLabels) == 0 {
+		return nil // the task already holds exactly this (the run's last write after its close)
+	}
+	if err := m.tr.Update(ctx, m.taskID, u); err != nil {
+		return err
+	}
+	m.confirmed, m.written = slices.Clone(m.labels), text
+	if u.State != nil {
+		m.state.inNotes = false // the notes hold people's text alone now
+	}
+	return nil
 }
 
 // keepLease renews the lease of the run's claim every third of it while the run works (a Do
-// agent may take an hour between two steps' writes), through the same queue as the steps'
-// writes, so a renewal never writes an older state over a newer one. Where the tracker leased
+// agent may take an hour between two steps' writes). Where the tracker leased
 // the claim itself, a renewal is its heartbeat instead (no write of the state: with bd, no
 // Dolt commit), every third of the shorter of the two leases. stop ends it; the run's last
 // write then clears the lease.
@@ -419,7 +385,7 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 					continue
 				}
 				m.mu.Lock()
-				m.enqueue(ctx, failed)
+				m.writeLeased(ctx, failed)
 				m.mu.Unlock()
 			}
 		}

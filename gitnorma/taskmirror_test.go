@@ -35,9 +35,8 @@ func (f *failingOnce) Update(ctx context.Context, id string, u tracker.Update) e
 	return f.Tracker.Update(ctx, id, u)
 }
 
-// TestTaskMirrorWritesInOrderAndCarriesFailedLabels records steps whose task updates run in
-// the background: they reach the tracker in order, finishRun waits for them, and the label
-// change of a write that failed is carried by the next one.
+// TestTaskMirrorWritesInOrderAndCarriesFailedLabels records steps whose task updates reach
+// the tracker in order, and the label change of a write that failed is carried by the next one.
 func TestTaskMirrorWritesInOrderAndCarriesFailedLabels(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -56,7 +55,6 @@ func TestTaskMirrorWritesInOrderAndCarriesFailedLabels(t *testing.T) {
 			Summary: string(role) + " done", Head: "abc"}
 	}
 	m.afterStep(ctx, step(1, loop.RolePlan), failed) // fails: has-plan not on the task yet
-	m.queue.wait()                                   // (queued behind it, step 2 would replace it)
 	m.afterStep(ctx, step(2, loop.RoleDo), failed)
 	_, err = m.finishRun(ctx, "", "")
 	require.NoError(t, err)
@@ -143,24 +141,6 @@ func (f *mirrorFixture) stored() ([]string, TaskState) {
 	return got.Labels, st
 }
 
-// When the writes fall behind, a queued update that a newer one supersedes is dropped: the
-// newer one carries the whole state and every label change since the last write.
-func TestTaskMirrorSkipsToTheLatestStateWhenBehind(t *testing.T) {
-	f := newMirrorFixture(t, false)
-	f.after(1, loop.RolePlan, false, loop.Output{})
-	<-f.tr.entered // the first write is under way, held by the gate
-	f.after(2, loop.RoleDo, false, loop.Output{})
-	f.after(3, loop.RoleDo, false, loop.Output{}) // the Do run again, as a step of its own
-	close(f.tr.release)
-	_, err := f.m.finishRun(f.ctx, "", "")
-	require.NoError(t, err)
-
-	require.Equal(t, []int{1, 3}, f.tr.written(), "step 2's update was dropped for step 3's; the run's last write, the same state, was not made again")
-	labels, st := f.stored()
-	require.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels, "step 2's label came with step 3's write")
-	require.Len(t, st.Journal, 3, "every step is in the journal")
-}
-
 // A built-in Plan or Act is not written on its own (run again, it decides the same), nor is a
 // Check (never resumed): its journal line and labels ride on the next step's update, or on
 // the run's last write.
@@ -168,14 +148,11 @@ func TestTaskMirrorWritesBuiltinStepsWithTheNext(t *testing.T) {
 	f := newMirrorFixture(t, true)
 	labels := func() []string { l, _ := f.stored(); return l }
 	f.after(1, loop.RolePlan, true, loop.Output{})
-	f.m.queue.wait()
 	assert.Empty(t, f.tr.written(), "nothing written for the built-in plan")
 	f.after(2, loop.RoleDo, false, loop.Output{})
-	f.m.queue.wait()
 	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels())
 	f.after(3, loop.RoleCheck, false, loop.Output{})
 	f.after(4, loop.RoleAct, true, loop.Output{})
-	f.m.queue.wait()
 	assert.ElementsMatch(t, []string{LabelHasPlan, LabelHasDo}, labels(), "neither the check nor the act is written yet")
 	_, err := f.m.finishRun(f.ctx, "", "")
 	require.NoError(t, err)
@@ -194,7 +171,6 @@ func TestTaskMirrorWritesAClosingAct(t *testing.T) {
 	f.after(2, loop.RoleDo, false, loop.Output{})
 	f.after(3, loop.RoleCheck, false, loop.Output{})
 	f.after(4, loop.RoleAct, true, loop.Output{Act: &loop.Act{Decision: loop.DecisionClose}})
-	f.m.queue.wait()
 	labels, st := f.stored()
 	assert.Empty(t, labels, "the closing act's write removed the resume labels")
 	assert.Len(t, st.Journal, 4)
@@ -210,7 +186,6 @@ func TestTaskMirrorCatchesUpADeadRunsJournal(t *testing.T) {
 	f.m.state.Journal = []JournalLine{line("r-0", 1, "1"), line("r-0", 2, "3")}
 	f.m.catchUp([]JournalLine{line("r-0", 2, "3"), line("r-dead", 1, "2"), line("r-0", 3, "4"), line("r-dead", 1, "2")})
 	f.after(5, loop.RoleDo, false, loop.Output{})
-	f.m.queue.wait()
 
 	_, st := f.stored()
 	var got []string
