@@ -29,25 +29,22 @@ type landRequest struct {
 	target string
 	// claimedByUs means an in_progress status is this run's own claim, not someone else's.
 	claimedByUs bool
-	// leaseLost says the run found its claim's lease reclaimed while it worked: another run
-	// may be doing the task now, and this one's work does not land.
+	// leaseLost says the run's lease was reclaimed while it worked: its work does not land.
 	leaseLost bool
-	// checkedHere says the PASS is this process's own Check of the run, just made (the run's
-	// end), not one read from the store.
+	// checkedHere says the PASS is this process's own Check, just made, not read from the store.
 	checkedHere bool
-	// forced is a run made with --force, which may have gone ahead of open tasks that block
+	// forced is a run made with --force, which may have gone ahead of open tasks blocking
 	// this one: its close overrides the tracker's refusal (bd close --force).
 	forced bool
-	// stepNotes are the run's journal notes on its step commits, not written yet: the landing
-	// writes them with the squash commit's, in one commit of the notes ref.
+	// stepNotes are the run's unwritten step notes: the landing writes them with the squash
+	// commit's, in one commit of the notes ref.
 	stepNotes []notes.Note
 	// live hears what the landing waits for.
 	live loop.LiveFunc
 }
 
-// takeLandLock takes the landing lock, .norma/locks/land.lock, as holder. When another holds
-// it, live hears who before the wait: a landing that checks a moved target again, or the
-// fallback guard of an unconfined step, may hold it for minutes.
+// takeLandLock takes .norma/locks/land.lock as holder. When another holds it, live hears who
+// first: a landing re-checking a moved target, or an unconfined step's guard, may take minutes.
 func (r *Repo) takeLandLock(ctx context.Context, holder string, live loop.LiveFunc, taskID string) (func(), error) {
 	path := r.Path("locks", "land.lock")
 	return flock.WaitFor(ctx, path, holder, func() {
@@ -79,10 +76,9 @@ type landRefusal struct {
 
 func (e *landRefusal) Error() string { return e.reason.Error() }
 
-// land squashes the task branch onto the target, closes the task, and records both. It
-// returns the squash commit ("" when the branch added nothing). Landings are serialised by
-// .norma/locks/land.lock: parallel runs land one after the other, each merging against the
-// target as the previous one left it.
+// land squashes the task branch onto the target, closes the task, and records both; it
+// returns the squash commit ("" when the branch added nothing). land.lock serialises
+// landings: each merges against the target as the previous one left it.
 func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
 	unlock, err := ld.repo.takeLandLock(ctx, fmt.Sprintf("the landing of %s (run %s, process %d)", req.task.ID, req.runID, os.Getpid()), req.live, req.task.ID)
 	if err != nil {
@@ -111,8 +107,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		if err != nil {
 			return "", err
 		}
-		// Under the worktree lock too: landing reads which worktree has the target checked out,
-		// and git's bookkeeping of a worktree a parallel run is adding can be half made.
+		// Under the worktree lock: landing reads which worktree has the target checked out.
 		err = ld.repo.withWorktreeLock(ctx, func() (err error) {
 			res, err = ld.repo.Worktrees(ctx).Land(ctx, worktree.LandOptions{Target: req.target, TaskBranch: branch, Head: head, Base: tip, Message: msg, Remote: ld.cfg.Remote})
 			return err
@@ -126,8 +121,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		}
 		if errors.Is(err, worktree.ErrBranchTaken) {
 			if attempt < remoteLandAttempts && req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID) {
-				// A worker that lost the claim pushed the branch after this run took the task
-				// over: the claim decides whose branch it is.
+				// Pushed by a worker that lost the claim to this run: the claim decides.
 				if err := ld.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
 					return "", err
 				}
@@ -137,10 +131,8 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 				hint: "its new holder runs it; this run's work stays on the local " + branch})
 		}
 		if errors.Is(err, worktree.ErrTargetMoved) {
-			// The target is not where the landing was checked any more: another worker landed
-			// first, or a run of this clone brought it up to the remote's, or someone committed.
-			// Fetch, look again (it may have been this very task, taken over), re-check on what
-			// is there now, land again.
+			// Another worker landed first, a run brought it up to the remote's, or someone
+			// committed: look again (it may be this very task), re-check, land again.
 			if attempt < remoteLandAttempts {
 				_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "land_push_rejected",
 					Message: fmt.Sprintf("attempt %d: %v; landing again on what is there now", attempt, err)})
@@ -197,9 +189,8 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 	return res.Commit, nil
 }
 
-// otherHolder is who holds the claim of t when it is not run's own actor (with bd, the
-// assignee a claim of that run would have left), "" when it is run's own or the tracker keeps
-// no assignee for claims.
+// otherHolder is who holds t's claim when it is not run's own actor (the assignee run's claim
+// would have left), "" when it is, or the tracker keeps no assignee for claims.
 func (ld *lander) otherHolder(ctx context.Context, st *store.Store, runID string, t tracker.Task) (string, error) {
 	run, err := st.Run(ctx, runID)
 	if err != nil {
@@ -211,11 +202,10 @@ func (ld *lander) otherHolder(ctx context.Context, st *store.Store, runID string
 	return "", nil
 }
 
-// holdsClaim says whether run's claim of the task still holds in the tracker: the task is in
-// progress, claimed by run's actor, and its state is run's own (the claim wrote it). The last
-// tells two runs of one actor apart — a worker id reused across a CI job's attempts, say — so a
-// run of that actor which lost the claim never takes the branch back. A tracker that cannot
-// be asked says no.
+// holdsClaim says whether run's claim of the task still holds: the task is in progress,
+// claimed by run's actor, and its state is run's own (the claim wrote it). The last tells two
+// runs of one actor apart (a worker id reused across a CI job's attempts), so the one that
+// lost the claim never takes the branch back. A tracker that cannot be asked says no.
 func (ld *lander) holdsClaim(ctx context.Context, st *store.Store, runID, taskID string) bool {
 	tr, err := ld.tracker()
 	if err != nil {
@@ -232,9 +222,9 @@ func (ld *lander) holdsClaim(ctx context.Context, st *store.Store, runID, taskID
 	return err == nil && holder == ""
 }
 
-// takeBackBranch makes the next push of a task branch go over the copy on the remote that
-// pushErr found there (pushed by a worker that lost the task's claim, or by a person), keeps
-// that copy under refs/norma/kept/, and records both.
+// takeBackBranch makes the next push of a task branch go over the remote copy pushErr found
+// (a worker's that lost the claim, or a person's), keeps it under refs/norma/kept/, and
+// records both.
 func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
 	var le *worktree.LandError
 	if !errors.As(pushErr, &le) {
@@ -253,10 +243,9 @@ func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, ta
 	return nil
 }
 
-// checkStillOpen refuses to land a task that was closed or claimed by someone else meanwhile:
-// with bd, a claim whose assignee is no longer this run's actor was taken over (a lease that
-// ran out, a person), and the work of the run that lost it does not land — the fence that
-// keeps a worker that was presumed dead from landing over the one that took its task.
+// checkStillOpen refuses to land a task closed or claimed by someone else meanwhile: a claim
+// whose assignee is no longer this run's actor was taken over (a lease ran out, a person) —
+// the fence that keeps a worker presumed dead from landing over the one that took its task.
 func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landRequest) error {
 	tr, err := ld.tracker()
 	if err != nil {
@@ -321,10 +310,9 @@ func (ld *lander) landMessage(ctx context.Context, st *store.Store, req landRequ
 	return ld.redact.Apply(commitmsg.Message(ld.cfg.Commit, req.task, plan, check, req.runID, last)), nil
 }
 
-// runOutputs reads a run's last plan and last check outputs as the orchestrator committed them
-// to the store with their steps, and its last step's index. A run recorded without them (by
-// an older git-norma, or a `git norma check`) has neither: its landing re-checks the task's
-// own criteria and its message names no plan.
+// runOutputs reads a run's last plan and check outputs as committed to the store with their
+// steps, and its last step's index. A run recorded without them (an older git-norma's, a
+// `git norma check`) has neither: its landing re-checks the task's own criteria.
 func runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.Plan, check *loop.Check, last int, err error) {
 	steps, err := st.Steps(ctx, runID)
 	if err != nil {
@@ -366,10 +354,9 @@ func runOutputs(ctx context.Context, st *store.Store, runID string) (plan *loop.
 	return plan, check, last, nil
 }
 
-// noteLanding writes the run's step notes not written yet (req.stepNotes) and puts the run's
-// whole journal on the squash commit (squash merges carry no notes of the branch), ending with
-// the landing entry itself — all in one commit of the notes ref. commit "" is a landing that
-// made no commit: only the step notes are written.
+// noteLanding writes req.stepNotes and puts the run's whole journal, ending with the landing
+// entry, on the squash commit (squash merges carry no notes of the branch), in one commit of
+// the notes ref. With commit "" (nothing landed) only the step notes are written.
 func (ld *lander) noteLanding(ctx context.Context, st *store.Store, req landRequest, commit string) {
 	all := slices.Clone(req.stepNotes)
 	if commit != "" {
@@ -391,9 +378,8 @@ func (ld *lander) noteLanding(ctx context.Context, st *store.Store, req landRequ
 }
 
 // deleteTaskBranch removes a landed task branch (delete_branch_on_land) if it is still at the
-// commit that landed: the squash commit holds its content, the run dir and the notes keep its
-// journal. A branch that moved since holds work that did not land, and stays; so does one git
-// refuses to delete (checked out, being rebased).
+// commit that landed: one that moved since holds work that did not land, and stays; so does
+// one git refuses to delete (checked out, being rebased).
 func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req landRequest, branch, landed string) {
 	msg := "deleted " + branch
 	if why, err := ld.repo.deleteBranchAt(ctx, branch, landed); err != nil {
@@ -404,10 +390,9 @@ func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req lan
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "branch_deleted", Message: msg})
 }
 
-// lander lands verified work and does what a landing entails — the re-check on the target (its
-// checker runs the commands), the squash commit's message and notes, closing the task and the
-// parents it completes — and answers who holds a task's claim. It holds what that reads and
-// writes.
+// lander lands verified work and what a landing entails — the re-check on the target, the
+// squash commit's message and notes, closing the task and the parents it completes — and
+// answers who holds a task's claim.
 type lander struct {
 	repo    *Repo
 	cfg     config.Config

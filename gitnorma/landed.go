@@ -34,11 +34,10 @@ type priorLanding struct {
 	RunID  string
 }
 
-// landedBefore finds a landing of task already on target: a commit whose Norma-Task trailer
-// names it, committed since the task was created (the walk stops there, so it stays cheap on
-// a long history), or the landing one of its runs recorded in the store, if that commit is
-// still on the target and the store can be trusted (storeDistrust). The tracker's status says nothing here: a `git stash` or checkout of
-// a tracked backlog reopens a landed task, and git's history is what tells.
+// landedBefore finds a landing of task already on target: a commit since the task was created
+// whose Norma-Task trailer names it, or the landing one of its runs recorded in the store, if
+// still on the target and the store can be trusted (storeDistrust). Not the tracker's status:
+// a `git stash` or checkout of a tracked backlog reopens a landed task.
 func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Task: " + task.ID, Fixed: true}
 	if !task.CreatedAt.IsZero() {
@@ -54,8 +53,7 @@ func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracke
 		}
 	}
 	if storeDistrust(ctx, st, ld.shieldedNow()) != "" {
-		// A landing the store records is as forgeable as a PASS there (trust.go): a record
-		// an agent wrote must not close a task whose work never landed.
+		// As forgeable as a PASS there (trust.go): it must not close a task that never landed.
 		return priorLanding{}, nil
 	}
 	return ld.repo.storeLanding(ctx, st, task, target)
@@ -65,10 +63,9 @@ func (ld *lander) landedBefore(ctx context.Context, st *store.Store, task tracke
 // carries.
 const landingTrailers = "%H%x00%(trailers:key=Norma-Task,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Run,valueonly,separator=%x2C)%x00%(trailers:key=Norma-Verdict,valueonly,separator=%x2C)"
 
-// landingOf reads one line of landingTrailers: the commit and the run that landed task, when
-// it is a landing of task — it names the task, one run, and a PASS, as git-norma's squash
-// commits do. A line of a person's message that only names the task (Norma-Task: <id>, the way
-// one refers to an issue) is no landing.
+// landingOf reads one line of landingTrailers: the commit and run that landed task, when it
+// names the task, one run and a PASS, as squash commits do. A person's message that only names
+// the task (Norma-Task: <id>, as one refers to an issue) is no landing.
 func landingOf(line, task string) (commit, run string, ok bool) {
 	f := strings.Split(line, "\x00")
 	if len(f) != 4 || !slices.Contains(strings.Split(f[1], ","), task) {
@@ -81,10 +78,10 @@ func landingOf(line, task string) (commit, run string, ok bool) {
 	return f[0], runs[0], true
 }
 
-// landingOfRun is the commit on target that landed head for run of task: a landing by its
-// trailers (landingOf) whose content is head (Manager.LandedAt) — a person's commit that names
-// the run holds none of its work; "" when there is none. With no head known, the trailers
-// alone. Only the commits since head are walked: a squash commit never has it as an ancestor.
+// landingOfRun is the commit on target that landed head for run of task ("" for none): a
+// landing by its trailers (landingOf) whose content is head (Manager.LandedAt), as a person's
+// commit naming the run holds none of its work; with no head known, the trailers alone. Only
+// commits since head are walked: a squash commit never has it as an ancestor.
 func (r *Repo) landingOfRun(ctx context.Context, target, task, run, head string) string {
 	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + run, Fixed: true, NoMerges: true}
 	if head != "" {
@@ -132,8 +129,7 @@ func landingReason(commit, target, runID string) string {
 	return fmt.Sprintf("landed as %.10s on %s by git-norma run %s", commit, target, loop.OrDash(runID))
 }
 
-// closeLanded closes a task whose work is already on the target, with the landing as its
-// reason, as the landing itself would have.
+// closeLanded closes a task whose work is already on the target, as its landing would have.
 func closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, target string, p priorLanding) error {
 	reason := landingReason(p.Commit, target, p.RunID)
 	if err := tr.SetStatus(ctx, task.ID, tracker.StatusClosed, reason); err != nil {
@@ -143,8 +139,7 @@ func closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, tar
 	return nil
 }
 
-// alreadyLanded is the report of a run that found its task's work already on the target and
-// closed the task instead of running it.
+// alreadyLanded closes a task whose work is already on the target instead of running it.
 func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, error) {
 	if err := closeLanded(ctx, r.tr, r.pre.task, r.pre.target, p); err != nil {
 		return RunReport{}, err
@@ -172,9 +167,8 @@ func (ld *lander) earlierLanding(ctx context.Context, st *store.Store, req landR
 }
 
 // adoptLanding makes a landing idempotent: a task whose work is already on the target (a crash
-// between the squash commit and its record, a backlog reverted by a stash, a recovery landing a
-// PASS again) is not landed a second time. The run records that landing as its own, and the
-// task is closed with it as its reason.
+// between the squash commit and its record, a backlog reverted by a stash) is not landed
+// again; the run records that landing as its own, and the task is closed with it.
 func (ld *lander) adoptLanding(ctx context.Context, st *store.Store, req landRequest, p priorLanding) (string, error) {
 	_ = st.SetLanded(ctx, req.runID, p.Commit)
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "already_landed",
@@ -199,12 +193,10 @@ type LandReport struct {
 	Hint    string `json:"land_hint,omitempty"`
 }
 
-// LandTask lands a task branch whose head has a recorded PASS (a run made with --no-land, or
-// one whose landing was refused). Anything else is refused: nothing unverified lands. live
-// hears what the landing waits for.
+// LandTask lands a task branch whose head has a recorded PASS (a --no-land run, or one whose
+// landing was refused); nothing unverified lands. live hears what the landing waits for.
 func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (LandReport, error) {
-	// A task that is not in the backlog is a plain failure (exit 1, as for run), not a refused
-	// landing (exit 3).
+	// A task not in the backlog is a plain failure (exit 1), not a refused landing (exit 3).
 	task, err := a.Backlog().Show(ctx, taskID)
 	if err != nil {
 		return LandReport{}, err

@@ -15,15 +15,13 @@ import (
 )
 
 // recheckOnTarget makes sure what lands is what was verified. The branch must still be at the
-// head its PASS was recorded for. And when the target moved on since the branch forked (another
-// task landed — routine in a parallel loop — or someone committed), a clean merge is no proof:
-// a renamed function and a new call to its old name merge without a conflict. So the task's
-// checks run again on the merged tree, in a scratch worktree; on PASS the merge becomes the
-// branch's head and lands, on FAIL the landing is refused and the target stays as it is (the
-// task's next run starts from the merge and fixes it). It returns the verified commit that is
-// to land, and the target tip it was verified on: the landing must be built on exactly that tip
-// (LandOptions.Base), as another git-norma of this clone may move the target meanwhile (a run
-// starting brings it up to the remote's).
+// head its PASS was recorded for. When the target moved on since the branch forked, a clean
+// merge is no proof (a renamed function and a new call to its old name merge cleanly), so the
+// task's checks run again on the merged tree: on PASS the merge becomes the branch's head and
+// lands, on FAIL the landing is refused (the task's next run starts from the merge). It
+// returns the verified commit to land and the target tip it was verified on: the landing must
+// be built on exactly that tip (LandOptions.Base), as another git-norma of this clone may
+// move the target meanwhile.
 func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req landRequest) (head, tip string, err error) {
 	branch := worktree.TaskBranch(req.task.ID)
 	heads, err := ld.repo.Git.ResolveAll(ctx, "refs/heads/"+branch, "refs/heads/"+req.target)
@@ -59,9 +57,8 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 		if err := ld.checkPassTree(ctx, req, run.PassTree, head); err != nil || req.checkedHere {
 			return head, tip, err
 		}
-		// A PASS read from the store is a hint where an agent could have written it (unconfined
-		// now or since the store was last vouched for: trust.go). The tree that would land is
-		// checked again.
+		// A PASS read from a store an agent could have written (trust.go) is a hint: the tree
+		// that would land is checked again.
 		distrust := storeDistrust(ctx, st, ld.shieldedNow())
 		if distrust == "" {
 			return head, tip, nil
@@ -94,10 +91,9 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 	return merge, tip, st.RecordPass(ctx, req.runID, merge, tree)
 }
 
-// recheck runs the task's criteria on commit in its check worktree and records the
-// land_rechecked event (why, the verdict, data and the evidence); it returns the checked tree
-// ("" when there are no criteria to run), or the refusal refuse builds from the failing commands
-// and the log when the verdict is not PASS.
+// recheck runs the task's criteria on commit in its check worktree and records land_rechecked;
+// it returns the checked tree ("" with no criteria to run), or, unless PASS, the refusal
+// refuse builds from the failing commands and the log.
 func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest, commit, why string, data map[string]any, refuse func(failed, logPath string) *landRefusal) (string, error) {
 	effective, err := ld.landCriteria(ctx, st, req)
 	if err != nil || len(effective) == 0 {
@@ -127,13 +123,11 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	return tree, nil
 }
 
-// shieldedNow says the kernel keeps the agents and check commands started now out of the run
-// store.
+// shieldedNow says the kernel keeps agents and check commands started now out of the store.
 func (ld *lander) shieldedNow() bool { return ld.checker().confiner.shieldsNow() }
 
-// checkPassTree refuses to land head unless the run's PASS evidence names head's tree: the
-// tree its check commands ran on. A PASS without one was not produced by a Check step of this
-// git-norma (a resumed step, a record made some other way).
+// checkPassTree refuses to land head unless the run's PASS names head's tree, the one its
+// check commands ran on. A PASS without one was not made by a Check step of this git-norma.
 func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
 	tree, err := ld.repo.Git.CommitTree(ctx, head)
 	if err != nil {
@@ -152,22 +146,20 @@ func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, h
 // kvForkPoint records, per run, the target commit its task branch was built on.
 const kvForkPoint = "fork_point"
 
-// forkPoint is where a run's task branch stood on the target: Base, the target commit it
-// contained when the run started; Started, whether the run (re)started the branch from the
-// target, so no run before it contributed to the branch.
+// forkPoint is where a run's task branch stood: Base, the target commit it contained when
+// the run started, on branch Target; Started, whether the run (re)started the branch from the
+// target, so no run before it contributed to it.
 type forkPoint struct {
 	Base    string `json:"base"`
 	Started bool   `json:"started"`
-	// Target is the branch Base was on.
-	Target string `json:"target,omitempty"`
+	Target  string `json:"target,omitempty"`
 }
 
-// checkForkPoints refuses to land a branch built on target commits the target no longer has.
-// Landing merges the branch into the target; when the user amended, reset or rebased the
-// target since the branch forked, the merge would bring back, inside the task's squash
-// commit, what the user took out — a secret committed by mistake, say. Every run since the
-// branch was last (re)started left its fork point; each must still be on the target, unless
-// the branch itself was rebuilt without it.
+// checkForkPoints refuses to land a branch built on target commits the target no longer has:
+// when the user amended, reset or rebased the target since, the merge would bring back, in
+// the squash commit, what the user took out (a secret committed by mistake, say). The fork
+// point of every run since the branch was last (re)started must still be on the target,
+// unless the branch was rebuilt without it.
 func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
 	runs, err := st.RunsForTask(ctx, req.task.ID, 20)
 	if err != nil {
@@ -221,8 +213,8 @@ func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp for
 	}
 }
 
-// landCriteria are the criteria the run's last plan checked, or for a run without one (a
-// `git norma check`) the task's Verify commands and the project gates.
+// landCriteria are the criteria the run's last plan checked, or without one (a `git norma
+// check`) the task's Verify commands and the gates.
 func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landRequest) ([]loop.EffectiveCriterion, error) {
 	if why := storeDistrust(ctx, st, ld.shieldedNow()); !req.checkedHere && why != "" {
 		// The stored plan is as forgeable as the PASS (see recheckOnTarget): the task's own
@@ -242,9 +234,9 @@ func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landReq
 	return taskCriteria(ld.cfg.Gates, req.task), nil
 }
 
-// checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, that is
-// thrown away after; the output goes to dir/checks.txt, whose path it returns. (A parent's
-// completion checks there: it holds no lock of that task.)
+// checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, thrown
+// away after, logging to dir/checks.txt, whose path it returns. (A parent's completion checks
+// there: it holds no lock of that task.)
 func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {
@@ -253,8 +245,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	defer log.Close()
 	scratch := filepath.Join(dir, "workspace")
 	wm := ck.repo.Worktrees(ctx)
-	// A re-check killed before it removed its workspace left it here: it holds nothing of
-	// value, and git would refuse to add it again.
+	// One left by a killed re-check holds nothing of value, and git would refuse to add it.
 	err = ck.repo.withWorktreeLock(ctx, func() error {
 		if _, err := wm.ClearScratch(ctx, scratch); err != nil {
 			return err
@@ -277,10 +268,9 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	return evidence, logPath, err
 }
 
-// checksInCheckTree runs the criteria's checks on commit in the task's check worktree,
-// brought to exactly that commit (see checker.checkTree), with what its setup installed and the
-// checks cached there; the output goes to dir/checks.txt. It returns the evidence, the checked
-// tree and the log's path. The caller holds the task's lock.
+// checksInCheckTree runs the criteria's checks on commit in the task's check worktree (see
+// checker.checkTree), logging to dir/checks.txt. It returns the evidence, the checked tree and
+// the log's path. The caller holds the task's lock.
 func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit string, effective []loop.EffectiveCriterion) ([]loop.Evidence, string, string, error) {
 	log, logPath, err := openChecksLog(dir)
 	if err != nil {

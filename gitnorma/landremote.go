@@ -15,23 +15,21 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// LabelLandContended marks a task whose PASS could not be pushed to the remote: other workers
-// kept landing first, every attempt. Its branch is pushed for review; it lands with the next
-// `git norma land`, or is run again.
+// LabelLandContended marks a task whose PASS could not be pushed: other workers landed first
+// at every attempt. Its branch is pushed for review; `git norma land` lands it later.
 const LabelLandContended = "norma-land-contended"
 
 // remoteLandAttempts bounds the tries of a landing that loses the race for the remote's target.
 const remoteLandAttempts = 5
 
-// landRetryPause is a random pause of 100 to 600 ms between two landing attempts: workers
-// whose pushes collided do not collide again.
+// landRetryPause is a random 100–600 ms pause between landing attempts, so workers whose
+// pushes collided do not collide again.
 func landRetryPause() time.Duration {
 	return 100*time.Millisecond + rand.N(500*time.Millisecond)
 }
 
-// syncTarget brings the local target to the remote's, when git-norma lands through a remote
-// (config "remote", --remote): runs fork from it and landings are built on it. Nothing
-// happens without a remote.
+// syncTarget brings the local target to the remote's, when landing through a remote (config
+// "remote", --remote): runs fork from it and landings are built on it.
 func (ld *lander) syncTarget(ctx context.Context, target string) error {
 	remote := ld.cfg.Remote
 	if remote == "" {
@@ -64,9 +62,8 @@ func (a *App) UseRemote(ctx context.Context, remote string) error {
 	return a.checkRemote(ctx)
 }
 
-// checkRemote refuses a remote git does not know, and a remote with the embedded backlog:
-// the backlog's claims live in a file each clone has its own copy of, so two machines would
-// run the same task. Work on several machines needs bd on a shared Dolt server.
+// checkRemote refuses a remote git does not know, and a remote with the embedded backlog,
+// whose claims are in each clone's own file: two machines would run the same task.
 func (a *App) checkRemote(ctx context.Context) error {
 	remote := a.Config.Remote
 	if remote == "" {
@@ -86,10 +83,9 @@ func (a *App) checkRemote(ctx context.Context) error {
 	return nil
 }
 
-// shareJournal pushes the journal (refs/notes/norma) to the remote a landing went to: their
-// notes are fetched and merged first (cat_sort_uniq, so no line is lost), and a push that
-// loses the race to another worker's is merged and pushed again. A journal that could not be
-// shared is recorded; the landing stands (git norma notes push sends it later).
+// shareJournal pushes refs/notes/norma to the remote a landing went to, merging theirs first
+// (cat_sort_uniq: no line is lost), and again after a push that lost a race. A failure is
+// recorded; the landing stands (git norma notes push sends it later).
 func (ld *lander) shareJournal(ctx context.Context, st *store.Store, req landRequest) {
 	remote := ld.cfg.Remote
 	if remote == "" {
@@ -111,7 +107,7 @@ func (ld *lander) shareJournal(ctx context.Context, st *store.Store, req landReq
 }
 
 // contended leaves a task whose landing kept losing the race for the remote to a person: it
-// gets the norma-land-contended label and its branch is pushed to the remote for review.
+// gets LabelLandContended and its branch is pushed for review.
 func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, last error) error {
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
@@ -126,9 +122,8 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 		hint: "land it when the remote is quieter: git norma land " + req.task.ID}
 }
 
-// doctorRemote checks landing through a remote, when one is configured: that git knows it and
-// can reach it, that the backlog can be shared (bd), and that the local target has nothing the
-// remote lacks.
+// doctorRemote checks a configured remote: git knows and reaches it, the backlog can be
+// shared (bd), and the local target has nothing the remote lacks.
 func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 	remote := a.Config.Remote
 	if remote == "" {
@@ -177,10 +172,9 @@ func (a *App) doctorLeases(ctx context.Context, rep *DoctorReport) {
 	}
 }
 
-// resumeFromRemote, landing through a remote, makes the task branch continue from the copy
-// the remote has: a task another worker started resumes from its last pushed step (the task's
-// state in bd says which steps of the iteration are done). A local copy that diverged from it
-// is kept under refs/norma/kept/.
+// resumeFromRemote, landing through a remote, makes the task branch continue from the
+// remote's copy: a task another worker started resumes from its last pushed step. A local
+// copy that diverged is kept under refs/norma/kept/.
 func (r *run) resumeFromRemote(ctx context.Context) error {
 	remote := r.app.Config.Remote
 	if remote == "" {
@@ -201,11 +195,11 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 	return nil
 }
 
-// branchPusher sends a run's step commits to the remote, each with a lease on the copy this clone pushed last: when the worker dies, the next one resumes
-// from its last step; when another worker took the task over and pushed, nothing of that
-// worker's is overwritten, and this run's landing is refused (the landing's push carries the
-// same lease). Who pushed first does not decide, though: when the worker that pushed in
-// between no longer holds the claim and this run does, this run pushes over it. A nil
+// branchPusher sends a run's step commits to the remote, each with a lease on the copy this
+// clone pushed last: when the worker dies, the next one resumes from its last step; when
+// another worker took the task over and pushed, nothing of theirs is overwritten, and this
+// run's landing is refused. But the claim decides, not who pushed first: when the worker that
+// pushed in between no longer holds it and this run does, this run pushes over it. A nil
 // branchPusher (no remote) does nothing.
 type branchPusher struct {
 	app    *App

@@ -24,8 +24,8 @@ type PruneOptions struct {
 	DryRun   bool
 	// Force also deletes task branches whose work never landed.
 	Force bool
-	// auto is the pass after every run: branches are only looked at when runs went, since
-	// only then can a branch lose its last retained run (and it saves a tracker call).
+	// auto is the pass after every run: branches are only looked at when runs went (only then
+	// can a branch lose its last retained run).
 	auto bool
 }
 
@@ -55,8 +55,7 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 	return a.pruner().prune(ctx, st, o)
 }
 
-// pruner applies retention. What it reads and removes is the repository's; of the backlog it
-// asks only whether a task is closed.
+// pruner applies retention; of the backlog it asks only whether a task is closed.
 type pruner struct {
 	repo      *Repo
 	retention config.Retention
@@ -71,8 +70,8 @@ func (a *App) pruner() *pruner {
 		validID: a.ValidateTaskID, target: a.targetBranch}
 }
 
-// prune does the work. Runs of other live processes may go on meanwhile: a running run is
-// never touched, nor a branch checked out in a worktree.
+// prune does the work. Runs of live processes may go on meanwhile: a running run is never
+// touched, nor a branch checked out in a worktree.
 func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (PruneReport, error) {
 	if o.KeepLast < 0 {
 		o.KeepLast = p.retention.KeepLast
@@ -138,9 +137,8 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	return rep, p.pruneKept(ctx, o, runs, rep.Runs, &rep)
 }
 
-// pruneCheckTrees removes the check worktrees (.norma/checks/<task>) of tasks none of whose
-// runs is retained any more — the task's workspace state is gone, so are its caches — each
-// under its task's lock; a task a live run holds keeps its own. A failure leaves it for the
+// pruneCheckTrees removes, each under its task's lock, the check worktrees of tasks none of
+// whose runs is retained; a task a live run holds keeps its own. A failure leaves it for the
 // next prune.
 func (p *pruner) pruneCheckTrees(ctx context.Context, retained map[string]string) {
 	entries, _ := os.ReadDir(p.repo.Path("checks"))
@@ -159,10 +157,9 @@ func (p *pruner) pruneCheckTrees(ctx context.Context, retained map[string]string
 }
 
 // stillNeeded says why a finished run that retention would remove has to stay, or "": its
-// process is still finishing it (landing, in a parallel loop), or it is its task's newest
-// PASS, not landed, and its task branch is still at the verified commit — `git norma land`
-// needs its record to land the verified work.
-// scan carries what the runs before r told (runs go newest first).
+// process is still finishing it (landing), or it is its task's newest PASS, not landed, and
+// its branch is still at the verified commit (`git norma land` needs its record). scan
+// carries what the runs before r told (runs go newest first).
 func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
 	if scan.liveRun(p.repo, r.TaskID) == r.ID {
 		return "its process is still finishing it", nil
@@ -173,8 +170,6 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	if r.LandedCommit != "" || r.PassHead == "" {
 		return "", nil // landed, or nothing a landing could take (a check of a dirty worktree)
 	}
-	// Only while its task branch is still where the PASS was recorded: a branch that moved
-	// on, or was deleted, has no use for it.
 	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
 	switch {
 	case git.ExitCodeOf(err) == 1 || err == nil && head != r.PassHead:
@@ -204,10 +199,9 @@ func (s *pruneScan) liveRun(repo *Repo, taskID string) string {
 	return run
 }
 
-// pruneKept deletes the branches runs set aside when they conflicted with the target
-// (refs/norma/kept/<task>/<run>) once that run is pruned, its task closed and everything in
-// them on the target — like a task branch. A kept branch is work that did not land (that is
-// why it was kept), so it usually stays until --force.
+// pruneKept deletes the branches runs set aside (refs/norma/kept/<task>/<run>) once that run
+// is pruned, its task closed and all of it on the target. Being work that did not land, a
+// kept branch usually stays until --force.
 func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
 	out, err := p.repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", worktree.KeptPrefix)
 	if err != nil || out == "" {
@@ -287,7 +281,7 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 }
 
 // pruneBranches deletes landed task branches (task closed, nothing left to land) once no
-// retained run refers to them, so a landed branch stays for review as long as its run does.
+// retained run refers to them: a landed branch stays for review as long as its run does.
 func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map[string]string, rep *PruneReport) error {
 	target, err := p.target(ctx)
 	if err != nil {
@@ -333,12 +327,11 @@ func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map
 	return nil
 }
 
-// deleteBranchAsJudged deletes a task branch only as it was when prune judged it: under its
-// task's lock, so no run of the task starts, moves it or checks it out meanwhile; only if it
-// is still at the head that was judged, so a commit made since is never deleted with it; and
-// through git branch -D, which refuses a branch any worktree has checked out, is rebasing or
-// is bisecting, and drops the branch's config with it. It returns why the branch stays (""
-// once it is gone, or was already).
+// deleteBranchAsJudged deletes a task branch only as prune judged it: under its task's lock
+// (no run moves or checks it out meanwhile), only if still at the judged head (a commit made
+// since is never deleted), and through git branch -D, which refuses a branch checked out,
+// rebasing or bisecting, and drops its config. It returns why the branch stays ("" once it is
+// gone).
 func (p *pruner) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
 	if p.validID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
 		lock, err := p.repo.acquireTaskLock(b.Task)
@@ -352,9 +345,8 @@ func (p *pruner) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string,
 	return p.repo.deleteBranchAt(ctx, b.Branch, b.Head)
 }
 
-// deleteBranchAt deletes branch if it is still at head; it returns why it stays ("" once it
-// is gone). Only a user's own git command could move it between the look and the delete: the
-// callers hold the task's lock.
+// deleteBranchAt deletes branch if it is still at head; it returns why it stays ("" once it is
+// gone). The callers hold the task's lock: only a user's git command could move it meanwhile.
 func (r *Repo) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
 	if why, gone, err := r.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
 		return why, err // gone already: nothing to keep
@@ -368,8 +360,7 @@ func (r *Repo) deleteBranchAt(ctx context.Context, branch, head string) (string,
 	return "", nil
 }
 
-// movedFrom says why ref is no longer the head that was judged ("" while it is), or that it
-// is gone.
+// movedFrom says why ref is no longer the judged head ("" while it is), or that it is gone.
 func (r *Repo) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
 	now, err := r.Git.Resolve(ctx, ref)
 	switch {
@@ -409,8 +400,8 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 	}
 	landed, err := p.repo.Worktrees(ctx).LandedRef(ctx, target, b.Head) // the head that may be deleted
 	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
-		// Merging it again changes the target, or conflicts, when later commits touched the
-		// same lines; its landing, naming the run that made its head, still says it landed.
+		// Merging it again differs, or conflicts, when later commits touched the same lines;
+		// its landing, naming the run that made its head, still says it landed.
 		landed, err = p.repo.landedAsRecorded(ctx, b.Task, b.Head, target), nil
 	}
 	if err != nil || !landed {
@@ -419,11 +410,10 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 	return ""
 }
 
-// landedAsRecorded says head was landed on target as it is: a landing of task on target names
-// the run that made head (its Norma-Run trailer), and is the squash commit of head
-// (Manager.LandedAt). Read from git, so it holds after the run's records were pruned, and for
-// branches from other clones; the content, not the trailers alone, says it landed — a commit
-// that only names the run must not have the branch deleted.
+// landedAsRecorded says head landed on target as it is: a landing of task names the run that
+// made head (its Norma-Run trailer) and is head's squash commit (Manager.LandedAt). Read from
+// git, it holds after the run's records were pruned, and for other clones' branches; the
+// content, not the trailers alone, decides.
 func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
 	run, err := r.Git.Log(ctx, "%(trailers:key=Norma-Run,valueonly,separator=%x2C)", git.LogQuery{Revs: []string{head}, Max: 1})
 	return err == nil && run != "" && !strings.Contains(run, ",") && r.landingOfRun(ctx, target, task, run, head) != ""

@@ -178,12 +178,10 @@ func (r *run) recoverClaim(ctx context.Context) bool {
 	}
 	for _, dead := range runs {
 		if r.app.claimedBy(ctx, dead, t) {
-			if r.tr.SetStatus(ctx, r.pre.task.ID, tracker.StatusOpen, "") != nil {
+			if !r.reopenClaimed(ctx, dead) {
 				return false
 			}
 			_ = r.st.SetClaim(ctx, dead.ID, store.ClaimReleased)
-			_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
-				Message: "the task was still claimed by this run after its process died; reopened"})
 			return true
 		}
 	}
@@ -198,12 +196,18 @@ func (r *run) reopenIfClaimed(ctx context.Context, dead store.Run) {
 	if err != nil {
 		return // the tracker could not say: the claim stays recorded for the next recovery
 	}
-	if r.app.claimedBy(ctx, dead, t) {
-		if r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "") != nil {
-			return
-		}
-		_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
-			Message: "the task was still claimed by this run after its process died; reopened"})
+	if r.app.claimedBy(ctx, dead, t) && !r.reopenClaimed(ctx, dead) {
+		return
 	}
 	_ = r.st.SetClaim(ctx, dead.ID, store.ClaimReleased)
+}
+
+// reopenClaimed reopens the task the dead run still claims, and records that.
+func (r *run) reopenClaimed(ctx context.Context, dead store.Run) bool {
+	if r.tr.SetStatus(ctx, dead.TaskID, tracker.StatusOpen, "") != nil {
+		return false
+	}
+	_ = r.st.AppendEvent(ctx, dead.ID, store.Event{TS: r.app.Now(), Type: "claim_recovered",
+		Message: "the task was still claimed by this run after its process died; reopened"})
+	return true
 }

@@ -16,17 +16,14 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// Recovery of the windows where a kill leaves two records that belong together disagreeing:
-// the tracker's claim and the store's record of it, a PASS recorded and not landed, a landing
-// re-check's scratch workspace. reconcile.go repairs runs that died while marked running; this
-// file handles what a run leaves after it was marked finished, and the claim it made.
+// Recovery of what a run killed after it was marked finished leaves (reconcile.go repairs runs
+// that died while marked running): a claim the store and tracker disagree on, a PASS recorded
+// and not landed, a landing re-check's scratch workspace.
 
-// claimedBy reports whether run holds t's claim: t is in progress and either the run recorded
-// its claim and never gave it back, or it recorded its intent to claim and died before
-// recording the claim itself (a run records the intent before the tracker claim, the claim
-// after it, the release when it gives the task back). In that second case the claim is taken
-// for ours only when its assignee is the one our claim leaves, so a person's or another tool's
-// claim (another assignee) is never released by recovery.
+// claimedBy reports whether run holds t's claim: t is in progress and the run recorded its
+// claim and never gave it back, or recorded its intent to claim (made before the tracker
+// claim) and died before recording the claim. In that second case the claim is ours only when
+// its assignee is the one our claim leaves: recovery never releases a person's claim.
 func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool {
 	if t.Status != tracker.StatusInProgress {
 		return false
@@ -35,10 +32,9 @@ func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool
 		run.Claim == store.ClaimIntent && t.Assignee == a.lander().claimAssignee(ctx, run)
 }
 
-// claimAssignee is the assignee run's claim leaves on a task: the embedded backlog's claim
-// keeps the task unassigned (git-norma claims with no actor), bd's sets the actor the run
-// recorded (worker.id), or for a run of a version that recorded none, bd's own default then:
-// BEADS_ACTOR, or else git's user.name.
+// claimAssignee is the assignee run's claim leaves on a task: none with the embedded backlog;
+// with bd, the actor the run recorded (worker.id), or for a run that recorded none bd's
+// default: BEADS_ACTOR, or else git's user.name.
 func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 	switch {
 	case ld.kind() != "beads":
@@ -51,11 +47,11 @@ func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 	return ld.repo.actor(ctx)
 }
 
-// recoverPassed finds a run of the task that recorded a PASS and died before landing it (it
-// still holds the claim) and finishes it: lands it from the recorded PASS, or reopens the task
-// (recover_passed "reopen", a --no-land run, a refused landing). It returns the report of a
-// landing (the task is then closed), nil when the run is to go on. It also removes a re-check
-// workspace a killed landing of the task left. The caller holds the task's lock.
+// recoverPassed finishes a run of the task that recorded a PASS and died before landing it
+// (it still holds the claim): it lands the PASS, or reopens the task (recover_passed
+// "reopen", --no-land, a refused landing). It returns the report of a landing, nil when the
+// run is to go on, and removes re-check workspaces killed landings left. The caller holds the
+// task's lock.
 func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc) (*RunReport, error) {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
@@ -64,8 +60,7 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 	for _, dead := range runs {
 		r.clearRecheck(ctx, dead)
 	}
-	// A run reaches PASS only after recording its claim, so "claimed" alone tells which passed
-	// runs may still hold it: one indexed query, and no tracker call when none does.
+	// A run reaches PASS only after recording its claim: one indexed query finds them.
 	held, err := r.st.RunsWithClaim(ctx, store.ClaimHeld)
 	if err != nil {
 		return nil, err
@@ -135,9 +130,8 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	return rep, nil
 }
 
-// reopenReason says why a passed run that did not land is not landed by recovery ("" when it
-// is): the configuration, a run made with --no-land (its release was cut short), or a
-// recovering run made with --no-land.
+// reopenReason says why recovery does not land a passed run ("" when it does): the config, or
+// --no-land on that run (its release was cut short) or on this one.
 func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) string {
 	if r.app.Config.RecoverPassed == config.RecoverReopen {
 		return "recover_passed is reopen"
@@ -152,8 +146,8 @@ func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) strin
 	return ""
 }
 
-// releaseDeadClaim records that a dead run's claim was given back, and brings the task's
-// notes and labels to the end of that run, as the run's own release would have.
+// releaseDeadClaim gives a dead run's claim back as its own release would have, bringing the
+// task's notes and labels to that run's end.
 func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) {
 	if t, err := r.tr.Get(ctx, taskID); err == nil {
 		status := ""
@@ -170,18 +164,16 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 }
 
 // landedBy returns the squash commit run runID landed on target, if one is there: a run killed
-// right after landing did not record it. Only the commits since its verified head are looked
-// at (a squash commit never has the branch as an ancestor; the re-check's merge is skipped),
-// and only a landing of the task by the run counts (landingOf: its trailers, not a line of the
-// body that reads like one, a goal an agent wrote) whose content is the run's verified head.
+// right after landing did not record it. Only a landing of the task by the run, by its
+// trailers (not a body line an agent wrote), whose content is its verified head counts
+// (landingOfRun).
 func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, taskID, target string) string {
 	run, _ := st.Run(ctx, runID)
 	return r.landingOfRun(ctx, target, taskID, runID, run.PassHead)
 }
 
-// recordLanding records a landing a killed process made and did not record, and closes the
-// task, finishing what the landing left undone: the journal on the squash commit, the landed
-// event, the parents the task completes.
+// recordLanding records a landing a killed process did not, and finishes what it left undone:
+// the task's close, the journal on the squash commit, the parents the task completes.
 func (a *App) recordLanding(ctx context.Context, st *store.Store, req landRequest, commit string) error {
 	reason := landingReason(commit, req.target, req.runID)
 	tr, err := a.Tracker()
@@ -215,8 +207,8 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 		Message: "git norma land took over this run's PASS after its process died; its claim is given back"})
 }
 
-// removeDeadWorktree removes the worktree a dead run left (its work is committed on the
-// branch, or is rescued onto it, which then no longer matches the PASS and does not land).
+// removeDeadWorktree removes a dead run's worktree (its work is on the branch, or rescued onto
+// it, which then no longer matches the PASS and does not land).
 func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
 	if _, err := os.Stat(path); err == nil {
@@ -224,8 +216,8 @@ func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	}
 }
 
-// clearRecheck removes the scratch workspace a landing re-check of the run left when its
-// process was killed (git would refuse to add it again); nothing in it is anyone's work.
+// clearRecheck removes the scratch workspace a killed landing re-check of the run left (git
+// would refuse to add it again); nothing in it is anyone's work.
 func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "recheck", "workspace")
 	if _, err := os.Stat(path); err != nil {
@@ -242,11 +234,10 @@ func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 	}
 }
 
-// recoverCrashed is the recovery `loop` does before it selects anything, so that no task stays
-// in progress because of a dead run: runs of any task whose process died are reconciled (their
-// claims given back), and runs that finished but still hold their task's claim are recovered
-// under the task's lock (a PASS that did not land lands, or the task is reopened). A task
-// another process works on is left alone. What it does is said on live.
+// recoverCrashed is what `loop` does before selecting, so that no task stays in progress
+// because of a dead run: dead runs are reconciled, and finished runs still holding their
+// task's claim are recovered under the task's lock. A task another process works on is left
+// alone. What it does is said on live.
 func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, live loop.LiveFunc) error {
 	tr, err := a.Tracker()
 	if err != nil {
@@ -281,9 +272,9 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 	return nil
 }
 
-// recoverTask recovers the finished runs of held's task that still hold its claim, under the
-// task's lock. A task no longer in progress (closed by a landing killed just after, moved by
-// someone) is held by none of them: that is recorded, so it is not looked at again.
+// recoverTask recovers, under the task's lock, the finished runs of held's task that still hold
+// its claim. A task no longer in progress is held by none: that is recorded, so it is not
+// looked at again.
 func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool, live loop.LiveFunc) error {
 	taskID := held.TaskID
 	lock, err := base.app.Repo.acquireTaskLock(taskID)

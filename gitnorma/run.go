@@ -26,18 +26,16 @@ type RunOptions struct {
 	TaskID string
 	// NoLand leaves a PASSed task on its branch for review (`git norma land` later).
 	NoLand bool
-	// Force runs (and lands) a task whose work already landed on the target; without it such
-	// a task is closed instead (landed.go).
+	// Force runs (and lands) a task whose work already landed; without it the task is closed.
 	Force bool
 	// Live receives each step as it starts and ends, and what the run does besides.
 	Live loop.LiveFunc
-	// IgnoreViolation starts the run even while a guard violation is pending (Force does
-	// too): loop sets it, having checked before it started.
+	// IgnoreViolation starts the run even with a guard violation pending (as Force does):
+	// loop, having checked it, sets it.
 	IgnoreViolation bool
 	// hops counts how many tasks this run went on to after Plan outcomes.
 	hops int
-	// store is the run store a loop hands its runs (nil: the run opens its own, once the
-	// task is known and locked).
+	// store is the run store a loop hands its runs (nil: the run opens its own).
 	store *store.Store
 }
 
@@ -66,11 +64,9 @@ type RunReport struct {
 	Discovered []string `json:"discovered,omitempty"`
 	// Proposed are those of them that wait for a person's review (filed_tasks "review").
 	Proposed []string `json:"proposed,omitempty"`
-	// Blocked says why this run's failure blocked the task (the third in a row): selection
-	// skips it until someone unblocks it.
+	// Blocked says why this run's failure (the third in a row) blocked the task.
 	Blocked string `json:"blocked,omitempty"`
-	// Failure says why the last Check failed (the failing checks, their exit codes and the
-	// tails of their output), when the run did not pass.
+	// Failure says why the last Check failed, when the run did not pass.
 	Failure *loop.Failure `json:"failure,omitempty"`
 	// Next is the run of the task Plan's outcome named, when the run went on with it.
 	Next *RunReport `json:"next,omitempty"`
@@ -95,8 +91,7 @@ type run struct {
 	closedByLanding bool
 	// forced is a run made with --force (see landRequest.forced).
 	forced bool
-	// reconciledOwn says reconciliation met a dead run of this run's task, which may have
-	// changed the task since it was read.
+	// reconciledOwn says reconciliation met a dead run of this task, which may have changed it.
 	reconciledOwn bool
 	started       time.Time
 	mirror        *taskMirror
@@ -145,8 +140,8 @@ func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return rep, err
 }
 
-// maxHops bounds how many times a run goes on with a task its Plan created, so a Plan that
-// keeps decomposing cannot run forever.
+// maxHops bounds how often a run goes on with a task its Plan created: a Plan that keeps
+// decomposing cannot run forever.
 const maxHops = 3
 
 // runOnce runs one task; a Plan outcome that names another task is left to Run.
@@ -214,11 +209,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		return RunReport{}, err
 	}
 	r.guard = r.newGuard()
-	opts, err := r.loopOptions(ctx, o.Live)
-	if err != nil {
-		return RunReport{}, r.abort(err)
-	}
-	res, err := loop.Run(ctx, opts)
+	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
 	r.guard.Release() // the landing lock of a step that ended without the guard's look
 	if err != nil {
 		r.rec.writeNotes(context.WithoutCancel(ctx))
@@ -239,8 +230,8 @@ func (r *run) autoPrune(ctx context.Context) {
 	if r.app.Config.Retention.KeepLast <= 0 && r.app.Config.Retention.KeepDays <= 0 {
 		return
 	}
-	// One prune at a time: the runs of a parallel loop end together, and two prunes would
-	// remove the same worktrees. A run that finds one under way leaves retention to it.
+	// One prune at a time (the runs of a parallel loop end together): a run that finds one
+	// under way leaves retention to it.
 	lock, err := acquireLock(r.app.Repo.Path("locks", "prune.lock"), "another git norma prune is running")
 	if err != nil {
 		return
@@ -270,8 +261,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := os.MkdirAll(filepath.Join(r.dir, "artifacts"), 0o700); err != nil {
 		return withKind(ErrEnvironment, err)
 	}
-	// The task's journal so far opens the run's progress.md (spec invariant 11): an agent
-	// reads there what the task's earlier runs did.
+	// The task's journal so far opens progress.md (spec invariant 11).
 	if prior := r.mirror.priorProgress(); prior != "" {
 		if err := os.WriteFile(filepath.Join(r.dir, "artifacts", "progress.md"), []byte(prior), 0o600); err != nil {
 			return err
@@ -327,8 +317,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := r.claimTask(ctx); err != nil {
 		_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
 		if errors.Is(err, tracker.ErrClaimed) {
-			// Someone (another worker, a person) claimed it first: nothing of this run's is
-			// left behind, and the task stays theirs.
+			// Claimed first by someone else: nothing of this run's is left behind.
 			msg := fmt.Sprintf("task %s was claimed by another run or person first", r.pre.task.ID)
 			r.finish(ctx, store.StatusStopped, "", StopClaimLost, msg)
 			r.release(ctx, true)
@@ -352,8 +341,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 }
 
 // claimTask claims the task; where the tracker keeps the state apart (bd), the claim carries a
-// first lease in the same call, so that a worker that dies right after claiming leaves one to
-// run out (see reaper.go).
+// first lease, so a worker that dies right after claiming leaves one to run out (reaper.go).
 func (r *run) claimTask(ctx context.Context) error {
 	var t tracker.Task
 	var err error
@@ -369,8 +357,8 @@ func (r *run) claimTask(ctx context.Context) error {
 	return err
 }
 
-// ErrClaimLost is a run that lost its task's claim to someone else (another worker claiming
-// at the same moment, a person): not a failure of the task, and `loop` goes on with the next.
+// ErrClaimLost is a run that lost its task's claim to someone else: not a failure of the
+// task, and `loop` goes on with the next.
 var ErrClaimLost = errors.New("the claim was lost")
 
 // lostClaim is an error, with its own message, that is a lost claim (errors.Is ErrClaimLost).
@@ -432,9 +420,9 @@ func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.L
 	_ = r.st.AppendEvent(ctx, r.id, ev)
 }
 
-// checkClaimable re-reads the task after reconciliation reopened it (a dead run of ours held
-// it), else takes it as prepare read it (bd's claim, a compare-and-swap, still refuses a task
-// someone claimed meanwhile): a task still in progress is someone else's.
+// checkClaimable refuses a task in progress (someone else's), re-read if reconciliation
+// changed it, else as prepare read it (bd's claim, a compare-and-swap, still refuses a task
+// claimed meanwhile).
 func (r *run) checkClaimable(ctx context.Context) error {
 	t := r.pre.task
 	if r.reconciledOwn {
@@ -449,7 +437,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	if t.Status != tracker.StatusOpen {
 		err := fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)
 		if t.Status == tracker.StatusInProgress {
-			// Claimed since it was selected (another worker, a person): for loop, a lost claim.
+			// Claimed since it was selected: for loop, a lost claim.
 			err = lostClaim{err}
 		}
 		return &Error{Err: err, Hint: "if nobody is working on it, set its status back to open in the tracker"}
@@ -464,10 +452,9 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	return nil
 }
 
-// freeBranch makes sure no other worktree holds the task branch. Holding the task lock means
-// any run worktree still holding it belongs to a dead run; one outside .norma/ is the user's.
-// It works under the worktree lock: listing worktrees while a parallel run adds one can read
-// git's bookkeeping half made.
+// freeBranch makes sure no other worktree holds the task branch: a run worktree holding it
+// (we hold the task lock) is a dead run's; one outside .norma/ is the user's. Under the
+// worktree lock: git's bookkeeping of a worktree a parallel run is adding can be half made.
 func (r *run) freeBranch(ctx context.Context) error {
 	branch := worktree.TaskBranch(r.pre.task.ID)
 	return r.app.Repo.withWorktreeLock(ctx, func() error {
@@ -483,9 +470,8 @@ func (r *run) freeBranch(ctx context.Context) error {
 	})
 }
 
-func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options, error) {
-	// While the run holds its task lock nobody else writes notes on its own step commits, so
-	// each note it created is merged in memory afterwards.
+func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options {
+	// Under the task lock nobody else notes this run's step commits: its notes merge in memory.
 	journal := r.app.Repo.NotesJournal()
 	journal.Written = &notes.Written{}
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
@@ -516,7 +502,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) (loop.Options
 	if o.Resume != nil {
 		say(live, r.pre.task.ID, "resuming task %s from run %s (its completed steps are not run again)", r.pre.task.ID, o.Resume.From)
 	}
-	return o, nil
+	return o
 }
 
 // taskInput is the task as agents see it, with the Ready Contract parsed.
@@ -528,8 +514,7 @@ func taskInput(t tracker.Task) loop.TaskInput {
 	}
 }
 
-// newRunID sorts by time to the millisecond and is unique enough across machines:
-// r-20261122-070102-123-a1b2c3.
+// newRunID sorts by time and is unique enough across machines: r-20261122-070102-123-a1b2c3.
 func newRunID(now time.Time) string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)

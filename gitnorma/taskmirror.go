@@ -60,8 +60,8 @@ type taskMirror struct {
 	// trackerLeases says the tracker leased the claim itself (bd from 1.3: tracker.Leaser):
 	// the heartbeat renews that lease, and a write need not.
 	trackerLeases bool
-	// lastLease is the lease of the last write; closedByLanding says the run's
-	// landing closed the task (its last write then keeps that lease: see finishRun).
+	// lastLease is the last write's lease; closedByLanding says the run's landing closed
+	// the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
 	closedByLanding bool
 	// mu serialises the writes of the engine's steps and of the heartbeat, so a renewal never
@@ -77,13 +77,12 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redact.Redactor) (
 	return &taskMirror{tr: tr, taskID: t.ID, state: st, labels: slices.Clone(t.Labels), confirmed: slices.Clone(t.Labels), redact: redact}, nil
 }
 
-// resume returns what the last run completed of its unfinished iteration, when the labels
-// say so and the task branch agrees: a plan still holds if the branch only moved forward since
-// (an interrupted Do's work rescued on top, say); a Do result only if the branch is exactly
-// where that step left it. The notes and labels are hints anyone with the backlog can edit:
-// they say where to resume work, never what was verified — a completed Check is not resumed
-// (it runs again), and the restored plan gets the task's Verify commands and the gates
-// enforced by the loop like any plan.
+// resume returns what the last run completed of its unfinished iteration, when the labels say
+// so and the task branch agrees: a plan holds if the branch only moved forward since (an
+// interrupted Do's work rescued on top); a Do result only if the branch is exactly where that
+// step left it. The notes and labels are hints anyone with the backlog can edit: they say
+// where to resume, never what was verified — a Check is never resumed, and the restored plan
+// gets the task's Verify commands and the gates enforced like any plan.
 func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
 	s := &m.state
 	if !slices.Contains(m.labels, LabelHasPlan) || s.Plan == nil || s.Head == "" {
@@ -138,11 +137,10 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 	}
 	m.move(add, remove)
 	if (rec.Builtin || rec.Role == loop.RoleCheck) && !closes(rec) {
-		// A built-in Plan or Act decides from its input alone, and a Check is never resumed
-		// (its verdict is not a hint to trust): if the run dies before the next write, the next
-		// run simply runs them again (the store keeps their journal lines for it: catchUp).
-		// Their lines and labels go with the next step's update, or the run's last write: one
-		// backlog rewrite (or bd call) an iteration instead of four.
+		// A built-in Plan or Act decides from its input alone, and a Check is never resumed:
+		// a run that dies before the next write has them run again (catchUp keeps their
+		// journal lines). They ride on the next write: one backlog rewrite (or bd call) an
+		// iteration instead of four.
 		return
 	}
 	// The write that closes the task carries a lease too: a worker killed during the landing
@@ -174,12 +172,10 @@ func closes(rec loop.StepRecord) bool {
 	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
 }
 
-// catchUp adds to the journal the lines of steps that a dead run recorded but never got
-// into the task state: a built-in Plan or Act rides on the next write (see afterStep), which
-// never came. They go out with this run's first write, in time order; a line the journal
-// already has is not added again. The resume data and labels are left as the last write put
-// them: they say what the next run may reuse, and a step they do not include is simply run
-// again.
+// catchUp adds to the journal, in time order and once, the lines of steps a dead run recorded
+// but never got into the task state (a built-in Plan or Act rides on the next write, which
+// never came); they go out with this run's first write. The resume data and labels stay as
+// the last write put them: a step they do not include is simply run again.
 func (m *taskMirror) catchUp(lines []JournalLine) {
 	have := map[[2]string]bool{}
 	for _, l := range m.state.Journal {
@@ -203,8 +199,8 @@ func (m *taskMirror) catchUp(lines []JournalLine) {
 	}
 }
 
-// priorProgress renders the task's journal (its earlier runs' steps, as the task's state
-// keeps them) in progress.md's template, with what was folded away said first.
+// priorProgress renders the task's journal (its earlier runs' steps) in progress.md's
+// template, with what was folded away said first.
 func (m *taskMirror) priorProgress() string {
 	var b strings.Builder
 	if m.state.Folded != "" {
@@ -221,8 +217,8 @@ func (m *taskMirror) priorProgress() string {
 	return b.String()
 }
 
-// stepLogPath is where an earlier run's step log is, relative to the repository root ("" for a
-// line that is no step's, such as a lease that ran out).
+// stepLogPath is an earlier run's step log, relative to the repository root ("" for a line
+// that is no step's, such as a lease that ran out).
 func stepLogPath(l JournalLine, name string) string {
 	if l.Step == 0 {
 		return ""
@@ -303,9 +299,8 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 		}
 	}
 	m.move(add, remove)
-	// The run is over: nobody holds the claim any more, and the lease goes — but on a task the
-	// landing closed, the lease left on it harms nothing (only tasks in progress are reaped),
-	// and keeping it saves the call that would clear it.
+	// The run is over and its lease goes — but on a task the landing closed a lease harms
+	// nothing (only tasks in progress are reaped), and keeping it saves a call.
 	lease := ""
 	if m.closedByLanding {
 		lease = m.lastLease
@@ -352,10 +347,9 @@ func (m *taskMirror) write(ctx context.Context, status, lease string) error {
 }
 
 // keepLease renews the lease of the run's claim every third of it while the run works (a Do
-// agent may take an hour between two steps' writes). Where the tracker leased
-// the claim itself, a renewal is its heartbeat instead (no write of the state: with bd, no
-// Dolt commit), every third of the shorter of the two leases. stop ends it; the run's last
-// write then clears the lease.
+// agent may take an hour between two steps' writes). Where the tracker leased the claim
+// itself, a renewal is its heartbeat (no state write: with bd, no Dolt commit), every third of
+// the shorter of the two leases. stop ends it; the run's last write then clears the lease.
 func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop func()) {
 	if m.lease <= 0 {
 		return func() {}
