@@ -15,13 +15,12 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
-// stampedTracker is the tracker as git-norma uses it: every change (and, with bd, which may
-// touch .beads/ even to read, every call) runs under .norma/locks/backlog.lock and leaves the
-// backlog's fingerprint in .norma/locks/backlog.stamp. The workspace guard compares against
-// it, so a parallel run claiming its task, or `git norma task add` while an agent works, is
-// not taken for the agent writing the backlog. A change by anyone else that git-norma finds
-// before one of its calls (which would rewrite and re-stamp it) rewrites backlog.outside,
-// which the guard watches too: a step during which that happens fails all the same.
+// stampedTracker is the tracker as git-norma uses it: every change (with bd, which may touch
+// .beads/ even to read, every call) runs under .norma/locks/backlog.lock and leaves the
+// backlog's fingerprint in backlog.stamp, which the workspace guard compares against: a
+// parallel run's claim, or `git norma task add`, is not taken for an agent writing the
+// backlog. A change by anyone else found before a call (which would re-stamp it) rewrites
+// backlog.outside, which the guard watches too.
 type stampedTracker struct {
 	inner tracker.Tracker
 	root  string
@@ -179,8 +178,8 @@ func (s stampedTracker) AddDependency(ctx context.Context, issue, dependsOn, dep
 	return s.locked(ctx, true, func() error { return s.inner.AddDependency(ctx, issue, dependsOn, depType) })
 }
 
-// backlogFingerprint is one line for each entry of .beads/ (bd's bookkeeping aside) and issues.jsonl: name,
-// size, mode and modification time (a few stat calls, never a walk).
+// backlogFingerprint is a line (name, size, mode, time) for issues.jsonl and each entry of
+// .beads/ but bd's bookkeeping: a few stat calls, never a walk.
 func backlogFingerprint(root string) []string {
 	dir := filepath.Join(root, ".beads")
 	lines := []string{guard.StatLine(filepath.Join(dir, "issues.jsonl"))}
@@ -195,9 +194,8 @@ func backlogFingerprint(root string) []string {
 }
 
 // bdBookkeeping are files bd rewrites on its own account, reads included (bd show writes
-// last-touched): a person's bd command during a run changes them, which says nothing of an
-// agent's edit of the backlog. The directory .beads itself is left out for the same reason:
-// its time moves whenever bd replaces one of them.
+// last-touched): a change says nothing of an agent's edit. The directory .beads itself is
+// left out too: its time moves whenever bd replaces one of them.
 var bdBookkeeping = map[string]bool{"last-touched": true, "export-state.json": true}
 
 func backlogLockPath(root string) string {
@@ -228,10 +226,9 @@ func backlogStampPath(root string) string {
 	return filepath.Join(root, ".norma", "locks", "backlog.stamp")
 }
 
-// writeBacklogStamp records the backlog as git-norma left it. Best effort: without a stamp
-// the guard is only stricter. It is rewritten in place, not through a new file, because it
-// changes after every step and is only ever read under backlog.lock, which its writer holds;
-// a stamp torn by a crash merely reads as "changed since", which is the strict side.
+// writeBacklogStamp records the backlog as git-norma left it. Best effort: without a stamp the
+// guard is only stricter. It is rewritten in place: it is only read under backlog.lock, which
+// its writer holds, and one torn by a crash reads as "changed since", the strict side.
 func writeBacklogStamp(root string) {
 	now := strings.Join(backlogFingerprint(root), "\n")
 	if old, err := os.ReadFile(backlogStampPath(root)); err != nil || string(old) != now {

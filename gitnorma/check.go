@@ -26,9 +26,8 @@ type CheckReport struct {
 	Results  []loop.AcceptanceResult `json:"acceptance_results"`
 	Evidence []loop.Evidence         `json:"evidence"`
 	Log      string                  `json:"log"`
-	// Recorded says whether the verdict counts for Head: only a check of a clean worktree,
-	// run on exactly Head's tree in the task's check worktree, speaks for the commit (hooks
-	// and land look for a recorded PASS).
+	// Recorded says the verdict counts for Head (hooks and land look for a recorded PASS): a
+	// check of a clean worktree, run on exactly Head's tree in the task's check worktree.
 	Recorded bool `json:"recorded"`
 	// Tree is the tree id the checks ran on when Recorded.
 	Tree string `json:"tree,omitempty"`
@@ -37,9 +36,9 @@ type CheckReport struct {
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
 // uses. Without a task id it takes the task of the checked-out norma/task/<id> branch.
 func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error) {
-	// A run's workspace and a check worktree are the agents' and the checks': their .git is
-	// theirs to point at a repository of their making, whose config (core.fsmonitor, filters)
-	// git would run here, unconfined. Decided before any git runs there.
+	// A run's workspace or check worktree could point its .git at a repository of an agent's
+	// making, whose config (core.fsmonitor, filters) git would run unconfined: refused before
+	// any git runs there.
 	for _, own := range []string{a.Repo.Path("runs"), a.Repo.Path("checks")} {
 		if abs, err := filepath.Abs(dir); err == nil && (contains(own, abs) || contains(resolved(own), resolved(abs))) {
 			return CheckReport{}, usagef("check the task's branch from a worktree of yours: git worktree add ../check norma/task/<task>, then git norma check <task> there; or run it: git norma run <task> --no-land",
@@ -70,13 +69,12 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	rep := CheckReport{TaskID: taskID, Dir: top, RunID: newRunID(started)}
 	rep.Head, _ = a.Repo.Git.In(top).ResolveCommit(ctx, "HEAD")
 	dirty, _ := a.Repo.Git.In(top).TrackedChanges(ctx)
-	// A verdict speaks for the task's work only when what was checked is it: a clean
-	// worktree at the tip of the task's branch (not, say, main in the user's checkout).
+	// A verdict speaks for the task's work only from a clean worktree at its branch's tip.
 	tip, _ := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+worktree.TaskBranch(taskID))
 	rep.Recorded = dirty == "" && rep.Head != "" && tip == rep.Head
 	if rep.Recorded {
-		// A clean worktree's commit is checked where nothing but its tree is: the task's check
-		// worktree (under the task's lock). Files the worktree ignores cannot make the PASS.
+		// Checked in the task's check worktree (under its lock), where nothing but the tree is:
+		// files the worktree ignores cannot make the PASS.
 		if lock, err := a.Repo.acquireTaskLock(taskID); err != nil {
 			rep.Recorded = false // a run of the task is under way: its own Check decides
 		} else {
@@ -90,12 +88,12 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 	}
 	defer log.Close()
 	// The commit is an agent's: its check commands run its code, confined as in a run.
-	if cf := a.confiner(); !cf.shieldsNow() {
+	cf := a.confiner()
+	if !cf.shieldsNow() {
 		if err := markUnshieldedIn(ctx, a.Repo, a.Now(), "git norma check of "+taskID+" with its commands unconfined"); err != nil {
 			return rep, err
 		}
 	}
-	cf := a.confiner()
 	c, err := cf.confinement()
 	if err != nil {
 		return rep, err
@@ -135,9 +133,8 @@ func taskCriteria(gates []loop.Gate, task tracker.Task) []loop.EffectiveCriterio
 	return effective
 }
 
-// recordCheck stores a check as a run of its task (kind check, its head the checked commit),
-// with the PASS recorded when it passed on a clean worktree, and notes the result on the
-// checked commit.
+// recordCheck stores a check as a run of its task (kind check), with the PASS recorded when
+// it counts, and notes the result on the checked commit.
 func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time) error {
 	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {

@@ -11,15 +11,14 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// checkTreeDir is where a task's check worktree lives: .norma/checks/<task>/worktree, beside
-// the log of its setup. Only the orchestrator moves it, and only under the task's lock.
+// checkTreeDir holds a task's check worktree (worktree/) and its setup's log; only the
+// orchestrator moves it, under the task's lock.
 func (r *Repo) checkTreeDir(taskID string) string {
 	return r.Path("checks", taskID)
 }
 
-// checker runs a task's checks where nothing but the checked tree is: it moves the task's
-// check worktree (and sets up new worktrees), and runs check commands confined, with the
-// check step's timeout.
+// checker runs a task's checks, confined and with the Check step's timeout, where nothing but
+// the checked tree is (the task's check worktree); it also sets up new worktrees.
 type checker struct {
 	repo     *Repo
 	setup    [][]string
@@ -41,9 +40,9 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	dir := ck.repo.checkTreeDir(taskID)
 	log := &lazyLog{path: filepath.Join(dir, "setup.txt")}
 	defer log.Close()
-	// Agents the kernel keeps out of the check worktree cannot write there, so what the checks
-	// cached there under ignored paths is kept; others could have (unconfined, or confined with
-	// sandbox.allow_write opening the repository), so it is made afresh every time.
+	// What checks cached under ignored paths is kept only where the kernel keeps agents out
+	// of the check worktree; otherwise (unconfined, or allow_write opening the repository)
+	// it is made afresh every time.
 	c, err := ck.confiner.withoutProbe()
 	shielded := err == nil && ck.confiner.shields(c)
 	ct, err := ck.repo.Worktrees(ctx).CheckTree(ctx, worktree.CheckTreeOptions{
@@ -57,10 +56,10 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree, Leftovers: ct.Leftovers}, nil
 }
 
-// verify runs the criteria's checks on commit in the task's check worktree, under runCtx
-// (confined), with their output in log (logRef in the evidence), confirming a PASS that may
-// have needed what earlier checks left there in a fresh worktree (loop.VerifyTree). The caller
-// holds the task's lock.
+// verify runs the criteria's checks on commit in the task's check worktree under runCtx
+// (confined), logging to log (logRef in the evidence), and confirms in a fresh worktree a
+// PASS that may have needed what earlier checks left (loop.VerifyTree). The caller holds the
+// task's lock.
 func (ck checker) verify(ctx, runCtx context.Context, taskID, commit string, effective []loop.EffectiveCriterion, log *os.File, logRef string) (loop.CheckTree, []loop.Evidence, bool, error) {
 	bring := func(fresh bool) (loop.CheckTree, error) { return ck.checkTree(ctx, taskID, commit, fresh) }
 	run := func(ctx context.Context, dir string) ([]loop.Evidence, error) {
@@ -92,8 +91,7 @@ func (ck checker) worktreeSetup(log *lazyLog) worktree.Setup {
 	return worktree.Setup{Root: ck.repo.Root, Commands: ck.setup, Log: log, Confine: ck.confiner.confineSetup}
 }
 
-// lazyLog is a log file created on its first write: most worktrees need no setup, and then
-// leave no empty file behind.
+// lazyLog is a log file created on its first write: most worktrees need no setup.
 type lazyLog struct {
 	path string
 	f    *os.File

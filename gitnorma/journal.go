@@ -89,8 +89,8 @@ func journalRuns(ctx context.Context, st *store.Store, target string, isRun bool
 	return runs, err
 }
 
-// runJournal rebuilds a run's entries from its step rows, which hold each step's output (a
-// step committed before they did has its output.json file read instead).
+// runJournal rebuilds a run's entries from its step rows and their outputs (or, for a step
+// committed before rows held them, its output.json).
 func (h *History) runJournal(ctx context.Context, st *store.Store, r store.Run) ([]JournalEntry, error) {
 	steps, err := st.Steps(ctx, r.ID)
 	if err != nil {

@@ -17,13 +17,11 @@ import (
 )
 
 // RunLock is an exclusive lock held while working: one per task (.norma/locks/task-<id>.lock)
-// for a run or a landing of that task, so runs of different tasks go on in parallel. It is an
-// flock, so the kernel releases it when the holder dies however it dies: a lock can never be
-// left stale. The file's content says who holds it, for messages and `status`.
+// for a run or landing of it. It is an flock, which the kernel releases however the holder
+// dies: never stale. The file says who holds it, for messages and `status`.
 type RunLock struct {
 	f *os.File
-	// Previous is the record a holder that died left in the file (zero after a clean release,
-	// which empties it): the lock was taken over from it.
+	// Previous is the record a holder that died left (zero after a clean release).
 	Previous LockHolder
 }
 
@@ -149,14 +147,11 @@ func LiveLockHolder(path string) (LockHolder, bool) {
 	return h, true
 }
 
-// unconfinedTurn waits until no other run with unconfined agents is under way in the
-// repository, saying so if it has to, and returns the release of the turn. Unconfined agents
-// take turns: each step's fallback guard compares the shared places with its own snapshot, and
-// one taken while another run's agent had changed them would put that change back after the
-// other run's guard undid it.
-//
-// The turn is a lock on the .norma directory itself: an unconfined agent could delete a lock
-// file, and the next run would take a new one at once.
+// unconfinedTurn waits, saying so, until no other run with unconfined agents is under way,
+// and returns the turn's release. Unconfined agents take turns: a step's fallback guard
+// compares the shared places with its snapshot, and one taken while another run's agent had
+// changed them would put that change back after the other's guard undid it. The turn locks
+// the .norma directory itself: an unconfined agent could delete a lock file.
 func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID string) (func(), error) {
 	now, cancel := context.WithCancel(ctx)
 	cancel() // a first try that does not wait
@@ -168,8 +163,8 @@ func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID st
 	return flock.Acquire(ctx, r.Path(), 0, flock.Exclusive)
 }
 
-// liveTasks are the tasks whose lock a live process holds: a run of the task, its landing
-// (which may move the task branch after the run's end is recorded), or git norma land.
+// liveTasks are the tasks whose lock a live process holds: a run, its landing (which may move
+// the task branch after the run's end is recorded), or git norma land.
 func (r *Repo) liveTasks() map[string]bool {
 	out := map[string]bool{}
 	paths, _ := filepath.Glob(r.Path("locks", "task-*.lock"))

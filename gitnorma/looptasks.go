@@ -22,13 +22,11 @@ type LoopOptions struct {
 	Scope    Scope
 	NoLand   bool
 	Live     loop.LiveFunc
-	// Force starts runs even while a guard violation is pending (one the loop meets still
-	// stops it).
+	// Force starts runs even with a guard violation pending (one the loop meets stops it).
 	Force bool
-	// Poll, when set, makes the loop a worker that waits for work: with nothing ready and
-	// nothing running it looks again after about Poll (a fifth more at random, so that workers
-	// started together do not ask together) instead of stopping, until it is paused or
-	// interrupted.
+	// Poll, when set, makes the loop a worker: with nothing ready or running it looks again
+	// after Poll (up to a fifth more at random, so workers started together do not ask
+	// together) instead of stopping.
 	Poll time.Duration
 }
 
@@ -41,11 +39,10 @@ type LoopReport struct {
 	ExitCode int    `json:"exit_code"`
 }
 
-// Loop selects the next ready task, runs it (landing a PASS) and repeats until nothing is
-// ready, a pause is requested, MaxTasks runs were made or it is interrupted. With Parallel > 1
-// it keeps up to that many runs of independent tasks going at once (no blocks dependency and
-// no parent-child line between them); their landings are serialised. A task is tried at most
-// once per loop, so a failing task cannot monopolise it.
+// Loop runs the next ready task (landing a PASS) until nothing is ready, a pause is requested,
+// MaxTasks runs were made or it is interrupted. With Parallel > 1 it keeps up to that many
+// runs of independent tasks going at once; their landings are serialised. A task is tried at
+// most once per loop, so a failing task cannot monopolise it.
 func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	o.Parallel = max(o.Parallel, 1)
 	if max := a.Config.MaxParallel; o.Parallel > max {
@@ -56,9 +53,9 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		return LoopReport{}, err
 	}
 	if o.Parallel > 1 {
-		// Without a pid namespace, a confined agent sees the other runs' launchers and may
-		// change their resource limits (prlimit: Landlock does not govern it) while they start
-		// a check — a check whose tool cannot start may pass. Runs one at a time never meet.
+		// Without a pid namespace a confined agent may change other runs' launchers' resource
+		// limits (prlimit: Landlock does not govern it), and a check whose tool cannot start
+		// may pass. Runs one at a time never meet.
 		c, err := a.confiner().confinement()
 		if err != nil {
 			return LoopReport{}, err
@@ -79,9 +76,8 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 			return LoopReport{}, err
 		}
 	}
-	// Before selecting: a task a dead run left in progress is not ready, and would be skipped.
-	// (A violation the recovery finds — a run killed by its unconfined agent — stops the loop
-	// before it starts anything: the loop's time starts before it.)
+	// Before selecting: a task a dead run left in progress is not ready. (The loop's time starts
+	// before, so a violation recovery finds stops the loop before it starts anything.)
 	since := a.Now()
 	if err := a.recoverCrashed(ctx, st, o.NoLand, o.Live); err != nil {
 		return LoopReport{}, err
@@ -105,8 +101,8 @@ type looper struct {
 	// stopped is why no new run is started (empty while selecting goes on).
 	stopped, message string
 	code             int
-	// fatal is an error no other task can get past (git, the repository, the store, the
-	// config): the loop starts nothing more and returns it once the runs going on end.
+	// fatal is an error no other task can get past (git, the store, the config): nothing more
+	// starts, and it is returned once the runs going on end.
 	fatal error
 	// idle says a worker found nothing ready and said so (it says it once per idle spell).
 	idle bool
@@ -187,8 +183,7 @@ func (l *looper) fill(ctx context.Context) error {
 				say(l.o.Live, "", "loop: nothing ready%s; waiting for work (every %s)", scopeText(sel.Scope), l.o.Poll)
 				l.idle = true
 			}
-			// What a run killed meanwhile left (its task in progress, a PASS not landed) is
-			// recovered as at the loop's start, so that its task can be run again.
+			// What a run killed meanwhile left is recovered, so its task can run again.
 			if err := l.app.recoverCrashed(ctx, l.st, l.o.NoLand, l.o.Live); err != nil {
 				say(l.o.Live, "", "loop: recovering dead runs failed: %v", err)
 			}

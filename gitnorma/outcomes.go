@@ -25,10 +25,9 @@ type outcome struct {
 	why string
 }
 
-// applier applies the orchestrator side of Plan's outcomes and Do's discoveries. Agents never
-// touch the tracker: everything is created here, each creation journaled as it happens, and
-// an issue that already exists (same title under the same parent, from an earlier attempt
-// that crashed midway) is reused instead of duplicated.
+// applier applies Plan's outcomes and Do's discoveries: agents never touch the tracker. Each
+// creation is journaled as it happens, and an issue an earlier attempt that crashed midway
+// made (same title under the same parent) is reused instead of duplicated.
 type applier struct {
 	repo  *Repo
 	now   func() time.Time
@@ -36,8 +35,7 @@ type applier struct {
 	st    *store.Store
 	runID string
 	all   []tracker.Task
-	// review files new tasks as proposed (filed_tasks "review"): no run takes them until a
-	// person accepts them.
+	// review files new tasks as proposed (filed_tasks "review"), for a person to accept.
 	review bool
 }
 
@@ -123,8 +121,8 @@ func (ap *applier) discoveries(ctx context.Context, task tracker.Task, found []l
 }
 
 // ensure returns the id of the issue titled n.Title under parent, creating it if needed. An
-// open one is reused only when from returns true for it (an issue an earlier attempt that
-// crashed midway made): a title alone must not hand an agent a task of yours to work and land.
+// open one is reused only when from says an earlier attempt made it: a title alone must not
+// hand an agent a task of yours to work and land.
 func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, out *outcome, from func(tracker.Task) bool) (string, error) {
 	// An agent writes it: one line, nothing that would work a terminal when listed.
 	title := loop.Printable(strings.Join(strings.Fields(n.Title), " "))
@@ -160,9 +158,8 @@ func (ap *applier) ensure(ctx context.Context, parent string, n loop.NewIssue, o
 	return t.ID, nil
 }
 
-// asStored is n, the issue the Plan named to go on with (out.next), as the backlog holds it:
-// one that was there already is worked as it is, not as the Plan describes it — a task of
-// yours with no Verify line must not go on with the Verify the Plan wrote for it.
+// asStored is n, the issue Plan named to go on with (out.next), as the backlog holds it: a
+// task of yours with no Verify line must not go on with the Verify the Plan wrote for it.
 func (ap *applier) asStored(n loop.NewIssue, out outcome) loop.NewIssue {
 	i := slices.IndexFunc(ap.all, func(t tracker.Task) bool { return t.ID == out.next })
 	if i >= 0 && !slices.Contains(out.created, out.next) {
@@ -171,8 +168,8 @@ func (ap *applier) asStored(n loop.NewIssue, out outcome) loop.NewIssue {
 	return n
 }
 
-// awaitReview stops the run from going on with a task an agent proposed: its Verify lines
-// are the agent's, and what lands for it would be checked by them alone.
+// awaitReview stops the run from going on with a task an agent proposed: its Verify lines,
+// the agent's, would be all that checks what lands for it.
 func (ap *applier) awaitReview(out *outcome) {
 	i := slices.IndexFunc(ap.all, func(t tracker.Task) bool { return t.ID == out.next })
 	if out.next == "" || i < 0 || !slices.Contains(ap.all[i].Labels, LabelProposed) {
@@ -187,9 +184,8 @@ func (ap *applier) awaitReview(out *outcome) {
 	out.next = ""
 }
 
-// discoveredFrom says a task was filed from task id (its discovered-from link): the
-// prerequisites and discoveries of that task's earlier attempts, never a task of yours that
-// only shares a title.
+// discoveredFrom says a task was filed from task id (its discovered-from link), as that
+// task's earlier attempts' prerequisites and discoveries are.
 func discoveredFrom(id string) func(tracker.Task) bool {
 	return func(t tracker.Task) bool {
 		return slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool {
@@ -219,7 +215,7 @@ func (ap *applier) journal(ctx context.Context, typ, msg string, data any) {
 }
 
 // notReady says why a new issue cannot be worked on yet ("" when it can): it needs a Verify
-// field (Ready Contract) and no sibling of this plan may block it.
+// field, and no sibling of this plan may block it.
 func notReady(n loop.NewIssue, siblings []loop.NewIssue) string {
 	if len(loop.ParseReadyContract(n.Description).Verify) == 0 {
 		return "its description has no Verify field"

@@ -11,24 +11,19 @@ import (
 )
 
 // Leases of claims, with bd shared by workers on several machines. bd 1.0.5 has none of its
-// own (no heartbeat, no reclaim), so a run keeps one in its task state: TaskState.LeaseUntil,
-// renewed with every write and every third of worker.lease between them. From bd 1.3 a claim
-// carries bd's own lease (tracker.Leaser): a run renews it with bd heartbeat, and a loop gives
-// the task back with bd reclaim, which refuses a lease that was renewed meanwhile. A worker
-// that dies stops renewing its lease; once it has run out, any loop reopens the task, and only
-// the step that was in flight is lost: the task branch, pushed or on the dead worker's disk,
-// and the state say where the next run resumes. Clocks of the machines are compared: leaseSkew
-// allows for them being apart (keep them in sync with NTP).
-const (
-	leaseSkew = 30 * time.Second
-)
+// own, so a run keeps one in its task state (TaskState.LeaseUntil), renewed with every write
+// and every third of worker.lease between them. From bd 1.3 a claim carries bd's own lease
+// (tracker.Leaser): bd heartbeat renews it, and bd reclaim, which refuses a lease renewed
+// meanwhile, gives the task back. Once a dead worker's lease has run out any loop reopens the
+// task, and only the step in flight is lost. Machines' clocks are compared: leaseSkew allows
+// for them being apart (keep them in sync with NTP).
+const leaseSkew = 30 * time.Second
 
 // leases are the claims' leases: how long one lasts here, and who reopens a task whose lease
 // ran out.
 type leases struct {
-	// length is how long a run's claim is leased: with bd only (0 otherwise: a claim in the
-	// embedded backlog is in this clone's file, and the loop's own recovery gives back what
-	// its dead runs left).
+	// length is how long a run's claim is leased: with bd only (an embedded backlog's claims
+	// are in this clone's file, and the loop's own recovery gives back what its dead runs left).
 	length   time.Duration
 	workerID string
 	now      func() time.Time
@@ -43,11 +38,10 @@ func (a *App) leases() leases {
 	return l
 }
 
-// reap reopens the tasks in progress whose lease ran out: their worker died or lost
-// touch. Only tasks git-norma leased are looked at: a task a person claimed has no lease. The
-// task is given back (status open, nobody's) in one write that also clears the lease. Should its worker come back, it does not land once
-// another worker holds the claim (see checkStillOpen); if it lands first, the other worker's
-// run finds the landing on the target and closes the task instead of landing it twice.
+// reap reopens the tasks in progress whose lease ran out (their worker died or lost touch), in
+// one write that also clears the lease. Should the worker come back, it does not land once
+// another holds the claim (checkStillOpen); if it lands first, the other's run finds the
+// landing and closes the task instead of landing it twice.
 func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc) error {
 	gone, err := l.expired(ctx, tr)
 	if err != nil {
@@ -60,8 +54,7 @@ func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc
 			continue
 		}
 		// Looked at again just before the write: another loop may have reaped and claimed it
-		// since the list. (bd has no conditional update: a claim made in between this read and
-		// the write is still lost — a narrow window, where the list's was wide.)
+		// since the list (bd has no conditional update, so the window narrows, not closes).
 		if cur, err := tr.Get(ctx, e.task.ID); err != nil || cur.Status != tracker.StatusInProgress || cur.Assignee != e.task.Assignee || !sameLease(tr, cur, e) {
 			continue
 		}
@@ -78,15 +71,18 @@ func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc
 			say(live, e.task.ID, "reopening task %s, whose lease ran out, failed: %v", e.task.ID, err)
 			continue
 		}
-		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339))
+		sayReopened(live, e)
 	}
 	return nil
 }
 
-// reclaim gives back a task whose lease the tracker keeps (bd from 1.3): the tracker checks
-// the lease is stale and reopens the task in one transaction, and records it itself (bd
-// refuses anyone else's change of a leased claim's status). Nothing else is written: a run
-// may claim the task the moment it is open, and its state must not be written over.
+func sayReopened(live loop.LiveFunc, e expiredLease) {
+	say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339))
+}
+
+// reclaim gives back a task whose lease the tracker keeps (bd from 1.3), which checks the lease
+// is stale and reopens the task in one transaction (bd refuses anyone else's status change of
+// a leased claim). Nothing else is written: a run may claim the task the moment it is open.
 func reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.LiveFunc) {
 	l, ok := tr.(tracker.Leaser)
 	if !ok {
@@ -98,7 +94,7 @@ func reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.
 		return
 	}
 	if done {
-		say(live, e.task.ID, "reopened task %s: the claim of %s ran out at %s (its worker stopped renewing it)", e.task.ID, loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339))
+		sayReopened(live, e)
 	}
 }
 
@@ -126,8 +122,8 @@ func (l leases) expired(ctx context.Context, tr tracker.Tracker) ([]expiredLease
 		if t.Status != tracker.StatusInProgress || len(t.State) == 0 {
 			continue
 		}
-		// Only a claim git-norma leased has a lease in its state: a person's has none, even
-		// where bd leases every claim (bd 1.3), and is never given back.
+		// A person's claim has no lease in its state (even where bd leases every claim): it is
+		// never given back.
 		st, err := readState(tr, t)
 		if err != nil || st.LeaseUntil == "" {
 			continue

@@ -20,11 +20,10 @@ const StopCrashed = "crashed"
 
 var stepDirRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{3})-(plan|do|check|act)$`) })
 
-// reconcile repairs what dead runs left behind (spec 4.2). A run still marked running whose
-// task lock nobody holds belongs to a process that died (runs of this very task are dead too:
-// this process holds that lock): its step directories without rows get a fail row, it becomes
-// stopped, and a task it claimed is reopened. Only runs marked running are visited, so
-// start-up cost does not grow with history; runs of other live processes are left alone.
+// reconcile repairs what dead runs left (spec 4.2). A run marked running whose task lock
+// nobody holds (this process holds its own task's) is dead: its step directories without rows
+// get a fail row, it becomes stopped, and a task it claimed is reopened. Only runs marked
+// running are visited, so start-up cost does not grow with history.
 func (r *run) reconcile(ctx context.Context) error {
 	runs, err := r.st.RunsWithStatus(ctx, store.StatusRunning)
 	if err != nil {
@@ -45,8 +44,8 @@ func (r *run) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// holdIfDead takes the task lock of another task's run to tell whether its process lives; a
-// run of our own task is dead by construction. The returned function releases what it took.
+// holdIfDead takes the task lock of another task's run to tell whether its process lives (a
+// run of our own task is dead); the returned function releases what it took.
 func (r *run) holdIfDead(run store.Run) (func(), bool) {
 	if run.TaskID == r.pre.task.ID {
 		return func() {}, false
@@ -91,8 +90,8 @@ func (r *run) reconcileSteps(ctx context.Context, dead store.Run) error {
 	return nil
 }
 
-// removeHalfWritten deletes the temp files of an atomic write the crash interrupted (the
-// real file was never replaced, so nothing of value is in them) and records it.
+// removeHalfWritten deletes and records the temp files of atomic writes the crash cut short
+// (the real file was never replaced).
 func (r *run) removeHalfWritten(ctx context.Context, runID, dir string) {
 	tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
 	for _, t := range tmps {
@@ -103,8 +102,8 @@ func (r *run) removeHalfWritten(ctx context.Context, runID, dir string) {
 	}
 }
 
-// catchUpNotes rewrites the git notes of a dead run's committed steps: the store committed
-// them, the process may have died before the notes mirror followed. Adding is idempotent.
+// catchUpNotes rewrites the git notes of a dead run's committed steps, which the process may
+// have died before writing. Adding is idempotent.
 func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 	steps, err := r.st.Steps(ctx, dead.ID)
 	if err != nil {
@@ -131,9 +130,9 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 	}
 }
 
-// crashedJournal returns the journal lines of the task's recent runs that died: the steps
-// their stores committed, which the task state may lack (taskMirror.catchUp keeps the ones it
-// does). Only the last few runs are looked at; each run started catches up the ones before it.
+// crashedJournal returns the journal lines of the steps the task's recent dead runs committed,
+// which the task state may lack (taskMirror.catchUp). Only the last few runs are looked at:
+// each run catches up the ones before it.
 func (r *run) crashedJournal(ctx context.Context) []JournalLine {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
@@ -163,10 +162,9 @@ func (r *run) crashedJournal(ctx context.Context) []JournalLine {
 	return lines
 }
 
-// recoverClaim reopens a task left in progress by one of our own runs that died before giving
-// its claim back (after its run row was finished, e.g. while landing). Holding the task lock
-// means no run of ours is alive on it, so such a claim is stale. Claims of others are never
-// touched (see claimedBy).
+// recoverClaim reopens a task left in progress by one of our runs that died, after its row was
+// finished (landing, say), before giving its claim back: we hold the task lock, so the claim
+// is stale. Claims of others are never touched (see claimedBy).
 func (r *run) recoverClaim(ctx context.Context) bool {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {

@@ -13,9 +13,8 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// end records how the run ended, lands a PASS, and gives back what the run held: the task
-// claim and the worktree. It runs even after Ctrl-C (with a context that is not cancelled),
-// because leaving state half-recorded is worse than a second of delay.
+// end records how the run ended, lands a PASS, and gives back the claim and the worktree. It
+// runs even after Ctrl-C (uncancelled): half-recorded state is worse than a second's delay.
 func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport, error) {
 	fctx := context.WithoutCancel(ctx)
 	rep := r.report(res)
@@ -35,8 +34,7 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 	case planOutcome(res):
 		r.applyOutcome(fctx, res, &rep)
 	case res.Status == loop.RunPassed:
-		// The PASS holds for the commit its Check ran on, and the tree its commands saw;
-		// landing refuses a branch moved since, or a tree other than the checked one.
+		// The PASS holds for the commit and tree its Check ran on: landing refuses others.
 		_ = r.st.RecordPass(fctx, r.id, res.VerifiedHead, res.VerifiedTree)
 		if noLand {
 			rep.Message = fmt.Sprintf("PASS, not landed (--no-land); review with: git diff %s...%s, then: git norma land %s", rep.Target, rep.Branch, rep.TaskID)
@@ -68,7 +66,7 @@ func planOutcome(res loop.Result) bool {
 }
 
 // applyOutcome creates what Plan asked for and says which task to go on with. A failure
-// midway leaves the events saying what was created; the next attempt reuses it.
+// midway leaves events saying what was created; the next attempt reuses it.
 func (r *run) applyOutcome(ctx context.Context, res loop.Result, rep *RunReport) {
 	rep.ExitCode = ExitStopped
 	ap, err := r.app.newApplier(ctx, r.st, r.id)
@@ -154,8 +152,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	} else if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
 		status = "" // moved by someone else: leave the status alone
 	} else if holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t); holder != "" {
-		// Another worker holds the claim now (this run's lease ran out, and it was reopened
-		// and claimed elsewhere): its claim and its state are not this run's to touch.
+		// Another worker claimed it after this run's lease ran out: not ours to touch.
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "claim_lost",
 			Message: fmt.Sprintf("task %s is claimed by %s now: not handed back, and this run's state not written over theirs", r.pre.task.ID, holder)})
 		return
@@ -179,8 +176,8 @@ func (r *run) removeWorktree(ctx context.Context) {
 	}
 }
 
-// removeRunWorktree removes the worktree at path of run runID under the worktree lock; one
-// that cannot be removed is kept, and that is recorded.
+// removeRunWorktree removes run runID's worktree at path under the worktree lock, or records
+// that it is kept.
 func (r *run) removeRunWorktree(ctx context.Context, path, runID, taskID, who string) {
 	err := r.app.Repo.withWorktreeLock(ctx, func() error { return r.removeLocked(ctx, path, runID, taskID, who) })
 	if err != nil {
@@ -188,8 +185,8 @@ func (r *run) removeRunWorktree(ctx context.Context, path, runID, taskID, who st
 	}
 }
 
-// removeLocked removes the worktree at path of run runID, recording the stale git lock that
-// who (a process of the run) left in it. The caller holds the worktree lock.
+// removeLocked removes run runID's worktree at path, recording a stale git lock who left in
+// it. The caller holds the worktree lock.
 func (r *run) removeLocked(ctx context.Context, path, runID, taskID, who string) error {
 	removed, err := r.wm.Remove(ctx, path, runID, taskID)
 	if removed.StaleLock != "" {
@@ -206,8 +203,7 @@ func (r *run) finish(ctx context.Context, status, verdict, stopReason, message s
 	_ = r.st.FinishRun(ctx, r.id, status, verdict, stopReason, now, events...)
 }
 
-// abort handles an orchestrator failure (store, disk): the run is marked failed and the
-// worktree kept for inspection.
+// abort marks the run failed after an orchestrator failure (store, disk), keeping the worktree.
 func (r *run) abort(err error) error {
 	ctx := context.Background()
 	r.finish(ctx, store.StatusFailed, "", "", "orchestrator error: "+err.Error())

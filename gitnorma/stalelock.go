@@ -16,10 +16,9 @@ func staleLockEvent(now time.Time, path, leftBy string) store.Event {
 }
 
 // clearStaleLock removes an index.lock from the workspace's git directory before git-norma
-// writes there. The engine calls the workspace only between processes, once the agent's (or
-// a check command's) process group has ended, and git-norma's own git commands there have all
-// returned: nobody holds the lock any more, and left there it fails every later commit, reset
-// and rescue of the task, in this run and the next.
+// writes there. The engine calls the workspace only once the agent's (or a check's) process
+// group has ended and git-norma's git commands returned: nobody holds the lock, and left
+// there it fails every later commit, reset and rescue of the task.
 func (w workspace) clearStaleLock(ctx context.Context) error {
 	path, err := w.ws.RemoveStaleLock()
 	if path != "" && w.events != nil {

@@ -28,8 +28,8 @@ type LogsOptions struct {
 }
 
 // Logs prints a step's stdout.txt and stderr.txt to w, each under a "==> path <==" header as
-// tail(1) does; following, it prints what is appended as it comes, moving on to each new
-// step of the run, until the run's process is gone.
+// tail(1) does; following, it prints what is appended, step after step, until the run's
+// process is gone.
 func (h *History) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 	runID, err := h.logsRun(ctx, o.Target)
 	if err != nil {
@@ -69,8 +69,7 @@ func (h *History) Logs(ctx context.Context, o LogsOptions, w io.Writer) error {
 		}
 		_, statErr := os.Stat(filepath.Join(steps, dir, "output.json"))
 		ended := dir != "" && statErr == nil
-		// Following ends with the step asked for, or with the run's process: once it is gone
-		// (ended, or killed mid-step) nothing more will be written.
+		// Following ends with the step asked for, or with the run's process.
 		if !o.Follow || (o.Step > 0 && ended) || !live {
 			if dir == "" {
 				return failf("", "run %s has no step yet", runID)
