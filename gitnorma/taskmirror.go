@@ -166,8 +166,9 @@ func settledElsewhere(rec loop.StepRecord) bool {
 	return rec.Role == loop.RolePlan && rec.Output.Plan != nil && rec.Output.Plan.Outcome != loop.OutcomeReady
 }
 
-// closes says Act decided to close the task. Its write goes out before the landing: a task closed with its resume labels still on it, by a run that
-// died right after landing, would resume a stale plan and check once someone reopens it.
+// closes says Act decided to close the task. Its write goes out before the landing: a task a
+// run that died right after landing closed with its resume labels on would resume a stale
+// plan and check once someone reopens it.
 func closes(rec loop.StepRecord) bool {
 	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
 }
