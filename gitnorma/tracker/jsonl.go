@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -33,16 +32,6 @@ type JSONL struct {
 	now      func() time.Time
 	// random is where new ids' characters come from (crypto/rand; a test forces collisions).
 	random io.Reader
-
-	// written identifies the file as git-norma last wrote it, every line valid (kept beside
-	// the lock too, for the next process: see checkedPath). An update that finds the file
-	// still so decodes only the lines it needs; any other file is checked whole first, so a
-	// malformed line is reported rather than carried along.
-	mu      sync.Mutex
-	written string
-	// buffers are the buffers the file is read into, used again: with 10,000 tasks a new 3 MB
-	// buffer for every read cost more than the read (the heap grew, the collector with it).
-	buffers sync.Pool
 	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex).
 	indexPath string
 	verify    VerifyFunc
@@ -58,32 +47,18 @@ func fileID(fi fs.FileInfo) string {
 	return fmt.Sprintf("%d %d %d %d %d\n", st.Dev, st.Ino, fi.Size(), st.Mtim.Nano(), st.Ctim.Nano())
 }
 
-// checkedBefore says whether id is the file as git-norma last wrote it, in this process or
-// an earlier one.
+// checkedBefore says whether id is the file as git-norma last wrote it, every line valid: an
+// update then decodes only the lines it needs, where any other file is checked whole first,
+// so a malformed line is reported rather than carried along. Any edit by hand or by bd
+// changes the file's size, times or inode.
 func (j *JSONL) checkedBefore(id string) bool {
-	if id == "" {
-		return false
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if id == j.written {
-		return true
-	}
 	data, err := os.ReadFile(j.checkedPath())
-	return err == nil && string(data) == id
+	return id != "" && err == nil && string(data) == id
 }
 
-func (j *JSONL) remember(id string) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.written = id
-	_ = os.WriteFile(j.checkedPath(), []byte(id), 0o644) // a hint: a stale one never matches
-}
-
-// checkedPath holds the identity of the file as git-norma last wrote it, beside the lock
-// (.norma/locks/tasks.checked): a process's first update of a backlog it did not write need
-// not decode 10,000 records to learn what the previous process knew. Any edit by hand or by
-// bd changes the file's size, times or inode, and then the file is checked whole again.
+// checkedPath holds that identity beside the lock (.norma/locks/tasks.checked), written and
+// read under the exclusive lock, so that no process decodes 10,000 records to learn what the
+// previous one knew. It is a hint: a stale one never matches.
 func (j *JSONL) checkedPath() string {
 	return strings.TrimSuffix(j.lockPath, ".lock") + ".checked"
 }
@@ -111,11 +86,8 @@ type line struct {
 // every other task in the file (a run updates its task after every step).
 type issueFile struct {
 	path string
-	// data is the file as read, in buf; lines[:read] are its lines, in order. Nothing of it
-	// may be kept once the operation is done (see JSONL.release): decoded records own their
-	// bytes.
+	// data is the file as read; lines[:read] are its lines, in order.
 	data  []byte
-	buf   *[]byte
 	read  int
 	lines []line
 	// err is the first malformed line decoded; an operation that met one fails, writing nothing.
@@ -270,11 +242,9 @@ const manyIDs = 200
 // List returns every task in file order; a missing file is an empty backlog.
 func (j *JSONL) List(ctx context.Context) ([]Task, error) {
 	var out []Task
-	err := j.view(ctx, func(f *issueFile) error {
-		for _, rec := range f.records() {
-			out = append(out, rec.task())
-		}
-		return nil
+	err := j.Scan(ctx, func(t Task) bool {
+		out = append(out, t)
+		return true
 	})
 	return out, err
 }
@@ -340,7 +310,6 @@ func (j *JSONL) locked(ctx context.Context, how int, fn func(*issueFile, string)
 	if err != nil {
 		return err
 	}
-	defer j.release(f)
 	err = fn(f, id)
 	if f.err != nil {
 		return f.err
@@ -379,19 +348,13 @@ func (j *JSONL) load() (*issueFile, string, error) {
 	// One read into a buffer of the file's size, and lines as slices of it: a run updates its
 	// task after every step, and with 10,000 tasks growing buffers and per-line copies were a
 	// third of what an update cost.
-	bp, _ := j.buffers.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	if need := int(fi.Size()) + bytes.MinRead; cap(*bp) < need {
-		*bp = make([]byte, 0, need)
-	}
-	buf := bytes.NewBuffer((*bp)[:0])
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
 	if _, err := buf.ReadFrom(file); err != nil {
 		return nil, "", fmt.Errorf("read tasks: %w", err)
 	}
 	data := buf.Bytes()
-	f := &issueFile{path: j.path, data: data, buf: bp, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
+	f := &issueFile{path: j.path, data: data, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
 	no, start := 0, 0
 	for raw := range bytes.Lines(data) {
 		no++
@@ -402,15 +365,6 @@ func (j *JSONL) load() (*issueFile, string, error) {
 	}
 	f.read = len(f.lines)
 	return f, fileID(fi), nil
-}
-
-// release gives f's buffer back for the next read; f is not to be used after.
-func (j *JSONL) release(f *issueFile) {
-	if f.buf != nil {
-		*f.buf = f.data[:0]
-		j.buffers.Put(f.buf)
-		f.buf, f.data, f.lines = nil, nil, nil
-	}
 }
 
 // save replaces the file atomically: a crash leaves either the old or the new backlog, never a
@@ -433,7 +387,7 @@ func (j *JSONL) save(f *issueFile) error {
 	// Every line written was decoded valid, marshalled here, or kept from a file checked whole.
 	// (Only if the file there now is the one written: someone may have replaced it since.)
 	if fi, err := os.Stat(j.path); err == nil && os.SameFile(fi, written) {
-		j.remember(fileID(fi))
+		_ = os.WriteFile(j.checkedPath(), []byte(fileID(fi)), 0o644)
 	}
 	return nil
 }

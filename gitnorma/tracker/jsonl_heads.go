@@ -64,7 +64,6 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer j.release(f)
 	var known map[lineKey]*Head
 	if idx != nil {
 		known = make(map[lineKey]*Head, len(idx.Lines))
