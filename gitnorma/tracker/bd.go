@@ -214,25 +214,25 @@ func (b *BD) Get(ctx context.Context, id string) (Task, error) {
 
 // List runs `bd list --all --limit 0 --json`: closed tasks included, no default limit.
 func (b *BD) List(ctx context.Context) ([]Task, error) {
-	res, err := b.call(ctx, []string{"list", "--all", "--limit", "0", "--json"})
-	if err != nil {
-		return nil, err
-	}
-	return res.array()
+	return b.tasks(ctx, "list", "--all", "--limit", "0", "--json")
 }
 
 // Ready runs `bd ready --limit 0 --json`.
 func (b *BD) Ready(ctx context.Context) ([]Task, error) {
-	res, err := b.call(ctx, []string{"ready", "--limit", "0", "--json"})
+	return b.tasks(ctx, "ready", "--limit", "0", "--json")
+}
+
+func (b *BD) tasks(ctx context.Context, args ...string) ([]Task, error) {
+	res, err := b.call(ctx, args)
 	if err != nil {
 		return nil, err
 	}
 	return res.array()
 }
 
-// SetStatus closes with `bd close <id> --reason <reason> --json` (bd records a close reason
-// only through --reason) and moves to any other status with `bd update <id> --status <s>
-// --json`. bd validates the status, so custom statuses configured in bd work too.
+// SetStatus closes with `bd close` (see close) and moves to any other status with `bd update
+// <id> --status <s> --json`. bd validates the status, so custom statuses configured in bd work
+// too.
 func (b *BD) SetStatus(ctx context.Context, id, status, reason string) error {
 	if err := checkID(id); err != nil {
 		return err
@@ -241,11 +241,7 @@ func (b *BD) SetStatus(ctx context.Context, id, status, reason string) error {
 		return fmt.Errorf("task %s: status is empty", id)
 	}
 	if status == StatusClosed {
-		if strings.TrimSpace(reason) == "" {
-			reason = defaultCloseReason
-		}
-		_, err := b.one(ctx, id, "close", id, "--reason", reason, "--json")
-		return err
+		return b.close(ctx, id, reason)
 	}
 	_, err := b.one(ctx, id, "update", id, "--status", status, "--json")
 	return err
@@ -256,10 +252,17 @@ func (b *BD) CloseForced(ctx context.Context, id, reason string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	return b.close(ctx, id, reason, "--force")
+}
+
+// close runs `bd close <id> --reason <reason> [flags] --json`: bd records a close reason only
+// through --reason.
+func (b *BD) close(ctx context.Context, id, reason string, flags ...string) error {
 	if strings.TrimSpace(reason) == "" {
 		reason = defaultCloseReason
 	}
-	_, err := b.one(ctx, id, "close", id, "--reason", reason, "--force", "--json")
+	args := append([]string{"close", id, "--reason", reason}, flags...)
+	_, err := b.one(ctx, id, append(args, "--json")...)
 	return err
 }
 
