@@ -72,10 +72,10 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 		}
 	}
 	lines := make([]indexedLine, len(f.lines))
-	heads := make([]Head, 0, len(f.lines))
+	heads := make([]Head, 0, len(f.lines)) // never grown: the lines point into it
 	for i := range f.lines {
-		key := keyOf(f.lines[i].raw)
-		head, ok := known[key]
+		lines[i].Key = keyOf(f.lines[i].raw)
+		head, ok := known[lines[i].Key]
 		if !ok {
 			if rec := f.record(i); rec != nil {
 				h := HeadOf(rec.task(), j.verifies)
@@ -85,19 +85,13 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 				return nil, f.err
 			}
 		}
-		lines[i] = indexedLine{Key: key, Head: head}
 		if head != nil {
 			heads = append(heads, *head)
+			lines[i].Head = &heads[len(heads)-1]
 		}
 	}
 	MarkReady(heads)
 	MarkChildren(heads)
-	for i, k := 0, 0; i < len(lines); i++ { // the index keeps the heads as marked
-		if lines[i].Head != nil {
-			lines[i].Head = &heads[k]
-			k++
-		}
-	}
 	if j.indexPath != "" && id != "" {
 		j.writeIndex(headIndex{Version: headIndexVersion, File: id, Lines: lines})
 	}
