@@ -346,14 +346,10 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 		}
 		args = append(args, "--metadata", meta)
 	}
-	add, err := bdLabels(u.AddLabels)
-	if err != nil {
+	if _, err := bdLabels(slices.Concat(u.AddLabels, u.RemoveLabels)); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
-	remove, err := bdLabels(u.RemoveLabels)
-	if err != nil {
-		return fmt.Errorf("task %s: %w", id, err)
-	}
+	add, remove := normalizeLabels(u.AddLabels), normalizeLabels(u.RemoveLabels)
 	for _, l := range add {
 		if slices.Contains(remove, l) {
 			return fmt.Errorf("task %s: label %q is both added and removed", id, l)
@@ -384,7 +380,7 @@ func (b *BD) Update(ctx context.Context, id string, u Update) error {
 	if len(args) == 2 {
 		return nil // nothing to change; bd would print "No updates specified" as text
 	}
-	_, err = b.one(ctx, id, append(args, "--json")...)
+	_, err := b.one(ctx, id, append(args, "--json")...)
 	return err
 }
 

@@ -43,6 +43,8 @@ type HeadKeeper interface {
 // description selection sorts on, decided by the caller (the ready contract is the loop's).
 type VerifyFunc func(description string) bool
 
+func noVerify(string) bool { return false }
+
 // HeadOf is t's head.
 func HeadOf(t Task, verify VerifyFunc) Head {
 	h := Head{ID: t.ID, Title: t.Title, Status: t.Status, Priority: t.Priority, IssueType: t.IssueType,

@@ -32,7 +32,8 @@ type JSONL struct {
 	now      func() time.Time
 	// random is where new ids' characters come from (crypto/rand; a test forces collisions).
 	random io.Reader
-	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex).
+	// indexPath and verify are the index of heads and how it decides HasVerify (WithIndex;
+	// without it, no task has a Verify command).
 	indexPath string
 	verify    VerifyFunc
 }
@@ -68,7 +69,7 @@ var _ Tracker = (*JSONL)(nil)
 // NewJSONL returns a backend over path (normally .beads/issues.jsonl). lockPath serializes
 // writers; it is created on first use. prefix starts new top-level ids, as bd's issue-prefix.
 func NewJSONL(path, lockPath, prefix string) *JSONL {
-	return &JSONL{path: path, lockPath: lockPath, prefix: prefix, now: time.Now, random: rand.Reader}
+	return &JSONL{path: path, lockPath: lockPath, prefix: prefix, now: time.Now, random: rand.Reader, verify: noVerify}
 }
 
 // line is one line of the file, decoded on first use; foreign (non-issue) lines have rec ==

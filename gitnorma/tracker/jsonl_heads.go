@@ -78,7 +78,7 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 		head, ok := known[lines[i].Key]
 		if !ok {
 			if rec := f.record(i); rec != nil {
-				h := HeadOf(rec.task(), j.verifies)
+				h := HeadOf(rec.task(), j.verify)
 				head = &h
 			}
 			if f.err != nil {
@@ -96,11 +96,6 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 		j.writeIndex(headIndex{Version: headIndexVersion, File: id, Lines: lines})
 	}
 	return heads, nil
-}
-
-// verifies is the VerifyFunc given to WithIndex, or one that finds no Verify anywhere.
-func (j *JSONL) verifies(description string) bool {
-	return j.verify != nil && j.verify(description)
 }
 
 // readIndex is the index and its heads in file order; nil when there is no usable one (or no

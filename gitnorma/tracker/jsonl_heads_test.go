@@ -43,7 +43,7 @@ func expectedHeads(t *testing.T, j *JSONL) []Head {
 	require.NoError(t, err)
 	var heads []Head
 	for _, task := range tasks {
-		heads = append(heads, HeadOf(task, j.verifies))
+		heads = append(heads, HeadOf(task, j.verify))
 	}
 	MarkReady(heads)
 	MarkChildren(heads)
