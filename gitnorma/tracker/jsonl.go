@@ -82,9 +82,8 @@ type line struct {
 	parsed bool
 }
 
-// issueFile is the backlog as read. Lines are decoded only when asked for: an update of one
-// task decodes the lines that can hold it, so what it costs does not grow with the notes of
-// every other task in the file (a run updates its task after every step).
+// issueFile is the backlog as read, its lines decoded only when asked for: an update of one
+// task (a run's, after every step) costs what its task costs, not what the file holds.
 type issueFile struct {
 	path string
 	// data is the file as read; lines[:read] are its lines, in order.
@@ -318,9 +317,8 @@ func (j *JSONL) locked(ctx context.Context, how int, fn func(*issueFile, string)
 	return err
 }
 
-// lock takes the backlog's flock (flock.Shared or flock.Exclusive) and returns its release
-// function. flock belongs to the open file, so two *JSONL values in one process exclude each
-// other just like two processes do.
+// lock takes the backlog's flock (flock.Shared or flock.Exclusive) and returns its release.
+// flock belongs to the open file, so two *JSONL values in one process exclude each other.
 func (j *JSONL) lock(ctx context.Context, how int) (func(), error) {
 	if err := os.MkdirAll(filepath.Dir(j.lockPath), 0o755); err != nil {
 		return nil, fmt.Errorf("create lock directory: %w", err)

@@ -44,12 +44,10 @@ func (j *JSONL) WithIndex(path string, verify VerifyFunc) *JSONL {
 	return j
 }
 
-// Heads returns the head of every task, in file order. When the file is the one the index was
-// made from (same identity: any edit changes its size, times or inode) the index answers
-// alone. Otherwise the file is read whole, but only the lines the index does not know by their
-// bytes are decoded — new ones, or ones git-norma, bd or a person changed — so an edit of any
-// kind is seen and a malformed line is reported, while 10,000 unchanged tasks are not decoded
-// again; the index is then written for the file as it is.
+// Heads returns the head of every task, in file order. The index answers alone when the file
+// is the one it was made from (see fileID). Otherwise only the lines the index does not know by
+// their bytes are decoded, so any edit is seen and a malformed line reported, while 10,000
+// unchanged tasks are not decoded again; the index is then written for the file as it is.
 func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 	unlock, err := j.lock(ctx, flock.Shared)
 	if err != nil {
