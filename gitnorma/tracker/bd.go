@@ -198,9 +198,7 @@ func (b *BD) Create(ctx context.Context, t NewTask) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	if task.Parent == "" {
-		task.Parent = t.Parent // create's output carries no parent field
-	}
+	task.Parent = cmp.Or(task.Parent, t.Parent) // create's output carries no parent field
 	return task, nil
 }
 
