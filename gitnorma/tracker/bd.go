@@ -287,10 +287,9 @@ func (b *BD) ClaimWithState(ctx context.Context, id, actor string, state json.Ra
 		args = append(args, "--metadata", meta)
 	}
 	args = append(args, "--json")
-	// A claim that lost a race on the database (several workers claiming at once) is tried
-	// again after a random pause of 50 to 250 ms (so the workers do not collide again), a few
-	// times: the other claim may have been of another task. Still lost, it is ErrClaimed like
-	// any claim someone else holds.
+	// A claim that lost a race on the database (workers claiming at once; the other claim
+	// may have been of another task) is tried again a few times, after a random pause so the
+	// workers do not collide again. Still lost, it is ErrClaimed.
 	for attempt := 1; ; attempt++ {
 		t, err := b.one(ctx, id, args...)
 		var ce *CallError

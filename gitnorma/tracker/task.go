@@ -150,9 +150,9 @@ func ValidDependencyType(t string) bool { return dependencyTypes[t] }
 type Update struct {
 	// Notes replaces the notes when non-nil.
 	Notes *string
-	// EditNotes, where the backend can apply it to the notes as they are at the moment of
-	// the write (the embedded backlog, under its lock), makes the new notes from them instead
-	// of Notes: a note a person appended meanwhile survives. bd writes Notes.
+	// EditNotes, where the backend can (the embedded backlog, under its lock), makes the new
+	// notes from the notes as they are at the write, instead of Notes: a note a person
+	// appended meanwhile survives. bd writes Notes.
 	EditNotes    func(current string) (string, error)
 	AddLabels    []string
 	RemoveLabels []string
