@@ -54,7 +54,7 @@ func (s *stepSandbox) cacheHome(check bool) (string, error) {
 func withCacheHome(env []string, home string, allowWrite []string) []string {
 	for _, v := range cacheVars {
 		names := append([]string{v.name}, v.aliases...)
-		if value, ok := lookupEnv(env, names); ok && underAny(value, allowWrite) {
+		if value, ok := LookupEnv(env, names...); ok && underAny(value, allowWrite) {
 			continue
 		}
 		env = dropEnv(env, names)
@@ -63,8 +63,8 @@ func withCacheHome(env []string, home string, allowWrite []string) []string {
 	return env
 }
 
-// lookupEnv is the value the last of names has in env (the one a process sees).
-func lookupEnv(env []string, names []string) (string, bool) {
+// LookupEnv is the value the last of names has in env (the one a process sees).
+func LookupEnv(env []string, names ...string) (string, bool) {
 	for i := len(env) - 1; i >= 0; i-- {
 		for _, n := range names {
 			if value, ok := strings.CutPrefix(env[i], n+"="); ok {

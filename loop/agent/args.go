@@ -131,6 +131,22 @@ type argRule struct {
 	dirs  []string
 }
 
+func reserved(why string) argRule    { return argRule{class: argReserved, why: why} }
+func writes(why string) argRule      { return argRule{class: argWrite, why: why} }
+func unsandboxed(why string) argRule { return argRule{class: argUnsandboxed, why: why} }
+
+// Rules several CLIs share.
+var (
+	freshSession = reserved("every step is a fresh session")
+	headless     = reserved("the run is headless")
+	ownWorktree  = reserved("the run's workspace is the worktree")
+	// commonRules hold for every CLI, after its own rules.
+	commonRules = map[string]argRule{
+		"--help": reserved("it prints help and exits"), "--version": reserved("it prints the version and exits"),
+		"--model": reserved("set the agent's model option instead"),
+	}
+)
+
 // vetRule turns a rule into the refusal NewCLIAgent returns, or nil.
 func vetRule(cli string, role loop.Role, a cliArg, r argRule, allow bool) error {
 	opt := strings.Join(a.raw, " ")

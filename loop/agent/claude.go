@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -27,15 +26,16 @@ var claudeCLI = cliBackend{
 --session-id= --setting-sources= --settings= --strict-mcp-config --system-prompt= --tmux
 --tools* --verbose -v|--version -w|--worktree? !--max-turns=
 `,
-	reserved: map[string]string{
-		"--print": "git-norma passes -p itself", "--output-format": "the envelope must be json",
-		"--json-schema": "the role's output schema", "--input-format": "the prompt is text on stdin",
-		"--model": "set the agent's model option instead", "--continue": "every step is a fresh session",
-		"--resume": "every step is a fresh session", "--from-pr": "every step is a fresh session",
-		"--fork-session": "every step is a fresh session", "--worktree": "the run's workspace is the worktree",
-		"--tmux": "the run's workspace is the worktree", "--background": "git-norma waits for the answer",
-		"--help": "it prints help and exits", "--version": "it prints the version and exits",
-		"--remote-control": "the run is headless", "--replay-user-messages": "the prompt is text on stdin",
+	rules: map[string]argRule{
+		"--print": reserved("git-norma passes -p itself"), "--output-format": reserved("the envelope must be json"),
+		"--json-schema": reserved("the role's output schema"), "--input-format": reserved("the prompt is text on stdin"),
+		"--replay-user-messages": reserved("the prompt is text on stdin"), "--remote-control": headless,
+		"--continue": freshSession, "--resume": freshSession, "--from-pr": freshSession, "--fork-session": freshSession,
+		"--worktree": ownWorktree, "--tmux": ownWorktree, "--background": reserved("git-norma waits for the answer"),
+		"--mcp-config": writes(claudeUnvetted), "--agents": writes(claudeUnvetted), "--agent": writes(claudeUnvetted),
+		"--plugin-dir": writes(claudeUnvetted), "--plugin-url": writes(claudeUnvetted),
+		"--dangerously-skip-permissions":       {class: argUnsandboxed, why: "every tool call runs unasked; " + claudeRootTrap, slot: slotBypass},
+		"--allow-dangerously-skip-permissions": unsandboxed("it makes the bypass available; " + claudeRootTrap),
 	},
 	vet:        claudeVet,
 	argv:       claudeArgv,
@@ -62,15 +62,14 @@ const claudeMaxRetries = "2"
 // claudeReadOnlyTools are the tools a plan or check agent gets: none of them writes.
 var claudeReadOnlyTools = []string{"Read", "Grep", "Glob", "LS", "NotebookRead", "WebFetch", "WebSearch"}
 
-const claudeRootTrap = "as root claude also refuses it unless IS_SANDBOX=1 is in its environment: add IS_SANDBOX=1 to the agent's env too"
+const (
+	claudeRootTrap = "as root claude also refuses it unless IS_SANDBOX=1 is in its environment: add IS_SANDBOX=1 to the agent's env too"
+	claudeUnvetted = "it adds tools git-norma cannot vet"
+)
 
 func claudeVet(role loop.Role, a cliArg) argRule {
 	name := a.flag.name
 	switch name {
-	case "--dangerously-skip-permissions":
-		return argRule{class: argUnsandboxed, why: "every tool call runs unasked; " + claudeRootTrap, slot: slotBypass}
-	case "--allow-dangerously-skip-permissions":
-		return argRule{class: argUnsandboxed, why: "it makes the bypass available; " + claudeRootTrap}
 	case "--permission-mode":
 		return claudePermissionMode(a.values[0])
 	case "--tools", "--allowed-tools":
@@ -88,9 +87,7 @@ func claudeVet(role loop.Role, a cliArg) argRule {
 		if strings.Contains(a.values[0], "bypassPermissions") {
 			return argRule{class: argUnsandboxed, why: "the settings switch to bypassPermissions; " + claudeRootTrap, slot: slotBypass}
 		}
-		return argRule{class: argWrite, why: "settings can allow tools and change the permission mode"}
-	case "--mcp-config", "--agents", "--agent", "--plugin-dir", "--plugin-url":
-		return argRule{class: argWrite, why: "it adds tools git-norma cannot vet"}
+		return writes("settings can allow tools and change the permission mode")
 	}
 	return argRule{}
 }
@@ -152,12 +149,14 @@ type claudeResult struct {
 		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
-	ModelUsage map[string]struct {
-		OutputTokens int64 `json:"outputTokens"`
-	} `json:"modelUsage"`
+	ModelUsage        map[string]claudeModelUsage `json:"modelUsage"`
 	PermissionDenials []struct {
 		ToolName string `json:"tool_name"`
 	} `json:"permission_denials"`
+}
+
+type claudeModelUsage struct {
+	OutputTokens int64 `json:"outputTokens"`
 }
 
 func claudeParse(e cliEnvelope) (cliAnswer, error) {
@@ -207,16 +206,11 @@ func claudeWithoutResult(e cliEnvelope) error {
 }
 
 func (r *claudeResult) usage() loop.Usage {
-	u := loop.Usage{
+	return loop.Usage{
 		InputTokens:  r.Usage.InputTokens + r.Usage.CacheCreationInputTokens + r.Usage.CacheReadInputTokens,
 		OutputTokens: r.Usage.OutputTokens, CostUSD: r.TotalCostUSD,
+		Model: topModel(r.ModelUsage, func(m claudeModelUsage) int64 { return m.OutputTokens }),
 	}
-	for _, m := range slices.Sorted(maps.Keys(r.ModelUsage)) {
-		if u.Model == "" || r.ModelUsage[m].OutputTokens > r.ModelUsage[u.Model].OutputTokens {
-			u.Model = m
-		}
-	}
-	return u
 }
 
 // failure maps an is_error result to what the user must do.

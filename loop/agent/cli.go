@@ -40,11 +40,11 @@ var CLIKinds = []string{"claude", "codex", "gemini", "opencode"}
 type cliBackend struct {
 	// flags is the CLI's option table, from its captured --help (parseFlagTable).
 	flags string
-	// reserved are the options git-norma sets itself or that break the one-shot protocol,
-	// with why.
-	reserved map[string]string
-	// vet judges one extra option, not a reserved one, for role.
-	vet func(role loop.Role, a cliArg) argRule
+	// rules judge extra options by name: those git-norma sets itself or that break the
+	// one-shot protocol, and those that grant a fixed class; vet judges the others, by their
+	// values and the role.
+	rules map[string]argRule
+	vet   func(role loop.Role, a cliArg) argRule
 	// vetEnv judges one extra environment entry for role (its class only); nil accepts
 	// every entry.
 	vetEnv func(role loop.Role, name, value string) argRule
@@ -144,10 +144,11 @@ func (a *cliAgent) vetArgs() error {
 		return err
 	}
 	for _, arg := range args {
-		var r argRule
-		if why, ok := a.b.reserved[arg.flag.name]; ok {
-			r = argRule{class: argReserved, why: why}
-		} else {
+		r, ok := a.b.rules[arg.flag.name]
+		if !ok {
+			r, ok = commonRules[arg.flag.name]
+		}
+		if !ok {
 			r = a.b.vet(a.role, arg)
 		}
 		if err := vetRule(a.o.Kind, a.role, arg, r, a.o.AllowUnsandboxed); err != nil {
@@ -189,21 +190,10 @@ func (a *cliAgent) vetRoot(euid int) error {
 	if a.o.Kind != "claude" || !a.replaced[slotBypass] || euid != 0 {
 		return nil
 	}
-	if envValue(append(os.Environ(), a.o.Env...), "IS_SANDBOX") == "1" {
+	if v, _ := loop.LookupEnv(append(os.Environ(), a.o.Env...), "IS_SANDBOX"); v == "1" {
 		return nil
 	}
 	return fmt.Errorf("claude: --dangerously-skip-permissions / --permission-mode bypassPermissions cannot run as root: claude exits 1 with \"cannot be used with root/sudo privileges\" unless IS_SANDBOX=1 is in its environment; if this host is a sandbox, add \"IS_SANDBOX=1\" to the %s agent's env, otherwise run git-norma as a normal user", a.role)
-}
-
-// envValue is the last value of name in env ("" when unset).
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if n, val, ok := strings.Cut(kv, "="); ok && n == name {
-			v = val
-		}
-	}
-	return v
 }
 
 // environ is the CLI's environment: ours without git's repository variables, the
@@ -237,7 +227,7 @@ func (a *cliAgent) Run(ctx context.Context, req loop.Request) (loop.Output, erro
 	if err != nil {
 		return loop.Output{}, err
 	}
-	prompt, err := renderPrompt(data)
+	prompt, err := render("prompt", data)
 	if err != nil {
 		return loop.Output{}, err
 	}

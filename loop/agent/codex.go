@@ -22,11 +22,14 @@ var codexCLI = cliBackend{
 --cyber-access-program= --skip-git-repo-check --trust --ephemeral --ignore-user-config
 --ignore-rules --output-schema= --color= --json -o|--output-last-message= -h|--help -V|--version
 `,
-	reserved: map[string]string{
-		"--model": "set the agent's model option instead", "--json": "git-norma passes --json itself",
-		"--output-last-message": "git-norma passes -o itself", "--output-schema": "the role's output schema",
-		"--ephemeral": "git-norma passes --ephemeral itself", "--worktree": "the run's workspace is the worktree",
-		"--help": "it prints help and exits", "--version": "it prints the version and exits",
+	rules: map[string]argRule{
+		"--json": reserved("git-norma passes --json itself"), "--output-last-message": reserved("git-norma passes -o itself"),
+		"--output-schema": reserved("the role's output schema"), "--ephemeral": reserved("git-norma passes --ephemeral itself"),
+		"--worktree": ownWorktree,
+		"--dangerously-bypass-approvals-and-sandbox": {class: argUnsandboxed, why: "commands run without the sandbox", slot: slotSandbox},
+		"--dangerously-bypass-hook-trust":            unsandboxed("hooks run without trust checks"),
+		"--trust":                                    unsandboxed("it trusts MCP commands outside the sandbox, persistently"),
+		"--approve-for-me":                           writes("it approves through the workspace-write sandbox"),
 	},
 	vet:        codexVet,
 	argv:       codexArgv,
@@ -45,14 +48,6 @@ func codexVet(_ loop.Role, a cliArg) argRule {
 	switch a.flag.name {
 	case "--sandbox":
 		return codexSandbox(a.values[0])
-	case "--dangerously-bypass-approvals-and-sandbox":
-		return argRule{class: argUnsandboxed, why: "commands run without the sandbox", slot: slotSandbox}
-	case "--dangerously-bypass-hook-trust":
-		return argRule{class: argUnsandboxed, why: "hooks run without trust checks"}
-	case "--trust":
-		return argRule{class: argUnsandboxed, why: "it trusts MCP commands outside the sandbox, persistently"}
-	case "--approve-for-me":
-		return argRule{class: argWrite, why: "it approves through the workspace-write sandbox"}
 	case "--cd":
 		return argRule{slot: slotCd, dirs: a.values}
 	case "--add-dir":
@@ -84,11 +79,11 @@ func codexConfig(kv string) argRule {
 	case key == "sandbox_mode":
 		return codexSandbox(strings.TrimSpace(value))
 	case key == "model":
-		return argRule{class: argReserved, why: "set the agent's model option instead"}
+		return commonRules["--model"]
 	case key == "sandbox_workspace_write.writable_roots":
-		return argRule{class: argReserved, why: "writable roots point outside the workspace; the workspace is already writable for do and act"}
+		return reserved("writable roots point outside the workspace; the workspace is already writable for do and act")
 	case strings.HasPrefix(key, "mcp_servers"):
-		return argRule{class: argWrite, why: "it adds MCP tools git-norma cannot vet"}
+		return writes("it adds MCP tools git-norma cannot vet")
 	}
 	return argRule{}
 }

@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -21,15 +20,14 @@ var geminiCLI = cliBackend{
 --session-file= --session-id= --list-sessions --delete-session= --include-directories*
 -o|--output-format= --raw-output --accept-raw-output-risk -v|--version -h|--help
 `,
-	reserved: map[string]string{
-		"--model": "set the agent's model option instead", "--prompt": "git-norma passes the prompt itself",
-		"--prompt-interactive": "the run is headless", "--worktree": "the run's workspace is the worktree",
-		"--acp": "the run is headless", "--experimental-acp": "the run is headless",
-		"--list-extensions": "it lists and exits", "--resume": "every step is a fresh session",
-		"--session-file": "every step is a fresh session", "--list-sessions": "it lists and exits",
-		"--delete-session": "it deletes and exits", "--output-format": "the envelope must be stream-json",
-		"--skip-trust": "git-norma passes --skip-trust itself",
-		"--version":    "it prints the version and exits", "--help": "it prints help and exits",
+	rules: map[string]argRule{
+		"--prompt": reserved("git-norma passes the prompt itself"), "--skip-trust": reserved("git-norma passes --skip-trust itself"),
+		"--output-format": reserved("the envelope must be stream-json"), "--worktree": ownWorktree,
+		"--prompt-interactive": headless, "--acp": headless, "--experimental-acp": headless,
+		"--list-extensions": reserved("it lists and exits"), "--list-sessions": reserved("it lists and exits"),
+		"--delete-session": reserved("it deletes and exits"), "--resume": freshSession, "--session-file": freshSession,
+		"--policy": writes(geminiUnvetted), "--admin-policy": writes(geminiUnvetted), "--allowed-tools": writes(geminiUnvetted),
+		"--allowed-mcp-server-names": writes(geminiUnvetted), "--extensions": writes(geminiUnvetted),
 	},
 	vet:        geminiVet,
 	argv:       geminiArgv,
@@ -38,6 +36,8 @@ var geminiCLI = cliBackend{
 	install:    "npm install -g @google/gemini-cli",
 	answerHint: "Your final message is this object and nothing else; git-norma checks it against the schema.",
 }
+
+const geminiUnvetted = "it can allow tools git-norma cannot vet"
 
 // geminiPromptArg is the -p text; gemini appends it to the prompt read from stdin, and -p
 // keeps it headless.
@@ -52,8 +52,6 @@ func geminiVet(role loop.Role, a cliArg) argRule {
 		return geminiApproval(role, "yolo")
 	case "--approval-mode":
 		return geminiApproval(role, a.values[0])
-	case "--policy", "--admin-policy", "--allowed-tools", "--allowed-mcp-server-names", "--extensions":
-		return argRule{class: argWrite, why: "it can allow tools git-norma cannot vet"}
 	case "--include-directories":
 		return argRule{dirs: splitList(a.values)}
 	}
@@ -111,12 +109,14 @@ type geminiEvent struct {
 	Status  string       `json:"status"`
 	Error   *geminiError `json:"error"`
 	Stats   struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-		Models       map[string]struct {
-			OutputTokens int64 `json:"output_tokens"`
-		} `json:"models"`
+		InputTokens  int64                       `json:"input_tokens"`
+		OutputTokens int64                       `json:"output_tokens"`
+		Models       map[string]geminiModelStats `json:"models"`
 	} `json:"stats"`
+}
+
+type geminiModelStats struct {
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 func geminiParse(e cliEnvelope) (cliAnswer, error) {
@@ -150,7 +150,8 @@ func geminiParse(e cliEnvelope) (cliAnswer, error) {
 	if result == nil {
 		return ans, geminiWithoutResult(e, skipped)
 	}
-	ans.usage = geminiUsage(result)
+	ans.usage = loop.Usage{InputTokens: result.Stats.InputTokens, OutputTokens: result.Stats.OutputTokens,
+		Model: topModel(result.Stats.Models, func(m geminiModelStats) int64 { return m.OutputTokens })}
 	switch {
 	case result.Status == "error":
 		return ans, geminiFailure(result.Error, e.exitCode)
@@ -190,16 +191,6 @@ func geminiStderrError(stderr []byte) *geminiError {
 		}
 	}
 	return nil
-}
-
-func geminiUsage(r *geminiEvent) loop.Usage {
-	u := loop.Usage{InputTokens: r.Stats.InputTokens, OutputTokens: r.Stats.OutputTokens}
-	for _, m := range slices.Sorted(maps.Keys(r.Stats.Models)) {
-		if u.Model == "" || r.Stats.Models[m].OutputTokens > r.Stats.Models[u.Model].OutputTokens {
-			u.Model = m
-		}
-	}
-	return u
 }
 
 // geminiExitCodes are gemini's own exit codes (FatalError subclasses).

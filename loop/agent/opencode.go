@@ -17,12 +17,11 @@ var opencodeCLI = cliBackend{
 --fork --share -m|--model= --agent= --format= -f|--file* --title= --attach= -p|--password=
 -u|--username= --dir= --port= --variant= --thinking -i|--interactive --auto
 `,
-	reserved: map[string]string{
-		"--help": "it prints help and exits", "--version": "it prints the version and exits",
-		"--command": "git-norma passes the prompt itself", "--continue": "every step is a fresh session",
-		"--session": "every step is a fresh session", "--fork": "every step is a fresh session",
-		"--model": "set the agent's model option instead", "--format": "the envelope must be json",
-		"--interactive": "the run is headless",
+	rules: map[string]argRule{
+		"--command": reserved("git-norma passes the prompt itself"), "--format": reserved("the envelope must be json"),
+		"--continue": freshSession, "--session": freshSession, "--fork": freshSession, "--interactive": headless,
+		"--auto":   unsandboxed("it approves every permission request that is not explicitly denied"),
+		"--attach": unsandboxed("the server runs with its own permissions, not git-norma's OPENCODE_PERMISSION"),
 	},
 	vet:        opencodeVet,
 	vetEnv:     opencodeVetEnv,
@@ -46,13 +45,9 @@ const slotDir = "dir"
 
 func opencodeVet(_ loop.Role, a cliArg) argRule {
 	switch a.flag.name {
-	case "--auto":
-		return argRule{class: argUnsandboxed, why: "it approves every permission request that is not explicitly denied"}
-	case "--attach":
-		return argRule{class: argUnsandboxed, why: "the server runs with its own permissions, not git-norma's OPENCODE_PERMISSION"}
 	case "--agent":
 		if a.values[0] != "build" {
-			return argRule{class: argUnsandboxed, why: "an agent's own permission rules override git-norma's OPENCODE_PERMISSION (the plan agent still runs bash)"}
+			return unsandboxed("an agent's own permission rules override git-norma's OPENCODE_PERMISSION (the plan agent still runs bash)")
 		}
 	case "--dir":
 		return argRule{slot: slotDir, dirs: a.values}
@@ -64,15 +59,15 @@ func opencodeVet(_ loop.Role, a cliArg) argRule {
 func opencodeVetEnv(_ loop.Role, name, value string) argRule {
 	switch name {
 	case "OPENCODE_PERMISSION":
-		return argRule{class: argUnsandboxed, why: "it replaces git-norma's permission rules for the role"}
+		return unsandboxed("it replaces git-norma's permission rules for the role")
 	case "OPENCODE_CONFIG_CONTENT":
 		var cfg map[string]json.RawMessage
 		if json.Unmarshal([]byte(value), &cfg) != nil {
-			return argRule{class: argReserved, why: "it is not a JSON object"}
+			return reserved("it is not a JSON object")
 		}
 		for _, key := range []string{"permission", "agent", "mode"} {
 			if _, ok := cfg[key]; ok {
-				return argRule{class: argUnsandboxed, why: "its \"" + key + "\" settings can override git-norma's permission rules"}
+				return unsandboxed("its \"" + key + "\" settings can override git-norma's permission rules")
 			}
 		}
 	}

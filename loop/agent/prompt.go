@@ -58,11 +58,6 @@ func (a *cliAgent) promptData(req loop.Request) (promptData, error) {
 	}, nil
 }
 
-// renderPrompt is the first prompt of a step.
-func renderPrompt(d promptData) (string, error) {
-	return render("prompt", d)
-}
-
 // renderRepair asks once more, quoting why the answer was rejected.
 func renderRepair(d promptData, rejection error, previous string) (string, error) {
 	d.Error = rejection.Error()

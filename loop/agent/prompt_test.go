@@ -37,7 +37,7 @@ func TestPromptPerRole(t *testing.T) {
 			require.NoError(t, err)
 			d, err := a.(*cliAgent).promptData(r.req)
 			require.NoError(t, err)
-			p, err := renderPrompt(d)
+			p, err := render("prompt", d)
 			require.NoError(t, err)
 			for _, want := range common {
 				if strings.Contains(want, "%s") {
@@ -71,7 +71,7 @@ func TestPromptHintsPerCLI(t *testing.T) {
 		require.NoError(t, err)
 		d, err := a.(*cliAgent).promptData(r.req)
 		require.NoError(t, err)
-		p, err := renderPrompt(d)
+		p, err := render("prompt", d)
 		require.NoError(t, err)
 		assert.Contains(t, p, want, kind)
 	}
@@ -84,7 +84,7 @@ func TestPromptLastFailure(t *testing.T) {
 	require.NoError(t, err)
 	d, err := a.(*cliAgent).promptData(r.req)
 	require.NoError(t, err)
-	p, err := renderPrompt(d)
+	p, err := render("prompt", d)
 	require.NoError(t, err)
 	assert.Contains(t, p, "context.facts.last_failure")
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +140,18 @@ func (a *cliAgent) decode(ans cliAnswer, taskID string) (loop.Output, error) {
 	return out, nil
 }
 
+// topModel is the model of an envelope's per-model usage that wrote the most output tokens
+// (the first by name on a tie).
+func topModel[M any](models map[string]M, outputTokens func(M) int64) string {
+	top := ""
+	for _, m := range slices.Sorted(maps.Keys(models)) {
+		if top == "" || outputTokens(models[m]) > outputTokens(models[top]) {
+			top = m
+		}
+	}
+	return top
+}
+
 func addUsage(u *loop.Usage, v loop.Usage) {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
@@ -260,20 +274,18 @@ func lastLine(out []byte) string {
 	return ""
 }
 
-// captureStderr sends cmd's stderr to w and returns what reads the run's stderr tail once it
-// is over: re-read from the log file when w is one, else teed through a bounded buffer.
+// captureStderr sends cmd's stderr to w, the step's stderr log, and returns what reads this
+// run's part of it once the run is over (nil when w is no regular file).
 func captureStderr(cmd *exec.Cmd, w io.Writer) (tail func() []byte) {
+	cmd.Stderr = w
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			cmd.Stderr = f
 			return func() []byte { return fileTail(f.Name(), st.Size()) }
 		}
 	}
-	t := &tailBuffer{}
-	cmd.Stderr = io.MultiWriter(w, t)
 	// A pipe: do not wait on a stray child that still holds it once the CLI exited.
 	cmd.WaitDelay = time.Second
-	return func() []byte { return t.buf }
+	return func() []byte { return nil }
 }
 
 // fileTail is what the file at path holds from offset on, at most its last stderrTailBytes.
@@ -291,17 +303,6 @@ func fileTail(path string, offset int64) []byte {
 	buf := make([]byte, st.Size()-from)
 	n, _ := f.ReadAt(buf, from)
 	return buf[:n]
-}
-
-// tailBuffer keeps the last stderrTailBytes written to it.
-type tailBuffer struct{ buf []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if extra := len(t.buf) - stderrTailBytes; extra > 0 {
-		t.buf = append(t.buf[:0], t.buf[extra:]...)
-	}
-	return len(p), nil
 }
 
 // httpStatusRE finds an HTTP status in an error message: "unexpected status 401",
