@@ -139,13 +139,6 @@ func (p *privateDir) remove() {
 	}
 }
 
-// dir is the private directory's path ("" when none was made).
-func (p *privateDir) dir() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.path
-}
-
 type stepSandboxKey struct{}
 
 // checkScopeKey marks the context of check commands: they run in their own directory and

@@ -142,16 +142,16 @@ func TestPrivateDirBetweenSteps(t *testing.T) {
 		return out.String()
 	}
 	run(true, `mkdir -p "$TMPDIR/a/b" && echo x > "$TMPDIR/a/b/f" && echo x > "$GIT_OBJECT_DIRECTORY/o"`)
-	dir := private.dir()
+	dir := private.path
 	require.NotEmpty(t, dir)
 	assert.Equal(t, "", run(true, `ls -A "$TMPDIR" "$GIT_OBJECT_DIRECTORY" | grep -v ':$' | grep .`), "the next step finds both empty")
 	assert.Equal(t, "kept\n", run(true, `rmdir "$TMPDIR" 2>/dev/null || mv "$TMPDIR" "$TMPDIR.x" 2>/dev/null || echo kept`))
 	run(false, `rmdir "$TMPDIR" && ln -s "$USERDIR" "$TMPDIR" && echo more > "$TMPDIR/more.txt"`)
 	assert.FileExists(t, filepath.Join(user, "work.txt"), "emptying followed no link")
-	st, err := os.Lstat(filepath.Join(private.dir(), "tmp"))
+	st, err := os.Lstat(filepath.Join(private.path, "tmp"))
 	require.NoError(t, err)
 	assert.True(t, st.IsDir(), "TMPDIR is a directory again")
-	assert.Equal(t, dir, private.dir(), "one directory serves the whole run")
+	assert.Equal(t, dir, private.path, "one directory serves the whole run")
 }
 
 // TestStepFileNotThroughLink: output.json written where an agent left a link to a user's file

@@ -2,7 +2,6 @@ package loop
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 )
 
@@ -23,21 +22,17 @@ func (e *engine) notRun(role Role) (Output, bool) {
 // skip records a step the earlier run already completed: its directory, input and restored
 // output exist like any step's, the row says skipped, and the engine carries on from it.
 func (e *engine) skip(ctx context.Context, role Role, out Output) error {
-	e.index++
-	s := &stepRun{role: role, index: e.index, started: e.o.Now(), out: out, skipped: true}
-	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))
-	if err := s.open(); err != nil {
+	s, err := e.newStep(role)
+	if err != nil {
 		return err
 	}
+	s.out, s.skipped = out, true
 	s.stdout.Close()
 	s.stderr.Close()
-	var err error
-	if e.head != "" { // nothing runs in a skipped step: the workspace is as last seen
-		s.snap = Snapshot{Head: e.head}
-	} else if s.snap, err = e.o.Workspace.Snapshot(ctx, false); err != nil {
-		return fmt.Errorf("snapshot workspace: %w", err)
-	} else {
-		e.head = s.snap.Head
+	// Nothing runs in a skipped step. Only a resumed Plan can come before the engine knows
+	// HEAD, and a plan step does not write.
+	if err := e.snapshot(ctx, s, true); err != nil {
+		return err
 	}
 	s.input = e.input(s)
 	if err := writeJSON(filepath.Join(s.dir, "input.json"), s.input); err != nil {

@@ -36,10 +36,8 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	if _, ok := e.remaining(); !ok {
 		return Output{}, stopped(StopBudgetExceeded, "max_wall_time_minutes (%d) used up before %s", e.o.Budgets.MaxWallTimeMinutes, role), nil
 	}
-	e.index++
-	s := &stepRun{role: role, index: e.index, started: e.o.Now()}
-	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))
-	if err := s.open(); err != nil {
+	s, err := e.newStep(role)
+	if err != nil {
 		return Output{}, nil, err
 	}
 	e.o.Live.report(Live{Kind: StepStarted, TaskID: e.o.Task.ID, Index: s.index, Role: role, LogDir: filepath.Join(s.dir, "logs")})
@@ -81,6 +79,14 @@ func StepDirName(index int, role Role) string {
 	return fmt.Sprintf("%03d-%s", index, role)
 }
 
+// newStep makes the next step's directory and opens its logs.
+func (e *engine) newStep(role Role) (*stepRun, error) {
+	e.index++
+	s := &stepRun{role: role, index: e.index, started: e.o.Now()}
+	s.dir = filepath.Join(e.o.RunDir, "steps", StepDirName(s.index, role))
+	return s, s.open()
+}
+
 func (s *stepRun) open() error {
 	if err := os.MkdirAll(filepath.Join(s.dir, "logs"), 0o700); err != nil {
 		return fmt.Errorf("create step dir: %w", err)
@@ -100,7 +106,6 @@ func (s *stepRun) open() error {
 // execute prepares the input, runs the agent and settles the workspace. The first return is
 // the agent's failure (a step error); the second is an orchestrator failure.
 func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
-	var err error
 	ra := e.o.Agents[s.role]
 	_, isPure := ra.Agent.(pure)
 	if _, builtin := ra.Agent.(BuiltinCheck); builtin && e.o.Sandbox != nil && e.o.Sandbox.Shields {
@@ -108,12 +113,8 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		// workspace, so there is nothing to snapshot or settle there.
 		isPure = true
 	}
-	if isPure && e.head != "" {
-		s.snap = Snapshot{Head: e.head}
-	} else if s.snap, err = e.o.Workspace.Snapshot(ctx, s.role == RoleDo || s.role == RoleAct); err != nil {
-		return nil, fmt.Errorf("snapshot workspace: %w", err)
-	} else {
-		e.head = s.snap.Head
+	if err := e.snapshot(ctx, s, isPure); err != nil {
+		return nil, err
 	}
 	s.input = e.input(s)
 	timeout := e.stepTimeout(ra)
@@ -173,6 +174,21 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 		return agentErr, nil
 	}
 	return e.settle(ctx, s)
+}
+
+// snapshot records the workspace before s. When nothing s runs touches the workspace (reuse),
+// the HEAD the engine last saw serves.
+func (e *engine) snapshot(ctx context.Context, s *stepRun, reuse bool) error {
+	if reuse && e.head != "" {
+		s.snap = Snapshot{Head: e.head}
+		return nil
+	}
+	var err error
+	if s.snap, err = e.o.Workspace.Snapshot(ctx, s.role.Writes()); err != nil {
+		return fmt.Errorf("snapshot workspace: %w", err)
+	}
+	e.head = s.snap.Head
+	return nil
 }
 
 // runErr sorts an error into an interruption (the step's failure) or an orchestrator one.
