@@ -15,19 +15,18 @@ const (
 	RunStopped = "stopped"
 )
 
-// StopInterrupted is the stop reason of a run ended by Ctrl-C or SIGTERM.
-const StopInterrupted = "interrupted"
-
-// StopPaused is the stop reason of a run that found a pause request between two steps.
-const StopPaused = "paused"
-
-// StopGuardViolation is the stop reason of a run whose agent wrote outside the places it may
-// write (see ErrKindGuard).
-const StopGuardViolation = "guard_violation"
-
-// StopNoProgress is the stop reason of a run whose Check failed twice in a row in exactly the
-// same way (Failure.Same): another iteration would most likely burn its budget the same way.
-const StopNoProgress = "no_progress"
+// Stop reasons the engine itself gives a run.
+const (
+	// StopInterrupted: Ctrl-C or SIGTERM.
+	StopInterrupted = "interrupted"
+	// StopPaused: a pause request found between two steps.
+	StopPaused = "paused"
+	// StopGuardViolation: an agent wrote outside the places it may write (see ErrKindGuard).
+	StopGuardViolation = "guard_violation"
+	// StopNoProgress: Check failed twice in a row in exactly the same way (Failure.Same);
+	// another iteration would most likely burn its budget the same way.
+	StopNoProgress = "no_progress"
+)
 
 // Options configure one run of the engine.
 type Options struct {

@@ -55,14 +55,11 @@ func ProgressEntry(taskID, runID string, rec StepRecord) string {
 	return b.String()
 }
 
-// writeJSON writes a step's input.json or output.json as indented JSON. Both are new files of
-// the step written once, and only the store commit that follows makes the step count (its
-// readers look at steps the store has): they are written in place, with no temp file and
-// rename (a file made and a directory entry changed more per step, on a disk slow to make
-// files). Whatever is at path goes first and the file must be new, so a link an agent left in
-// its step directory is replaced, never written through. Nothing is synced here: the run
-// makes the outputs that landing reads durable before its end is committed (see the recorder
-// in gitnorma); a sync per step would hold every step up for a disk write nothing reads.
+// writeJSON writes a step's input.json or output.json, indented, in place: the step counts
+// only once the store commits it, so no temp file and rename (docs/performance.md). Whatever
+// is at path goes first and the file must be new: a link an agent left in its step directory
+// is replaced, never written through. Not synced: the recorder in gitnorma makes what landing
+// reads durable before the run's end is committed.
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

@@ -25,14 +25,12 @@ type ProcessResult struct {
 	Duration time.Duration
 }
 
-// RunProcess runs cmd in its own session and process group and waits for it. On timeout or cancellation
-// the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's children die with
-// it; after a normal exit any member still alive is killed too. cmd's streams must be files
-// (or nil): a pipe held open by a stray child would make Wait block.
-//
-// Within a step (a step sandbox in ctx) cmd starts through the run's sandbox launcher:
-// confined, and contained — whatever it leaves running is killed when it ends, and named in
-// an event.
+// RunProcess runs cmd in its own session and process group and waits for it. On timeout or
+// cancellation the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's
+// children die with it; after a normal exit any member still alive is killed too. cmd's
+// streams must be files (or nil): a pipe held open by a stray child would make Wait block.
+// Within a step (a step sandbox in ctx) cmd starts through the run's sandbox launcher,
+// confined and contained: whatever it leaves running is killed, and named in an event.
 func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (ProcessResult, error) {
 	sb, policy, err := confine(ctx, cmd)
 	if err != nil {
