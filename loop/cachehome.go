@@ -131,14 +131,11 @@ type dirState struct {
 	ctime syscall.Timespec
 }
 
-// checksCache says the shared cache home of check commands in ctx's sandbox holds anything:
-// what checks of earlier commits built, which the code of those commits could have prepared (a
-// Go build cache entry under the action id of another file's build). A check may have taken
-// the directory's modes away (Landlock does not govern chmod; tools still open entries by
-// name): they are given back first, and a directory that still cannot be listed counts as
-// used. And it gives the state of the home: the checks of a parallel run (another task's
-// code) may write it while these run, and take again what they wrote — which leaves its state
-// changed.
+// checksCache says the checks' shared cache home in ctx's sandbox holds anything: what checks
+// of earlier commits built, which their code could have prepared (a Go build cache entry under
+// the action id of another file's build). Modes a check took away are given back first
+// (Landlock does not govern chmod); a directory still unreadable counts as used. state lets
+// the caller see a parallel run's checks (another task's code) write and empty it meanwhile.
 func checksCache(ctx context.Context) (used bool, state dirState) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {

@@ -203,9 +203,8 @@ func (s *stepSandbox) record(killed []sandbox.Process) {
 	s.mu.Unlock()
 }
 
-// confine is the step sandbox ctx carries (nil when it carries none: the engine's own tests,
-// git norma check) and the policy cmd starts with in it; cmd gets the environment that goes
-// with it. The writable places are cmd's directory, the step directory, the private
+// confine is the step sandbox ctx carries (nil when it carries none, as in the engine's own
+// tests) and the policy cmd starts with in it; cmd gets the environment that goes with it. The writable places are cmd's directory, the step directory, the private
 // directory, the user's allow_write, for an agent its workspace's git admin dir, and when
 // confined the cache home of agents or of checks.
 func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, error) {

@@ -36,12 +36,11 @@ func requiredChecks(t TaskInput, gates []Gate) []requiredCheck {
 	return req
 }
 
-// enforceRequired returns the plan with every required check among its effective criteria,
-// unchanged: a required command whose expected exit codes the plan changed gets [0] back, a
-// gate criterion the plan redefined is replaced, and a required command the plan dropped (or
-// replaced by another) is added as the orchestrator's copy. A plan may add criteria and
-// checks, never weaken these. The findings say what the plan tried; the plan given is not
-// modified.
+// enforceRequired returns a copy of the plan with every required check among its effective
+// criteria, unchanged: a required command whose expected exit codes the plan changed gets [0]
+// back, a gate criterion the plan redefined is replaced, and a required command the plan
+// dropped (or replaced) is added as the orchestrator's copy. A plan may add criteria and
+// checks, never weaken these. The findings say what the plan tried.
 func enforceRequired(p *Plan, t TaskInput, gates []Gate) (*Plan, []string) {
 	required := requiredChecks(t, gates)
 	if p == nil || len(required) == 0 {

@@ -107,21 +107,14 @@ func claudePermissionMode(mode string) argRule {
 }
 
 func claudeArgv(role loop.Role, inv cliInvocation) []string {
-	args := slices.Concat([]string{"-p"}, inv.extra, []string{"--output-format", "json"})
-	if inv.model != "" {
-		args = append(args, "--model", inv.model)
-	}
+	args := slices.Concat([]string{"-p"}, inv.extra, []string{"--output-format", "json"}, inv.modelArgs("--model"))
 	if !role.Writes() {
-		if !inv.replaced[slotTools] {
-			args = append(args, "--tools", "Read,Grep,Glob")
-		}
+		args = append(args, inv.unless(slotTools, "--tools", "Read,Grep,Glob")...)
 	} else {
-		if !inv.replaced[slotPerm] && !inv.replaced[slotBypass] {
-			args = append(args, "--permission-mode", "acceptEdits")
+		if !inv.replaced[slotBypass] {
+			args = append(args, inv.unless(slotPerm, "--permission-mode", "acceptEdits")...)
 		}
-		if !inv.replaced[slotAllowed] {
-			args = append(args, "--allowedTools", "Bash")
-		}
+		args = append(args, inv.unless(slotAllowed, "--allowedTools", "Bash")...)
 	}
 	return append(args, "--json-schema", inv.schema)
 }

@@ -1,9 +1,7 @@
 // Package agent holds the agent CLIs git-norma drives headless — claude, codex, gemini and
-// opencode — as loop.Agents: each CLI is its argv, its permission flags and its output
-// envelope (cliBackend), and all four share one way of starting, repairing and reading an
-// answer (run.go). Processes start through loop's process handling, so they are confined and
-// contained like every agent. The engine, the contracts, the exec agent and the built-ins
-// are loop's.
+// opencode — as loop.Agents: each CLI is data (cliBackend: argv, permission rules, output
+// envelope), and all four share one way of starting, repairing and reading an answer
+// (run.go), through loop's process handling, confined and contained like every agent.
 package agent
 
 import (
@@ -72,6 +70,30 @@ type cliInvocation struct {
 	extra       []string
 	// replaced lists the slots of git-norma's defaults that extra options took over.
 	replaced map[string]bool
+}
+
+// unless is args, or nothing when an extra option took over slot.
+func (inv cliInvocation) unless(slot string, args ...string) []string {
+	if inv.replaced[slot] {
+		return nil
+	}
+	return args
+}
+
+// modelArgs sets the model with flag, when the agent has one.
+func (inv cliInvocation) modelArgs(flag string) []string {
+	if inv.model == "" {
+		return nil
+	}
+	return []string{flag, inv.model}
+}
+
+// byRole is read for the read-only roles (plan, check), write for do and act.
+func byRole(role loop.Role, read, write string) string {
+	if role.Writes() {
+		return write
+	}
+	return read
 }
 
 // cliAnswer is what a run produced: the answer text, or (claude) the object the CLI
@@ -237,10 +259,7 @@ func (a *cliAgent) Run(ctx context.Context, req loop.Request) (loop.Output, erro
 	}
 	usage := &loop.Usage{Agent: a.o.Kind, Model: a.o.Model, Attempts: 1}
 	out, rejected, err := a.attempt(ctx, req, "prompt.txt", prompt, deadline, usage)
-	if err == nil || !repairable(err) || ctx.Err() != nil {
-		return withUsage(out, usage), err
-	}
-	if !deadline.IsZero() && time.Until(deadline) <= 0 {
+	if err == nil || !repairable(err) || ctx.Err() != nil || !deadline.IsZero() && time.Until(deadline) <= 0 {
 		return withUsage(out, usage), err
 	}
 	fmt.Fprintf(req.Stderr, "git-norma: the %s answer was rejected (%v); asking once more for the JSON answer only\n", a.o.Kind, err)

@@ -89,21 +89,11 @@ func codexConfig(kv string) argRule {
 }
 
 func codexArgv(role loop.Role, inv cliInvocation) []string {
-	args := slices.Concat([]string{"exec"}, inv.extra, []string{"--json"})
-	if !inv.replaced[slotCd] {
-		args = append(args, "-C", inv.workDir)
-	}
-	if !inv.replaced[slotSandbox] {
-		mode := "workspace-write"
-		if !role.Writes() {
-			mode = "read-only"
-		}
-		args = append(args, "-s", mode)
-	}
-	if inv.model != "" {
-		args = append(args, "-m", inv.model)
-	}
-	return append(args, "--output-schema", inv.schemaFile, "-o", inv.lastMessage, "--ephemeral", "-")
+	return slices.Concat([]string{"exec"}, inv.extra, []string{"--json"},
+		inv.unless(slotCd, "-C", inv.workDir),
+		inv.unless(slotSandbox, "-s", byRole(role, "read-only", "workspace-write")),
+		inv.modelArgs("-m"),
+		[]string{"--output-schema", inv.schemaFile, "-o", inv.lastMessage, "--ephemeral", "-"})
 }
 
 // codexEvent is one line of `codex exec --json`.

@@ -32,10 +32,7 @@ func cliErrorf(kind, cli, format string, args ...any) error {
 // repairable reports whether err is an answer a second, repair-only run could fix.
 func repairable(err error) bool {
 	var pe *loop.ProtocolError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	return pe.Kind == loop.ErrKindInvalidJSON || pe.Kind == loop.ErrKindContract || pe.Kind == ErrKindNoAnswer
+	return errors.As(err, &pe) && (pe.Kind == loop.ErrKindInvalidJSON || pe.Kind == loop.ErrKindContract || pe.Kind == ErrKindNoAnswer)
 }
 
 // afterRepair marks the final error of a run whose repair attempt failed too.

@@ -76,18 +76,9 @@ func geminiApproval(role loop.Role, mode string) argRule {
 }
 
 func geminiArgv(role loop.Role, inv cliInvocation) []string {
-	args := slices.Concat([]string{"-p", geminiPromptArg}, inv.extra, []string{"-o", "stream-json", "--skip-trust"})
-	if !inv.replaced[slotApproval] {
-		mode := "yolo"
-		if !role.Writes() {
-			mode = "default"
-		}
-		args = append(args, "--approval-mode", mode)
-	}
-	if inv.model != "" {
-		args = append(args, "-m", inv.model)
-	}
-	return args
+	return slices.Concat([]string{"-p", geminiPromptArg}, inv.extra, []string{"-o", "stream-json", "--skip-trust"},
+		inv.unless(slotApproval, "--approval-mode", byRole(role, "default", "yolo")),
+		inv.modelArgs("-m"))
 }
 
 // geminiEnv trusts the workspace for this run (headless gemini exits 55 in an untrusted folder).

@@ -75,21 +75,12 @@ func opencodeVetEnv(_ loop.Role, name, value string) argRule {
 }
 
 func opencodeArgv(_ loop.Role, inv cliInvocation) []string {
-	args := slices.Concat([]string{"run"}, inv.extra, []string{"--format", "json"})
-	if !inv.replaced[slotDir] {
-		args = append(args, "--dir", inv.workDir)
-	}
-	if inv.model != "" {
-		args = append(args, "-m", inv.model)
-	}
-	return args
+	return slices.Concat([]string{"run"}, inv.extra, []string{"--format", "json"},
+		inv.unless(slotDir, "--dir", inv.workDir), inv.modelArgs("-m"))
 }
 
 func opencodeEnv(role loop.Role) []string {
-	if !role.Writes() {
-		return []string{"OPENCODE_PERMISSION=" + opencodeReadOnly}
-	}
-	return []string{"OPENCODE_PERMISSION=" + opencodeWrite}
+	return []string{"OPENCODE_PERMISSION=" + byRole(role, opencodeReadOnly, opencodeWrite)}
 }
 
 // opencodeEvent is one line of `opencode run --format json`.
