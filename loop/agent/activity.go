@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +24,7 @@ func Activity(logDir string) string {
 		if err != nil || st.Size() == 0 {
 			continue
 		}
-		if a := lastActivity(path, st.Size()); a != "" && st.ModTime().UnixNano() > newestAt {
+		if a := lastActivity(path); a != "" && st.ModTime().UnixNano() > newestAt {
 			newest, newestAt = a, st.ModTime().UnixNano()
 		}
 	}
@@ -33,17 +32,8 @@ func Activity(logDir string) string {
 }
 
 // lastActivity is the activity of the newest line of the file that says something.
-func lastActivity(path string, size int64) string {
-	f, err := loop.OpenRegular(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	from := max(size-activityScan, 0)
-	buf := make([]byte, size-from)
-	if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {
-		return ""
-	}
+func lastActivity(path string) string {
+	buf, from := fileTail(path, 0, activityScan)
 	lines := strings.Split(string(buf), "\n")
 	if from > 0 {
 		lines = lines[1:] // cut mid-line

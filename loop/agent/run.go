@@ -280,7 +280,10 @@ func captureStderr(cmd *exec.Cmd, w io.Writer) (tail func() []byte) {
 	cmd.Stderr = w
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-			return func() []byte { return fileTail(f.Name(), st.Size()) }
+			return func() []byte {
+				tail, _ := fileTail(f.Name(), st.Size(), stderrTailBytes)
+				return tail
+			}
 		}
 	}
 	// A pipe: do not wait on a stray child that still holds it once the CLI exited.
@@ -288,21 +291,22 @@ func captureStderr(cmd *exec.Cmd, w io.Writer) (tail func() []byte) {
 	return func() []byte { return nil }
 }
 
-// fileTail is what the file at path holds from offset on, at most its last stderrTailBytes.
-func fileTail(path string, offset int64) []byte {
+// fileTail is what the file at path holds from offset on, at most its last n bytes, and
+// where that starts.
+func fileTail(path string, offset, n int64) (tail []byte, from int64) {
 	f, err := loop.OpenRegular(path)
 	if err != nil {
-		return nil
+		return nil, 0
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	from := max(offset, st.Size()-stderrTailBytes)
+	from = max(offset, st.Size()-n)
 	buf := make([]byte, st.Size()-from)
-	n, _ := f.ReadAt(buf, from)
-	return buf[:n]
+	read, _ := f.ReadAt(buf, from)
+	return buf[:read], from
 }
 
 // httpStatusRE finds an HTTP status in an error message: "unexpected status 401",
