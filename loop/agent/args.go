@@ -131,6 +131,7 @@ type argRule struct {
 	dirs  []string
 }
 
+// reserved, writes and unsandboxed are the rules of each class.
 func reserved(why string) argRule    { return argRule{class: argReserved, why: why} }
 func writes(why string) argRule      { return argRule{class: argWrite, why: why} }
 func unsandboxed(why string) argRule { return argRule{class: argUnsandboxed, why: why} }
