@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,15 +48,15 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	d := newDeadline(ctx, timeout)
+	dctx, cancel := withTimeout(ctx, timeout)
 	res := ProcessResult{}
 	select {
 	case <-done:
-	case <-d.C:
+	case <-dctx.Done():
 		stopGroup(pgid, done)
-		res.TimedOut = d.TimedOut()
+		res.TimedOut = context.Cause(dctx) == errTimedOut
 	}
-	d.Release()
+	cancel()
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	res.Duration = time.Since(start)
 	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
@@ -68,40 +67,16 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	return res, nil
 }
 
-// deadline ends (C is closed) once timeout has passed or ctx is done, whichever comes first;
-// TimedOut says it was the timeout. Release lets its goroutine go once it is not needed.
-type deadline struct {
-	C        chan struct{}
-	timedOut atomic.Bool
-	release  chan struct{}
+// errTimedOut is the cause of a command's context that its timeout ended, not its caller.
+var errTimedOut = errors.New("timed out")
+
+// withTimeout is ctx, ended after timeout too (0: no limit) with errTimedOut as its cause.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	}
+	return context.WithCancel(ctx)
 }
-
-func newDeadline(ctx context.Context, timeout time.Duration) *deadline {
-	d := &deadline{C: make(chan struct{}), release: make(chan struct{})}
-	go func() {
-		var expired <-chan time.Time
-		if timeout > 0 {
-			t := time.NewTimer(timeout)
-			defer t.Stop()
-			expired = t.C
-		}
-		select {
-		case <-expired:
-			d.timedOut.Store(true)
-			close(d.C)
-		case <-ctx.Done():
-			close(d.C)
-		case <-d.release:
-		}
-	}()
-	return d
-}
-
-// Release ends the deadline's wait; call it once the process ended.
-func (d *deadline) Release() { close(d.release) }
-
-// TimedOut says the deadline ended with the timeout.
-func (d *deadline) TimedOut() bool { return d.timedOut.Load() }
 
 // run runs cmd through the run's launcher, confined by p. Should git-norma die meanwhile, the
 // launcher sees it gone and ends cmd and everything cmd started.
@@ -110,20 +85,21 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
-	d := newDeadline(ctx, timeout)
+	dctx, cancel := withTimeout(ctx, timeout)
 	start := time.Now()
-	code, rep, err := srv.Run(cmd, p, d.C)
+	code, rep, err := srv.Run(cmd, p, dctx.Done())
 	if errors.Is(err, sandbox.ErrTampered) {
 		// An earlier command changed the launcher for good; it ended without starting this
 		// one, which a new launcher starts (its streams are files, still unread).
 		s.tampered = err.Error()
 		s.launcher.close()
 		if srv, err = s.launcher.get(s.cfg, cmd.Dir); err == nil {
-			code, rep, err = srv.Run(cmd, p, d.C)
+			code, rep, err = srv.Run(cmd, p, dctx.Done())
 		}
 	}
-	d.Release()
-	res := ProcessResult{ExitCode: code, TimedOut: d.TimedOut(), Duration: time.Since(start)}
+	timedOut := context.Cause(dctx) == errTimedOut
+	cancel()
+	res := ProcessResult{ExitCode: code, TimedOut: timedOut, Duration: time.Since(start)}
 	s.record(rep.Killed)
 	switch {
 	case res.TimedOut:
