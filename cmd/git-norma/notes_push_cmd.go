@@ -9,9 +9,5 @@ type notesPushCmd struct {
 }
 
 func (c *notesPushCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.Repo.PushNotes(env.Ctx, c.Remote); err != nil {
-		return err
-	}
-	env.Progress.Printf("pushed refs/notes/norma to %s", c.Remote)
-	return nil
+	return env.done(app.Repo.PushNotes(env.Ctx, c.Remote), "pushed refs/notes/norma to %s", c.Remote)
 }

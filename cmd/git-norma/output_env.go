@@ -40,6 +40,14 @@ func (e *Env) live(prefixTasks bool) loop.LiveFunc {
 	return func(l loop.Live) { e.Progress.live(l, prefixTasks, e.Verbose, e.Dir) }
 }
 
+// done prints a progress line when a change went through (err is nil) and returns err.
+func (e *Env) done(err error, format string, args ...any) error {
+	if err == nil {
+		e.Progress.Printf(format, args...)
+	}
+	return err
+}
+
 // progressWriter is the one writer progress goes through: whole lines to stderr, dropped with
 // -q (except warnings), step lines coloured on a terminal, and while steps run a live line
 // (output_live.go).

@@ -11,9 +11,6 @@ type pauseCmd struct {
 }
 
 func (c *pauseCmd) Run(env *Env, app *gitnorma.App) error {
-	if err := app.Repo.Pause(strings.Join(c.Reason, " ")); err != nil {
-		return err
-	}
-	env.Progress.Printf("paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")
-	return nil
+	return env.done(app.Repo.Pause(strings.Join(c.Reason, " ")),
+		"paused: runs stop before their next step and loop starts no new task; undo with: git norma resume")
 }

@@ -8,11 +8,7 @@ type taskCloseCmd struct {
 }
 
 func (c *taskCloseCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	if err := backlog.Close(env.Ctx, c.ID, c.Reason); err != nil {
-		return err
-	}
-	env.Progress.Printf("closed %s", c.ID)
-	return nil
+	return env.done(backlog.Close(env.Ctx, c.ID, c.Reason), "closed %s", c.ID)
 }
 
 type taskReopenCmd struct {
@@ -20,11 +16,7 @@ type taskReopenCmd struct {
 }
 
 func (c *taskReopenCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	if err := backlog.Reopen(env.Ctx, c.ID); err != nil {
-		return err
-	}
-	env.Progress.Printf("reopened %s", c.ID)
-	return nil
+	return env.done(backlog.Reopen(env.Ctx, c.ID), "reopened %s", c.ID)
 }
 
 // taskLabelCmd groups label add and remove, as bd label does.
@@ -41,21 +33,13 @@ type taskLabels struct {
 type taskLabelAddCmd struct{ taskLabels }
 
 func (c *taskLabelAddCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	return c.change(env, backlog, c.Labels, nil)
+	return env.done(backlog.Label(env.Ctx, c.ID, c.Labels, nil), "labels of %s changed", c.ID)
 }
 
 type taskLabelRemoveCmd struct{ taskLabels }
 
 func (c *taskLabelRemoveCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	return c.change(env, backlog, nil, c.Labels)
-}
-
-func (c *taskLabels) change(env *Env, backlog *gitnorma.Backlog, add, remove []string) error {
-	if err := backlog.Label(env.Ctx, c.ID, add, remove); err != nil {
-		return err
-	}
-	env.Progress.Printf("labels of %s changed", c.ID)
-	return nil
+	return env.done(backlog.Label(env.Ctx, c.ID, nil, c.Labels), "labels of %s changed", c.ID)
 }
 
 // taskDepCmd groups dependency changes, as bd dep does.
@@ -64,31 +48,24 @@ type taskDepCmd struct {
 	Remove taskDepRemoveCmd `cmd:"" help:"Remove what a task depends on another for."`
 }
 
-type taskDepRemoveCmd struct {
+type taskDep struct {
 	ID        string `arg:"" help:"The task that waits."`
 	DependsOn string `arg:"" help:"The task it waits for."`
-}
-
-func (c *taskDepRemoveCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	if err := backlog.RemoveDependency(env.Ctx, c.ID, c.DependsOn); err != nil {
-		return err
-	}
-	env.Progress.Printf("%s no longer depends on %s", c.ID, c.DependsOn)
-	return nil
 }
 
 type taskDepAddCmd struct {
-	ID        string `arg:"" help:"The task that waits."`
-	DependsOn string `arg:"" help:"The task it waits for."`
-	Type      string `default:"blocks" enum:"blocks,related,discovered-from,waits-for,conditional-blocks" help:"The kind of dependency (${enum})."`
+	taskDep
+	Type string `default:"blocks" enum:"blocks,related,discovered-from,waits-for,conditional-blocks" help:"The kind of dependency (${enum})."`
 }
 
 func (c *taskDepAddCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	if err := backlog.AddDependency(env.Ctx, c.ID, c.DependsOn, c.Type); err != nil {
-		return err
-	}
-	env.Progress.Printf("%s now depends on %s (%s)", c.ID, c.DependsOn, c.Type)
-	return nil
+	return env.done(backlog.AddDependency(env.Ctx, c.ID, c.DependsOn, c.Type), "%s now depends on %s (%s)", c.ID, c.DependsOn, c.Type)
+}
+
+type taskDepRemoveCmd struct{ taskDep }
+
+func (c *taskDepRemoveCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
+	return env.done(backlog.RemoveDependency(env.Ctx, c.ID, c.DependsOn), "%s no longer depends on %s", c.ID, c.DependsOn)
 }
 
 type taskEditCmd struct {
@@ -100,10 +77,6 @@ type taskEditCmd struct {
 }
 
 func (c *taskEditCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	err := backlog.Edit(env.Ctx, c.ID, gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority})
-	if err != nil {
-		return err
-	}
-	env.Progress.Printf("edited %s", c.ID)
-	return nil
+	edit := gitnorma.TaskEdit{Title: c.Title, Description: c.Description, Acceptance: c.Acceptance, Priority: c.Priority}
+	return env.done(backlog.Edit(env.Ctx, c.ID, edit), "edited %s", c.ID)
 }
