@@ -28,11 +28,8 @@ func configManPage() (*page, error) {
 	}
 	p := &page{name: configPage, section: 5, summary: "the git-norma configuration file, .norma/config.json",
 		synopsis: []string{".norma/config.json"}}
-	p.sections = append(p.sections, orSection(take(&secs, "DESCRIPTION"), "DESCRIPTION", "The configuration of git-norma."))
-	see := take(&secs, "SEE ALSO")
-	p.sections = append(p.sections, secs...)
-	p.sections = append(p.sections, seeAlso(see, "git-norma(1)", "git-norma-init(1)", "git-norma-run(1)", "git-norma-doctor(1)"))
-	return p, nil
+	return p.compose(secs, "The configuration of git-norma.", nil, false,
+		"git-norma(1)", "git-norma-init(1)", "git-norma-run(1)", "git-norma-doctor(1)"), nil
 }
 
 // configKeys lists every key of .norma/config.json as a dotted path, agents' roles folded

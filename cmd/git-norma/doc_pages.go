@@ -100,7 +100,6 @@ func rootPage(app *kong.Application) (*page, error) {
 	p := &page{name: "git-norma", section: 1, summary: strings.TrimSuffix(appDescription, "."),
 		synopsis: []string{"git norma [--no-color] [-q | -v] <command> [<args>]", "git norma help [<command>]",
 			"git norma <command> -h"}}
-	p.sections = append(p.sections, orSection(take(&secs, "DESCRIPTION"), "DESCRIPTION", appDescription))
 	cmds := section{title: "COMMANDS"}
 	for _, c := range visibleChildren(app.Node) {
 		for _, l := range leaves(c) {
@@ -108,12 +107,9 @@ func rootPage(app *kong.Application) (*page, error) {
 				text: l.Help + " See git-norma-" + c.Name + "(1)."})
 		}
 	}
-	p.sections = append(p.sections, cmds, section{title: "OPTIONS", blocks: flagItems(app.Node.Flags, true)})
-	see := take(&secs, "SEE ALSO")
-	p.sections = append(p.sections, secs...)
-	p.sections = append(p.sections, exitStatus())
-	p.sections = append(p.sections, seeAlso(see, "gitnorma-config(5)", "git(1)", "githooks(5)", "git-worktree(1)", "git-notes(1)"))
-	return p, nil
+	opts := section{title: "OPTIONS", blocks: flagItems(app.Node.Flags, true)}
+	return p.compose(secs, appDescription, []section{cmds, opts}, true,
+		"gitnorma-config(5)", "git(1)", "githooks(5)", "git-worktree(1)", "git-notes(1)"), nil
 }
 
 func commandPage(cmd *kong.Node) (*page, error) {
@@ -123,30 +119,32 @@ func commandPage(cmd *kong.Node) (*page, error) {
 		return nil, err
 	}
 	p := &page{name: name, section: 1, summary: strings.TrimSuffix(cmd.Help, ".")}
+	cmds := section{title: "COMMANDS"}
 	for _, l := range leaves(cmd) {
 		p.synopsis = append(p.synopsis, synopsis(l))
+		cmds.blocks = append(cmds.blocks, block{kind: blockItem, term: strings.TrimPrefix(synopsis(l), "git norma "+cmd.Name+" "), text: l.Help})
 	}
-	p.sections = append(p.sections, orSection(take(&secs, "DESCRIPTION"), "DESCRIPTION", cmd.Help))
-	if kids := visibleChildren(cmd); len(kids) > 0 {
-		s := section{title: "COMMANDS"}
-		for _, l := range leaves(cmd) {
-			s.blocks = append(s.blocks, block{kind: blockItem, term: strings.TrimPrefix(synopsis(l), "git norma "+cmd.Name+" "), text: l.Help})
-		}
-		p.sections = append(p.sections, s)
+	generated := []section{optionsSection(cmd)}
+	if len(visibleChildren(cmd)) > 0 {
+		generated = []section{cmds, optionsSection(cmd)}
 	}
-	p.sections = append(p.sections, optionsSection(cmd))
-	see := take(&secs, "SEE ALSO")
-	p.sections = append(p.sections, secs...)
-	p.sections = append(p.sections, exitStatus())
-	p.sections = append(p.sections, seeAlso(see, "git-norma(1)", "gitnorma-config(5)"))
-	return p, nil
+	return p.compose(secs, cmd.Help, generated, true, "git-norma(1)", "gitnorma-config(5)"), nil
 }
 
-func orSection(s *section, title, fallback string) section {
-	if s != nil {
-		return *s
+// compose orders a page's sections: the prose's DESCRIPTION (else fallback), the generated
+// sections, the rest of the prose, EXIT STATUS when exit is set, and SEE ALSO with refs first.
+func (p *page) compose(secs []section, fallback string, generated []section, exit bool, refs ...string) *page {
+	desc := section{title: "DESCRIPTION", blocks: []block{{kind: blockPara, text: fallback}}}
+	if s := take(&secs, "DESCRIPTION"); s != nil {
+		desc = *s
 	}
-	return section{title: title, blocks: []block{{kind: blockPara, text: fallback}}}
+	see := take(&secs, "SEE ALSO")
+	p.sections = append(append([]section{desc}, generated...), secs...)
+	if exit {
+		p.sections = append(p.sections, exitStatus())
+	}
+	p.sections = append(p.sections, seeAlso(see, refs...))
+	return p
 }
 
 // synopsis is a leaf command's usage line: git norma task add [-d TEXT] ... <title>.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/alecthomas/kong"
 
@@ -74,7 +73,7 @@ func installManPages(pages []*page, dir, version string) (int, error) {
 	}
 	stale, _ := filepath.Glob(filepath.Join(dir, "man1", "git-norma-*.1"))
 	for _, s := range stale {
-		if !slices.Contains(written, s) && strings.HasPrefix(filepath.Base(s), "git-norma-") {
+		if !slices.Contains(written, s) {
 			_ = os.Remove(s)
 		}
 	}
