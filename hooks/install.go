@@ -95,9 +95,6 @@ type Action struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// ErrCannotChain is a hook that is not a shell script: git-norma will not edit it.
-var ErrCannotChain = errors.New("not a shell script git-norma can add its block to")
-
 // Install writes git-norma's block into each hook in dir (git rev-parse --git-path hooks): a new
 // file when there is none, the block right after the shebang of an existing shell hook (so
 // both run: git-norma first, then the existing commands), an in-place upgrade of an older
@@ -139,7 +136,7 @@ func installOne(path, name string, force bool) (Action, error) {
 	}
 	if !shellShebang().Match(firstLine(data)) {
 		if !force {
-			a.Result, a.Detail = "skipped", fmt.Sprintf("%v; add the lines of `git norma hooks install --manual` to it yourself, or use --force to move it to %s%s and chain it", ErrCannotChain, name, chainedSuffix)
+			a.Result, a.Detail = "skipped", fmt.Sprintf("not a shell script git-norma can add its block to; add the lines of `git norma hooks install --manual` to it yourself, or use --force to move it to %s%s and chain it", name, chainedSuffix)
 			return a, nil
 		}
 		return chainAside(path, name)

@@ -107,25 +107,24 @@ func Main(args []string, stdio IO) (code int) {
 			}
 		}
 	}()
-	p, err := parseArgs(args, stdio)
-	var pe *kong.ParseError
-	switch {
-	case errors.As(err, &pe):
-		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
-		fmt.Fprintf(stdio.Err, "hint: see %s -h\n", usageOf(err))
-		return gitnorma.ExitUsage
-	case err != nil: // the model itself is broken
-		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
-		return gitnorma.ExitFatal
+	var cli CLI
+	kctx, err := parseArgs(&cli, args, stdio)
+	var dir string
+	if err == nil {
+		dir, err = os.Getwd()
 	}
-	dir, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
-		return gitnorma.ExitFatal
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintf(stdio.Err, "hint: see %s -h\n", usageOf(pe))
+			return gitnorma.ExitUsage
+		}
+		return gitnorma.ExitFatal // the model itself is broken, or the working directory is gone
 	}
-	env := newEnv(ctx, stdio, dir, p.globals)
+	env := newEnv(ctx, stdio, dir, cli.globalFlags)
 	defer env.Progress.Flush()
-	p.ctx.Bind(p.parser.Model)
+	kctx.Bind(kctx.Model)
 	// A command that takes a *gitnorma.App in its Run gets the repository it runs in, opened
 	// (and its config read) before the command starts; commands that check their flags first,
 	// or work outside an initialised repository, open it themselves.
@@ -134,11 +133,28 @@ func Main(args []string, stdio IO) (code int) {
 	// else of it. (Not providers that take the App: kong would prefix their errors with the
 	// type's name.)
 	for _, provider := range []any{open, part(open, (*gitnorma.App).Backlog), part(open, (*gitnorma.App).History)} {
-		if err := p.ctx.BindToProvider(provider); err != nil {
+		if err := kctx.BindToProvider(provider); err != nil {
 			return report(stdio.Err, err)
 		}
 	}
-	return report(stdio.Err, p.ctx.Run(env))
+	return report(stdio.Err, kctx.Run(env))
+}
+
+// parseArgs parses args with kong against the whole command tree, into cli.
+func parseArgs(cli *CLI, args []string, stdio IO) (*kong.Context, error) {
+	parser, err := kong.New(cli,
+		kong.Name(appName),
+		kong.Description(appDescription),
+		kong.Writers(stdio.Out, stdio.Err),
+		kong.Exit(func(c int) { panic(exitRequest(c)) }),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(helpPrinter),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return parser.Parse(args)
 }
 
 // part provides what of the App a command asks for, from the App the command line opened.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -123,9 +122,8 @@ func pager(w io.Writer, text string) error {
 }
 
 // usageOf names the command a parse error is about, for the hint to its -h.
-func usageOf(err error) string {
-	var pe *kong.ParseError
-	if errors.As(err, &pe) && pe.Context != nil {
+func usageOf(pe *kong.ParseError) string {
+	if pe.Context != nil {
 		if sel := pe.Context.Selected(); sel != nil {
 			return appName + " " + sel.Path()
 		}
