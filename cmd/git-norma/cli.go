@@ -33,8 +33,8 @@ type Env struct {
 	Progress *progressWriter
 	// Verbose is -v: more detail on stderr.
 	Verbose bool
-	// Color says whether stdout and stderr may be coloured (a TTY, no NO_COLOR, no --no-color).
-	Color colors
+	// Color paints stdout's words when it may be coloured (a TTY, no NO_COLOR, no --no-color).
+	Color palette
 }
 
 // CLI is the command tree.

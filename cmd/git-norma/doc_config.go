@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
@@ -52,21 +53,15 @@ func configDefaults() map[string]string {
 			out[key] = defaultText(lookup(raw, strings.Split(key, ".")))
 			continue
 		}
-		var per []string
-		same := true
-		var first string
-		for i, role := range []string{"plan", "do", "check", "act"} {
+		var vals, per []string
+		for _, role := range []string{"plan", "do", "check", "act"} {
 			v := defaultText(lookup(raw, strings.Split(strings.Replace(key, "<role>", role, 1), ".")))
-			if i == 0 {
-				first = v
-			}
-			same = same && v == first
+			vals = append(vals, v)
 			per = append(per, role+" "+v)
 		}
-		if same {
-			out[key] = first
-		} else {
-			out[key] = strings.Join(per, ", ")
+		out[key] = strings.Join(per, ", ")
+		if len(slices.Compact(vals)) == 1 {
+			out[key] = vals[0]
 		}
 	}
 	return out

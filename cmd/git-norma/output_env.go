@@ -25,13 +25,11 @@ type globalFlags struct {
 
 // newEnv builds the environment every command runs with from the global flags.
 func newEnv(ctx context.Context, stdio IO, dir string, g globalFlags) *Env {
-	col := colors{
-		Out: colorEnabled(isTerminal(stdio.Out), g.NoColor, os.Getenv, gitColorBool),
-		Err: colorEnabled(isTerminal(stdio.Err), g.NoColor, os.Getenv, gitColorBool),
-	}
-	return &Env{Ctx: ctx, IO: stdio, Dir: dir, Verbose: g.Verbose, Color: col,
-		Progress: &progressWriter{out: stdio.Err, quiet: g.Quiet, color: col.Err, tty: isTerminal(stdio.Err) && os.Getenv("TERM") != "dumb",
-			interval: time.Second, now: time.Now}}
+	tty := isTerminal(stdio.Err)
+	return &Env{Ctx: ctx, IO: stdio, Dir: dir, Verbose: g.Verbose,
+		Color: palette(colorEnabled(isTerminal(stdio.Out), g.NoColor, os.Getenv, gitColorBool)),
+		Progress: &progressWriter{out: stdio.Err, quiet: g.Quiet, color: colorEnabled(tty, g.NoColor, os.Getenv, gitColorBool),
+			tty: tty && os.Getenv("TERM") != "dumb", interval: time.Second, now: time.Now}}
 }
 
 // live is how a run or loop shows what happens: step lines, notices and warnings; with -v each
@@ -152,9 +150,6 @@ func stepLogs(dir, cwd string) string {
 	}
 	return "    logs: " + strings.Join(files, " ")
 }
-
-// colors says which of the two streams may carry ANSI colour.
-type colors struct{ Out, Err bool }
 
 // palette paints words when it is true; a false palette returns them unchanged.
 type palette bool

@@ -47,7 +47,7 @@ func (c *runCmd) Run(env *Env, app *gitnorma.App) error {
 }
 
 func printRunReport(env *Env, rep gitnorma.RunReport) {
-	out, pal := env.IO.Out, palette(env.Color.Out)
+	out, pal := env.IO.Out, env.Color
 	if rep.Status == gitnorma.StatusAlreadyLanded {
 		fmt.Fprintf(out, "task %s %s: %s\n", rep.TaskID, pal.status(rep.Status), rep.Message)
 		return
