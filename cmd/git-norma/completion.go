@@ -21,7 +21,6 @@ var (
 // compNode is what completion needs to know about one command path, taken from the kong model.
 type compNode struct {
 	path  string // "", "task", "task add"
-	help  string
 	cmds  []string
 	flags []compFlag
 	// args are the kinds of the positionals, in order (the last repeats if it is cumulative).
@@ -33,7 +32,6 @@ type compFlag struct {
 	long  string
 	short string
 	kind  string
-	help  string
 }
 
 // Value kinds: task ids (git norma task list --json), run ids (git norma status --json), both,
@@ -67,7 +65,7 @@ func completionModel(app *kong.Application) []compNode {
 	var out []compNode
 	var walk func(n *kong.Node, path string)
 	walk = func(n *kong.Node, path string) {
-		c := compNode{path: path, help: n.Help}
+		c := compNode{path: path}
 		for _, k := range visibleChildren(n) {
 			c.cmds = append(c.cmds, k.Name)
 		}
@@ -75,7 +73,7 @@ func completionModel(app *kong.Application) []compNode {
 			if f.Hidden || f.Name == "help" {
 				continue
 			}
-			cf := compFlag{long: "--" + f.Name, help: f.Help}
+			cf := compFlag{long: "--" + f.Name}
 			if f.Short != 0 {
 				cf.short = "-" + string(f.Short)
 			}
@@ -120,7 +118,7 @@ func topNames(app *kong.Application) []string {
 	return names
 }
 
-// words are a node's flags as offered: switches whole, value flags ending in "=".
+// flagWords are a node's flags as offered: switches whole, value flags ending in "=".
 func (c compNode) flagWords() (all, withValue []string) {
 	for _, f := range c.flags {
 		if f.kind == "" {

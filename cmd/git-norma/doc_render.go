@@ -84,7 +84,7 @@ func (p *page) text(width int) (string, error) {
 	title := fmt.Sprintf("%s(%d)", strings.ToUpper(p.name), p.section)
 	fmt.Fprintf(&b, "%s%s%s\n\n", title, strings.Repeat(" ", max(1, width-2*len(title))), title)
 	b.WriteString("NAME\n")
-	wrap(&b, p.name+" - "+p.summary, 7, width)
+	wrap(&b, p.name+" - "+p.summary, 7, 7, width)
 	b.WriteString("\nSYNOPSIS\n")
 	for _, s := range p.synopsis {
 		for _, l := range synopsisLines(s, width-7) {
@@ -108,12 +108,12 @@ func (p *page) text(width int) (string, error) {
 func textBlock(b *strings.Builder, bl block, width int) error {
 	switch bl.kind {
 	case blockPara:
-		wrap(b, bl.text, 7, width)
+		wrap(b, bl.text, 7, 7, width)
 	case blockSub:
 		fmt.Fprintf(b, "\n   %s\n", bl.text)
 	case blockItem:
-		wrapHanging(b, bl.term, 7, 11, width)
-		wrap(b, bl.text, 11, width)
+		wrap(b, bl.term, 7, 11, width)
+		wrap(b, bl.text, 11, 11, width)
 	case blockLiteral, blockJSON:
 		text, err := bl.literal()
 		if err != nil {
@@ -129,13 +129,9 @@ func textBlock(b *strings.Builder, bl block, width int) error {
 	return nil
 }
 
-// wrap fills text into lines of at most width columns, each indented by indent.
-func wrap(b *strings.Builder, text string, indent, width int) {
-	wrapHanging(b, text, indent, indent, width)
-}
-
-// wrapHanging is wrap with a different indent after the first line.
-func wrapHanging(b *strings.Builder, text string, first, rest, width int) {
+// wrap fills text into lines of at most width columns, the first indented by first, the
+// others by rest.
+func wrap(b *strings.Builder, text string, first, rest, width int) {
 	line, ind := "", first
 	for _, w := range strings.Fields(text) {
 		if line != "" && ind+len([]rune(line))+1+len([]rune(w)) > width {
