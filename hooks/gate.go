@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -303,11 +304,7 @@ func (g Gate) verdicts(ctx context.Context, task string) taskVerdicts {
 		return v
 	}
 	for _, run := range runs {
-		verdict := run.Verdict
-		if verdict == "" {
-			verdict = "-"
-		}
-		verdict = fmt.Sprintf("%s (run %s)", verdict, run.ID)
+		verdict := fmt.Sprintf("%s (run %s)", cmp.Or(run.Verdict, "-"), run.ID)
 		if v.lastRun == "" {
 			v.lastRun = verdict
 		}

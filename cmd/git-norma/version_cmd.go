@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -31,13 +32,7 @@ func versionInfo() (v, rev string) {
 			}
 		}
 	}
-	if v == "" {
-		v = "dev"
-	}
-	if rev == "" {
-		rev = "unknown"
-	}
-	return v, rev
+	return cmp.Or(v, "dev"), cmp.Or(rev, "unknown")
 }
 
 func (c *versionCmd) Run(env *Env) error {
