@@ -104,9 +104,14 @@ func Install(dir string, force bool) ([]Action, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	return eachHook(dir, func(path, name string) (Action, error) { return installOne(path, name, force) })
+}
+
+// eachHook does do to each hook of dir in turn, up to the first error.
+func eachHook(dir string, do func(path, name string) (Action, error)) ([]Action, error) {
 	var actions []Action
 	for _, name := range Names {
-		a, err := installOne(filepath.Join(dir, name), name, force)
+		a, err := do(filepath.Join(dir, name), name)
 		if err != nil {
 			return actions, err
 		}
@@ -167,42 +172,33 @@ func chainAside(path, name string) (Action, error) {
 // they were; a file left with nothing but its shebang is removed, and a hook --force moved
 // aside is put back.
 func Uninstall(dir string) ([]Action, error) {
-	var actions []Action
-	for _, name := range Names {
-		path := filepath.Join(dir, name)
-		a := Action{Hook: name, Path: path, Result: "unchanged"}
-		data, err := os.ReadFile(path)
-		if errors.Is(err, os.ErrNotExist) {
-			actions = append(actions, a)
-			continue
-		}
-		if err != nil {
-			return actions, err
-		}
-		if _, err := os.Stat(path + chainedSuffix); err == nil && blockRE().Match(data) {
-			a.Result = "restored"
-			if err := os.Rename(path+chainedSuffix, path); err != nil {
-				return actions, err
-			}
-			actions = append(actions, a)
-			continue
-		}
-		if loc := blockRE().FindIndex(data); loc != nil {
-			rest := splice(data, loc[0], loc[1], "")
-			if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
-				a.Result = "removed"
-				err = os.Remove(path)
-			} else {
-				a.Result = "removed block"
-				err = writeKeepingMode(path, rest, 0)
-			}
-			if err != nil {
-				return actions, err
-			}
-		}
-		actions = append(actions, a)
+	return eachHook(dir, uninstallOne)
+}
+
+func uninstallOne(path, name string) (Action, error) {
+	a := Action{Hook: name, Path: path, Result: "unchanged"}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return a, nil
 	}
-	return actions, nil
+	if err != nil {
+		return a, err
+	}
+	loc := blockRE().FindIndex(data)
+	if _, err := os.Stat(path + chainedSuffix); err == nil && loc != nil {
+		a.Result = "restored"
+		return a, os.Rename(path+chainedSuffix, path)
+	}
+	if loc == nil {
+		return a, nil
+	}
+	rest := splice(data, loc[0], loc[1], "")
+	if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
+		a.Result = "removed"
+		return a, os.Remove(path)
+	}
+	a.Result = "removed block"
+	return a, writeKeepingMode(path, rest, 0)
 }
 
 // Manual is what to add by hand to a hook git-norma will not edit.
