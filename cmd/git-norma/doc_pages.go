@@ -121,12 +121,13 @@ func commandPage(cmd *kong.Node) (*page, error) {
 	p := &page{name: name, section: 1, summary: strings.TrimSuffix(cmd.Help, ".")}
 	cmds := section{title: "COMMANDS"}
 	for _, l := range leaves(cmd) {
-		p.synopsis = append(p.synopsis, synopsis(l))
-		cmds.blocks = append(cmds.blocks, block{kind: blockItem, term: strings.TrimPrefix(synopsis(l), "git norma "+cmd.Name+" "), text: l.Help})
+		s := synopsis(l)
+		p.synopsis = append(p.synopsis, s)
+		cmds.blocks = append(cmds.blocks, block{kind: blockItem, term: strings.TrimPrefix(s, "git norma "+cmd.Name+" "), text: l.Help})
 	}
 	generated := []section{optionsSection(cmd)}
 	if len(visibleChildren(cmd)) > 0 {
-		generated = []section{cmds, optionsSection(cmd)}
+		generated = append([]section{cmds}, generated...)
 	}
 	return p.compose(secs, cmd.Help, generated, true, "git-norma(1)", "gitnorma-config(5)"), nil
 }
