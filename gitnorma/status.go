@@ -83,15 +83,6 @@ func (a *App) History() *History {
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}, Violations: []Violation{}}
-	// The task branches come from git; reading them while the database is opened and queried
-	// hides most of that process's cost (status is the command people run all the time).
-	var branchRows []BranchRow
-	var branchesErr error
-	branches := make(chan struct{})
-	go func() {
-		defer close(branches)
-		branchRows, branchesErr = h.repo.taskBranches(ctx)
-	}()
 	for _, holder := range h.repo.LiveRuns() {
 		live := LiveRun{RunID: holder.RunID, PID: holder.PID, Host: holder.Host, Started: holder.Started}
 		rep.LiveRuns = append(rep.LiveRuns, live)
@@ -101,13 +92,11 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	}
 	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
-		<-branches
 		return rep, err
 	}
 	defer st.Close()
 	runs, err := st.RecentRuns(ctx, limit)
 	if err != nil {
-		<-branches
 		return rep, err
 	}
 	for _, r := range runs {
@@ -116,9 +105,8 @@ func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	if pending, err := pendingViolations(ctx, st); err == nil && pending != nil {
 		rep.Violations = pending
 	}
-	<-branches
-	rep.Branches = branchRows
-	return rep, branchesErr
+	rep.Branches, err = h.repo.taskBranches(ctx)
+	return rep, err
 }
 
 func (h *History) runRow(r store.Run) RunRow {
