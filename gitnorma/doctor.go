@@ -49,11 +49,22 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorTracker(ctx, &rep)
 	a.doctorAgents(ctx, &rep)
 	a.confiner().doctorSandbox(&rep)
-	doctorStore(ctx, a.Repo, &rep)
-	a.doctorCrashWindows(ctx, &rep)
+	live := map[string]bool{} // the runs a live process holds
+	runs := a.Repo.LiveRuns()
+	for _, h := range runs {
+		live[h.RunID] = true
+	}
+	if st, err := a.Repo.OpenStore(ctx); err != nil {
+		rep.add("database", "fail", err.Error(), hintOf(err))
+	} else {
+		doctorStore(ctx, st, live, &rep)
+		a.doctorClaims(ctx, &rep, st)
+		doctorRechecks(ctx, a.Repo, &rep, st)
+		st.Close()
+	}
 	a.doctorRemote(ctx, &rep)
 	a.doctorLeases(ctx, &rep)
-	doctorRuntime(ctx, a.Repo, &rep)
+	doctorRuntime(ctx, a.Repo, runs, live, &rep)
 	return rep
 }
 
@@ -133,13 +144,7 @@ func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
 	}
 }
 
-func doctorStore(ctx context.Context, repo *Repo, rep *DoctorReport) {
-	st, err := repo.OpenStore(ctx)
-	if err != nil {
-		rep.add("database", "fail", err.Error(), hintOf(err))
-		return
-	}
-	defer st.Close()
+func doctorStore(ctx context.Context, st *store.Store, live map[string]bool, rep *DoctorReport) {
 	v, _ := st.SchemaVersion(ctx)
 	if res, err := st.IntegrityCheck(ctx); err != nil || res != "ok" {
 		if err != nil {
@@ -152,10 +157,6 @@ func doctorStore(ctx context.Context, repo *Repo, rep *DoctorReport) {
 	doctorViolations(ctx, st, rep)
 	doctorTrust(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
-	live := map[string]bool{}
-	for _, h := range repo.LiveRuns() {
-		live[h.RunID] = true
-	}
 	for _, r := range running {
 		if !live[r.ID] {
 			rep.add("run "+r.ID, "warn", "marked running, but no live process holds its task's lock (it crashed)",
@@ -164,8 +165,8 @@ func doctorStore(ctx context.Context, repo *Repo, rep *DoctorReport) {
 	}
 }
 
-func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
-	if runs := repo.LiveRuns(); len(runs) > 0 {
+func doctorRuntime(ctx context.Context, repo *Repo, runs []LockHolder, live map[string]bool, rep *DoctorReport) {
+	if len(runs) > 0 {
 		for _, h := range runs {
 			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
 		}
@@ -201,18 +202,14 @@ func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
 				"git worktree unlock "+wt.Path+" && git worktree prune (the next run does it too)")
 		}
 	}
-	doctorStaleLocks(ctx, repo, rep, list)
+	doctorStaleLocks(ctx, repo, rep, list, live)
 }
 
 // doctorStaleLocks reports an index.lock left in the git directory of a run worktree no live
 // run works in (a git killed with its run, or an agent): git refuses to write that worktree's
 // index while it is there. The next run of the task removes it, after stopping whatever the
 // dead run left running.
-func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list []worktree.Info) {
-	live := map[string]bool{}
-	for _, h := range repo.LiveRuns() {
-		live[h.RunID] = true
-	}
+func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list []worktree.Info, live map[string]bool) {
 	runs, wm := repo.Path("runs")+string(filepath.Separator), repo.Worktrees(ctx)
 	for _, wt := range list {
 		task, isTask := strings.CutPrefix(wt.Branch, worktree.BranchPrefix)

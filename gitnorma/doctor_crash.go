@@ -9,22 +9,13 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 )
 
-// doctorCrashWindows reports what a git-norma killed between two records that belong together
-// left, and what recovers it: a task still claimed by a run whose process died, a PASS
-// recorded and never landed, a landing re-check's workspace. A task a live process holds is
-// not looked at: its run is not dead.
-func (a *App) doctorCrashWindows(ctx context.Context, rep *DoctorReport) {
-	st, err := a.Repo.OpenStore(ctx)
-	if err != nil {
-		return // doctorStore reported it
-	}
-	defer st.Close()
-	a.doctorClaims(ctx, rep, st)
-	doctorRechecks(ctx, a.Repo, rep, st)
-}
+// doctorClaims and doctorRechecks report what a git-norma killed between two records that
+// belong together left, and what recovers it. A task a live process holds is not looked at:
+// its run is not dead.
 
 // doctorClaims looks at the runs that may hold a claim: those marked running (killed, maybe
-// between claiming and recording it) and those that finished but never gave theirs back.
+// between claiming and recording it) and those that finished but never gave theirs back: a
+// task still claimed by a run whose process died, or a PASS recorded and never landed.
 func (a *App) doctorClaims(ctx context.Context, rep *DoctorReport, st *store.Store) {
 	tr, err := a.Tracker()
 	if err != nil {
