@@ -180,8 +180,6 @@ type gateRecords struct {
 	a      *App
 	st     *store.Store
 	opened bool
-	// judged says whether the store was asked if it can be trusted (storeDistrust).
-	judged bool
 	err    error
 }
 
@@ -202,18 +200,13 @@ func (r *gateRecords) Runs(ctx context.Context, task string) ([]hooks.Run, error
 			r.err = errors.New("no run is recorded here: " + filepath.Join(".norma", "norma.db") + " is missing")
 		} else if r.st, err = r.a.Repo.OpenStore(ctx); err != nil {
 			r.err = fmt.Errorf("cannot read the run store: %v", err)
+		} else if why := storeDistrust(ctx, r.st, r.a.confiner().shieldsNow()); why != "" {
+			// A PASS the store holds is evidence only when no agent could have written it.
+			r.err = fmt.Errorf("a PASS read from the run store is only a hint: %s; land the task with git norma land, which checks it again, or vouch for every record there: git norma resume --trust-store", why)
 		}
 	}
 	if r.err != nil {
 		return nil, r.err
-	}
-	if !r.judged {
-		// A PASS the store holds is evidence only when no agent could have written it.
-		r.judged = true
-		if why := storeDistrust(ctx, r.st, r.a.confiner().shieldsNow()); why != "" {
-			r.err = fmt.Errorf("a PASS read from the run store is only a hint: %s; land the task with git norma land, which checks it again, or vouch for every record there: git norma resume --trust-store", why)
-			return nil, r.err
-		}
 	}
 	runs, err := r.st.RunsForTask(ctx, task, 50)
 	if err != nil {
