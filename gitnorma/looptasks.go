@@ -167,7 +167,7 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
 			return nil
 		}
-		sel, err := l.app.next(ctx, l.o.Scope, l.tried, slices.Collect(maps.Keys(l.running)))
+		sel, err := l.app.Next(ctx, l.o.Scope, l.tried, slices.Collect(maps.Keys(l.running)))
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ type nextCmd struct {
 }
 
 func (c *nextCmd) Run(env *Env, app *gitnorma.App) error {
-	sel, err := app.Next(env.Ctx, gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, nil)
+	sel, err := app.Next(env.Ctx, gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, nil, nil)
 	if err != nil {
 		return err
 	}
