@@ -163,7 +163,7 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop("paused", "paused: "+l.app.Repo.PauseReason(), 0)
 			return nil
 		}
-		if v := violationSince(ctx, l.st, l.since); v != "" {
+		if v := violationSince(ctx, l.st, l.since, ""); v != "" {
 			l.stop(loop.StopGuardViolation, v+"; nothing more starts until you clear it: git norma resume", ExitStopped)
 			return nil
 		}

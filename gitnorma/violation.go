@@ -126,11 +126,8 @@ func (r *run) pauseReason() string {
 	if reason := r.app.Repo.PauseReason(); reason != "" {
 		return reason
 	}
-	pending, _ := pendingViolations(context.Background(), r.st) // nil on error
-	for _, v := range pending {
-		if v.RunID != r.id && !v.At.Before(r.started) {
-			return "a guard violation: " + v.Summary()
-		}
+	if v := violationSince(context.Background(), r.st, r.started, r.id); v != "" {
+		return "a " + v
 	}
 	return ""
 }
@@ -147,11 +144,12 @@ func (r *Repo) guarded() guard.Places {
 	return guard.Places{Root: r.Root, GitDir: r.GitDir, NormaDir: r.NormaDir(), Git: r.Git}
 }
 
-// violationSince summarises a violation recorded since t ("" when there is none).
-func violationSince(ctx context.Context, st *store.Store, t time.Time) string {
-	pending, _ := pendingViolations(ctx, st)
+// violationSince summarises a violation recorded since t by a run other than except ("" when
+// there is none).
+func violationSince(ctx context.Context, st *store.Store, t time.Time, except string) string {
+	pending, _ := pendingViolations(ctx, st) // nil on error
 	for _, v := range pending {
-		if !v.At.Before(t) {
+		if v.RunID != except && !v.At.Before(t) {
 			return "guard violation: " + v.Summary()
 		}
 	}
