@@ -107,15 +107,6 @@ func (r *Repo) actor(ctx context.Context) string {
 	return name
 }
 
-// List returns every task, closed ones included.
-func (b *Backlog) List(ctx context.Context) ([]tracker.Task, error) {
-	tr, err := b.open()
-	if err != nil {
-		return nil, err
-	}
-	return tr.List(ctx)
-}
-
 // Show returns one task.
 func (b *Backlog) Show(ctx context.Context, id string) (tracker.Task, error) {
 	tr, err := b.open(id)

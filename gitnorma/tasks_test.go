@@ -136,7 +136,7 @@ func TestAddTaskRejects(t *testing.T) {
 		e := requireCode(t, err, ExitFail)
 		assert.Contains(t, err.Error(), "norma-zzzz")
 		assert.Contains(t, e.Hint, "git norma task list")
-		tasks, err := app.Backlog().List(ctx)
+		tasks, _, err := app.Backlog().Filter(ctx, TaskFilter{})
 		require.NoError(t, err)
 		assert.Empty(t, tasks)
 	})
@@ -208,7 +208,7 @@ func TestAddTaskRoundTrip(t *testing.T) {
 	})
 
 	t.Run("backlog file", func(t *testing.T) {
-		tasks, err := app.Backlog().List(ctx)
+		tasks, _, err := app.Backlog().Filter(ctx, TaskFilter{})
 		require.NoError(t, err)
 		assert.Len(t, tasks, len(tests)+2)
 		f, err := os.Open(filepath.Join(repo.Dir, ".beads", "issues.jsonl"))
