@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -107,11 +106,7 @@ func (n notifier) runNotify(ctx context.Context, ev NotifyEvent, limit time.Dura
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	prog := n.cmd[0]
-	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
-		prog = filepath.Join(n.root, prog)
-	}
-	cmd := exec.CommandContext(ctx, prog, n.cmd[1:]...)
+	cmd := exec.CommandContext(ctx, repoProgram(n.root, n.cmd[0]), n.cmd[1:]...)
 	cmd.Dir = n.root
 	cmd.Stdin = bytes.NewReader(append(data, '\n'))
 	cmd.Env = append(os.Environ(), "NORMA_EVENT="+ev.Event, "NORMA_RUN_ID="+ev.RunID,

@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,13 +172,7 @@ var npmPackages = map[string]string{
 // cliAgent builds a CLI agent, refusing a missing binary or a flag combination that would give
 // the role more than it may have.
 func (r *Repo) cliAgent(role loop.Role, c config.Agent) (loop.Agent, string, error) {
-	bin := c.Path
-	if bin == "" {
-		bin = c.Type
-	}
-	if strings.Contains(bin, "/") && !filepath.IsAbs(bin) {
-		bin = filepath.Join(r.Root, bin)
-	}
+	bin := repoProgram(r.Root, cmp.Or(c.Path, c.Type))
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, "", fatalf(fmt.Sprintf("install it (npm install -g %s), or set agents.%s.path to where it is", npmPackages[c.Type], role),
 			"the %s agent %s is not installed or not on PATH", role, c.Type)
@@ -190,19 +185,15 @@ func (r *Repo) cliAgent(role loop.Role, c config.Agent) (loop.Agent, string, err
 	return cli, fmt.Sprint(cli), nil
 }
 
-// resolveArgv finds an exec agent's program: a path with a slash is relative to the repository
-// root (so config.json works from any directory), a bare name is looked up on PATH.
+// resolveArgv finds an exec agent's program (see repoProgram).
 func (r *Repo) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
 	if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
 		return nil, fatalf(fmt.Sprintf(`set it in .norma/config.json, e.g. "%s": {"type": "exec", "cmd": ["./my-agent"]}`, role),
 			"agents.%s.cmd is empty: git-norma needs a program to play the %s role", role, role)
 	}
 	argv := append([]string(nil), cmd...)
-	prog := argv[0]
+	prog := repoProgram(r.Root, argv[0])
 	if strings.Contains(prog, "/") {
-		if !filepath.IsAbs(prog) {
-			prog = filepath.Join(r.Root, prog)
-		}
 		if _, err := os.Stat(prog); err != nil {
 			return nil, fatalf("fix agents."+string(role)+".cmd in .norma/config.json", "the %s agent %s does not exist", role, prog)
 		}
@@ -211,4 +202,13 @@ func (r *Repo) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
 	}
 	argv[0] = prog
 	return argv, nil
+}
+
+// repoProgram is a program the config names: a path with a slash is relative to the
+// repository root (so config.json works from any directory), a bare name is looked up on PATH.
+func repoProgram(root, prog string) string {
+	if strings.Contains(prog, "/") && !filepath.IsAbs(prog) {
+		return filepath.Join(root, prog)
+	}
+	return prog
 }
