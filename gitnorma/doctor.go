@@ -47,7 +47,7 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	rep := DoctorReport{OK: true}
 	a.doctorGit(ctx, &rep)
 	a.doctorTracker(ctx, &rep)
-	a.doctorAgents(ctx, &rep)
+	doctorAgents(ctx, a.Repo, a.Config.Agents, &rep)
 	a.confiner().doctorSandbox(&rep)
 	live := map[string]bool{} // the runs a live process holds
 	runs := a.Repo.LiveRuns()
@@ -124,10 +124,10 @@ func (a *App) doctorTracker(ctx context.Context, rep *DoctorReport) {
 	}
 }
 
-func (a *App) doctorAgents(ctx context.Context, rep *DoctorReport) {
-	for _, ra := range a.Config.Agents.ByRole() {
+func doctorAgents(ctx context.Context, repo *Repo, agents config.Agents, rep *DoctorReport) {
+	for _, ra := range agents.ByRole() {
 		check := "agent " + ra.Role
-		_, name, err := a.agentFor(loop.Role(ra.Role), ra.Agent)
+		_, name, err := repo.agentFor(loop.Role(ra.Role), ra.Agent)
 		switch {
 		case err != nil:
 			rep.add(check, "fail", err.Error(), hintOf(err))

@@ -134,7 +134,7 @@ func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
 	agents := map[loop.Role]loop.RoleAgent{}
 	for _, ra := range a.Config.Agents.ByRole() {
 		role := loop.Role(ra.Role)
-		agent, name, err := a.agentFor(role, ra.Agent)
+		agent, name, err := a.Repo.agentFor(role, ra.Agent)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,8 @@ func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
 	return agents, nil
 }
 
-func (a *App) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, error) {
+// agentFor is the agent c configures for role, and its name.
+func (r *Repo) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, error) {
 	switch c.Type {
 	case config.AgentBuiltin:
 		builtin := map[loop.Role]loop.Agent{loop.RolePlan: loop.BuiltinPlan{}, loop.RoleCheck: loop.BuiltinCheck{}, loop.RoleAct: loop.BuiltinAct{}}
@@ -151,13 +152,13 @@ func (a *App) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, erro
 			return agent, "builtin", nil
 		}
 	case config.AgentExec:
-		argv, err := a.Repo.resolveArgv(role, c.Cmd)
+		argv, err := r.resolveArgv(role, c.Cmd)
 		if err != nil {
 			return nil, "", err
 		}
 		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
 	case config.AgentClaude, config.AgentCodex, config.AgentGemini, config.AgentOpencode:
-		return a.Repo.cliAgent(role, c)
+		return r.cliAgent(role, c)
 	}
 	return nil, "", fatalf("fix agents."+string(role)+".type in .norma/config.json",
 		"agents.%s.type %q cannot play the %s role", role, c.Type, role)
