@@ -27,12 +27,10 @@ type guardViolation struct {
 	ClearedAt *time.Time `json:"cleared_at,omitempty"`
 }
 
-// Violation is a guard violation the user has not cleared yet.
+// Violation is a guard violation the user has not cleared yet (ClearedAt nil).
 type Violation struct {
-	RunID  string    `json:"run_id"`
-	TaskID string    `json:"task_id"`
-	Paths  []string  `json:"paths"`
-	At     time.Time `json:"at"`
+	RunID string `json:"run_id"`
+	guardViolation
 }
 
 // Summary is the violation in one line: the run, its task, and each path with its fate.
@@ -77,7 +75,7 @@ func pendingViolations(ctx context.Context, st *store.Store) ([]Violation, error
 		if json.Unmarshal(raw, &v) != nil || v.ClearedAt != nil {
 			continue
 		}
-		out = append(out, Violation{RunID: runID, TaskID: v.TaskID, Paths: v.Paths, At: v.At})
+		out = append(out, Violation{RunID: runID, guardViolation: v})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].RunID < out[j].RunID })
 	return out, nil
@@ -107,7 +105,8 @@ func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
 		}
 		now := a.Now()
 		for _, v := range pending {
-			rec := guardViolation{TaskID: v.TaskID, Paths: v.Paths, At: v.At, ClearedAt: &now}
+			rec := v.guardViolation
+			rec.ClearedAt = &now
 			if err := st.SetKV(ctx, v.RunID, kvGuardViolation, rec); err != nil {
 				return err
 			}
