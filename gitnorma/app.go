@@ -19,8 +19,7 @@ import (
 )
 
 // App is one command's view of a repository: where it is, its configuration, and the state
-// stores, opened only when a use case needs them (so `status` does not pay for what `run`
-// needs).
+// stores, opened only when a use case needs them (status does not pay for what run needs).
 type App struct {
 	Repo   *Repo
 	Config config.Config
@@ -54,10 +53,9 @@ func Open(ctx context.Context, dir string) (*App, error) {
 }
 
 // OpenForHook opens the repository containing dir for git's hooks, which must work whatever
-// state git-norma is in there: a repository never initialised (or whose .norma/ was removed)
-// or whose config does not load still opens, with the default config; configErr says why
-// (and uninitialised which). The merge and push gates need no config: they read git and the
-// run store.
+// state git-norma is in there: without .norma/ or a config that loads it opens with the
+// default config, configErr saying why. The merge and push gates need no config: they read
+// git and the run store.
 func OpenForHook(ctx context.Context, dir string) (*App, error) {
 	repo, err := OpenRepo(ctx, dir)
 	if err != nil {
@@ -135,8 +133,8 @@ func (a *App) TrackerKind() string {
 	return a.Config.Tracker
 }
 
-// NotesJournal is the git-notes journal of the repository, its writers serialised across processes
-// by .norma/locks/notes.lock.
+// NotesJournal is the repository's git-notes journal, its writers serialised across
+// processes by .norma/locks/notes.lock.
 func (r *Repo) NotesJournal() notes.Journal {
 	return notes.Journal{Git: r.Git, Lock: func(ctx context.Context) (func(), error) {
 		return flock.Wait(ctx, r.Path("locks", "notes.lock"))

@@ -81,13 +81,12 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 	return &Repo{Root: root, GitDir: l.CommonDir, Git: git.Runner{Dir: root, Env: []string{hooks.GuardEnv}}}, nil
 }
 
-// normaOwner is the checkout whose git-norma worktrees (.norma/runs/..., .norma/checks/...) dir
-// is in. There the repository is that checkout's, by the path: a run's workspace or a check
-// worktree is an agent's or a check's, whose .git they may have made a repository of their
-// own — one whose config (core.fsmonitor) git would run, unconfined, for a command of yours.
-// The outermost such checkout: an agent can make more of the same shape inside its own. It is
-// one when its .norma holds git-norma's store or config (the store is never in git: a checkout
-// of a commit from before git-norma leaves it there).
+// normaOwner is the outermost checkout whose git-norma worktrees (.norma/runs/...,
+// .norma/checks/...) dir is in, which is then the repository: an agent or a check may have
+// made its workspace's .git a repository of its own, whose config (core.fsmonitor) git would
+// run unconfined for a command of yours, and may nest more of the same shape inside. A
+// checkout counts when its .norma holds git-norma's store or config (the store is never in
+// git: a checkout of a commit from before git-norma leaves it there).
 func normaOwner(dir string) (string, bool) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

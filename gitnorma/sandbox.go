@@ -249,11 +249,10 @@ func (cf confiner) doctorSandbox(rep *DoctorReport) {
 // sees every process of its user and may change their resource limits (prlimit, which
 // Landlock does not govern) — another run's launcher among them, between its look at its
 // limits and the start of a check, whose tool then fails to start and whose `! grep` passes.
-// So a run without one takes the turn alone (an exclusive lock), while runs in namespaces of
-// their own share it: none of theirs sees another's processes. The turn is per user, not per
-// repository: the user's runs in other clones are processes of the same user. Unconfined runs
-// take turns of their own (unconfinedTurn). The lock is on a directory confined commands
-// cannot write: $XDG_RUNTIME_DIR, else the user's cache directory.
+// So a run without one takes the turn alone (exclusive), runs in namespaces of their own share
+// it. The turn is per user (the user's runs in other clones are processes of the same user);
+// unconfined runs take turns of their own (unconfinedTurn). The lock is in a directory
+// confined commands cannot write: $XDG_RUNTIME_DIR, else the user's cache directory.
 func namespaceTurn(ctx context.Context, c confinement, live loop.LiveFunc, taskID string) (func(), error) {
 	if !c.landlock() {
 		return func() {}, nil

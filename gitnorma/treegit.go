@@ -13,17 +13,15 @@ import (
 )
 
 // git-norma's own git commands on an agent's work (the step commit, the checkouts of a task
-// branch in a run or check worktree) run the filter drivers the user's git config names —
-// git-lfs, git-crypt, nbstripout — on the files the agent's .gitattributes points them at;
-// git-lfs also reads the server it talks to from the agent's .lfsconfig. An agent cannot
-// change the drivers, but it chooses their input: with sandbox.network off it could still
-// have git-lfs carry a secret to a server of its choosing; and a driver the config names by a
-// path in the work tree is the agent's own code. So where the config names any, those
-// commands run confined like a check command: writing only that work tree, its git directory,
-// the repository's objects and the drivers' stores — no ref — with the network as
-// sandbox.network says. The landing's fast-forward of the user's checkout writes what the
-// user's git writes there, hooks included: it is kept off the network only, when
-// sandbox.network is off.
+// branch in a run or check worktree) run the user's filter drivers (git-lfs, git-crypt,
+// nbstripout) on the files the agent's .gitattributes points them at, and git-lfs talks to the
+// server the agent's .lfsconfig names: with sandbox.network off an agent could still have
+// git-lfs carry a secret to a server of its choosing, and a driver named by a path in the
+// work tree is the agent's own code. So where the config names any, those commands run
+// confined like a check command: writing only that work tree, its git directory, the
+// repository's objects and the drivers' stores (no ref), with the network as sandbox.network
+// says. The landing's fast-forward of the user's checkout writes what the user's git writes
+// there, hooks included: it is kept off the network only, when sandbox.network is off.
 
 // filterDriverKeys matches the config keys that name a filter driver's command, the
 // conditional includes, which may name one where the main checkout does not see it (on a task
