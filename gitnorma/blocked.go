@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 // (exit 3, naming them; run --force goes ahead anyway).
 func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) error {
 	var open []string
+	first := "" // the first open blocker
 	for _, d := range t.Dependencies {
 		if d.Type != "blocks" || d.IssueID != t.ID {
 			continue
@@ -26,13 +28,13 @@ func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) erro
 			status = blocker.Status
 		}
 		if status != tracker.StatusClosed {
+			first = cmp.Or(first, d.DependsOnID)
 			open = append(open, fmt.Sprintf("%s (%s)", d.DependsOnID, status))
 		}
 	}
 	if len(open) == 0 {
 		return nil
 	}
-	first := strings.Fields(open[0])[0]
 	return &Error{Kind: ErrLandRefused,
 		Err:  fmt.Errorf("task %s is blocked by open %s: its work would land ahead of theirs, and the tracker would not close it", t.ID, strings.Join(open, ", ")),
 		Hint: "run " + first + " first (git norma run " + first + "), or run this one anyway: git norma run --force " + t.ID}
