@@ -61,7 +61,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
 			"git has no identity to commit with")
 	}
-	agents, err := a.buildAgents()
+	agents, err := a.Repo.buildAgents(a.Config.Agents)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,12 +129,12 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 	return target, nil
 }
 
-// buildAgents turns the config into an agent per role, refusing what cannot run.
-func (a *App) buildAgents() (map[loop.Role]loop.RoleAgent, error) {
+// buildAgents turns the agents' config into an agent per role, refusing what cannot run.
+func (r *Repo) buildAgents(cfg config.Agents) (map[loop.Role]loop.RoleAgent, error) {
 	agents := map[loop.Role]loop.RoleAgent{}
-	for _, ra := range a.Config.Agents.ByRole() {
+	for _, ra := range cfg.ByRole() {
 		role := loop.Role(ra.Role)
-		agent, name, err := a.Repo.agentFor(role, ra.Agent)
+		agent, name, err := r.agentFor(role, ra.Agent)
 		if err != nil {
 			return nil, err
 		}

@@ -95,15 +95,14 @@ func refuseViolated(ctx context.Context, st *store.Store) error {
 		Hint: "look at what the agent did (git norma status <run>), then clear it: git norma resume; or start anyway: --force"}
 }
 
-// ClearViolations marks every pending violation seen by the user (git norma resume).
-func (a *App) ClearViolations(ctx context.Context) ([]Violation, error) {
+// ClearViolations marks every pending violation seen by the user now (git norma resume).
+func (r *Repo) ClearViolations(ctx context.Context, now time.Time) ([]Violation, error) {
 	var cleared []Violation
-	err := a.Repo.withStore(ctx, func(st *store.Store) error {
+	err := r.withStore(ctx, func(st *store.Store) error {
 		pending, err := pendingViolations(ctx, st)
 		if err != nil {
 			return err
 		}
-		now := a.Now()
 		for _, v := range pending {
 			rec := v.guardViolation
 			rec.ClearedAt = &now

@@ -11,7 +11,7 @@ type resumeCmd struct {
 }
 
 func (c *resumeCmd) Run(env *Env, app *gitnorma.App) error {
-	cleared, err := app.ClearViolations(env.Ctx)
+	cleared, err := app.Repo.ClearViolations(env.Ctx, app.Now())
 	if err != nil {
 		return err
 	}
