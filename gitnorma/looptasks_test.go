@@ -36,7 +36,7 @@ func TestRelatedToAny(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%v", tt.id, tt.busy), func(t *testing.T) {
-			assert.Equal(t, tt.want, relatedToAny(tt.id, tt.busy, all))
+			assert.Equal(t, tt.want, relatedToAny(tt.busy, all)(tt.id))
 		})
 	}
 }

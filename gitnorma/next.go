@@ -69,7 +69,8 @@ func (a *App) Next(ctx context.Context, scope Scope, exclude, busy []string) (Se
 	}
 	cands, proposed := eligible(all, sel.Scope, exclude)
 	if len(busy) > 0 {
-		cands = slices.DeleteFunc(cands, func(c *tracker.Head) bool { return relatedToAny(c.ID, busy, all) })
+		related := relatedToAny(busy, all)
+		cands = slices.DeleteFunc(cands, func(c *tracker.Head) bool { return related(c.ID) })
 	}
 	sel.Eligible, sel.AwaitingReview = len(cands), proposed
 	if len(cands) == 0 {
@@ -154,8 +155,9 @@ func eligible(all []tracker.Head, scope Scope, exclude []string) (cands []*track
 	return cands, proposed
 }
 
-// relatedToAny reports whether id depends on, blocks, descends from or contains a busy task.
-func relatedToAny(id string, busy []string, all []tracker.Head) bool {
+// relatedToAny says whether a task depends on, blocks, descends from or contains a busy task
+// (its maps are built once for all candidates).
+func relatedToAny(busy []string, all []tracker.Head) func(id string) bool {
 	parents := map[string]string{}
 	deps := map[string][]tracker.DepHead{}
 	for _, t := range all {
@@ -165,12 +167,11 @@ func relatedToAny(id string, busy []string, all []tracker.Head) bool {
 	dependsOn := func(a, b string) bool {
 		return slices.ContainsFunc(deps[a], func(d tracker.DepHead) bool { return d.On == b })
 	}
-	for _, b := range busy {
-		if descends(id, b, parents) || descends(b, id, parents) || dependsOn(id, b) || dependsOn(b, id) {
-			return true
-		}
+	return func(id string) bool {
+		return slices.ContainsFunc(busy, func(b string) bool {
+			return descends(id, b, parents) || descends(b, id, parents) || dependsOn(id, b) || dependsOn(b, id)
+		})
 	}
-	return false
 }
 
 // descends reports whether id is below root in the parent-child tree.
