@@ -29,10 +29,8 @@ type recorder struct {
 	redact  redact.Redactor
 	crash   *crashpoints
 	// notes are the run's journal entries by the commit they go on, in the order the run
-	// reached those commits. They are written when the run ends, all in one commit of the
-	// notes ref (writeNotes), or by the landing with the squash commit's note (also one
-	// commit). Entries of a run that dies first are not lost: reconcile replays every step of
-	// a dead run into the notes.
+	// reached them, written in one commit of the notes ref when the run ends (writeNotes) or
+	// with the landing's note. A run that dies first loses none: reconcile replays its steps.
 	notes []notes.Note
 	// lastHead is the head the previous step ended on.
 	lastHead string

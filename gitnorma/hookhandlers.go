@@ -56,10 +56,9 @@ type hookHandler struct {
 	out io.Writer
 }
 
-// Committed handles a commit in a norma/task/* worktree: its checks run in the background
-// (the commit is never held up) and their result is recorded in the store and as a note on the
-// commit. With wait, the check runs right here. Without a config to check with (git-norma not
-// initialised, or a config that does not load) it says so in one line.
+// Committed handles a commit in a norma/task/* worktree: its checks run in the background (the
+// commit is never held up), or right here with wait, their result recorded in the store and as
+// a note on the commit. Without a config that loads it says so in one line.
 func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 	if os.Getenv(loop.StepDirEnv) != "" {
 		// An agent's own commit, inside a step: the step's Check verifies the work, and a
@@ -115,9 +114,8 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 	return h.refusal("merge", refused)
 }
 
-// Pushing refuses to push a task branch whose head has no recorded PASS, or any other ref
-// whose new commits carry task work no recorded PASS covers; then pushes the journal notes
-// when notes.push is on.
+// Pushing refuses a task branch whose head has no recorded PASS, or another ref whose new
+// commits carry task work no recorded PASS covers; then pushes the journal notes (notes.push).
 func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hooks.PushUpdate) error {
 	gate, done := h.gate()
 	defer done()

@@ -43,10 +43,9 @@ func (s Selection) ReviewHint() string {
 
 // Next applies the selection policy to the tracker's ready list: leaves only (bd's ready also
 // returns epics and features), not blocked by git-norma's three-strike rule, inside the scope,
-// then by priority, a Verify field first, oldest first. It skips tasks related to busy ones
-// (being run in parallel): no blocks dependency and no parent-child line between them, so
-// parallel runs never step on each other. With bd it costs one `ready` and one `list`; the
-// embedded backlog answers from its index of heads.
+// not related by a blocks dependency or parent-child line to a busy task (run in parallel: so
+// parallel runs never step on each other), then by priority, a Verify field first, oldest
+// first. With bd it costs one `ready` and one `list`; the embedded backlog reads its heads.
 func (a *App) Next(ctx context.Context, scope Scope, exclude, busy []string) (Selection, error) {
 	sel := Selection{Scope: scope}
 	if scope == (Scope{}) {

@@ -126,10 +126,8 @@ func (h *History) runRow(r store.Run) RunRow {
 	return row
 }
 
-// taskBranches lists norma/task/* branches with the worktrees that hold them: read from the
-// ref files in the usual layout (status is the command people run all the time, and a git
-// process is most of its cost), else in one git call (%(worktreepath) names the worktree a
-// branch is checked out in).
+// taskBranches lists norma/task/* branches with the worktrees that hold them: from the ref
+// files in the usual layout (a git process is most of status's cost), else in one git call.
 func (r *Repo) taskBranches(ctx context.Context) ([]BranchRow, error) {
 	rows := []BranchRow{}
 	if branches, ok := git.ReadBranches(r.GitDir, worktree.BranchPrefix); ok {

@@ -64,12 +64,11 @@ type JournalLine struct {
 // taskStateVersion is the current TaskState format.
 const taskStateVersion = 1
 
-// DecodeTaskState reads a task's notes: git-norma's state — the JSON object starting
-// {"norma_state": at the start of a line, wherever people's text put it — and people's text
-// around it, kept in ForeignNotes (bd update --append-notes and bd note append after it; a
-// note may come before it too). Empty notes give a fresh state. Notes that name a git-norma
-// state that does not read are an error saying what to do, never taken for people's text:
-// that would silently reset the strike count and the resume state.
+// DecodeTaskState reads a task's notes: git-norma's state (the JSON object starting
+// {"norma_state": at the start of a line) and people's text before and after it (bd's
+// --append-notes and note append), kept in ForeignNotes. Empty notes give a fresh state. A
+// git-norma state that does not read is an error saying what to do, never taken for people's
+// text: that would silently reset the strike count and the resume state.
 func DecodeTaskState(notes string) (TaskState, error) {
 	return decodeNotes(notes, maxForeignNotes)
 }
@@ -132,10 +131,9 @@ func foreign(st *TaskState, text string, limit int) error {
 	return nil
 }
 
-// Encode renders the notes: the state as one JSON line no larger than TaskStateCap —
-// shedding detail oldest first: evidence output tails, then journal lines (folded into a
-// summary), then the step outputs — followed by people's text (ForeignNotes), as they wrote
-// it.
+// Encode renders the notes: the state as one JSON line no larger than TaskStateCap (shedding
+// evidence output tails, then the oldest journal lines, then the step outputs), followed by
+// people's text (ForeignNotes) as they wrote it.
 func (s TaskState) Encode() (string, error) {
 	people := s.ForeignNotes
 	s.ForeignNotes = ""

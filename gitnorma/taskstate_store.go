@@ -76,12 +76,11 @@ func decodeStateJSON(raw json.RawMessage) (TaskState, error) {
 	return st, nil
 }
 
-// stateWrite is the tracker update that stores s (with redact applied), and the text that
-// identifies what it wrote. For a tracker that keeps the state apart, the notes are written
-// only to take out a state an older git-norma left in them; otherwise edit, applied to the
-// notes as they are at the moment of the write where the tracker can do so (the embedded
-// backlog), keeps a note appended meanwhile, and change makes the same change to the state
-// found there.
+// stateWrite is the tracker update that stores s (redacted), and the text that identifies
+// what it wrote. A tracker that keeps the state apart gets the notes only to take out an older
+// git-norma's state. Otherwise the update's edit, applied to the notes as they are at the
+// write where the tracker can (the embedded backlog), keeps a note appended meanwhile, and
+// change makes the same change to the state found there.
 func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) (tracker.Update, string, error) {
 	if s.apart {
 		people := s.ForeignNotes

@@ -117,9 +117,8 @@ func (r *Repo) ClearViolations(ctx context.Context, now time.Time) ([]Violation,
 	return cleared, err
 }
 
-// pauseReason is why the run must stop before its next step: a pause, or a violation another
-// run recorded since this one started ("" when there is neither). A violation recorded before
-// it started was either cleared or overridden with --force.
+// pauseReason is why the run must stop before its next step ("" for none): a pause, or a
+// violation another run recorded since this one started (an older one was cleared or --forced).
 func (r *run) pauseReason() string {
 	if reason := r.app.Repo.PauseReason(); reason != "" {
 		return reason
