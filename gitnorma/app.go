@@ -43,13 +43,10 @@ type App struct {
 // repository has not been initialised with `git norma init`.
 func Open(ctx context.Context, dir string) (*App, error) {
 	a, err := OpenForHook(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	if a.configErr != nil {
+	if err == nil && a.configErr != nil {
 		return nil, a.configErr
 	}
-	return a, nil
+	return a, err
 }
 
 // OpenForHook opens the repository containing dir for git's hooks, which must work whatever
@@ -155,11 +152,11 @@ func (r *Repo) withWorktreeLock(ctx context.Context, fn func() error) error {
 
 // ValidateTaskID refuses anything that is not a task id before it becomes a path or a ref.
 func (a *App) ValidateTaskID(id string) error {
-	validate := func(id string) error { return tracker.ValidateID(a.Config.IDPrefix, id) }
+	err := tracker.ValidateID(a.Config.IDPrefix, id)
 	if a.TrackerKind() == "beads" {
-		validate = tracker.ValidateBDID // bd's workspace prefix, not id_prefix, names its tasks
+		err = tracker.ValidateBDID(id) // bd's workspace prefix, not id_prefix, names its tasks
 	}
-	if err := validate(id); err != nil {
+	if err != nil {
 		return usagef("list tasks with: git norma task list", "%v", err)
 	}
 	return nil
