@@ -138,8 +138,7 @@ func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 }
 
 // confineChecks confines the check commands run outside a step (the re-check before landing)
-// as the run's are; dir is their directory of logs. done records what was left running in
-// the log.
+// as the run's are; dir is their logs' directory; done logs what was left running.
 func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
 	c, err := cf.confinement()
 	if err != nil {
@@ -198,9 +197,9 @@ func (r *run) noteUnconfined(ctx context.Context, live loop.LiveFunc) {
 	}
 }
 
-// processEnv is what every agent, check and setup command starts from: this process's
-// environment without the variables that pin git to a repository (a hook's GIT_DIR), so each
-// works on the worktree it runs in.
+// processEnv is what every agent, check and setup command starts from: this environment
+// without the variables that pin git to a repository (a hook's GIT_DIR), so each works where
+// it runs.
 func processEnv() []string { return git.StripRepoVars(os.Environ()) }
 
 // expandHome turns a leading "~" into the home directory.

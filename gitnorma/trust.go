@@ -11,11 +11,10 @@ import (
 // A PASS read from the run store is evidence only while no process that could write the store
 // has run: the kernel keeps confined agents and check commands out of it, but an unconfined one
 // (mode off, no Landlock, sandbox.allow_write opening the repository) could have written any
-// record — a PASS of another task included. git-norma records in the store, before the first
-// such process starts, that one ran (store.Unshielded), and the fallback guard puts that
-// record back should an agent remove it. From then on a landing checks the tree again, and
-// the hooks' gate takes no PASS from the store, until the user vouches for every record
-// (git norma resume --trust-store).
+// record, a PASS of another task included. Before the first such process starts, the store
+// records that one ran (store.Unshielded; the fallback guard puts it back should an agent
+// remove it). From then on a landing checks the tree again and the hooks' gate takes no PASS
+// from the store, until the user vouches for every record (git norma resume --trust-store).
 
 // markUnshielded records, before it starts, that a process the kernel does not keep out of the
 // store runs here; what says which.
@@ -26,8 +25,7 @@ func markUnshielded(ctx context.Context, st *store.Store, now time.Time, what st
 	return nil
 }
 
-// markUnshieldedIn is markUnshielded on the repository's store, opened (made if need be) for
-// it.
+// markUnshieldedIn is markUnshielded on the repository's store, made if need be.
 func markUnshieldedIn(ctx context.Context, repo *Repo, now time.Time, what string) error {
 	st, err := repo.OpenStore(ctx)
 	if err != nil {
