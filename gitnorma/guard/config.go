@@ -11,9 +11,6 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
-// configEntry is one setting of a git config file, as git reads it.
-type configEntry = git.ConfigEntry
-
 // configCounts says whether a change of key (in a config whose remotes are named remotes)
 // counts against an agent. Every key counts — settings make git run a program, read more
 // config, push elsewhere or stop working in too many ways to list — but those git writes by
@@ -44,7 +41,7 @@ func configCounts(key, value string, remotes []string) bool {
 }
 
 // configRemotes are the names of the remotes a config defines.
-func configRemotes(entries []configEntry) []string {
+func configRemotes(entries []git.ConfigEntry) []string {
 	var out []string
 	for _, e := range entries {
 		if rest, ok := strings.CutPrefix(e.Key, "remote."); ok {
@@ -58,9 +55,9 @@ func configRemotes(entries []configEntry) []string {
 
 // configChanges lists, sorted, the keys whose values (all of them, in order) differ between
 // two versions of a config and count (configCounts, judged by both versions' remotes).
-func configChanges(before, after []configEntry) []string {
+func configChanges(before, after []git.ConfigEntry) []string {
 	remotes := append(configRemotes(before), configRemotes(after)...)
-	values := func(entries []configEntry) map[string][]string {
+	values := func(entries []git.ConfigEntry) map[string][]string {
 		m := map[string][]string{}
 		for _, e := range entries {
 			m[e.Key] = append(m[e.Key], e.Value)
@@ -80,7 +77,7 @@ func configChanges(before, after []configEntry) []string {
 
 // restoreConfig sets each of keys back to its values in before, through git config on that
 // file alone, so every other setting — one the user made meanwhile included — stays.
-func restoreConfig(ctx context.Context, g git.Runner, path string, before []configEntry, keys []string) error {
+func restoreConfig(ctx context.Context, g git.Runner, path string, before []git.ConfigEntry, keys []string) error {
 	if _, err := os.Stat(path); err != nil {
 		return err
 	}
@@ -110,7 +107,7 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 	if saved.same(now) {
 		return ""
 	}
-	parse := func(f savedFile) (entries []configEntry, err error) {
+	parse := func(f savedFile) (entries []git.ConfigEntry, err error) {
 		switch {
 		case f.irregular:
 			return nil, errors.New("not a file git-norma reads")
@@ -124,14 +121,11 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 	if errBefore != nil || errAfter != nil || saved.link != now.link {
 		// Keys cannot be set back in a file git does not read, nor through a link made or
 		// moved meanwhile (git config would write where it points): the whole file goes back.
-		what, fate := "no longer a config git reads", "restored"
+		what := "no longer a config git reads"
 		if saved.link != now.link {
 			what = "a symbolic link made, moved or removed"
 		}
-		if err := saved.restore(); err != nil {
-			fate = "could not restore: " + err.Error()
-		}
-		return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), what, fate)
+		return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), what, outcome(saved.restore(), "restored", "could not restore: "))
 	}
 	keys := configChanges(before, after)
 	if len(keys) == 0 {
@@ -139,10 +133,7 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 			return ""
 		}
 		// The same settings, but writable by others now: anyone could add to them.
-		fate := "restored"
-		if err := os.Chmod(saved.path, saved.mode); err != nil {
-			fate = "could not restore: " + err.Error()
-		}
+		fate := outcome(os.Chmod(saved.path, saved.mode), "restored", "could not restore: ")
 		return fmt.Sprintf("%s: mode %v, was %v (%s)", g.rel(saved.path), now.mode, saved.mode, fate)
 	}
 	fate, err := "set back", error(nil)
@@ -152,8 +143,5 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 		// git config refused (a config.lock left in place, say): the whole file goes back.
 		fate, err = "restored", saved.restore()
 	}
-	if err != nil {
-		fate = "could not restore: " + err.Error()
-	}
-	return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), strings.Join(keys, ", "), fate)
+	return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), strings.Join(keys, ", "), outcome(err, fate, "could not restore: "))
 }

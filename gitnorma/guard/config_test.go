@@ -43,7 +43,7 @@ func configRepo(t *testing.T) (string, func(args ...string)) {
 	return dir, run
 }
 
-func readEntries(t *testing.T, path string) []configEntry {
+func readEntries(t *testing.T, path string) []git.ConfigEntry {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	entries, err := git.Runner{}.ParseConfig(context.Background(), data)
@@ -109,8 +109,8 @@ func TestRestoreConfigSetsBackOnlyTheGivenKeys(t *testing.T) {
 	require.NoError(t, restoreConfig(context.Background(), git.Runner{Dir: dir}, config, before, changed))
 	after := readEntries(t, config)
 	assert.Empty(t, configChanges(before, after))
-	assert.Contains(t, after, configEntry{Key: "branch.topic.remote", Value: "origin"})
-	assert.Contains(t, after, configEntry{Key: "core.editor", Value: `vi "-n" # the user's`})
+	assert.Contains(t, after, git.ConfigEntry{Key: "branch.topic.remote", Value: "origin"})
+	assert.Contains(t, after, git.ConfigEntry{Key: "core.editor", Value: `vi "-n" # the user's`})
 }
 
 // A config file removed, or one git can no longer read, is written back whole and reported;
@@ -173,7 +173,7 @@ func TestConfigChangeReadsThroughALink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dotfile, target, "still the link")
 	assert.Empty(t, configChanges(readEntries(t, dotfile), readEntries(t, config)))
-	assert.NotContains(t, readEntries(t, config), configEntry{Key: "core.bare", Value: "true"})
+	assert.NotContains(t, readEntries(t, config), git.ConfigEntry{Key: "core.bare", Value: "true"})
 }
 
 // A guarded file that is a link gets back its link and, through it, its content.

@@ -1,64 +1,14 @@
 package guard
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
-
-// readRefs reads the values of the refs under dir ("refs/heads", "refs/remotes") that keep
-// selects straight from the ref files (packed-refs, then the loose refs that override it): a
-// few file reads, no process. A repository whose refs are in a reftable, or whose refs/ has a
-// symbolic link in it (viaGit: git follows it, a walk of the files does not), is asked
-// through git for-each-ref.
-func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaGit bool, keep func(string) bool) (map[string]string, error) {
-	out := map[string]string{}
-	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil || viaGit {
-		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range strings.Split(lines, "\n") {
-			if oid, name, ok := strings.Cut(l, " "); ok && keep(name) {
-				out[name] = oid
-			}
-		}
-		return out, nil
-	}
-	if data := readRegular(filepath.Join(gitDir, "packed-refs")); data != nil {
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			if oid, name, ok := strings.Cut(sc.Text(), " "); ok && !strings.HasPrefix(oid, "#") && !strings.HasPrefix(oid, "^") && keep(name) {
-				out[name] = oid
-			}
-		}
-	}
-	heads := filepath.Join(gitDir, filepath.FromSlash(dir))
-	err := filepath.WalkDir(heads, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil // a ref deleted while walking is simply gone
-		}
-		rel, _ := filepath.Rel(gitDir, p)
-		name := filepath.ToSlash(rel)
-		if !keep(name) || strings.HasSuffix(name, ".lock") {
-			return nil
-		}
-		if data := readRegular(p); data != nil {
-			out[name] = strings.TrimSpace(string(data))
-		}
-		return nil
-	})
-	return out, err
-}
 
 // indexSnapshot is the main checkout's staging area and tracked files before a step: what the
 // index lists (a digest of `git ls-files -s`: modes, object ids, stages and paths — not the
@@ -95,23 +45,17 @@ func lstatOf(path string) fileStat {
 
 func (g *Guard) indexPath() string { return filepath.Join(g.GitDir, "index") }
 
-// snapshotIndex lists the tracked paths (again only when the index file changed since the last
-// step) and lstats them.
+// snapshotIndex lists the tracked paths and lstats them.
 func (g *Guard) snapshotIndex(ctx context.Context) (*indexSnapshot, error) {
-	stat := StatLine(g.indexPath())
-	s := g.index
-	if s == nil || s.stat != stat {
-		var err error
-		if s, err = g.listIndex(ctx, stat); err != nil {
-			return nil, err
-		}
+	s, err := g.listIndex(ctx, StatLine(g.indexPath()))
+	if err != nil {
+		return nil, err
 	}
-	snap := &indexSnapshot{stat: s.stat, digest: s.digest, paths: s.paths, files: make([]fileStat, len(s.paths))}
+	s.files = make([]fileStat, len(s.paths))
 	for i, p := range s.paths {
-		snap.files[i] = lstatOf(filepath.Join(g.Root, p))
+		s.files[i] = lstatOf(filepath.Join(g.Root, p))
 	}
-	g.index = snap
-	return snap, nil
+	return s, nil
 }
 
 // listIndex reads the index through git (any index version, split or sparse). The backlog and
