@@ -9,28 +9,24 @@ import (
 	"time"
 )
 
-// Event is one entry of a run's timeline. Seq is assigned by the store on
-// write (the caller's value is ignored) so that it stays gap-free and
-// monotonic per run even with several writers.
+// Event is one entry of a run's timeline. The store assigns Seq on write (the caller's value is
+// ignored), gap-free and monotonic per run even with several writers.
 type Event struct {
 	RunID   string
 	Seq     int
 	TS      time.Time // zero means "now" on write
 	Type    string
 	Message string
-	// Data is marshalled to data_json on write; nil stores NULL. Reads leave
-	// it nil and fill DataJSON instead, because the store cannot know which
-	// Go type the payload was.
+	// Data is marshalled to data_json on write; nil stores NULL. Reads leave it nil and fill
+	// DataJSON instead: the store cannot know the payload's Go type.
 	Data any
-	// DataJSON is the raw stored payload ("" for NULL). On write it is used
-	// only when Data is nil, so callers holding pre-encoded JSON can pass it
-	// through unchanged.
+	// DataJSON is the raw stored payload ("" for NULL). On write it is used only when Data is
+	// nil, for callers holding encoded JSON.
 	DataJSON string
 }
 
-// AppendEvent adds one event to a run's timeline. It runs under BEGIN
-// IMMEDIATE because the next seq is read and written in the same
-// transaction; a deferred transaction could hand two writers the same seq.
+// AppendEvent adds one event to a run's timeline, under BEGIN IMMEDIATE: the next seq is read
+// and written in one transaction, where a deferred one could hand two writers the same seq.
 func (s *Store) AppendEvent(ctx context.Context, runID string, e Event) error {
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		return appendEvents(ctx, conn, runID, []Event{e})

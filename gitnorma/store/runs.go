@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Run statuses, mirrored by a CHECK constraint on runs.status. A run is
-// "running" until FinishRun records how it ended.
+// Run statuses, mirrored by a CHECK constraint on runs.status. A run is "running" until
+// FinishRun records how it ended.
 const (
 	StatusRunning = "running"
 	StatusPassed  = "passed"
@@ -74,16 +74,12 @@ func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 		r.Kind = KindRun
 	}
 	r.CreatedAt = nowOr(r.CreatedAt)
-	var ended any
-	if !r.EndedAt.IsZero() {
-		ended = FormatTime(r.EndedAt)
-	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO runs(run_id, kind, created_at, goal, status, iteration,
 			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head, actor)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Kind, FormatTime(r.CreatedAt), r.Goal, r.Status, r.Iteration, r.CurrentStepIndex,
-			nullString(r.Verdict), r.RunDir, nullString(r.TaskID), nullString(r.StopReason), ended,
+			nullString(r.Verdict), r.RunDir, nullString(r.TaskID), nullString(r.StopReason), nullTime(r.EndedAt),
 			nullString(r.Head), nullString(r.Actor)); err != nil {
 			return fmt.Errorf("store: create run %s: %w", r.ID, err)
 		}
@@ -151,24 +147,6 @@ func (s *Store) setColumns(ctx context.Context, runID, set string, args ...any) 
 	})
 }
 
-// LandedBy are the tasks of the runs that recorded commit as their landing.
-func (s *Store) LandedBy(ctx context.Context, commit string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT coalesce(task_id, '') FROM runs WHERE landed_commit = ?`, commit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var tasks []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, rows.Err()
-}
-
 func mustAffect(res sql.Result, runID string) error {
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -205,9 +183,8 @@ func (s *Store) Run(ctx context.Context, runID string) (Run, error) {
 	return runs[0], nil
 }
 
-// RecentRuns lists runs newest first. It walks the created_at index
-// backwards and stops after limit rows, so it stays cheap as history grows.
-// limit <= 0 means no limit.
+// RecentRuns lists runs newest first (limit <= 0: all), walking the created_at index backwards:
+// cheap however long the history.
 func (s *Store) RecentRuns(ctx context.Context, limit int) ([]Run, error) {
 	return s.queryRuns(ctx, recentRunsQuery, sqlLimit(limit))
 }
@@ -217,8 +194,8 @@ func (s *Store) RunsForTask(ctx context.Context, taskID string, limit int) ([]Ru
 	return s.queryRuns(ctx, runsForTaskQuery, taskID, sqlLimit(limit))
 }
 
-// RunsWithStatus lists runs in a given status, newest first; recovery uses
-// it to find runs left "running" by a crashed process.
+// RunsWithStatus lists runs in a given status, newest first; recovery uses it to find runs left
+// "running" by a crashed process.
 func (s *Store) RunsWithStatus(ctx context.Context, status string) ([]Run, error) {
 	return s.queryRuns(ctx, runsWithStatusQuery, status)
 }

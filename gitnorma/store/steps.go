@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Step is one committed plan/do/check/act execution. Its artifacts live in
-// Dir on disk; the row only references them (spec §0: artifacts are files).
+// Step is one committed plan/do/check/act execution. Its artifacts live in Dir on disk; the row
+// only references them (spec §0: artifacts are files).
 type Step struct {
 	RunID     string
 	Index     int // 1-based, global across iterations (matches steps/NNN-role)
@@ -25,8 +25,8 @@ type Step struct {
 	Output string
 }
 
-// StepCommit is everything spec §4.1 requires to change together when a
-// step finishes: the step row, its events and the run cursor.
+// StepCommit is everything spec §4.1 requires to change together when a step finishes: the
+// step row, its events and the run cursor.
 type StepCommit struct {
 	Step             Step
 	Events           []Event
@@ -39,9 +39,8 @@ type StepCommit struct {
 	KV map[string]any
 }
 
-// CommitStep applies a StepCommit in one BEGIN IMMEDIATE transaction, so
-// after a crash the DB either has the whole step or none of it; a missing
-// row for an existing step dir is then repaired by ReconcileStep.
+// CommitStep applies a StepCommit in one BEGIN IMMEDIATE transaction: after a crash the DB has
+// the whole step or none of it, and ReconcileStep repairs a step dir without its row.
 func (s *Store) CommitStep(ctx context.Context, c StepCommit) error {
 	st := c.Step
 	if st.RunID == "" {
@@ -114,28 +113,15 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]Step, error) {
 	return out, rows.Err()
 }
 
-// HasStep reports whether a step row exists; startup reconciliation uses it
-// to find step dirs whose DB commit was lost in a crash.
-func (s *Store) HasStep(ctx context.Context, runID string, index int) (bool, error) {
-	var one int
-	err := s.db.QueryRowContext(ctx,
-		`SELECT 1 FROM steps WHERE run_id = ? AND step_index = ?`, runID, index).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// ReconcileStepMessage is the event message ReconcileStep records, fixed by
-// spec §4.2 so that recovered steps are recognisable in every timeline.
+// ReconcileStepMessage is the event message ReconcileStep records, fixed by spec §4.2 so that
+// recovered steps are recognisable in every timeline.
 const ReconcileStepMessage = "Step dir exists but DB record was missing; inserted during recovery"
 
-// ReconcileStep repairs a step whose dir exists but whose commit never
-// reached the DB (spec §4.2): it inserts a minimal status=fail row without
-// guessing a verdict, records a "reconciled_step" event and advances
-// runs.current_step_index to at least index, so the loop does not reuse the
-// index and collide with the existing dir. It is a no-op when the row
-// already exists, so it is safe to run on every startup.
+// ReconcileStep repairs a step whose dir exists but whose commit never reached the DB (spec
+// §4.2): it inserts a minimal status=fail row without guessing a verdict, records a
+// "reconciled_step" event and advances runs.current_step_index to at least index, so the loop
+// does not reuse the index and collide with the existing dir. A row already there makes it a
+// no-op, safe on every startup.
 func (s *Store) ReconcileStep(ctx context.Context, runID string, index int, role, dir string, at time.Time) error {
 	if index < 1 {
 		return fmt.Errorf("store: ReconcileStep: step index %d < 1", index)

@@ -51,13 +51,6 @@ func TestCommitStep(t *testing.T) {
 		[]string{ev[0].Type, ev[1].Type, ev[2].Type, ev[3].Type})
 	assert.JSONEq(t, `{"n":1}`, ev[1].DataJSON)
 	assert.Empty(t, ev[2].DataJSON)
-
-	ok, err := s.HasStep(ctx, "r1", 3)
-	require.NoError(t, err)
-	assert.True(t, ok)
-	ok, err = s.HasStep(ctx, "r1", 2)
-	require.NoError(t, err)
-	assert.False(t, ok)
 }
 
 // Run metadata committed with a step changes with it: set when the step commits, absent when

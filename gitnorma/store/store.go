@@ -1,11 +1,9 @@
-// Package store is git-norma's SQLite run store: the authoritative record of
-// runs, steps, timeline events and run-scoped metadata (.norma/norma.db).
+// Package store is git-norma's SQLite run store (.norma/norma.db): the authoritative record of
+// runs, steps, timeline events and run-scoped metadata.
 //
-// It uses the pure-Go modernc.org/sqlite driver so git-norma stays CGO-free,
-// and a single connection per process so that writes from one process are
-// serialised in Go rather than fighting over SQLite's write lock. Writes
-// from different processes are serialised by SQLite itself (BEGIN IMMEDIATE
-// plus busy_timeout).
+// It uses the pure-Go modernc.org/sqlite driver (no cgo) and one connection per process, so a
+// process's writes are serialised in Go rather than fighting over SQLite's write lock; SQLite
+// serialises those of different processes (BEGIN IMMEDIATE plus busy_timeout).
 package store
 
 import (
@@ -22,39 +20,36 @@ import (
 )
 
 var (
-	// ErrSchemaTooNew is returned by Open when the database was migrated by a
-	// newer git-norma. Running older code against a newer schema could
-	// silently corrupt run state, so the file is left untouched instead.
+	// ErrSchemaTooNew is returned by Open when a newer git-norma migrated the database: older
+	// code could silently corrupt its run state, so the file is left untouched.
 	ErrSchemaTooNew = errors.New("store: database schema is newer than this binary")
 
-	// ErrCorrupt is returned by Open when the file is not a usable SQLite
-	// database. Callers should surface it to the user rather than delete the
-	// file, because it may still hold recoverable run history.
+	// ErrCorrupt is returned by Open when the file is not a usable SQLite database. Callers
+	// tell the user rather than delete it: it may still hold recoverable run history.
 	ErrCorrupt = errors.New("store: database file is not a valid SQLite database")
 
-	// ErrNotFound is returned when a run does not exist, so callers can tell
-	// "no such run" apart from I/O or SQL failures with errors.Is.
+	// ErrNotFound is returned when a run does not exist.
 	ErrNotFound = errors.New("store: not found")
 )
 
-// Store is a handle on norma.db. It is safe for concurrent use by multiple
-// goroutines; all access goes through one pooled connection.
+// Store is a handle on norma.db, safe for concurrent use: all access goes through one pooled
+// connection.
 type Store struct {
 	db          *sql.DB
 	path        string
 	journalMode string
 }
 
-// Open opens (creating if missing) the database at path, refuses files that
-// are corrupt or were written by a newer git-norma without modifying them,
-// switches to WAL when possible and applies pending migrations.
+// Open opens (creating if missing) the database at path, refuses files that are corrupt or were
+// written by a newer git-norma without modifying them, switches to WAL when possible and applies
+// pending migrations.
 func Open(ctx context.Context, path string) (*Store, error) {
 	db, err := sql.Open("sqlite", dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	// One connection: a single writer per process (spec §2), and it makes
-	// the DSN PRAGMAs and BEGIN IMMEDIATE apply to the connection we use.
+	// One connection: a single writer per process (spec §2), and the DSN PRAGMAs and BEGIN
+	// IMMEDIATE apply to the connection we use.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 
@@ -64,15 +59,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, err
 	}
 	// git-norma's schema has no trigger: one there is someone else's (Facts.DropTriggers).
-	if _, err := dropTriggers(ctx, db); err != nil {
+	if _, err := s.Facts().DropTriggers(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// init checks the version first because both WAL and migrations write to
-// the file, and a refused file must stay byte-for-byte unchanged.
+// init checks the version first because both WAL and migrations write to the file, and a
+// refused file must stay byte-for-byte unchanged.
 func (s *Store) init(ctx context.Context) error {
 	v, err := readVersion(ctx, s.db)
 	if err != nil {
@@ -96,8 +91,8 @@ func (s *Store) init(ctx context.Context) error {
 		}
 	}
 
-	// Skipping the up-to-date case keeps Open from taking the write lock,
-	// so read-only tools do not queue behind a running loop.
+	// Skipping the up-to-date case keeps Open from taking the write lock, so read-only tools do
+	// not queue behind a running loop.
 	if v < SchemaVersion {
 		if err := s.migrate(ctx); err != nil {
 			return s.classify(err)
@@ -128,10 +123,9 @@ func (s *Store) keepWALFiles(ctx context.Context) error {
 	})
 }
 
-// dsn builds a file: URI so SQLite itself sees a URI, with the path escaped
-// so names containing '?', '#' or '%' cannot be mistaken for parameters.
-// The PRAGMAs live in the DSN because the driver re-applies them to every
-// new connection, which a one-off Exec after Open would not.
+// dsn is a file: URI with the path escaped, so names containing '?', '#' or '%' are not taken
+// for parameters. The PRAGMAs live in the DSN because the driver applies them to every new
+// connection, which a one-off Exec after Open would not.
 func dsn(path string) string {
 	u := url.URL{Path: path}
 	return "file:" + u.EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_size_limit(4194304)"
@@ -142,8 +136,8 @@ func (s *Store) tooNew(v int) error {
 		s.path, v, SchemaVersion, ErrSchemaTooNew)
 }
 
-// classify turns SQLite's "not a database"/"corrupt" codes into ErrCorrupt
-// with an actionable message; other errors are only annotated.
+// classify turns SQLite's "not a database"/"corrupt" codes into ErrCorrupt with an actionable
+// message; other errors are only annotated.
 func (s *Store) classify(err error) error {
 	if errors.Is(err, ErrSchemaTooNew) {
 		return err
@@ -159,23 +153,21 @@ func (s *Store) classify(err error) error {
 	return fmt.Errorf("store: %s: %w", s.path, err)
 }
 
-// Close releases the database; WAL content is checkpointed by SQLite.
+// Close releases the database; SQLite checkpoints the WAL.
 func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// JournalMode reports the journal mode actually in effect ("wal" normally).
-// It exists because WAL may be unavailable (e.g. some network filesystems)
-// and the caller is expected to log the fallback.
+// JournalMode is the journal mode in effect: "wal", unless WAL is unavailable (some network
+// file systems).
 func (s *Store) JournalMode() string { return s.journalMode }
 
-// DB exposes the underlying handle for tests and diagnostic tools. Writers
-// must not use it to bypass the transactional methods.
+// DB is the underlying handle, for tests and diagnostic tools; writers must not bypass the
+// transactional methods with it.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// SchemaVersion reports the schema version recorded in the database, which
-// after a successful Open equals the SchemaVersion constant unless a newer
-// binary has migrated the file since.
+// SchemaVersion is the schema version recorded in the database: the SchemaVersion constant
+// after Open, unless a newer binary has migrated the file since.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return readVersion(ctx, s.db)
 }
@@ -184,8 +176,7 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// readVersion returns 0 for a fresh file. It only reads, so it is safe to
-// run against files we may end up refusing.
+// readVersion returns 0 for a fresh file. It only reads: safe on files Open may refuse.
 func readVersion(ctx context.Context, q querier) (int, error) {
 	var n int
 	err := q.QueryRowContext(ctx,
@@ -198,11 +189,10 @@ func readVersion(ctx context.Context, q querier) (int, error) {
 	return v, err
 }
 
-// immediate runs fn inside BEGIN IMMEDIATE on a dedicated connection.
-// database/sql's BeginTx issues a deferred BEGIN, which can fail with
-// SQLITE_BUSY when it later upgrades to a write lock; taking the write lock
-// up front lets busy_timeout do its job and makes the whole step commit
-// atomic with respect to other processes (spec §4.1).
+// immediate runs fn inside BEGIN IMMEDIATE on a dedicated connection. database/sql's BeginTx
+// issues a deferred BEGIN, which can fail with SQLITE_BUSY when it later upgrades to a write
+// lock; taking the write lock up front lets busy_timeout do its job and makes the whole step
+// commit atomic with respect to other processes (spec §4.1).
 func (s *Store) immediate(ctx context.Context, fn func(conn *sql.Conn) error) (err error) {
 	return s.transact(ctx, false, fn)
 }
@@ -244,8 +234,8 @@ func (s *Store) transact(ctx context.Context, lazy bool, fn func(conn *sql.Conn)
 		if done {
 			return
 		}
-		// Roll back even if ctx was cancelled, so the pooled connection is
-		// never handed out again with a transaction still open.
+		// Roll back even if ctx was cancelled: the pooled connection must never be handed out
+		// again with a transaction open.
 		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}

@@ -6,19 +6,17 @@ import (
 	"time"
 )
 
-// TimeLayout is RFC3339 with a fixed three-digit fraction. The fixed width
-// (and UTC) makes stored timestamps sort lexicographically in time order,
-// which is what lets ORDER BY created_at use a plain TEXT index.
+// TimeLayout is RFC3339 with a fixed three-digit fraction. The fixed width (and UTC) makes stored
+// timestamps sort as text in time order, so ORDER BY created_at uses a plain TEXT index.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// FormatTime renders t the way every timestamp column stores it, so callers
-// building queries by hand compare like with like.
+// FormatTime renders t the way every timestamp column stores it.
 func FormatTime(t time.Time) string {
 	return t.UTC().Format(TimeLayout)
 }
 
-// ParseTime reads a stored timestamp back as UTC. It also accepts any
-// RFC3339 value so rows written by other tools (or by hand) still load.
+// ParseTime reads a stored timestamp back as UTC. It accepts any RFC3339 value, so rows written
+// by other tools (or by hand) still load.
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(TimeLayout, s)
 	if err != nil {

@@ -107,11 +107,7 @@ func (f Facts) Schema(ctx context.Context) (string, error) {
 // DropTriggers drops every trigger: git-norma's schema has none, and one an agent made would
 // write records (a PASS, say) whenever git-norma writes its own. It returns their names.
 func (f Facts) DropTriggers(ctx context.Context) ([]string, error) {
-	return dropTriggers(ctx, f.s.db)
-}
-
-func dropTriggers(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'trigger'`)
+	rows, err := f.s.db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'trigger'`)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +122,7 @@ func dropTriggers(ctx context.Context, db *sql.DB) ([]string, error) {
 	}
 	rows.Close()
 	for _, n := range names {
-		if _, err := db.ExecContext(ctx, `DROP TRIGGER IF EXISTS "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
+		if _, err := f.s.db.ExecContext(ctx, `DROP TRIGGER IF EXISTS "`+strings.ReplaceAll(n, `"`, `""`)+`"`); err != nil {
 			return names, err
 		}
 	}
