@@ -193,11 +193,6 @@ func (r Runner) RemoteHeads(ctx context.Context, remote string, branches ...stri
 	return heads, nil
 }
 
-// ChangedPaths lists the paths that differ between two commits, NUL-separated.
-func (r Runner) ChangedPaths(ctx context.Context, from, to string) (string, error) {
-	return r.Output(ctx, "diff", "--name-only", "-z", from, to)
-}
-
 // StagedChanges says whether the index differs from HEAD.
 func (r Runner) StagedChanges(ctx context.Context) (bool, error) {
 	err := r.Run(ctx, "diff", "--cached", "--quiet")
