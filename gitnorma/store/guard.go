@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"strings"
@@ -86,22 +85,4 @@ func (s *Store) RemoveRuns(ctx context.Context, runIDs []string) error {
 		}
 		return nil
 	})
-}
-
-// KVWithKey returns every run's value of one metadata key, by run id.
-func (s *Store) KVWithKey(ctx context.Context, key string) (map[string]json.RawMessage, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT run_id, value_json FROM kv_run WHERE key = ?`, key)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]json.RawMessage{}
-	for rows.Next() {
-		var id, v string
-		if err := rows.Scan(&id, &v); err != nil {
-			return nil, err
-		}
-		out[id] = json.RawMessage(v)
-	}
-	return out, rows.Err()
 }
