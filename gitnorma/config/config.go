@@ -28,8 +28,7 @@ type Config struct {
 	Tracker string `json:"tracker"`
 	// IDPrefix prefixes new task ids (<prefix>-<base36>).
 	IDPrefix string `json:"id_prefix"`
-	// TargetBranch is where PASSed tasks land; "" means the branch checked out in the main
-	// worktree when the run starts.
+	// TargetBranch is where PASSed tasks land; "": the main worktree's branch at the run's start.
 	TargetBranch string    `json:"target_branch"`
 	Agents       Agents    `json:"agents"`
 	Budgets      Budgets   `json:"budgets"`
@@ -37,19 +36,17 @@ type Config struct {
 	Commit       Commit    `json:"commit"`
 	// Gates are project-wide checks every task must pass, added to each plan's criteria.
 	Gates []loop.Gate `json:"gates"`
-	// Selection focuses `next` and `loop` on one feature or epic (spec active_feature_id and
-	// active_epic_id); the command-line flags override it.
+	// Selection focuses `next` and `loop` on one feature or epic; the flags override it.
 	Selection Focus `json:"selection"`
 	// MaxParallel bounds `git norma loop --parallel N`.
 	MaxParallel int `json:"max_parallel"`
 	// Notify is a command (argv) run with a JSON event on stdin when a run ends or needs a
 	// human (stopped, blocked, landing refused).
 	Notify []string `json:"notify"`
-	// Notes configures sharing the journal: with push, the pre-push hook pushes
-	// refs/notes/norma along with the branches.
+	// Notes.Push has the pre-push hook push refs/notes/norma along with the branches.
 	Notes Notes `json:"notes"`
 	// DeleteBranchOnLand deletes the task branch once its squash commit has landed; by default
-	// it stays (with the orchestrator's step commits) until `git norma prune`.
+	// it stays, with the step commits, until `git norma prune`.
 	DeleteBranchOnLand bool `json:"delete_branch_on_land"`
 	// RecoverPassed is what recovery does with a run that recorded a PASS and died before it
 	// landed: "land" lands it from the recorded PASS (re-checked when the target moved),
@@ -71,7 +68,7 @@ type Config struct {
 	Remote string `json:"remote"`
 }
 
-// Worker is the "worker" section.
+// Worker names this git-norma to a shared tracker.
 type Worker struct {
 	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
 	// else <host>/<pid>, one per process.
@@ -93,7 +90,7 @@ type Sandbox struct {
 	Network bool `json:"network"`
 }
 
-// Worktree is the "worktree" section.
+// Worktree prepares run workspaces and check worktrees.
 type Worktree struct {
 	// Setup are argv commands run once in each new run workspace and check worktree, after the
 	// ignored files .worktreeinclude names were copied there (e.g. ["npm", "ci"]).
@@ -165,7 +162,7 @@ type Budgets struct {
 	MaxRetries int `json:"max_retries"`
 }
 
-// Notes is the "notes" section.
+// Notes configures sharing the journal.
 type Notes struct {
 	Push bool `json:"push"`
 }
@@ -241,25 +238,18 @@ func Default() Config {
 // Load reads path over the defaults. A missing file gives the defaults; malformed JSON,
 // an unknown key or a wrong type is an error naming the key.
 func Load(path string) (Config, error) {
-	cfg := Default()
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return cfg, nil
+		return Default(), nil
 	}
 	if err != nil {
-		return cfg, &FileError{Path: path, Unreadable: true, Err: err}
+		return Default(), &FileError{Path: path, Unreadable: true, Err: err}
 	}
-	if err := parseConfig(data, &cfg); err != nil {
+	cfg, err := Parse(data)
+	if err != nil {
 		return cfg, &FileError{Path: path, Err: err}
 	}
 	return cfg, nil
-}
-
-// Parse reads data (a config file's content) over the defaults.
-func Parse(data []byte) (Config, error) {
-	cfg := Default()
-	err := parseConfig(data, &cfg)
-	return cfg, err
 }
 
 // FileError is a config file that cannot be read (Unreadable) or does not hold a valid
@@ -279,26 +269,28 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-func parseConfig(data []byte, cfg *Config) error {
+// Parse reads data (a config file's content) over the defaults.
+func Parse(data []byte) (Config, error) {
+	cfg := Default()
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return syntaxError(data, err)
+		return cfg, syntaxError(data, err)
 	}
 	if dec.More() {
-		return errors.New("extra data after the JSON object")
+		return cfg, errors.New("extra data after the JSON object")
 	}
 	if err := checkShape(raw, configType, ""); err != nil {
-		return err
+		return cfg, err
 	}
-	if err := json.Unmarshal(data, cfg); err != nil {
-		return err
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return cfg, err
 	}
 	if cfg.Commit.TypeMap == nil { // "type_map": null keeps the default, like every other null
 		cfg.Commit.TypeMap = Default().Commit.TypeMap
 	}
-	return cfg.validate()
+	return cfg, cfg.validate()
 }
 
 func syntaxError(data []byte, err error) error {
