@@ -18,10 +18,8 @@ import (
 // The files are compared with their own lstat from before the step, not with the index's stat
 // data: git's way (index stat against lstat) tells a file changed since it was staged, which
 // the user's edits in progress are too; the step's own window is what the guard must judge.
-// It costs what git's own check costs: one lstat per tracked file before and after each agent
-// step, no content read. For 20,000 files (BenchmarkGuardIndex) a pass is 20,000 lstat calls:
-// about half a git status on the same checkout, measured at 90-200 ms on a loaded two-core VM
-// whose lstat takes 4-10 µs; at the 0.5-1 µs of an idle machine, 10-20 ms.
+// Around each agent step that is one git ls-files and one lstat per tracked file, no content
+// read, as git's own check (BenchmarkGuardIndex: 20,000 files).
 type indexSnapshot struct {
 	stat   string
 	digest string
