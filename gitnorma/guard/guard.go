@@ -45,8 +45,6 @@ type Guard struct {
 	LiveTasks func() map[string]bool
 	// landing releases the landing lock Snapshot took for the step (nil when not held).
 	landing func()
-	// viaGit reads the refs through git: a symbolic link under refs/ is there (checkRefLinks).
-	viaGit bool
 }
 
 // Places are where the repository keeps what the guard watches.
@@ -129,14 +127,14 @@ func (g *Guard) snapshot(ctx context.Context) (s *Snapshot, err error) {
 	}
 	s.live = g.liveTasks()
 	s.links = g.refLinks()
-	if s.refs, err = g.refs(ctx); err != nil {
+	if s.refs, err = g.refs(ctx, false); err != nil {
 		return nil, err
 	}
 	s.unlanded = g.unlandedPasses(ctx, s.refs)
-	if s.remotes, err = g.remotes(ctx); err != nil {
+	if s.remotes, err = g.remotes(ctx, false); err != nil {
 		return nil, err
 	}
-	if s.replaces, err = g.replaces(ctx); err != nil {
+	if s.replaces, err = g.replaces(ctx, false); err != nil {
 		return nil, err
 	}
 	s.head = readRegular(filepath.Join(g.GitDir, "HEAD"))
@@ -196,12 +194,12 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 			}
 		}
 	}
-	g.checkRefLinks(s, add) // first: the refs below are read from the files, unless a link is left
-	g.viaGit = len(g.refLinks()) > 0
-	defer func() { g.viaGit = false }()
-	g.checkRefs(ctx, s, add)
-	g.checkRemotes(ctx, s, add)
-	g.checkReplaces(ctx, s, add)
+	// Links first: the refs below are read from the files, or through git while a link is left.
+	g.checkRefLinks(s, add)
+	viaGit := len(g.refLinks()) > 0
+	g.checkRefs(ctx, s, viaGit, add)
+	g.checkRemotes(ctx, s, viaGit, add)
+	g.checkReplaces(ctx, s, viaGit, add)
 	if head := readRegular(filepath.Join(g.GitDir, "HEAD")); !bytes.Equal(head, s.head) {
 		add(filepath.Join(g.GitDir, "HEAD"), "not restored: the main checkout's files follow it; switch back yourself")
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -24,10 +23,10 @@ var noRef = strings.Repeat("0", 40)
 // few file reads, no process. A repository whose refs are in a reftable, or whose refs/ has a
 // symbolic link in it (viaGit: git follows it, a walk of the files does not), is asked
 // through git for-each-ref.
-func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaGit bool, keep func(string) bool) (map[string]string, error) {
-	out := map[string]string{}
+func (p Places) readRefs(ctx context.Context, dir string, viaGit bool, keep func(string) bool) (map[string]string, error) {
+	gitDir, out := p.GitDir, map[string]string{}
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil || viaGit {
-		lines, err := g.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
+		lines, err := p.Git.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
 		if err != nil {
 			return nil, err
 		}
@@ -46,16 +45,16 @@ func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaG
 			}
 		}
 	}
-	err := filepath.WalkDir(filepath.Join(gitDir, filepath.FromSlash(dir)), func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(filepath.Join(gitDir, filepath.FromSlash(dir)), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil // a ref deleted while walking is simply gone
 		}
-		rel, _ := filepath.Rel(gitDir, p)
+		rel, _ := filepath.Rel(gitDir, path)
 		name := filepath.ToSlash(rel)
 		if !keep(name) || strings.HasSuffix(name, ".lock") {
 			return nil
 		}
-		if data := readRegular(p); data != nil {
+		if data := readRegular(path); data != nil {
 			out[name] = strings.TrimSpace(string(data))
 		}
 		return nil
@@ -64,8 +63,8 @@ func readRefs(ctx context.Context, gitDir string, g git.Runner, dir string, viaG
 }
 
 // refs reads the target's and the task branches' values.
-func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
-	return readRefs(ctx, g.GitDir, g.Git, "refs/heads", g.viaGit, func(name string) bool {
+func (g *Guard) refs(ctx context.Context, viaGit bool) (map[string]string, error) {
+	return g.readRefs(ctx, "refs/heads", viaGit, func(name string) bool {
 		return name == "refs/heads/"+g.Target || strings.HasPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 	})
 }
@@ -73,16 +72,16 @@ func (g *Guard) refs(ctx context.Context) (map[string]string, error) {
 // remotes reads the remote-tracking refs but the remotes' task branches: exactly what the
 // hooks' gate takes as published (hooks.Gate.Published: --remotes --exclude=*/norma/task/*,
 // matched below refs/remotes/, so refs/remotes/norma/task/x is published and watched).
-func (g *Guard) remotes(ctx context.Context) (map[string]string, error) {
-	return readRefs(ctx, g.GitDir, g.Git, "refs/remotes", g.viaGit, func(name string) bool {
+func (g *Guard) remotes(ctx context.Context, viaGit bool) (map[string]string, error) {
+	return g.readRefs(ctx, "refs/remotes", viaGit, func(name string) bool {
 		rel, ok := strings.CutPrefix(name, "refs/remotes/")
 		return ok && !strings.Contains(rel, "/"+worktree.BranchPrefix)
 	})
 }
 
 // replaces reads the replace refs.
-func (g *Guard) replaces(ctx context.Context) (map[string]string, error) {
-	return readRefs(ctx, g.GitDir, g.Git, "refs/replace", g.viaGit, func(name string) bool { return strings.HasPrefix(name, "refs/replace/") })
+func (g *Guard) replaces(ctx context.Context, viaGit bool) (map[string]string, error) {
+	return g.readRefs(ctx, "refs/replace", viaGit, func(name string) bool { return strings.HasPrefix(name, "refs/replace/") })
 }
 
 // checkRefs reports a guarded ref that moved and sets it back, compare-and-swap, so a move
@@ -95,8 +94,8 @@ func (g *Guard) replaces(ctx context.Context) (map[string]string, error) {
 //
 // What decides is the task locks and the store as it was before the step, never records
 // written during it, which the agent could have written.
-func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, add func(path, fate string)) {
-	now, err := g.refs(ctx)
+func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add func(path, fate string)) {
+	now, err := g.refs(ctx, viaGit)
 	if err != nil {
 		add(filepath.Join(g.GitDir, "refs"), "could not read: "+err.Error())
 		return
@@ -176,8 +175,8 @@ func (g *Guard) unlandedPass(ctx context.Context, task, head string) bool {
 // and sets it back. A fetch can bring task work too (a teammate merged a task's branch on the
 // server): the remote is asked, and a ref at what the remote has there is a fetch. A symbolic
 // ref is judged by where it leads; a ref that went away publishes nothing more.
-func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fate string)) {
-	now, err := g.remotes(ctx)
+func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, viaGit bool, add func(path, fate string)) {
+	now, err := g.remotes(ctx, viaGit)
 	if err != nil {
 		add(filepath.Join(g.GitDir, "refs", "remotes"), "could not read: "+err.Error())
 		return
@@ -196,7 +195,7 @@ func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fa
 			}
 		}
 		if work == nil {
-			work = g.taskWork(ctx, s)
+			work = g.taskWork(ctx, s, viaGit)
 		}
 		exclude := []string{"refs/heads/" + g.Target}
 		if before != "" && !strings.HasPrefix(before, "ref:") {
@@ -215,8 +214,8 @@ func (g *Guard) checkRemotes(ctx context.Context, s *Snapshot, add func(path, fa
 
 // taskWork are the commits of the task branches, before and after the step, that are not on
 // the target.
-func (g *Guard) taskWork(ctx context.Context, s *Snapshot) map[string]bool {
-	now, _ := g.refs(ctx)
+func (g *Guard) taskWork(ctx context.Context, s *Snapshot, viaGit bool) map[string]bool {
+	now, _ := g.refs(ctx, viaGit)
 	var heads []string
 	for _, refs := range []map[string]string{s.refs, now} {
 		for name, v := range refs {
@@ -283,8 +282,8 @@ func (g *Guard) setBack(ctx context.Context, name, before, after string, symboli
 // checkReplaces sets back every replace ref made, moved or removed during the step: git-norma's
 // own git ignores them, but yours would show (check out, push, build on) one commit as
 // another — a commit on the target as one holding what no task made.
-func (g *Guard) checkReplaces(ctx context.Context, s *Snapshot, add func(path, fate string)) {
-	now, err := g.replaces(ctx)
+func (g *Guard) checkReplaces(ctx context.Context, s *Snapshot, viaGit bool, add func(path, fate string)) {
+	now, err := g.replaces(ctx, viaGit)
 	if err != nil {
 		add(filepath.Join(g.GitDir, "refs", "replace"), "could not read: "+err.Error())
 		return
