@@ -125,13 +125,7 @@ func commitHeader(cfg config.Commit, t tracker.Task, plan *loop.Plan) string {
 }
 
 func commitType(cfg config.Commit, t tracker.Task) string {
-	if typ, ok := cfg.TypeMap[t.IssueType]; ok && typ != "" {
-		return typ
-	}
-	if cfg.DefaultType != "" {
-		return cfg.DefaultType
-	}
-	return "feat"
+	return cmp.Or(cfg.TypeMap[t.IssueType], cfg.DefaultType, "feat")
 }
 
 // subject is the task title on one line, without a trailing period, cut at a word boundary

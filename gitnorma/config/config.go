@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -388,14 +389,8 @@ func (a Agents) ByRole() []RoleAgent {
 // shares (and bd accepts a claim again from the actor that holds it). It starts no process:
 // every command with bd asks for it.
 func (c Config) WorkerID() string {
-	if c.Worker.ID != "" {
-		return c.Worker.ID
-	}
-	if actor := os.Getenv("BEADS_ACTOR"); actor != "" {
-		return actor
-	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d", host, os.Getpid())
+	return cmp.Or(c.Worker.ID, os.Getenv("BEADS_ACTOR"), fmt.Sprintf("%s/%d", host, os.Getpid()))
 }
 
 // Duration is a time.Duration written as a Go duration string ("90s", "10m").
