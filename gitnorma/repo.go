@@ -72,7 +72,7 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		if !w.InWorkTree {
 			return nil, fatalf("run git norma from the repository's work tree", "%s is inside the git directory, not a work tree", dir)
 		}
-		l = git.Layout{CommonDir: w.CommonDir, GitDir: w.GitDir, TopLevel: w.TopLevel}
+		l = w.Layout
 	}
 	root, err := mainWorktree(l.CommonDir, l.GitDir, l.TopLevel)
 	if err != nil {

@@ -248,12 +248,11 @@ func (r Runner) Log(ctx context.Context, format string, q LogQuery) (string, err
 	return r.Output(ctx, append(args, "--")...)
 }
 
-// Where is git's account of the repository a directory is in: its common and git
-// directories, whether it is bare, whether the directory is in a work tree, and that work
-// tree's top level ("" outside one).
+// Where is git's account of the repository a directory is in: its layout (TopLevel "" outside a
+// work tree), whether it is bare, and whether the directory is in a work tree.
 type Where struct {
-	CommonDir, GitDir, TopLevel string
-	Bare, InWorkTree            bool
+	Layout
+	Bare, InWorkTree bool
 }
 
 // Where asks git where the repository of the runner's directory is, in one process:
@@ -272,7 +271,7 @@ func (r Runner) Where(ctx context.Context) (Where, error) {
 	if len(lines) < 4 {
 		return Where{}, fmt.Errorf("unexpected output from git rev-parse: %q", out)
 	}
-	w := Where{CommonDir: lines[0], GitDir: lines[1], Bare: lines[2] == "true", InWorkTree: lines[3] == "true"}
+	w := Where{Layout: Layout{CommonDir: lines[0], GitDir: lines[1]}, Bare: lines[2] == "true", InWorkTree: lines[3] == "true"}
 	if len(lines) > 4 {
 		w.TopLevel = lines[4]
 	}
