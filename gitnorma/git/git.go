@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
@@ -229,27 +230,19 @@ var repoLocalVars = map[string]bool{
 // StripRepoVars returns env without the repository-pinning variables that hooks inherit, so
 // a process started from a hook works on the repository of its own directory.
 func StripRepoVars(env []string) []string {
-	out := make([]string, 0, len(env)+3)
-	for _, kv := range env {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		if !repoLocalVars[name] {
-			out = append(out, kv)
-		}
-	}
-	return out
+		return repoLocalVars[name]
+	})
 }
 
 // CleanEnv is StripRepoVars plus what git-norma's own git calls need: no prompts, no editor,
 // and messages in the C locale (some of them are parsed).
 func CleanEnv(env []string) []string {
-	out := StripRepoVars(env)
-	kept := out[:0]
-	for _, kv := range out {
+	kept := slices.DeleteFunc(StripRepoVars(env), func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
-		if name != "LC_ALL" && name != "GIT_TERMINAL_PROMPT" && name != "GIT_EDITOR" && name != "GIT_NO_REPLACE_OBJECTS" {
-			kept = append(kept, kv)
-		}
-	}
+		return name == "LC_ALL" || name == "GIT_TERMINAL_PROMPT" || name == "GIT_EDITOR" || name == "GIT_NO_REPLACE_OBJECTS"
+	})
 	// Replace refs (git replace) make git read one commit as another: one an agent made would
 	// have git-norma build a landing on content no task made. git-norma reads the objects.
 	return append(kept, "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:", "GIT_NO_REPLACE_OBJECTS=1")
