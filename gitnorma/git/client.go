@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The questions and changes the application asks of git, one method each, so that no git
@@ -134,6 +136,31 @@ func (r Runner) Var(ctx context.Context, name string) (string, error) {
 // Version is `git version`'s line.
 func (r Runner) Version(ctx context.Context) (string, error) {
 	return r.Output(ctx, "version")
+}
+
+// The oldest git git-norma supports: 2.38 added `git merge-tree --write-tree`, which landing
+// uses to merge without touching any checkout.
+const minMajor, minMinor = 2, 38
+
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`git version (\d+)\.(\d+)`) })
+
+// CheckVersion fails when git is older than the supported minimum.
+func (r Runner) CheckVersion(ctx context.Context) error {
+	out, err := r.Version(ctx)
+	if err != nil {
+		return err
+	}
+	m := versionRE().FindStringSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("cannot read the git version from %q", out)
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	if major < minMajor || major == minMajor && minor < minMinor {
+		return fmt.Errorf("git %d.%d is too old: git-norma needs git %d.%d or newer (for `git merge-tree --write-tree`); upgrade git and try again",
+			major, minor, minMajor, minMinor)
+	}
+	return nil
 }
 
 // UpdateRef moves ref to newID, only if it is at oldID now (all zeros: only if it does not
@@ -283,4 +310,31 @@ func (r Runner) Where(ctx context.Context) (Where, error) {
 func (r Runner) ColorBool(ctx context.Context, name string, tty bool) (bool, error) {
 	out, err := r.Output(ctx, "config", "--get-colorbool", name, strconv.FormatBool(tty))
 	return out == "true", err
+}
+
+// CommitTree is the tree id of commit, asked of git (never read from the object files: what
+// decides a landing is not parsed by hand from a directory an unconfined agent could write).
+func (r Runner) CommitTree(ctx context.Context, commit string) (string, error) {
+	tree, err := r.Output(ctx, "rev-parse", "--verify", "-q", commit+"^{commit}^{tree}")
+	if err != nil {
+		return "", fmt.Errorf("read the tree of %.10s: %w", commit, err)
+	}
+	return tree, nil
+}
+
+// IsAncestor says whether anc is an ancestor of desc (or desc itself). Only git's "no" (exit
+// 1) is false; anything else that failed (an unknown commit) is an error.
+func (r Runner) IsAncestor(ctx context.Context, anc, desc string) (bool, error) {
+	err := r.Run(ctx, "merge-base", "--is-ancestor", anc, desc)
+	if ExitCodeOf(err) == 1 {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Commits lists the commits reachable from include and not from exclude (git rev-list).
+func (r Runner) Commits(ctx context.Context, include, exclude []string) ([]string, error) {
+	args := append(append([]string{"rev-list"}, include...), "--not")
+	out, err := r.Output(ctx, append(args, exclude...)...)
+	return strings.Fields(out), err
 }
