@@ -56,20 +56,17 @@ type Config struct {
 	// FiledTasks is what becomes of the tasks agents file (a Plan's children or missing
 	// prerequisite, Do's discoveries), whose Verify lines the agent wrote: "review" keeps them
 	// from selection until a person accepts them, "work" lets a run go on with them.
-	FiledTasks string `json:"filed_tasks"`
-	// Worktree prepares each new run workspace and check worktree.
-	Worktree Worktree `json:"worktree"`
-	// Sandbox confines agents and check commands (loop/sandbox).
-	Sandbox Sandbox `json:"sandbox"`
-	// Worker names this git-norma to a shared tracker (see Config.WorkerID).
-	Worker Worker `json:"worker"`
+	FiledTasks string   `json:"filed_tasks"`
+	Worktree   Worktree `json:"worktree"`
+	Sandbox    Sandbox  `json:"sandbox"`
+	Worker     Worker   `json:"worker"`
 	// Remote is the git remote tasks land through, for workers on several machines: runs
 	// fork from its target branch, and a landing is a compare-and-swap push to it, retried
 	// when another worker landed first. "" lands locally only (--remote overrides it).
 	Remote string `json:"remote"`
 }
 
-// Worker names this git-norma to a shared tracker.
+// Worker names this git-norma to a shared tracker (see Config.WorkerID).
 type Worker struct {
 	// ID is the actor of every bd write and the assignee of every claim; empty: BEADS_ACTOR,
 	// else <host>/<pid>, one per process.
@@ -79,7 +76,7 @@ type Worker struct {
 	Lease Duration `json:"lease"`
 }
 
-// Sandbox is the "sandbox" section: how agents and check commands are confined.
+// Sandbox is how agents and check commands are confined (loop/sandbox).
 type Sandbox struct {
 	// Mode is auto (confine where the kernel can), required (refuse to run unconfined) or off;
 	// GIT_NORMA_SANDBOX overrides it.
@@ -91,7 +88,7 @@ type Sandbox struct {
 	Network bool `json:"network"`
 }
 
-// Worktree prepares run workspaces and check worktrees.
+// Worktree prepares each new run workspace and check worktree.
 type Worktree struct {
 	// Setup are argv commands run once in each new run workspace and check worktree, after the
 	// ignored files .worktreeinclude names were copied there (e.g. ["npm", "ci"]).
