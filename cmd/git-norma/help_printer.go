@@ -66,6 +66,9 @@ func printExamples(w io.Writer, app *kong.Application, sel, top *kong.Node) erro
 		topic, prefix = top.Name, "git norma "+sel.Path()
 	}
 	p := findPage(pages, topic)
+	if p == nil {
+		return nil // a hidden command (hook) has no page, and no examples
+	}
 	var lines []string
 	for _, s := range p.sections {
 		if s.title != "EXAMPLES" {

@@ -180,6 +180,13 @@ func TestHelpConventions(t *testing.T) {
 	assert.Contains(t, out, "\nExamples:\n  git norma land norma-k3x9\n")
 	assert.Contains(t, out, "The manual: git norma help land (or: man git-norma-land)")
 
+	// the hidden hook command has no manual page, and so no examples: its usage alone
+	out, errOut, code = run("hook", "-h")
+	assert.Equal(t, 0, code)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "Usage: git norma hook <name>")
+	assert.NotContains(t, out, "Examples:")
+
 	out, _, code = run("land", "--help")
 	assert.Equal(t, 0, code)
 	assert.True(t, strings.HasPrefix(out, "GIT-NORMA-LAND(1)"), out)
