@@ -188,7 +188,8 @@ type LandReport struct {
 	Target string   `json:"target"`
 	Commit string   `json:"landed_commit"`
 	Paths  []string `json:"land_conflicts,omitempty"`
-	// Refused and Hint say why a landing was refused (exit 3) and what to do about it.
+	// Refused and Hint say why a landing was refused (exit 3) and what to do about it: a
+	// refusal is an outcome too, and `land --json` prints it.
 	Refused string `json:"land_error,omitempty"`
 	Hint    string `json:"land_hint,omitempty"`
 }
@@ -229,6 +230,10 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	defer st.Close()
 	run, err := a.Repo.passingRun(ctx, st, taskID)
 	if err != nil {
+		var refused *Error
+		if errors.As(err, &refused) && errors.Is(err, ErrLandRefused) {
+			return LandReport{TaskID: taskID, Refused: refused.Err.Error(), Hint: refused.Hint}, err
+		}
 		return LandReport{}, err
 	}
 	rep := LandReport{TaskID: taskID, RunID: run.ID, Target: target}
@@ -243,7 +248,7 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	}
 	var lr *landRefusal
 	if errors.As(err, &lr) {
-		rep.Paths = lr.paths
+		rep.Paths, rep.Refused, rep.Hint = lr.paths, lr.Error(), lr.hint
 		return rep, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("landing refused: %w", lr), Hint: lr.hint}
 	}
 	return rep, err

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
 )
@@ -21,11 +20,9 @@ func (c *landCmd) Run(env *Env, app *gitnorma.App) error {
 		}
 	}
 	rep, err := app.LandTask(env.Ctx, c.Task, env.live(false))
-	var refused *gitnorma.Error
-	if c.JSON && errors.As(err, &refused) && errors.Is(err, gitnorma.ErrLandRefused) {
+	if c.JSON && errors.Is(err, gitnorma.ErrLandRefused) {
 		// A refused landing is an outcome too: scripts get its reason on stdout, and the exit
 		// code (3) and message as for any error.
-		rep.TaskID, rep.Refused, rep.Hint = c.Task, strings.TrimPrefix(refused.Err.Error(), "landing refused: "), refused.Hint
 		if perr := printJSON(env.IO.Out, rep); perr != nil {
 			return perr
 		}
