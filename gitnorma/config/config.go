@@ -361,10 +361,14 @@ func (c *Config) validate() error {
 	if b.MaxCostUSD < 0 {
 		return fmt.Errorf("budgets.max_cost_usd: must be 0 (no limit) or more, got %g", b.MaxCostUSD)
 	}
-	for name, v := range map[string]int{"max_iterations": b.MaxIterations, "max_wall_time_minutes": b.MaxWallTimeMinutes,
-		"max_failed_checks": b.MaxFailedChecks, "max_patch_kb": b.MaxPatchKB, "max_same_failures": b.MaxSameFailures, "max_retries": b.MaxRetries} {
-		if v < 0 {
-			return fmt.Errorf("budgets.%s: must be 0 (no limit) or more, got %d", name, v)
+	// In the file's order, so that of several wrong budgets the first is named, every time.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max_iterations", b.MaxIterations}, {"max_wall_time_minutes", b.MaxWallTimeMinutes}, {"max_failed_checks", b.MaxFailedChecks},
+		{"max_patch_kb", b.MaxPatchKB}, {"max_same_failures", b.MaxSameFailures}, {"max_retries", b.MaxRetries}} {
+		if f.v < 0 {
+			return fmt.Errorf("budgets.%s: must be 0 (no limit) or more, got %d", f.name, f.v)
 		}
 	}
 	return nil

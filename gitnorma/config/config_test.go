@@ -231,6 +231,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"negative max_iterations", `{"budgets": {"max_iterations": -1}}`, []string{`budgets.max_iterations: must be 0 (no limit) or more, got -1`}},
 		{"negative max_wall_time_minutes", `{"budgets": {"max_wall_time_minutes": -60}}`, []string{`budgets.max_wall_time_minutes: must be 0 (no limit) or more, got -60`}},
 		{"negative max_failed_checks", `{"budgets": {"max_failed_checks": -2}}`, []string{`budgets.max_failed_checks: must be 0 (no limit) or more, got -2`}},
+		{"several negative budgets: the first is named", `{"budgets": {"max_retries": -1, "max_iterations": -3, "max_patch_kb": -2}}`, []string{`budgets.max_iterations: must be 0 (no limit) or more, got -3`}},
 		{"negative max_patch_kb", `{"budgets": {"max_patch_kb": -1024}}`, []string{`budgets.max_patch_kb: must be 0 (no limit) or more, got -1024`}},
 	}
 	for _, tt := range tests {
