@@ -82,7 +82,6 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 	}
 	r.crash.reach("step-committed")
 	if rec.Commit != "" && rec.Commit != r.lastHead {
-		r.journal.Written.Own(rec.Commit) // a new commit of this run's: nobody else notes it
 		r.pushBranch.push(ctx, rec.Commit)
 	}
 	r.lastHead = rec.Head

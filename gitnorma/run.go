@@ -17,7 +17,6 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
-	"github.com/git-norma/git-norma/notes"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -471,11 +470,8 @@ func (r *run) freeBranch(ctx context.Context) error {
 }
 
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options {
-	// Under the task lock nobody else notes this run's step commits: its notes merge in memory.
-	journal := r.app.Repo.NotesJournal()
-	journal.Written = &notes.Written{}
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
-		journal: journal, mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
+		journal: r.app.Repo.NotesJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,

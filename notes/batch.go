@@ -29,9 +29,25 @@ func (j Journal) AddAll(ctx context.Context, all []Note) error {
 }
 
 func (j Journal) addAll(ctx context.Context, all []Note) error {
-	existing, err := j.existing(ctx, all)
-	if err != nil {
-		return err
+	// Each commit's note once, in the order of first mention: its lines now, and every
+	// entry for it.
+	var order []string
+	merged := map[string][]string{}
+	for _, n := range all {
+		add, err := encode(n.Entries)
+		if err != nil {
+			return err
+		}
+		lines, seen := merged[n.Commit]
+		if !seen {
+			if lines, err = j.lines(ctx, n.Commit); err != nil {
+				return err
+			}
+			order = append(order, n.Commit)
+		}
+		lines = append(lines, add...)
+		slices.Sort(lines)
+		merged[n.Commit] = slices.Compact(lines)
 	}
 	ident, err := j.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT")
 	if err != nil {
@@ -43,26 +59,9 @@ func (j Journal) addAll(ctx context.Context, all []Note) error {
 	if tip, err := j.Git.Output(ctx, "rev-parse", "--verify", "-q", Ref); err == nil {
 		fmt.Fprintf(&in, "from %s\n", tip)
 	}
-	merged := map[string][]string{}
-	for _, n := range all {
-		add, err := encode(n.Entries)
-		if err != nil {
-			return err
-		}
-		lines := append(slices.Clone(existing[n.Commit]), merged[n.Commit]...)
-		lines = append(lines, add...)
-		slices.Sort(lines)
-		merged[n.Commit] = slices.Compact(lines)
-	}
-	for _, n := range all {
-		lines, ok := merged[n.Commit]
-		if !ok {
-			continue // the same commit twice: written once, with both notes' entries
-		}
-		delete(merged, n.Commit)
-		b := body(lines)
-		fmt.Fprintf(&in, "N inline %s\ndata %d\n%s\n", n.Commit, len(b), b)
-		j.Written.set(n.Commit, lines)
+	for _, commit := range order {
+		b := body(merged[commit])
+		fmt.Fprintf(&in, "N inline %s\ndata %d\n%s\n", commit, len(b), b)
 	}
 	// Without --force, fast-import refuses to move the ref anywhere but forward from the tip it
 	// was given: a note written meanwhile (outside the lock) is never dropped.
@@ -70,22 +69,4 @@ func (j Journal) addAll(ctx context.Context, all []Note) error {
 		return fmt.Errorf("write the journal notes of %d commits: %w", len(all), err)
 	}
 	return nil
-}
-
-// existing returns the note lines already on the commits of all, reading only the commits
-// whose notes this journal cannot know: a run's own new commits have none but what it wrote.
-func (j Journal) existing(ctx context.Context, all []Note) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, n := range all {
-		if lines, known := j.Written.get(n.Commit); known {
-			out[n.Commit] = lines
-		} else if !j.Written.owns(n.Commit) {
-			lines, err := j.lines(ctx, n.Commit)
-			if err != nil {
-				return nil, err
-			}
-			out[n.Commit] = lines
-		}
-	}
-	return out, nil
 }

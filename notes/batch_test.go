@@ -23,9 +23,7 @@ func TestAddAllIsOneNotesCommit(t *testing.T) {
 	third := repo.Commit("third")
 	repo.Must("notes", "--ref=norma", "add", "-m", "a human wrote this", first)
 	t0 := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
-	written := &Written{}
-	written.Own(third) // a run's own commit: nothing there to read
-	j := Journal{Git: repo.Git, Written: written}
+	j := Journal{Git: repo.Git}
 	before := repo.Must("rev-list", "--count", Ref)
 
 	require.NoError(t, j.AddAll(ctx, []Note{

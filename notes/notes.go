@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -55,66 +54,6 @@ type Journal struct {
 	// merged and rewritten, and two writers must not interleave (one would drop the other's
 	// lines). It returns the function that releases the lock.
 	Lock func(ctx context.Context) (func(), error)
-	// Written, when set, remembers the notes this journal created on commits marked Own, so
-	// the next entry for the same commit is merged in memory: one git call instead of three.
-	Written *Written
-}
-
-// Written is the content of the notes a journal created on its own commits.
-type Written struct {
-	mu    sync.Mutex
-	own   map[string]bool
-	notes map[string][]string
-}
-
-// Own marks a commit nobody else writes notes on while this journal is in use — a run's own
-// step commit, while the run holds its task lock. Notes on any other commit (the fork point,
-// which other runs and checks annotate too) are read every time.
-func (w *Written) Own(commit string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.own == nil {
-		w.own = map[string]bool{}
-	}
-	w.own[commit] = true
-}
-
-// owns says the commit was marked Own: it has no note but what this journal wrote.
-func (w *Written) owns(commit string) bool {
-	if w == nil {
-		return false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.own[commit]
-}
-
-func (w *Written) get(commit string) ([]string, bool) {
-	if w == nil {
-		return nil, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	lines, ok := w.notes[commit]
-	return lines, ok
-}
-
-func (w *Written) set(commit string, lines []string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.own[commit] {
-		return
-	}
-	if w.notes == nil {
-		w.notes = map[string][]string{}
-	}
-	w.notes[commit] = lines
 }
 
 // locked runs fn under Lock (if any).
@@ -142,19 +81,16 @@ func (j Journal) add(ctx context.Context, commit string, entries []Entry) error 
 	if err != nil {
 		return err
 	}
-	lines, known := j.Written.get(commit)
-	if !known {
-		// Most notes go on a commit that has none yet: one `git notes add` without -f creates
-		// it, and fails harmlessly when a note exists, which is the only case that needs a read.
-		if _, err := j.Git.Input(ctx, strings.NewReader(body(add)), "notes", "--ref", Ref, "add", "-F", "-", commit); err == nil {
-			j.Written.set(commit, add)
-			return nil
-		} else if !strings.Contains(err.Error(), "existing notes") {
-			return fmt.Errorf("write journal note on %.10s: %w", commit, err)
-		}
-		if lines, err = j.lines(ctx, commit); err != nil {
-			return err
-		}
+	// Most notes go on a commit that has none yet: one `git notes add` without -f creates it,
+	// and fails harmlessly when a note exists, which is the only case that needs a read.
+	if _, err := j.Git.Input(ctx, strings.NewReader(body(add)), "notes", "--ref", Ref, "add", "-F", "-", commit); err == nil {
+		return nil
+	} else if !strings.Contains(err.Error(), "existing notes") {
+		return fmt.Errorf("write journal note on %.10s: %w", commit, err)
+	}
+	lines, err := j.lines(ctx, commit)
+	if err != nil {
+		return err
 	}
 	merged := append(slices.Clone(lines), add...)
 	slices.Sort(merged)
@@ -164,9 +100,6 @@ func (j Journal) add(ctx context.Context, commit string, entries []Entry) error 
 	}
 	if _, err := j.Git.Input(ctx, strings.NewReader(body(merged)), "notes", "--ref", Ref, "add", "-f", "-F", "-", commit); err != nil {
 		return fmt.Errorf("write journal note on %.10s: %w", commit, err)
-	}
-	if known {
-		j.Written.set(commit, merged)
 	}
 	return nil
 }

@@ -264,18 +264,17 @@ func TestSyncFailureKinds(t *testing.T) {
 	})
 }
 
-func TestWrittenMergesInMemoryOnlyNotesItCreatedOnItsOwnCommits(t *testing.T) {
+func TestAddMergesItsOwnNotesAndKeepsLinesAddedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	repo := gittest.NewRepo(t)
 	base := repo.Must("rev-parse", "HEAD")
 	repo.Must("notes", "--ref=norma", "add", "-m", "landed earlier", base)
 	repo.Must("commit", "-q", "--allow-empty", "-m", "step")
 	step := repo.Must("rev-parse", "HEAD")
-	j := Journal{Git: repo.Git, Written: &Written{}}
-	j.Written.Own(step)
+	j := Journal{Git: repo.Git}
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 
-	// A note it created is merged from memory: sorted and de-duplicated like any other.
+	// A note it created is merged: sorted and de-duplicated like any other.
 	require.NoError(t, j.Add(ctx, step, entry(t0.Add(2*time.Second), 3, "check")))
 	require.NoError(t, j.Add(ctx, step, entry(t0, 2, "do"), entry(t0.Add(2*time.Second), 3, "check")))
 	require.NoError(t, j.Add(ctx, step, entry(t0.Add(3*time.Second), 4, "act")))
@@ -284,7 +283,7 @@ func TestWrittenMergesInMemoryOnlyNotesItCreatedOnItsOwnCommits(t *testing.T) {
 	require.Len(t, got, 3)
 	assert.Equal(t, []string{"do", "check", "act"}, []string{got[0].Summary, got[1].Summary, got[2].Summary})
 
-	// A note that existed before is read every time: a line someone adds meanwhile is kept.
+	// A line someone adds meanwhile is kept.
 	require.NoError(t, j.Add(ctx, base, entry(t0, 1, "plan")))
 	repo.Must("notes", "--ref=norma", "append", "-m", "a check meanwhile", base)
 	require.NoError(t, j.Add(ctx, base, entry(t0.Add(time.Second), 1, "plan again")))
@@ -295,12 +294,12 @@ func TestWrittenMergesInMemoryOnlyNotesItCreatedOnItsOwnCommits(t *testing.T) {
 }
 
 // Two runs forked from the same commit both note it: neither may drop the other's lines.
-func TestWrittenNeverCachesACommitItDoesNotOwn(t *testing.T) {
+func TestTwoJournalsKeepEachOthersLines(t *testing.T) {
 	ctx := context.Background()
 	repo := gittest.NewRepo(t)
 	fork := repo.Must("rev-parse", "HEAD")
-	a := Journal{Git: repo.Git, Written: &Written{}}
-	b := Journal{Git: repo.Git, Written: &Written{}}
+	a := Journal{Git: repo.Git}
+	b := Journal{Git: repo.Git}
 	t0 := time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 	require.NoError(t, a.Add(ctx, fork, entry(t0, 1, "a plans")))
 	require.NoError(t, b.Add(ctx, fork, entry(t0.Add(time.Second), 1, "b plans")))
