@@ -8,7 +8,6 @@
 package notes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -130,7 +129,7 @@ func (j Journal) Read(ctx context.Context, commit string) ([]Entry, error) {
 	var entries []Entry
 	for _, l := range lines {
 		var e Entry
-		dec := json.NewDecoder(bytes.NewReader([]byte(l)))
+		dec := json.NewDecoder(strings.NewReader(l))
 		if dec.Decode(&e) == nil && e.TS != "" {
 			entries = append(entries, e)
 		}

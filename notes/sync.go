@@ -60,10 +60,8 @@ func TrackingRef(remote string) string { return "refs/notes/remotes/" + remote +
 
 // Pull fetches the remote's journal into its tracking ref and merges it into the local one
 // with cat_sort_uniq (no conflicts, no entry lost). A remote without a journal is not an error.
-func (j Journal) Pull(ctx context.Context, remote string) (bool, error) {
-	var pulled bool
-	err := j.locked(ctx, func() error {
-		var err error
+func (j Journal) Pull(ctx context.Context, remote string) (pulled bool, err error) {
+	err = j.locked(ctx, func() (err error) {
 		pulled, err = j.pull(ctx, remote)
 		return err
 	})
@@ -111,13 +109,10 @@ func (j Journal) Push(ctx context.Context, remote string) error {
 	if _, err := j.Pull(ctx, remote); err != nil {
 		return err
 	}
-	if err := j.push(ctx, remote); err != nil {
-		if rejected(err) {
-			return &syncError{kind: ErrRejected, err: err}
-		}
+	if err = j.push(ctx, remote); err == nil || !rejected(err) {
 		return err
 	}
-	return nil
+	return &syncError{kind: ErrRejected, err: err}
 }
 
 func (j Journal) push(ctx context.Context, remote string) error {
