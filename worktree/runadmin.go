@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -136,12 +137,7 @@ func (m *Manager) agentGitDirs() []string {
 
 // isAgentGitDir says dir is one of agents (see agentGitDirs).
 func isAgentGitDir(dir string, agents []string) bool {
-	for _, a := range agents {
-		if sameDir(a, dir) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(agents, func(a string) bool { return sameDir(a, dir) })
 }
 
 // vanished says the worktree whose git directory admin is has no directory any more, by the

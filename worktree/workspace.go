@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -93,14 +94,19 @@ var (
 // checks.
 var controlDirs = []string{".norma", ".beads"}
 
+// controlPaths are controlDirs and the work tree's hooks directory hooks ("": none).
+func controlPaths(hooks string) []string {
+	if hooks == "" {
+		return controlDirs
+	}
+	return append(slices.Clone(controlDirs), hooks)
+}
+
 // controlChanges starts the look for staged changes from head under controlDirs or the work
 // tree's hooks directory; the channel delivers ErrControlFiles naming them, or nil. Like the
 // patch measure it only reads the index, so it runs beside the commit.
 func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan error {
-	args := append([]string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}, controlDirs...)
-	if hooks := w.treeHooksDir(ctx); hooks != "" {
-		args = append(args, hooks)
-	}
+	args := append([]string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}, controlPaths(w.treeHooksDir(ctx))...)
 	done := make(chan error, 1)
 	go func() {
 		out, err := w.git.Output(ctx, args...)
@@ -118,10 +124,7 @@ func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan erro
 // them whatever way they reached the branch: a step's commit refuses them, but a branch can
 // also come from a remote.
 func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]string, error) {
-	args := append([]string{"diff", "--name-only", "--no-renames", "-z", target + "..." + head, "--"}, controlDirs...)
-	if hooks := treeHooksDirOf(ctx, m.Git); hooks != "" {
-		args = append(args, hooks)
-	}
+	args := append([]string{"diff", "--name-only", "--no-renames", "-z", target + "..." + head, "--"}, controlPaths(treeHooksDirOf(ctx, m.Git))...)
 	out, err := m.Git.Output(ctx, args...)
 	if err != nil || out == "" {
 		return nil, err
@@ -134,13 +137,11 @@ func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]st
 // by git commands in the user's checkout — git-norma's own fast-forward at landing first.
 func (w *Workspace) treeHooksDir(ctx context.Context) string {
 	if w.hooksDir == nil {
-		dir := w.readHooksDir(ctx)
+		dir := treeHooksDirOf(ctx, w.git)
 		w.hooksDir = &dir
 	}
 	return *w.hooksDir
 }
-
-func (w *Workspace) readHooksDir(ctx context.Context) string { return treeHooksDirOf(ctx, w.git) }
 
 // treeHooksDirOf is the work-tree hooks directory (see treeHooksDir) of the repository g runs in.
 func treeHooksDirOf(ctx context.Context, g git.Runner) string {
@@ -612,11 +613,7 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	}
 	// What changed git-norma's config, the backlog or the hooks is not kept: only the user
 	// changes them (a step's commit refuses them the same way).
-	unstage := append([]string{"reset", "-q", "--"}, controlDirs...)
-	if hooks := w.treeHooksDir(ctx); hooks != "" {
-		unstage = append(unstage, hooks)
-	}
-	if err := w.git.Run(ctx, unstage...); err != nil {
+	if err := w.git.Run(ctx, append([]string{"reset", "-q", "--"}, controlPaths(w.treeHooksDir(ctx))...)...); err != nil {
 		return err
 	}
 	if w.git.Run(ctx, "diff", "--cached", "--quiet") == nil {
