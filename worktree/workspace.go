@@ -20,18 +20,15 @@ import (
 // Workspace is one run's worktree on its task branch.
 type Workspace struct {
 	dir string
-	// gitDir is the worktree's own git directory, where its HEAD, index and locks are: the
-	// agent's (see owngit.go).
+	// gitDir is the agent's git directory of the worktree: its HEAD, index, locks (owngit.go).
 	gitDir string
-	// ownDir is git-norma's own git directory for the worktree, which its git commands use;
-	// rec its record of gitDir (see runadmin.go).
+	// ownDir is git-norma's own git directory for it; rec, its record of gitDir (runadmin.go).
 	ownDir string
 	rec    record
 	// common is the repository's common git directory, which gitDir/commondir must name.
 	common string
-	// worktreeConfig is gitDir/config.worktree as git made it (nil: none), which git reads
-	// under extensions.worktreeConfig: filters, fsmonitor and hooks a confined agent could
-	// otherwise set there for git-norma's own git to run.
+	// worktreeConfig is gitDir/config.worktree as git made it (nil: none): git reads it under
+	// extensions.worktreeConfig, so an agent could set filters, fsmonitor, hooks there.
 	worktreeConfig []byte
 	branch         string
 	taskID         string
@@ -41,27 +38,26 @@ type Workspace struct {
 	git  git.Runner
 	// settled is the state the last settling read, for the next State (see there).
 	settled *State
-	// hooksDir is treeHooksDir's answer, read once per run: core.hooksPath lives in the
-	// shared config, which a confined agent cannot write and the fallback guard restores.
+	// hooksDir is treeHooksDir's answer, read once: core.hooksPath is in the shared config,
+	// which no confined agent writes and the fallback guard restores.
 	hooksDir *string
-	// patch is the last patch size measured, and for which head.
+	// patch is the last patch size measured, and its head.
 	patch struct {
 		head  string
 		bytes int64
 	}
 	// CaughtUp is what bringing the existing branch up to date with the target did.
 	CaughtUp CatchUp
-	// Started means the task branch was (re)started from the target by this run: created, or
-	// restarted after it conflicted. Nothing of the target's older history is in it then
-	// beyond what Base contains.
+	// Started: this run created the task branch from the target, or restarted it after a
+	// conflict; it holds nothing of the target's history beyond Base.
 	Started bool
 }
 
 // Dir is the worktree's absolute path.
 func (w *Workspace) Dir() string { return w.dir }
 
-// GitDir is the worktree's own git directory (<common>/worktrees/<name>): its HEAD and index,
-// the agent's to write (git-norma's own git uses another, see owngit.go).
+// GitDir is the agent's git directory of the worktree (<common>/worktrees/<name>), its HEAD
+// and index; git-norma's own git uses another (owngit.go).
 func (w *Workspace) GitDir() string { return w.gitDir }
 
 // Branch is the task branch checked out in the worktree.
@@ -87,11 +83,9 @@ var (
 	ErrUnaddable = errors.New("git cannot add what the step left in the worktree")
 )
 
-// controlDirs hold what only the user changes: git-norma's configuration (.norma/config.json,
-// tracked: gates, sandbox mode, worktree.setup and notify commands that git-norma runs
-// unconfined) and the backlog (.beads/, every task's Verify). A task's work that changed
-// them would, once landed, let an agent lift its own confinement or weaken another task's
-// checks.
+// controlDirs hold what only the user changes: git-norma's config (gates, sandbox mode, the
+// worktree.setup and notify commands it runs unconfined) and the backlog (every task's
+// Verify). Landed, a change there would let an agent lift its confinement or weaken checks.
 var controlDirs = []string{".norma", ".beads"}
 
 // controlPaths are controlDirs and the work tree's hooks directory hooks ("": none).
@@ -102,9 +96,8 @@ func controlPaths(hooks string) []string {
 	return append(slices.Clone(controlDirs), hooks)
 }
 
-// controlChanges starts the look for staged changes from head under controlDirs or the work
-// tree's hooks directory; the channel delivers ErrControlFiles naming them, or nil. Like the
-// patch measure it only reads the index, so it runs beside the commit.
+// controlChanges starts the look for staged changes from head under controlPaths; the channel
+// delivers ErrControlFiles naming them, or nil. It only reads the index: it runs beside the commit.
 func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan error {
 	args := append([]string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}, controlPaths(w.treeHooksDir(ctx))...)
 	done := make(chan error, 1)
@@ -119,10 +112,8 @@ func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan erro
 	return done
 }
 
-// ControlChanges lists the paths under git-norma's config, the backlog and a work-tree hooks
-// directory that head changes since it forked from target (target...head). A landing refuses
-// them whatever way they reached the branch: a step's commit refuses them, but a branch can
-// also come from a remote.
+// ControlChanges lists the paths under controlPaths that head changes since it forked from
+// target (target...head). A landing refuses them however they got there: a remote's branch too.
 func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]string, error) {
 	args := append([]string{"diff", "--name-only", "--no-renames", "-z", target + "..." + head, "--"}, controlPaths(treeHooksDirOf(ctx, m.Git))...)
 	out, err := m.Git.Output(ctx, args...)
@@ -132,9 +123,8 @@ func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]st
 	return strings.Split(strings.Trim(out, "\x00"), "\x00"), nil
 }
 
-// treeHooksDir is the directory inside the work tree a relative core.hooksPath names (for
-// husky's ".husky/_", ".husky", where its hook scripts are), or "": hook files there are run
-// by git commands in the user's checkout — git-norma's own fast-forward at landing first.
+// treeHooksDir is the work-tree directory a relative core.hooksPath names (husky's ".husky/_":
+// ".husky", its scripts), or "": git commands in your checkout run them, the landing's first.
 func (w *Workspace) treeHooksDir(ctx context.Context) string {
 	if w.hooksDir == nil {
 		dir := treeHooksDirOf(ctx, w.git)
@@ -178,11 +168,10 @@ func (w *Workspace) restoreWorktreeConfig() (bool, error) {
 	return true, os.WriteFile(path, w.worktreeConfig, 0o644)
 }
 
-// removeOddFiles removes what is neither a directory nor a regular file in the worktree's git
-// directory dir, and says whether there was any. git-norma's own git commands write files
-// there (COMMIT_EDITMSG, logs/HEAD) by opening them: through a symbolic link a confined agent
-// made, they would write wherever it points (a .pth file Python runs, ~/.bashrc); on a pipe
-// they would block.
+// removeOddFiles removes what is neither a directory nor a regular file in the git directory
+// dir, and says whether there was any. git-norma's git opens files there (COMMIT_EDITMSG,
+// logs/HEAD): through an agent's symlink it would write wherever that points (~/.bashrc), on
+// a pipe it would block.
 func removeOddFiles(dir string) (bool, error) {
 	removed := false
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -201,10 +190,10 @@ func removeOddFiles(dir string) (bool, error) {
 	return removed, err
 }
 
-// relinkCommon restores the worktree's commondir file when it no longer names the repository's
-// common directory, and says so. A confined agent may write the worktree's git directory (its
-// index is there); git takes the ref store's location from that file even under
-// GIT_COMMON_DIR, so git-norma's own commit would read and move refs wherever the agent chose.
+// relinkCommon restores the git directory's commondir (and what removeOddFiles,
+// restoreWorktreeConfig and restoreRunLinks restore), and says whether it had to. A confined
+// agent may write that directory; git takes the ref store from commondir even under
+// GIT_COMMON_DIR, so git-norma's commit would move refs wherever the agent chose.
 func (w *Workspace) relinkCommon() (bool, error) {
 	removed, err := removeOddFiles(w.gitDir)
 	if err != nil {
@@ -215,9 +204,8 @@ func (w *Workspace) relinkCommon() (bool, error) {
 	if err != nil || w.common == "" {
 		return changed, err
 	}
-	// Its gitdir and locked files are what git reads to know the worktree: one naming your
-	// worktree would have git worktree prune (yours, or another run's) delete your worktree's
-	// git directory as a duplicate, and without its lock a prune could drop this one.
+	// A gitdir naming your worktree would have a prune delete yours as a duplicate; without
+	// its lock a prune could drop this one.
 	if w.rec.admin != "" {
 		relinked, err := restoreRunLinks(w.rec, w.runID)
 		changed = changed || relinked
@@ -239,9 +227,8 @@ func (w *Workspace) relinkCommon() (bool, error) {
 	return true, os.Rename(tmp, path)
 }
 
-// State reads HEAD and the status fingerprint. Right after a step was settled (Changes, or a
-// Commit that committed nothing) it is the state that settling read: only git-norma itself
-// runs in between, and it touches nothing there.
+// State reads HEAD and the status fingerprint; right after a settling (Changes, a Commit that
+// committed nothing) it is what that read: only git-norma runs between, touching nothing.
 func (w *Workspace) State(ctx context.Context) (State, error) {
 	if s := w.settled; s != nil {
 		w.settled = nil
@@ -269,11 +256,10 @@ type view struct {
 	paths []string
 }
 
-// read costs one git process: porcelain v2 with --branch gives HEAD, the branch and every
-// changed path at once (a step is settled several times per iteration, so this adds up).
-// Nested repositories count by the commit they are at, not by their own working trees
-// (--ignore-submodules=dirty): git-norma commits a gitlink, never a submodule's files, and an
-// agent's broken nested repository (git init lib) must not make git itself fail here.
+// read is one git process: porcelain v2 with --branch gives HEAD, the branch and the changed
+// paths. Nested repositories count by their commit (--ignore-submodules=dirty): git-norma
+// commits a gitlink, never their files, and an agent's broken one (git init lib) must not
+// make git fail here.
 func (w *Workspace) read(ctx context.Context) (view, error) {
 	if _, err := w.relinkCommon(); err != nil {
 		return view{}, err
@@ -336,12 +322,9 @@ func statusPath(entry string) (path string, renamed bool) {
 	return parts[len(parts)-1], entry[0] == '2'
 }
 
-// statusArgs make a status a pure read: without --no-optional-locks, git status rewrites the
-// index whenever it refreshed an entry's file times — after nearly every step, since an agent's
-// files are written moments before the commit that indexes them. That is a lock file, a new
-// index and a rename per read, twice per Check, and a window in which another git command in
-// the worktree fails on index.lock. The answer is the same either way; the next git add
-// refreshes the index for good.
+// statusArgs make a status a pure read: otherwise git status rewrites the index whenever it
+// refreshed file times, after nearly every step — a window in which another git command in
+// the worktree fails on index.lock. The answer is the same either way.
 var statusArgs = []string{"--no-optional-locks", "status"}
 
 // Changes lists what differs from an earlier state: a moved HEAD and every changed path.
@@ -399,9 +382,8 @@ type StepCommit struct {
 	ExpectChanges bool
 }
 
-// Commit commits everything a writing step changed since `since`, as the orchestrator. Commits
-// the agent made itself on top of `since` are folded into this one; a switched branch or
-// rewritten history is refused (ErrBranchSwitched, ErrHistoryRewritten).
+// Commit commits what a writing step changed since `since`, folding in the agent's own commits
+// on top of it; a switched branch or rewritten history is refused.
 func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res CommitResult, err error) {
 	w.settled = nil
 	if changed, err := w.relinkCommon(); err != nil || changed {
@@ -466,9 +448,8 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 	return res, nil
 }
 
-// position is where the workspace stands before a commit. With changes expected only HEAD is
-// read, from the files (git add finds the changed paths); otherwise one status read gives
-// HEAD, the branch and the changed paths, and a workspace without changes needs no commit.
+// position is where the workspace stands before a commit: with changes expected, HEAD alone,
+// from the files (git add finds the paths); otherwise one status read, which can spare the commit.
 func (w *Workspace) position(ctx context.Context, expectChanges bool) (view, error) {
 	if expectChanges {
 		if branch, head, ok := git.ReadHeadAt(w.ownDir); ok {
@@ -491,9 +472,8 @@ type patchSize struct {
 	err   error
 }
 
-// measureStaged starts measuring the diff from the base to the index; the channel delivers
-// the size once git is done. `git diff --cached` only reads the index, so it never contends
-// with the commit for index.lock.
+// measureStaged starts measuring the diff from the base to the index, which only reads the
+// index: it never contends with the commit for index.lock.
 func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
 	done := make(chan patchSize, 1)
 	go func() {
@@ -504,12 +484,10 @@ func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
 	return done
 }
 
-// commitIndex commits what is staged on top of parent (HEAD) with msg and moves the task
-// branch to it; "" when the index holds parent's tree (nothing staged: changes that stage to
-// nothing, an agent's commits that undo each other). Where git-norma's git on this tree is
-// confined (filter drivers: see git.Runner.Confine), it goes in steps no driver runs in —
-// write-tree, commit-tree, update-ref — outside the sandbox, which so never writes a ref: a
-// driver named by a path in the work tree is the agent's own code.
+// commitIndex commits the index on parent (HEAD) with msg and moves the task branch there; ""
+// when the index holds parent's tree. Where this tree's git is confined (filter drivers:
+// git.Runner.Confine), commit-tree and update-ref run outside the sandbox, which so never
+// writes a ref: a driver a work-tree path names is the agent's code.
 func (w *Workspace) commitIndex(ctx context.Context, parent, msg string) (string, error) {
 	if w.git.Confine == nil {
 		// maintenance.auto=false: a step commit does not start `git maintenance run --auto`
@@ -561,8 +539,7 @@ func (w *Workspace) resetHard(ctx context.Context, to string) error {
 }
 
 // nothingStaged tells a commit that failed for having nothing to commit (changes that stage to
-// nothing, an agent's commits that undo each other) from a real failure. Only that rare path
-// pays for the extra git call.
+// nothing, an agent's commits that undo each other) from a real failure.
 func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
 	return git.ExitCodeOf(commitErr) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil
 }
