@@ -30,21 +30,19 @@ func TaskBranch(taskID string) string { return BranchPrefix + taskID }
 type Manager struct {
 	// Git runs in the main worktree's root.
 	Git git.Runner
-	// CommonDir is the repository's common git directory, where the worktrees' own git
-	// directories are found (asked of git when empty).
+	// CommonDir is the repository's common git directory (asked of git when empty).
 	CommonDir string
-	// RunsDir holds the runs' directories (.norma/runs), where each run worktree's own git
-	// directory names the git directory its agents may write (see agentGitDirs).
+	// RunsDir holds the runs' directories (.norma/runs), where git-norma's own git directory
+	// of each run worktree records the one its agents may write (agentGitDirs).
 	RunsDir string
 	// RemoteTimeout bounds each fetch, ls-remote and push (0: DefaultRemoteTimeout): a remote
 	// that stops answering must not hold a worker for ever.
 	RemoteTimeout time.Duration
-	// TreeGit, when set, confines git-norma's git commands on a work tree that agents or
-	// checks wrote (tree, whose git directory is gitDir) where they may run the user's filter
-	// drivers (git.Runner.Confine). Nil: they run unconfined, as all of git-norma's git does.
+	// TreeGit, when set, confines git-norma's git commands that may run the user's filter
+	// drivers on a work tree agents or checks wrote (git.Runner.Confine; nil: unconfined).
 	TreeGit func(tree, gitDir string) git.Wrap
-	// CheckoutGit, when set, confines the landing's fast-forward of a checked-out target, which
-	// runs the user's filter drivers on the landed tree (nil: unconfined).
+	// CheckoutGit, when set, confines the landing's fast-forward of a checked-out target (the
+	// user's filter drivers run on the landed tree).
 	CheckoutGit git.Wrap
 }
 
@@ -66,9 +64,8 @@ type CreateOptions struct {
 	Path string
 	// Target is the branch the task forks from and lands on.
 	Target string
-	// CatchUp brings an existing task branch up to date with the target first. (A run that
-	// would resume from the task's recorded state then finds the head changed when the target
-	// moved, and starts its iteration over: what it resumed was checked on another base.)
+	// CatchUp brings an existing task branch up to date with the target first (a resumed run
+	// then finds its head changed, and starts its iteration over on the new base).
 	CatchUp bool
 }
 
@@ -97,8 +94,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	if err := os.MkdirAll(filepath.Dir(o.Path), 0o700); err != nil {
 		return nil, err
 	}
-	// Forget worktrees whose directories were deleted, or git would still count the branch as
-	// checked out there.
+	// Else git would count the branch as checked out in a deleted worktree.
 	if err := m.ForgetVanished(ctx); err != nil {
 		return nil, err
 	}
@@ -112,12 +108,10 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 			return nil, fmt.Errorf("bring %s up to date with %s: %w", branch, o.Target, err)
 		}
 	}
-	// Locked, so that no `git worktree prune` — another run's, the user's — drops its git
-	// directory while the run needs it (say its .git file went missing: the run must still
-	// save what is in it). Remove unlocks it.
-	// Checked out below by git-norma's own git, which runs no hook: git worktree add would
-	// run the user's post-checkout hook in a tree of the agent's making (a hook that runs a
-	// script of the project's would run the agent's, unconfined).
+	// Locked, so that no prune drops its git directory while the run needs it (its .git file
+	// gone, what is in it must still be saved); Remove unlocks it. Checked out below by
+	// git-norma's git, which runs no hook: git worktree add would run your post-checkout hook
+	// in a tree of the agent's making (a project script it runs would be the agent's).
 	args := []string{"worktree", "add", "-q", "--lock", "--reason", lockReason + o.RunID, "--no-checkout"}
 	if exists {
 		args = append(args, o.Path, branch)
@@ -149,18 +143,16 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 	return ws, nil
 }
 
-// open is the workspace of the run worktree at path, git-norma's git commands there pinned to
-// git-norma's own git directory for it (see owngit.go), made afresh when fresh says git has
-// just made the worktree.
+// open is the workspace of the run worktree at path, its git pinned to git-norma's own git
+// directory (owngit.go), made afresh when fresh says git has just made the worktree.
 func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Workspace, error) {
 	run := m.runDir(path)
 	if run == "" {
 		return nil, fmt.Errorf("%s is not a run worktree (%s/<run>/%s): %w", path, m.RunsDir, runWorkspaceName, ErrNotWorktree)
 	}
 	if m.RunsDir != "" {
-		// The run's own spelling of its worktree and run, never the caller's: a path from git's
-		// worktree list is an agent's to write (a link inside its workspace, say), and the git
-		// directory beside it would be the agent's making.
+		// The run's own spelling of its worktree, never the caller's: a path from git's list is
+		// an agent's to write (a link in its workspace), and the git directory beside it too.
 		path, runID = filepath.Join(run, runWorkspaceName), filepath.Base(run)
 	}
 	common, err := m.commonDir(ctx)
@@ -187,8 +179,7 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 	if branch, _, ok := git.ReadHeadAt(own); ok {
 		ws.branch = strings.TrimPrefix(branch, "refs/heads/")
 	}
-	// The agent's git reads these: Workspace.relinkCommon sets its commondir and
-	// config.worktree back as they are now, before any agent ran.
+	// As before any agent ran, for relinkCommon to set back.
 	ws.worktreeConfig, _ = os.ReadFile(filepath.Join(admin, "config.worktree"))
 	return ws, nil
 }
@@ -209,17 +200,15 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		return "", err
 	}
 	for i, wt := range list {
-		// A prunable entry whose directory is gone has nothing checked out any more. One whose
-		// .git file alone is gone still holds an index and files: git worktree prune would
-		// throw its index away, so it is its holder's to remove (see Remove).
-		// A run worktree whose directory is gone only stays known through its lock; Create
-		// forgets it (see ForgetVanished).
+		// A prunable entry whose directory is gone holds nothing; one whose .git file alone is
+		// gone still holds an index and files, its holder's to remove (a prune would drop the
+		// index). A run worktree whose directory is gone stays known by its lock alone.
 		if wt.Branch != branch || !exists(wt.Path) && (wt.Prunable || wt.LockedByRun()) {
 			continue
 		}
-		// git's list says what each worktree's git directory says, and a run worktree's is its
-		// agent's to write: a run worktree holds the branch its own git directory (git-norma's)
-		// is on, and anything else only what git directories no agent writes say.
+		// git's list repeats each git directory, and a run worktree's is its agent's: a run
+		// worktree holds the branch git-norma's own git directory for it is on, any other only
+		// what git directories no agent writes say.
 		if run := m.runDir(wt.Path); run != "" && m.RunsDir != "" {
 			if held, _, ok := git.ReadHeadAt(filepath.Join(run, ownGitDirName)); ok && held != "refs/heads/"+branch {
 				continue
@@ -249,9 +238,8 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 	}
 	for _, wt := range list {
 		if (wt.LockedByRun() || wt.LockedForChecks()) && !exists(wt.Path) {
-			// The list's lock and path are what a git directory says, an agent's too: the git
-			// directory found for that path must itself be locked by git-norma, or it is not
-			// git-norma's to forget (a locked worktree of yours, on a drive not mounted now).
+			// The list's lock and path may be an agent's word: the git directory found for the
+			// path must be locked by git-norma, or it is not its to forget (yours, unmounted).
 			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) && m.vanished(admin) {
 				if err := m.forget(ctx, admin); err != nil {
 					return err
@@ -268,11 +256,10 @@ type Removed struct {
 	StaleLock string
 }
 
-// Remove removes a run worktree whose run has ended. Nothing runs git there any more, so an
-// index.lock left there is stale: it goes first. Uncommitted changes are committed to the
-// branch before the worktree goes (never thrown away: they may be an interrupted agent's
-// work). A directory git no longer knows as a worktree is left as it is (ErrNotWorktree):
-// without its git directory, git there would find another repository.
+// Remove removes a run worktree whose run has ended: a stale index.lock first (no git runs
+// there any more), then uncommitted changes committed to the branch (an interrupted agent's
+// work). A directory git no longer knows is left (ErrNotWorktree): git there would find
+// another repository.
 func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Removed, error) {
 	var done Removed
 	if exists(path) {
@@ -280,8 +267,7 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Remov
 		if err != nil {
 			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
-		// The branch the run worked on, from the caller (the store): what is uncommitted is
-		// saved there, or nowhere.
+		// The caller's (the store's) branch: what is uncommitted is saved there or nowhere.
 		ws.branch = TaskBranch(taskID)
 		if done.StaleLock, err = ws.RemoveStaleLock(); err != nil {
 			return done, err
@@ -289,8 +275,8 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Remov
 		if err := ws.rescue(ctx); err != nil {
 			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
-		// Its HEAD back on its branch first: should the worktree stay (git refusing to remove
-		// it), an agent's HEAD on another task's branch would keep that task from running.
+		// HEAD back on its branch: should the worktree stay, an agent's HEAD on another task's
+		// branch would keep that task from running.
 		_ = ws.syncAgentView()
 		if err := relink(path, ws.gitDir); err != nil {
 			return done, fmt.Errorf("remove worktree %s: %w", path, err)

@@ -10,14 +10,12 @@ import (
 	"syscall"
 )
 
-// A run worktree's git directory (<common>/worktrees/<name>) is its agent's to write, gitdir
-// and HEAD files included, which is all git reads to say where a worktree is and what it has
-// checked out. So git-norma records, when git makes a run worktree, which git directory is its
-// (a record in its own git directory beside it, where no step writes): by path and by
-// identity (device and inode, which no agent can change and which a git directory made later
-// under the same name does not share). Where git-norma must know a worktree (to remove it, to
-// fast-forward your checkout of a target, to forget it when it is gone), it takes the record's word for run
-// worktrees and never a run worktree's word for anything else.
+// A run worktree's git directory (<common>/worktrees/<name>) is its agent's to write, its
+// gitdir and HEAD included: all git reads to say where a worktree is and what it holds. So
+// when git makes one, git-norma records which it is, in its own git directory beside it
+// (where no step writes), by path and by device and inode (no agent changes those; a later
+// directory of the same name does not share them). To remove, fast-forward or forget a
+// worktree, git-norma takes the record's word for run worktrees, never theirs for any other.
 
 // recordFile, in git-norma's own git directory for a run worktree, is the record: the git
 // directory's path, its identity, and its gitdir file's line as git wrote it.
@@ -70,9 +68,8 @@ func identity(dir string) (string, error) {
 }
 
 // names says the record is one git made for the run directory run: its gitdir line names the
-// run's worktree (git writes the real path; RunsDir may be reached through a link). A record
-// that names anything else (an unconfined agent can write one) is not taken: it would have
-// git-norma take a worktree of yours for a run's (to judge, or to forget).
+// run's worktree (git writes the real path; RunsDir may be a link). Any other (an unconfined
+// agent can write one) would have git-norma take a worktree of yours for a run's.
 func (r record) names(run string) bool {
 	// git names a worktree's git directory after the worktree's: workspace, workspace1, ...
 	if digits := strings.TrimPrefix(filepath.Base(r.admin), runWorkspaceName); strings.Trim(digits, "0123456789") != "" {
@@ -140,13 +137,10 @@ func isAgentGitDir(dir string, agents []string) bool {
 	return slices.ContainsFunc(agents, func(a string) bool { return sameDir(a, dir) })
 }
 
-// vanished says the worktree whose git directory admin is has no directory any more, by the
-// record's word for a run worktree (its gitdir file is its agent's to write) and by its gitdir
-// file for any other: a path an agent listed as gone (<a live run's worktree>/x/..) may still
-// lead to one that is not.
-// A git directory some record still names a worktree of that exists for is not gone, whichever
-// record says otherwise (an ended run's, whose git directory's name and inode a later run's
-// reused).
+// vanished says the worktree of the git directory admin has no directory any more, by the
+// record's word for a run worktree (an agent's gitdir may name <a live worktree>/x/.., gone
+// only in name) and by its gitdir file for any other. Any record naming an existing worktree
+// for it wins: an ended run's may name a git directory whose name and inode a later run reused.
 func (m *Manager) vanished(admin string) bool {
 	var lines []string
 	for _, r := range m.records() {
@@ -185,11 +179,9 @@ func lockedByNorma(admin string) bool {
 	return err == nil && (strings.HasPrefix(reason, lockReason) || strings.HasPrefix(reason, checkLockReason))
 }
 
-// forget makes git forget one of git-norma's worktrees whose directory is gone, by removing
-// its git directory admin ("" for none). Never git worktree prune: it judges every worktree
-// by its gitdir file, and a run worktree's is its agent's to write — one naming your linked
-// worktree, rewritten as fast as anything could set it back, had git delete your worktree's
-// git directory as a duplicate. Nor does git-norma prune what is yours.
+// forget makes git forget one of git-norma's worktrees whose directory is gone by removing its
+// git directory admin ("" for none). Never git worktree prune: it trusts every gitdir file,
+// and an agent's naming your worktree had git delete yours as a duplicate. Nor is yours pruned.
 func (m *Manager) forget(ctx context.Context, admin string) error {
 	if admin == "" {
 		return nil
@@ -208,10 +200,9 @@ func (m *Manager) forget(ctx context.Context, admin string) error {
 }
 
 // runDir is the run directory of the run worktree at path (RunsDir/<run>/workspace), or "" when
-// path is not exactly one: a path an agent named (a gitdir file of its own naming
-// .norma/runs/../../x, or a directory inside its workspace) is no run worktree, and the git
-// directory beside it would be the agent's own making. Without RunsDir (tests) any path's
-// parent is taken.
+// path is not exactly one: an agent could name .norma/runs/../../x or a directory in its
+// workspace, beside which the git directory is its own making. Without RunsDir (tests), any
+// path's parent.
 func (m *Manager) runDir(path string) string {
 	if m.RunsDir == "" {
 		return filepath.Dir(path)
@@ -244,9 +235,8 @@ func runOf(runs, path string) string {
 // runWorkspaceName is the run worktree's name in its run directory.
 const runWorkspaceName = "workspace"
 
-// restoreRunLinks sets the gitdir file of a run worktree's recorded git directory back to
-// what git wrote (the very line: a link or another spelling of the path is not it), and its
-// lock back (when runID is known), and says whether it had to.
+// restoreRunLinks sets the recorded git directory's gitdir back to git's very line (not a link
+// or another spelling) and its lock (when runID is known), and says whether it had to.
 func restoreRunLinks(r record, runID string) (bool, error) {
 	changed := false
 	admin := r.admin
@@ -285,13 +275,11 @@ func (m *Manager) listJudged(ctx context.Context) ([]Info, string, []string, err
 	return list, common, m.agentGitDirs(), nil
 }
 
-// checkoutOf is the directory where branch is checked out, "" when none is. git's own answer
-// (worktree list, for-each-ref's %(worktreepath)) comes from each worktree's git directory,
-// and a run worktree's is its agent's to write: an agent that set its HEAD to your branch
-// would have a landing fast-forward its worktree (even through a .git file it pointed at a
-// repository of its own, hooks included) instead of your checkout. So only the main worktree
-// (its HEAD is in the common directory) and linked worktrees whose git directory is not an
-// agent's, names them back and is on branch count.
+// checkoutOf is the directory where branch is checked out, "" when none is. git's answer comes
+// from each worktree's git directory, a run worktree's its agent's: one that set its HEAD to
+// your branch would have a landing fast-forward its worktree (a repository of its own, hooks
+// included) instead of your checkout. So only the main worktree counts, and linked worktrees
+// whose git directory is no agent's, names them back and is on branch.
 func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error) {
 	list, common, agents, err := m.listJudged(ctx)
 	if err != nil {
@@ -309,9 +297,9 @@ func (m *Manager) checkoutOf(ctx context.Context, branch string) (string, error)
 	return "", nil
 }
 
-// linkedCheckout says the linked worktree at path has branch checked out, read only from
-// files no agent writes: its .git file names a git directory of the repository's, not an
-// agent's, which names path back and whose HEAD is on branch.
+// linkedCheckout says the linked worktree at path has branch checked out, by files no agent
+// writes: its .git file names a git directory of the repository's, no agent's, which names
+// path back and whose HEAD is on branch.
 func linkedCheckout(common, path, branch string, agents []string) bool {
 	admin, ok := linkedAdmin(common, path)
 	if !ok || isAgentGitDir(admin, agents) {
