@@ -26,9 +26,8 @@ type CheckedOut struct {
 	Tree string
 	// Created says the worktree was made (and set up) by this call.
 	Created bool
-	// Leftovers says ignored files were there when it was moved to the commit: what earlier
-	// check and setup commands made, which ran the code of earlier commits. A PASS that may
-	// have needed them is confirmed in a fresh worktree (loop.VerifyTree).
+	// Leftovers says ignored files were there when it moved: made by earlier checks and setup,
+	// which ran earlier commits' code. A PASS is then confirmed afresh (loop.VerifyTree).
 	Leftovers bool
 }
 
@@ -47,13 +46,12 @@ type CheckTreeOptions struct {
 	Fresh bool
 }
 
-// CheckTree brings the task's check worktree to exactly opts.Commit: the check commands run
-// there, never where an agent works, so a file the agent wrote (ignored, excluded, in a nested
-// repository) cannot decide a verdict. Only the orchestrator moves it: created detached and
-// locked on first use, then on every call `checkout --detach --force` and what is untracked
-// and not ignored removed (the ignored caches the checks built survive, and Leftovers says
-// so), or made afresh when opts.Fresh asks: an unconfined agent could have written there, or a
-// PASS is to be confirmed without the caches. The caller holds the task's lock.
+// CheckTree brings the task's check worktree to exactly opts.Commit: checks run there, never
+// where an agent works, so no file the agent wrote (ignored, excluded, nested) decides a
+// verdict. Created detached and locked on first use; then forced to the commit with what is
+// untracked and not ignored removed (the checks' ignored caches stay: Leftovers), or made
+// afresh when opts.Fresh asks (an unconfined agent could have written there, or a PASS is
+// confirmed without the caches). The caller holds the task's lock.
 func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut, error) {
 	out := CheckedOut{Dir: o.Path}
 	locked := o.Locked
@@ -68,9 +66,8 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		tree <- err
 	}()
 	moved := false
-	// Only one whose .git is still git-norma's link to its git directory is moved: a check's
-	// command could have made it a repository of its own, which later checks' git commands
-	// (Go's VCS stamping, git diff) would read instead, and git status never reports.
+	// Moved only while its .git still links to its git directory: a check could have made it
+	// a repository of its own, which later checks' git (Go's VCS stamping) would read instead.
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
 		// Tracked files forced to the commit's; what is untracked and not ignored removed,
 		// nested repositories included.
@@ -104,10 +101,9 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	return out, err
 }
 
-// clearUntracked removes what is untracked and not ignored in the worktree dir, as `git clean
-// -ffd` would (nested repositories included, and ignored files below an untracked directory
-// too), empties the directories of submodules (git status and clean see nothing in them, and
-// a checkout has them empty), and says whether ignored files are left.
+// clearUntracked removes what is untracked and not ignored in dir as `git clean -ffd` would
+// (nested repositories too), empties submodules' directories (a checkout has them empty, and
+// status sees nothing in them), and says whether ignored files are left.
 func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bool, err error) {
 	if err := emptyGitlinks(ctx, g, dir); err != nil {
 		return false, err
@@ -181,10 +177,8 @@ func emptyGitlinks(ctx context.Context, g git.Runner, dir string) error {
 		if !strings.HasPrefix(sub, dir+string(filepath.Separator)) {
 			return fmt.Errorf("git ls-files named %q, outside %s", path, dir)
 		}
-		// Every directory on the way must be one of the worktree's own: a check could have put
-		// a symbolic link in the place of a parent (a/ → your checkout, for a gitlink a/src),
-		// and emptying the gitlink would then empty the directory it leads to. Such a worktree
-		// is made again instead.
+		// A check could have made a parent a symlink (a/ → your checkout, for a gitlink a/src):
+		// emptying would go through it. Such a worktree is made again instead.
 		if !realDirs(dir, path) {
 			return fmt.Errorf("%w: %s is not a directory of the worktree's own all the way down", errUnreadable, path)
 		}
@@ -241,10 +235,9 @@ func (m *Manager) AddScratch(ctx context.Context, path, commit string) error {
 	return nil
 }
 
-// addDetached adds a worktree at path with commit checked out, detached; opts are more options
-// of git worktree add. The commit is an agent's: its files are written by git-norma's own git,
-// which runs no hook (git worktree add would run the user's post-checkout hook there), and
-// confined where the agent's .gitattributes chooses what the user's filter drivers get.
+// addDetached adds a worktree at path with commit detached; opts go to git worktree add. The
+// commit is an agent's: checked out by git-norma's git, which runs no post-checkout hook, and
+// confined where the agent's .gitattributes steers the user's filter drivers.
 func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...string) error {
 	args := append([]string{"worktree", "add", "-q", "--detach", "--no-checkout"}, opts...)
 	if err := m.Git.Run(ctx, append(args, path, commit)...); err != nil {
@@ -266,9 +259,8 @@ func (m *Manager) RemoveScratch(ctx context.Context, path string) error {
 	return nil
 }
 
-// ClearScratch removes what a scratch worktree at path left behind when the process that
-// added it died before RemoveScratch: its directory and git's record of it, so that adding it
-// again works. It reports whether there was anything to remove.
+// ClearScratch removes what a scratch worktree at path left when its process died before
+// RemoveScratch (its directory, git's record of it), and reports whether there was any.
 func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 	if !exists(path) {
 		// Its directory gone, git may still know it (and refuse to add it again).

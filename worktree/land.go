@@ -54,18 +54,16 @@ func (e *LandError) Unwrap() error { return e.Err }
 type LandOptions struct {
 	Target     string
 	TaskBranch string
-	// Head is the task branch commit to land: the one that was verified. The branch may move
-	// after it was verified (a commit made in its worktree, say); what lands is still exactly
-	// Head. Empty lands whatever the branch points at.
+	// Head is the verified task branch commit: what lands, even should the branch move since.
+	// Empty lands whatever the branch points at.
 	Head string
 	// Base, when set, is the target commit the landing was checked against: a target
 	// anywhere else now is ErrTargetMoved, never a landing on an unchecked combination.
 	Base string
 	// Message is the squash commit's full message.
 	Message string
-	// Remote, when set, is where the landing goes first: the squash commit is pushed to its
-	// target with a compare-and-swap, and only once it is there does the local target follow
-	// (see SyncTarget, which must have brought the local target to the remote's).
+	// Remote, when set, is where the landing goes first, by a compare-and-swap push; the local
+	// target (brought to the remote's by SyncTarget) follows once it is there.
 	Remote string
 }
 
@@ -86,10 +84,9 @@ type LandResult struct {
 // landAttempts bounds retries when the target moves between reading and updating it.
 const landAttempts = 3
 
-// Land squashes the task branch onto the target in object space (merge-tree, commit-tree) and
-// moves the target with a compare-and-swap. When the target is checked out somewhere, that
-// checkout is advanced with `git merge --ff-only`, so git itself refuses to overwrite local
-// edits; the user's checkout is never stashed or reset.
+// Land squashes the task branch onto the target in object space and moves the target by
+// compare-and-swap; a checkout of the target is advanced with `git merge --ff-only`, so git
+// itself refuses to overwrite local edits. It never stashes or resets your checkout.
 func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 	var err error
 	for range landAttempts {
@@ -180,9 +177,8 @@ func (m *Manager) branchTip(ctx context.Context, branch string) (branchState, er
 	return branchState{commit: fields[0], tree: fields[1]}, nil
 }
 
-// LandedRef reports whether rev (a task branch's head, a kept branch under
-// refs/norma/kept/) adds nothing to target any more: merging it would leave target's tree as
-// it is (its work landed, squashed or not).
+// LandedRef reports whether ref (a task branch, a kept branch) adds nothing to target any
+// more: merging it leaves target's tree as it is (its work landed, squashed or not).
 func (m *Manager) LandedRef(ctx context.Context, target, ref string) (bool, error) {
 	tip, err := m.branchTip(ctx, target)
 	if err != nil {
@@ -195,9 +191,8 @@ func (m *Manager) LandedRef(ctx context.Context, target, ref string) (bool, erro
 	return tree == tip.tree, nil
 }
 
-// LandedAt says commit is a landing of ref: merging ref into commit's first parent gives
-// commit's tree, as the squash commit of ref's landing has — whatever landed on top of it
-// since. A commit that only says so (its trailers) does not.
+// LandedAt says commit is a landing of ref: merging ref into its first parent gives its tree.
+// A commit that only says so (its trailers) is not.
 func (m *Manager) LandedAt(ctx context.Context, commit, ref string) (bool, error) {
 	out, err := m.Git.Output(ctx, "rev-parse", commit+"^1", commit+"^{tree}")
 	if err != nil {
@@ -229,11 +224,10 @@ func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string,
 	}
 }
 
-// fastForwardCheckout advances a checked-out target through git itself. --no-autostash
-// overrides a user's merge.autoStash, which would otherwise stash overlapping edits, move the
-// target anyway and leave conflict markers in the user's files. --no-overwrite-ignore keeps
-// the user's ignored files (.env, local settings): git otherwise treats them as expendable, and
-// a task that turns their directory into a file or symlink would delete them.
+// fastForwardCheckout advances a checked-out target through git. --no-autostash: a
+// merge.autoStash would stash overlapping edits, move the target anyway and leave conflict
+// markers in your files. --no-overwrite-ignore: git takes ignored files (.env) as expendable,
+// and a task turning their directory into a file or symlink would delete them.
 func (m *Manager) fastForwardCheckout(ctx context.Context, dir, commit string) error {
 	var err error
 	g := m.Git.In(dir)

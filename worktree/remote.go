@@ -18,9 +18,8 @@ var ErrTargetAhead = errors.New("the local target branch has commits its remote 
 // DefaultRemoteTimeout is how long one fetch, ls-remote or push may take.
 const DefaultRemoteTimeout = 10 * time.Minute
 
-// Remote is a git remote that task branches and landings go through, for workers on several
-// machines: the target is synced from it, task branches are fetched from and pushed to it with
-// leases, and a landing is a compare-and-swap push to it.
+// Remote is a git remote that workers on several machines share: the target is synced from
+// it, task branches fetched and pushed with leases, landings pushed by compare-and-swap.
 type Remote struct {
 	m    *Manager
 	Name string
@@ -65,10 +64,9 @@ var ErrRemoteSilent = errors.New("the remote stopped answering")
 // TrackingRef is where a remote's branch is fetched to.
 func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote + "/" + branch }
 
-// SyncTarget fetches the remote's target into its remote-tracking ref and brings the local
-// target there: fast-forwarded, its checkout (if it is checked out) through `git merge
-// --ff-only`, which refuses to overwrite local edits. A task branch then forks from, and a
-// landing is built on, exactly what the remote has. A local target with commits the remote
+// SyncTarget fetches the remote's target and fast-forwards the local one there (its checkout
+// through `git merge --ff-only`, which refuses to overwrite local edits), so task branches fork
+// from and landings build on what the remote has. A local target with commits the remote
 // lacks is left alone (ErrTargetAhead). It returns the remote's tip.
 func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
 	m, remote := r.m, r.Name
@@ -104,15 +102,12 @@ func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
 	return remoteTip, m.fastForward(ctx, target, tip, remoteTip, "norma: fast-forward to "+remote+"/"+target)
 }
 
-// pushLanding moves the remote's target from parent to commit with a compare-and-swap (a push
-// with a lease on exactly parent): a landing of another worker that got there first makes it
-// fail with ErrTargetMoved, and the caller builds the landing again on what is there now. The
-// remote's hooks run as for any push; the local pre-push hook does not (the tree was verified
-// by this git-norma, and git-norma's own hook would run the gates a second time).
-//
-// The task branch goes in the same atomic push, with its own lease (see PushTaskBranch): a
-// worker presumed dead whose task another worker took over and pushed to cannot land it
-// (ErrBranchTaken), even should the tracker have let it through.
+// pushLanding moves the remote's target from parent to commit by a push with a lease on
+// exactly parent: another worker's landing there first makes it ErrTargetMoved, and the
+// caller builds again. The local pre-push hook does not run (git-norma's own would run the
+// gates again on the verified tree); the remote's hooks do. The task branch goes in the same
+// atomic push with its own lease (PushTaskBranch): a worker presumed dead, whose task another
+// took over and pushed to, cannot land it (ErrBranchTaken), whatever the tracker let through.
 func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, head string) error {
 	m := r.m
 	lease, err := r.branchLease(ctx, o.TaskBranch)
@@ -148,13 +143,11 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 // fetched — another worker pushed its own work there since, having taken the task over.
 var ErrBranchTaken = errors.New("another worker pushed the task branch since")
 
-// FetchTaskBranch brings the remote's copy of a task branch into its remote-tracking ref and
-// makes the local branch continue from it, so a task another worker started (and died on,
-// or gave up) resumes from its last pushed step: a local branch that is missing or behind is
-// moved to the remote's; one ahead of it (this clone's steps not pushed yet) stays; one that
-// diverged is kept under KeptPrefix and replaced by the remote's — the remote's is the work
-// of whoever held the task last. A task branch the remote does not have is fine. The caller
-// holds the task's lock, and no worktree has the branch checked out.
+// FetchTaskBranch fetches the remote's copy of a task branch and makes the local branch
+// continue from it, so a task another worker left resumes from its last pushed step: a local
+// branch missing or behind moves to the remote's, one ahead stays, one that diverged is kept
+// under KeptPrefix and replaced (the remote's is the last holder's work). A remote without it
+// is fine. The caller holds the task's lock; no worktree has the branch checked out.
 func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept string, err error) {
 	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
@@ -196,10 +189,9 @@ func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept
 	return kept, m.Git.Run(ctx, "update-ref", "refs/heads/"+branch, theirs, ours)
 }
 
-// PushTaskBranch pushes a task branch's commit to the remote with a lease on the copy this
-// clone last pushed or fetched (its remote-tracking ref; none: it must not exist there): a
-// worker that took the task over and pushed its own work makes it fail with ErrBranchTaken,
-// and its work is never overwritten.
+// PushTaskBranch pushes a task branch's commit with a lease on the copy this clone last pushed
+// or fetched (none: it must not exist there): another worker's work there is never
+// overwritten (ErrBranchTaken).
 func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error {
 	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
@@ -234,13 +226,10 @@ func branchTaken(branch, remote, theirs string) *LandError {
 	return &LandError{Err: ErrBranchTaken, Detail: fmt.Sprintf("%s on %s, %s", branch, remote, at), Theirs: theirs}
 }
 
-// TakeBackTaskBranch makes the next push of a task branch go over the remote's copy theirs —
-// the one a refused push found (LandError.Theirs) — for the run that holds the task's claim
-// when someone else pushed there meanwhile (a worker that lost the claim, presumed dead, then
-// not; a person). The claim says whose the branch is, not the order of pushes. That copy is
-// kept under KeptPrefix, so nothing of it is lost; a copy that moved again since it was judged
-// is not taken back (ErrBranchTaken), nor one deleted on the remote, which the next push
-// simply makes again. It returns the ref the other copy is kept under.
+// TakeBackTaskBranch lets the next push of a task branch go over the remote's copy theirs (a
+// refused push's LandError.Theirs), for the run holding the task's claim: the claim says whose
+// the branch is, not the order of pushes. That copy is kept under KeptPrefix, and returned; one
+// that moved again since is not taken back (ErrBranchTaken), nor one deleted there.
 func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs string) (kept string, err error) {
 	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
