@@ -13,14 +13,11 @@ import (
 // repository (its git directory was pruned): git-norma runs no git command there at all.
 var ErrNotWorktree = errors.New("git does not know it as a worktree of this repository")
 
-// AdminDir returns the git directory git keeps for the linked worktree at path
-// (<common>/worktrees/<name>). A run worktree's is the one git-norma recorded when git made
-// it (recordedAdmin). Any other's is found from git's side of the link, the admin directory
-// whose gitdir file names path/.git, skipping the run worktrees' (their agents write those
-// files: one naming your worktree, or another run's, would take its place), and never from
-// path/.git: whatever runs in the worktree may delete or rewrite that file, and git itself,
-// not finding it, would take the repository of a directory above (the main checkout) for the
-// worktree's.
+// AdminDir returns the git directory of the linked worktree at path (<common>/worktrees/<name>):
+// for a run worktree, the one recorded when git made it; for any other, the one whose gitdir
+// file names path/.git, skipping run worktrees' (an agent's naming your worktree would take its
+// place). Never from path/.git: what runs there may rewrite or delete it, and git, not finding
+// it, would take the main checkout's repository for the worktree's.
 func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	if r, recorded := m.recordedAdmin(path); recorded {
 		if r.admin == "" {
@@ -47,10 +44,9 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
 }
 
-// adminOfNew is the git directory of the worktree git has just added at path, read from the
-// .git file git wrote there (nothing of the run has run there yet; a scan of the gitdir files
-// would meet those other runs' agents may have rewritten to name path). It must be one of the
-// repository's and name path back.
+// adminOfNew is the git directory of the worktree git has just added at path, from the .git
+// file git wrote (nothing ran there yet; other runs' agents may have made gitdir files name
+// path). It must be one of the repository's and name path back.
 func adminOfNew(common, path string) (string, error) {
 	if admin, ok := linkedAdmin(common, path); ok {
 		return admin, nil
@@ -115,11 +111,9 @@ func sameDir(a, b string) bool {
 	return err == nil && os.SameFile(sa, sb)
 }
 
-// relink restores the worktree's .git file, git's link from the work tree to admin, when
-// whatever ran there deleted it or pointed it elsewhere: `git worktree remove` refuses a
-// worktree whose link is broken. Something else in its place is removed first (never written
-// through: it may be a symlink to anything); a .git directory, a repository made there, is
-// left alone and the removal fails on it.
+// relink restores the worktree's .git file linking it to admin when something deleted it or
+// pointed it elsewhere: `git worktree remove` refuses a broken link. Anything else there is
+// removed, never written through (a symlink); a .git directory is left, and removal fails.
 func relink(path, admin string) error {
 	dotGit := filepath.Join(path, ".git")
 	fi, err := os.Lstat(dotGit)
@@ -152,14 +146,10 @@ func pointsTo(dotGit, admin string) bool {
 	return ok && sameDir(target, admin)
 }
 
-// branchOperation says which rebase or bisect, in which worktree, is working on branch, or ""
-// when none is. git detaches HEAD while it runs one and moves the branch itself at the end,
-// so the branch looks free (no worktree has it checked out); landing on it meanwhile would
-// make the rebase fail ("cannot lock ref ... expected ...") and leave the user's rewritten
-// commits on a detached HEAD. git refuses to delete such a branch for the same reason.
-//
-// commonDir is the repository's common git directory: the main worktree's state lives there,
-// each linked worktree's under worktrees/<name>.
+// branchOperation says which rebase or bisect, in which worktree, is working on branch, or "".
+// git detaches HEAD meanwhile and moves the branch at the end, so the branch looks free; a
+// landing then would fail the rebase ("cannot lock ref") and leave your rewritten commits on
+// a detached HEAD. The main worktree's state is in commonDir, a linked one's in worktrees/<name>.
 func branchOperation(commonDir, branch string, agents []string) string {
 	if commonDir == "" {
 		return ""

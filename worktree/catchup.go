@@ -21,9 +21,8 @@ type CatchUp struct {
 	Conflicts []string `json:"conflicts,omitempty"`
 }
 
-// MergeCommit merges target into branch (both commits) in object space and returns the merge
-// commit (first parent branch, second target), or a *LandError listing the conflicting paths.
-// No ref, index or checkout is touched.
+// MergeCommit merges the commit target into branch in object space and returns the merge
+// commit (parents branch, target), or a *LandError listing the conflicting paths.
 func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (string, error) {
 	tree, err := m.mergeTree(ctx, target, branch)
 	if err != nil {
@@ -36,11 +35,9 @@ func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (
 	return commit, nil
 }
 
-// catchUp makes an existing task branch contain its target before a new run works on it, so
-// work that landed meanwhile (another task's, in a parallel loop) is the base of this run and
-// its landing cannot conflict with it. A clean merge is committed in object space; a branch
-// that conflicts is saved under KeptPrefix and restarted from the target: the new run redoes
-// the task on what landed, and nothing of the old branch is lost.
+// catchUp makes an existing task branch contain its target before a run, so what landed
+// meanwhile is its base and its landing cannot conflict with it. A conflicting branch is
+// kept under KeptPrefix and restarted from the target: nothing of it is lost.
 func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (CatchUp, error) {
 	ref, target := "refs/heads/"+branch, "refs/heads/"+o.Target
 	if onBranch, err := m.Git.IsAncestor(ctx, target, ref); err == nil && onBranch {

@@ -8,16 +8,13 @@ import (
 	"strings"
 )
 
-// A run's worktree has two git directories. The one git made (<common>/worktrees/<name>,
-// named by the worktree's .git file) is the agent's: its git finds it, and a confined agent
-// may write it — its index is there. git-norma's own git commands in the worktree never use
-// it: whatever is there (a HEAD, a commondir naming another repository, a config.worktree
-// with a filter, a link where git would write COMMIT_EDITMSG or logs/HEAD) is the agent's to
-// make, even while git-norma's commit runs, should a process of the step outlive it. They
-// use a git directory of git-norma's own beside the worktree, in the run's directory where no
-// step writes: the same repository (its commondir), HEAD on the task branch, an index of its
-// own. After each of git-norma's changes the agent's HEAD and index are set to match, so the
-// agent's git sees what was committed.
+// A run's worktree has two git directories. The one git made (<common>/worktrees/<name>) is
+// the agent's: a confined agent may write it (its index is there), so all in it — HEAD, a
+// commondir naming another repository, a config.worktree with a filter, a link where git
+// writes COMMIT_EDITMSG — is the agent's making, even during git-norma's commit should a step's
+// process outlive it. git-norma's own git uses one of its own beside the worktree, in the run's
+// directory where no step writes (same commondir, HEAD on the task branch, its own index), and
+// after each change sets the agent's HEAD and index to match.
 
 // ownGitDirName is git-norma's own git directory for the run worktree, next to it
 // (.norma/runs/<run>/git).
@@ -26,10 +23,9 @@ const ownGitDirName = "git"
 // ownGitDirOf is where git-norma's own git directory for the worktree at path goes.
 func ownGitDirOf(path string) string { return filepath.Join(filepath.Dir(path), ownGitDirName) }
 
-// makeOwnGitDir makes git-norma's own git directory for the worktree at path from the
-// worktree's git directory admin as git made it: fresh says git has just made it (nothing
-// else ran there since); otherwise an existing one is kept, and one is made only for a
-// worktree an older git-norma created, from what is there.
+// makeOwnGitDir makes git-norma's own git directory for the worktree at path from its git
+// directory admin; fresh says git has just made admin (nothing ran there since). Otherwise an
+// existing one is kept, and one is made only for an older git-norma's worktree.
 func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
 	own := ownGitDirOf(path)
 	if !fresh {
@@ -136,9 +132,8 @@ func (w *Workspace) syncAgentView() error {
 	})
 }
 
-// replaceFile writes a new file with fill and renames it over path. The new file has a name of
-// its own, created exclusively: nothing an agent left in the directory is followed or in the
-// way.
+// replaceFile writes a new file, created exclusively under a name of its own, with fill and
+// renames it over path: nothing an agent left in the directory is followed or in the way.
 func replaceFile(path string, fill func(*os.File) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".norma-*")
 	if err != nil {

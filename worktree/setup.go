@@ -14,9 +14,8 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
-// IncludeFile names, at the repository root, the ignored files (gitignore-style patterns or
-// paths, such as .env) copied from the main checkout into every new workspace and check
-// worktree: what a project's checks need but git does not track.
+// IncludeFile names, at the repository root, the ignored files (gitignore patterns: .env)
+// copied from the main checkout into each new workspace and check worktree.
 const IncludeFile = ".worktreeinclude"
 
 // Setup is the repository-level preparation of a new worktree (config worktree.setup and
@@ -30,9 +29,8 @@ type Setup struct {
 	Log io.Writer
 	// Env is added to the commands' environment.
 	Env []string
-	// Confine, when set, runs a setup command confined (the sandbox launcher), as cmd.Run
-	// would: the worktree holds an agent's commit, and a command that runs project code (npm
-	// ci's install scripts, make deps) runs the agent's code.
+	// Confine, when set, runs a setup command as cmd.Run would, confined: the worktree holds
+	// an agent's commit, so project code it runs (npm ci's scripts) is the agent's.
 	Confine func(ctx context.Context, cmd *exec.Cmd) error
 }
 
@@ -114,9 +112,8 @@ func (m *Manager) copyIncluded(ctx context.Context, dir, root string) error {
 	return nil
 }
 
-// realDirs says whether each existing component of rel (a slash-separated path inside dir) is
-// a directory, not a symlink: the worktree holds a commit an agent made, and a symlinked
-// directory there would send the copy of the user's file to wherever the agent chose.
+// realDirs says whether each existing component of rel (a slash path in dir) is a directory,
+// not a symlink, which an agent's commit could make to send the user's file anywhere.
 func realDirs(dir, rel string) bool {
 	p := dir
 	for _, name := range strings.Split(filepath.ToSlash(rel), "/") {

@@ -8,18 +8,15 @@ import (
 	"time"
 )
 
-// indexLock is the file git creates next to a worktree's index while it writes it, and removes
-// when done. A git process that is killed (or an agent that makes the file itself) leaves it
-// behind, and every later command that writes the index fails on it ("Unable to create
-// .../index.lock: File exists") until someone removes it: git never does.
+// indexLock is the file git holds while it writes an index. A killed git (or an agent) leaves
+// it, and every later index write fails ("Unable to create .../index.lock: File exists")
+// until someone removes it: git never does.
 const indexLock = "index.lock"
 
-// RemoveStaleLock removes an index.lock (and a HEAD.lock) from the worktree's git directory.
-// Call it only when no process of the run can be running git in the worktree, so that a lock
-// there is stale (one written in the last lockGrace is waited for first): between steps,
-// once the agent's process group has ended (git-norma's own git commands there have all
-// returned by then), or in a dead run's worktree. It returns the paths removed, comma
-// separated ("" when there was none).
+// RemoveStaleLock removes index.lock and HEAD.lock from the worktree's git directories, once
+// no process of the run can run git there (between steps, the agent's process group gone; or
+// a dead run's), so a lock is stale (one newer than lockGrace is waited for first). It returns
+// the paths removed, comma separated.
 func (w *Workspace) RemoveStaleLock() (string, error) {
 	var removed []string
 	// HEAD.lock is the same trap for the commit that moves the worktree's HEAD.
@@ -38,9 +35,8 @@ func (w *Workspace) RemoveStaleLock() (string, error) {
 	return strings.Join(removed, ", "), nil
 }
 
-// lockGrace is how recently a lock may have been written and still belong to a git command
-// that is finishing rather than to a dead one: someone's `git status` in the run worktree, a
-// hook's check the agent's commit started. Such a lock is waited for, not removed.
+// lockGrace is how recently a lock may have been written by a git command still finishing
+// (someone's `git status` there, a hook's): such a lock is waited for, not removed.
 const lockGrace = 2 * time.Second
 
 // removeStale removes the lock at path once it has been left alone for lockGrace, and says
