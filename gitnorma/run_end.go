@@ -188,9 +188,9 @@ func (r *run) removeRunWorktree(ctx context.Context, path, runID, taskID, who st
 // removeLocked removes run runID's worktree at path, recording a stale git lock who left in
 // it. The caller holds the worktree lock.
 func (r *run) removeLocked(ctx context.Context, path, runID, taskID, who string) error {
-	removed, err := r.wm.Remove(ctx, path, runID, taskID)
-	if removed.StaleLock != "" {
-		_ = r.st.AppendEvent(ctx, runID, staleLockEvent(r.app.Now(), removed.StaleLock, who))
+	staleLock, err := r.wm.Remove(ctx, path, runID, taskID)
+	if staleLock != "" {
+		_ = r.st.AppendEvent(ctx, runID, staleLockEvent(r.app.Now(), staleLock, who))
 	}
 	return err
 }

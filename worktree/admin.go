@@ -19,11 +19,13 @@ var ErrNotWorktree = errors.New("git does not know it as a worktree of this repo
 // place). Never from path/.git: what runs there may rewrite or delete it, and git, not finding
 // it, would take the main checkout's repository for the worktree's.
 func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
-	if r, recorded := m.recordedAdmin(path); recorded {
-		if r.admin == "" {
-			return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+	if run := m.runDir(path); run != "" {
+		if r, ok := readRecord(run); ok {
+			if !r.live() { // its git directory was pruned
+				return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
+			}
+			return r.admin, nil
 		}
-		return r.admin, nil
 	}
 	common, err := m.commonDir(ctx)
 	if err != nil {
@@ -44,15 +46,7 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
 }
 
-// adminOfNew is the git directory of the worktree git has just added at path, from the .git
-// file git wrote (nothing ran there yet; other runs' agents may have made gitdir files name
-// path). It must be one of the repository's and name path back.
-func adminOfNew(common, path string) (string, error) {
-	if admin, ok := linkedAdmin(common, path); ok {
-		return admin, nil
-	}
-	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
-}
+
 
 // linkedAdmin is the git directory the .git file at path names, when it is one of the
 // repository's worktrees' and names path back.

@@ -161,11 +161,13 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 	}
 	var admin string
 	if fresh {
-		admin, err = adminOfNew(common, path)
-	} else {
-		admin, err = m.AdminDir(ctx, path)
-	}
-	if err != nil {
+		// From the .git file git just wrote (nothing ran there yet; other runs' agents may
+		// have made gitdir files name path): one of the repository's, naming path back.
+		var ok bool
+		if admin, ok = linkedAdmin(common, path); !ok {
+			return nil, fmt.Errorf("%s: %w", path, ErrNotWorktree)
+		}
+	} else if admin, err = m.AdminDir(ctx, path); err != nil {
 		return nil, err
 	}
 	own, err := makeOwnGitDir(path, admin, common, fresh)
@@ -250,48 +252,41 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 	return nil
 }
 
-// Removed is what removing a run worktree had to clear first.
-type Removed struct {
-	// StaleLock is the index.lock a dead process had left there, removed ("" when none).
-	StaleLock string
-}
-
 // Remove removes a run worktree whose run has ended: a stale index.lock first (no git runs
 // there any more), then uncommitted changes committed to the branch (an interrupted agent's
 // work). A directory git no longer knows is left (ErrNotWorktree): git there would find
-// another repository.
-func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (Removed, error) {
-	var done Removed
+// another repository. It returns the stale locks it removed ("" when none).
+func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (staleLock string, err error) {
 	if exists(path) {
 		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
-			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+			return staleLock, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
 		// The caller's (the store's) branch: what is uncommitted is saved there or nowhere.
 		ws.branch = TaskBranch(taskID)
-		if done.StaleLock, err = ws.RemoveStaleLock(); err != nil {
-			return done, err
+		if staleLock, err = ws.RemoveStaleLock(); err != nil {
+			return staleLock, err
 		}
 		if err := ws.rescue(ctx); err != nil {
-			return done, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
+			return staleLock, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
 		}
 		// HEAD back on its branch: should the worktree stay, an agent's HEAD on another task's
 		// branch would keep that task from running.
 		_ = ws.syncAgentView()
 		if err := relink(path, ws.gitDir); err != nil {
-			return done, fmt.Errorf("remove worktree %s: %w", path, err)
+			return staleLock, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 		// Twice forced: once for the files just saved, once for the run's lock (see Create).
 		if err := m.Git.Run(ctx, "worktree", "remove", "--force", "--force", path); err != nil {
-			return done, fmt.Errorf("remove worktree %s: %w", path, err)
+			return staleLock, fmt.Errorf("remove worktree %s: %w", path, err)
 		}
 		// Its record goes with it: a later run's git directory may get its name, even its inode.
 		_ = os.Remove(filepath.Join(ws.ownDir, recordFile))
 	} else if admin, err := m.AdminDir(ctx, path); err == nil {
 		// Its directory is gone; only its lock keeps git from forgetting it.
-		return done, m.forget(ctx, admin)
+		return "", m.forget(ctx, admin)
 	}
-	return done, nil
+	return staleLock, nil
 }
 
 func exists(path string) bool {

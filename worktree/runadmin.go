@@ -105,22 +105,7 @@ func (m *Manager) records() map[string]record {
 	return recs
 }
 
-// recordedAdmin is the record of the run worktree at path, and whether there is one at all; a
-// record whose git directory is gone (pruned) has no admin.
-func (m *Manager) recordedAdmin(path string) (record, bool) {
-	run := m.runDir(path)
-	if run == "" {
-		return record{}, false
-	}
-	r, ok := readRecord(run)
-	if !ok {
-		return record{}, false
-	}
-	if !r.live() {
-		return record{}, true
-	}
-	return r, true
-}
+
 
 // agentGitDirs are the git directories agents may write: the run worktrees' that are still
 // the ones recorded.

@@ -64,7 +64,7 @@ func TestRemoveClearsAStaleLockFirst(t *testing.T) {
 	assert.Equal(t, lock, found, "doctor finds it where git looks for it")
 	removed, err := f.m.Remove(f.ctx, ws.Dir(), "R-1", "T-1")
 	require.NoError(t, err)
-	assert.Equal(t, lock, removed.StaleLock)
+	assert.Equal(t, lock, removed)
 	assert.NoDirExists(t, ws.Dir())
 	assert.Equal(t, "uncommitted", f.show("refs/heads/norma/task/T-1", "a.txt"))
 }
