@@ -14,9 +14,7 @@ type Note struct {
 }
 
 // AddAll merges each note's entries into its commit's note, as Add does, in one commit of
-// refs/notes/norma however many commits it notes: a run's journal is one commit in `git log
-// --all`, not one per step commit. Several notes go through `git fast-import`, one through
-// `git notes add`.
+// refs/notes/norma: a run's journal is one line in `git log --all`, not one per step commit.
 func (j Journal) AddAll(ctx context.Context, all []Note) error {
 	all = slices.DeleteFunc(slices.Clone(all), func(n Note) bool { return len(n.Entries) == 0 })
 	switch len(all) {
@@ -45,9 +43,7 @@ func (j Journal) addAll(ctx context.Context, all []Note) error {
 			}
 			order = append(order, n.Commit)
 		}
-		lines = append(lines, add...)
-		slices.Sort(lines)
-		merged[n.Commit] = slices.Compact(lines)
+		merged[n.Commit] = union(lines, add)
 	}
 	ident, err := j.Git.Output(ctx, "var", "GIT_COMMITTER_IDENT")
 	if err != nil {

@@ -91,9 +91,7 @@ func (j Journal) add(ctx context.Context, commit string, entries []Entry) error 
 	if err != nil {
 		return err
 	}
-	merged := append(slices.Clone(lines), add...)
-	slices.Sort(merged)
-	merged = slices.Compact(merged)
+	merged := union(lines, add)
 	if slices.Equal(merged, lines) {
 		return nil
 	}
@@ -113,8 +111,14 @@ func encode(entries []Entry) ([]string, error) {
 		}
 		lines = append(lines, string(b))
 	}
+	return union(lines, nil), nil
+}
+
+// union is the sorted, de-duplicated lines of a and b: what cat_sort_uniq makes of them.
+func union(a, b []string) []string {
+	lines := append(slices.Clone(a), b...)
 	slices.Sort(lines)
-	return slices.Compact(lines), nil
+	return slices.Compact(lines)
 }
 
 func body(lines []string) string { return strings.Join(lines, "\n") + "\n" }
@@ -153,18 +157,14 @@ func (j Journal) lines(ctx context.Context, commit string) ([]string, error) {
 	return lines, nil
 }
 
-// RewriteRef is the notes.rewriteRef value that makes amend and rebase carry the journal
-// along. It is a glob that matches Ref and nothing else: for a rewriteRef that names a ref
-// exactly, git (2.39) prints "warning: notes ref refs/notes/norma is invalid" on every amend and
-// rebase until that ref exists, that is, until the first note; a glob that matches no ref yet is
-// silent, and copies the notes once there are some.
+// RewriteRef is the notes.rewriteRef value that makes amend and rebase carry the journal along:
+// a glob matching Ref alone. For an exact ref, git (2.39) prints "warning: notes ref
+// refs/notes/norma is invalid" on every amend and rebase until the first note; a glob is silent.
 const RewriteRef = "refs/notes/norm[a]"
 
 // Configure sets what makes the journal survive merges and rewrites: the cat_sort_uniq merge
-// strategy for refs/notes/norma, and notes.rewriteRef (RewriteRef) so amend and rebase carry
-// notes along. An exact Ref in notes.rewriteRef (written by an older git-norma, or by hand) is
-// replaced by RewriteRef, which copies the same notes without git's warning; the user's other
-// rewrite refs are kept.
+// strategy for refs/notes/norma, and RewriteRef in notes.rewriteRef, replacing an exact Ref
+// there (an older git-norma's) and keeping the user's other rewrite refs.
 func Configure(ctx context.Context, g git.Runner) error {
 	if err := g.Run(ctx, "config", "notes.norma.mergeStrategy", "cat_sort_uniq"); err != nil {
 		return err
@@ -197,9 +197,8 @@ func ShowInLog(ctx context.Context, g git.Runner) error {
 	return g.Run(ctx, "config", "--add", "notes.displayRef", Ref)
 }
 
-// All reads every entry of every journal note with two git processes (notes list, cat-file
-// --batch), for readers that do not know which commits carry a run's notes. Identical lines on
-// several commits (a step's line is repeated on the landed squash) come back once.
+// All reads every entry of every journal note (notes list, cat-file --batch), for readers that
+// do not know which commits carry a run's notes. Lines on several commits come back once.
 func (j Journal) All(ctx context.Context) ([]Entry, error) {
 	list, err := j.Git.Output(ctx, "notes", "--ref", Ref, "list")
 	if err != nil || list == "" {
