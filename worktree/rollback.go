@@ -27,10 +27,7 @@ func (w *Workspace) Rollback(ctx context.Context, to string) (string, error) {
 	if err := w.git.Run(ctx, "update-ref", "-m", "norma: keep rolled-back attempt", ref, head, strings.Repeat("0", len(head))); err != nil {
 		return "", err
 	}
-	if err := w.resetHard(ctx, to); err != nil {
-		return ref, err
-	}
-	return ref, w.git.Run(ctx, "clean", "-fdq")
+	return ref, w.resetClean(ctx, to)
 }
 
 func (w *Workspace) nextAttemptRef(ctx context.Context) (string, error) {

@@ -353,10 +353,7 @@ func (w *Workspace) Discard(ctx context.Context, to State) error {
 	if _, err := w.relinkCommon(); err != nil {
 		return err
 	}
-	if err := w.resetHard(ctx, to.Head); err != nil {
-		return err
-	}
-	if err := w.git.Run(ctx, "clean", "-fdq"); err != nil {
+	if err := w.resetClean(ctx, to.Head); err != nil {
 		return err
 	}
 	return w.syncAgentView()
@@ -526,16 +523,20 @@ func (w *Workspace) moveBranch(ctx context.Context, to string) error {
 	return w.git.Run(ctx, "update-ref", "-m", "reset: moving to "+to, "HEAD", to)
 }
 
-// resetHard moves the task branch to commit to and checks it out: reset --hard, its ref moved
-// outside the sandbox (see commitIndex), its files by read-tree, which moves no ref.
-func (w *Workspace) resetHard(ctx context.Context, to string) error {
+// resetClean moves the task branch to commit to, checks it out and removes what is untracked:
+// reset --hard (confined: its ref moved outside the sandbox, see commitIndex, its files by
+// read-tree, which moves no ref), then clean.
+func (w *Workspace) resetClean(ctx context.Context, to string) error {
+	var err error
 	if w.git.Confine == nil {
-		return w.git.Run(ctx, "reset", "-q", "--hard", to)
+		err = w.git.Run(ctx, "reset", "-q", "--hard", to)
+	} else if err = w.moveBranch(ctx, to); err == nil {
+		err = w.git.Run(ctx, "read-tree", "--reset", "-u", "HEAD")
 	}
-	if err := w.moveBranch(ctx, to); err != nil {
+	if err != nil {
 		return err
 	}
-	return w.git.Run(ctx, "read-tree", "--reset", "-u", "HEAD")
+	return w.git.Run(ctx, "clean", "-fdq")
 }
 
 // nothingStaged tells a commit that failed for having nothing to commit (changes that stage to
