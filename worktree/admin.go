@@ -48,8 +48,7 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 
 
 
-// linkedAdmin is the git directory the .git file at path names, when it is one of the
-// repository's worktrees' and names path back.
+// linkedAdmin is the git directory path's .git file names, if the repository's and naming path.
 func linkedAdmin(common, path string) (string, bool) {
 	admin, ok := readLink(filepath.Join(path, ".git"), "gitdir: ", path)
 	if !ok || !sameDir(filepath.Dir(admin), filepath.Join(common, "worktrees")) {
@@ -59,8 +58,7 @@ func linkedAdmin(common, path string) (string, bool) {
 	return admin, ok && sameDir(linked, path)
 }
 
-// commonDir is the repository's common git directory: CommonDir, or git's answer when the
-// manager was made without it.
+// commonDir is the repository's common git directory: CommonDir, or else git's answer.
 func (m *Manager) commonDir(ctx context.Context) (string, error) {
 	if m.CommonDir != "" {
 		return m.CommonDir, nil
@@ -68,15 +66,13 @@ func (m *Manager) commonDir(ctx context.Context) (string, error) {
 	return m.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-common-dir")
 }
 
-// linkedPath is the work tree an admin directory belongs to: its gitdir file names the work
-// tree's .git file.
+// linkedPath is the work tree whose .git file admin's gitdir file names.
 func linkedPath(admin string) (string, bool) {
 	dotGit, ok := readLink(filepath.Join(admin, "gitdir"), "", admin)
 	return filepath.Dir(dotGit), ok
 }
 
-// readLink is the path one of git's link files (gitdir, commondir, a .git file) names after
-// prefix: absolute, or relative to dir.
+// readLink is the path a git link file (gitdir, commondir, .git) names after prefix, from dir.
 func readLink(file, prefix, dir string) (string, bool) {
 	data, err := readSmallFile(file) // never a pipe an agent left, which would block
 	if err != nil {

@@ -15,14 +15,12 @@ const KeptPrefix = "refs/norma/kept/"
 type CatchUp struct {
 	// Merged is the merge commit that brought the target's new commits into the branch.
 	Merged string `json:"merged,omitempty"`
-	// Kept is the ref the old branch was saved under when it conflicted with the target and
-	// the branch started over from the target; Conflicts are the paths.
+	// Kept is where the branch was saved when it conflicted (Conflicts) and restarted.
 	Kept      string   `json:"kept,omitempty"`
 	Conflicts []string `json:"conflicts,omitempty"`
 }
 
-// MergeCommit merges the commit target into branch in object space and returns the merge
-// commit (parents branch, target), or a *LandError listing the conflicting paths.
+// MergeCommit merges commit target into branch in object space, or returns a *LandError.
 func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (string, error) {
 	tree, err := m.mergeTree(ctx, target, branch)
 	if err != nil {

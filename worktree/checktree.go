@@ -69,8 +69,7 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	// Moved only while its .git still links to its git directory: a check could have made it
 	// a repository of its own, which later checks' git (Go's VCS stamping) would read instead.
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
-		// Tracked files forced to the commit's; what is untracked and not ignored removed,
-		// nested repositories included.
+		// Tracked files forced to the commit's; untracked ones (nested repositories) removed.
 		g := m.treeGit(o.Path, admin)
 		if g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil {
 			var err error
@@ -155,8 +154,7 @@ func giveBackModes(dir string) {
 	}
 }
 
-// isLinkTo says dotGit is a .git file naming admin (never read when it is anything else, a
-// pipe reading would block on).
+// isLinkTo says dotGit is a regular .git file naming admin (reading a pipe would block).
 func isLinkTo(dotGit, admin string) bool {
 	st, err := os.Lstat(dotGit)
 	return err == nil && st.Mode().IsRegular() && pointsTo(dotGit, admin)
@@ -250,8 +248,7 @@ func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...
 	return m.treeGit(path, admin).Run(ctx, "read-tree", "--reset", "-u", "HEAD")
 }
 
-// RemoveScratch removes a scratch worktree with whatever its checks left in it; nothing there is
-// anyone's work.
+// RemoveScratch removes a scratch worktree and all its checks left: nothing there is anyone's.
 func (m *Manager) RemoveScratch(ctx context.Context, path string) error {
 	if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, err)

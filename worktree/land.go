@@ -93,8 +93,7 @@ func (m *Manager) Land(ctx context.Context, o LandOptions) (LandResult, error) {
 		var res LandResult
 		res, err = m.landOnce(ctx, o)
 		if !errors.Is(err, ErrTargetMoved) || o.Remote != "" || o.Base != "" {
-			// A target that moved needs a new look at what lands (a fetch, a re-check): the
-			// caller's.
+			// A moved target needs a new look at what lands (a fetch, a re-check): the caller's.
 			return res, err
 		}
 	}
@@ -145,8 +144,7 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	return res, err
 }
 
-// fastForward moves branch from tip to commit: where it is checked out, through its checkout
-// (see fastForwardCheckout); elsewhere with a compare-and-swap on tip.
+// fastForward moves branch from tip to commit: through its checkout, or by compare-and-swap.
 func (m *Manager) fastForward(ctx context.Context, branch string, tip branchState, commit, msg string) error {
 	if tip.checkout != "" {
 		return m.fastForwardCheckout(ctx, tip.checkout, commit)
@@ -209,8 +207,7 @@ func (m *Manager) LandedAt(ctx context.Context, commit, ref string) (bool, error
 	return err == nil && tree == f[1], err
 }
 
-// mergeTree merges target and task branch without touching any index or checkout and
-// returns the resulting tree, or a *LandError listing the conflicting paths.
+// mergeTree merges branch into target in object space: the tree, or a *LandError (conflicts).
 func (m *Manager) mergeTree(ctx context.Context, target, branch string) (string, error) {
 	out, err := m.Git.Output(ctx, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", target, branch)
 	fields := strings.Split(strings.TrimRight(out, "\x00"), "\x00")

@@ -46,8 +46,7 @@ type Manager struct {
 	CheckoutGit git.Wrap
 }
 
-// treeGit is the runner of git-norma's git commands in the work tree tree, an agent's or a
-// check's, whose git directory is gitDir.
+// treeGit runs git-norma's git in an agent's or a check's work tree, pinned to gitDir.
 func (m *Manager) treeGit(tree, gitDir string) git.Runner {
 	g := m.Git.Pinned(gitDir, tree)
 	if m.TreeGit != nil {

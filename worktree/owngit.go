@@ -16,8 +16,7 @@ import (
 // directory where no step writes (same commondir, HEAD on the task branch, its own index), and
 // after each change sets the agent's HEAD and index to match.
 
-// ownGitDirName is git-norma's own git directory for the run worktree, next to it
-// (.norma/runs/<run>/git).
+// ownGitDirName is git-norma's own git directory beside the run worktree (.norma/runs/<run>/git).
 const ownGitDirName = "git"
 
 // ownGitDirOf is where git-norma's own git directory for the worktree at path goes.
@@ -76,8 +75,7 @@ func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
 	return own, nil
 }
 
-// copySparse copies the sparse-checkout settings of the git directory from into to, where
-// there are any: its config.worktree and info/sparse-checkout.
+// copySparse copies the git directory from's sparse-checkout settings, if any, into to.
 func copySparse(from, to string) error {
 	for _, f := range []string{"config.worktree", filepath.Join("info", "sparse-checkout")} {
 		if _, err := os.Lstat(filepath.Join(from, f)); os.IsNotExist(err) {

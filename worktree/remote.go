@@ -33,8 +33,7 @@ func (r Remote) run(ctx context.Context, args ...string) error {
 	return r.bounded(ctx, args[0], func(ctx context.Context) error { return r.m.Git.Run(ctx, args...) })
 }
 
-// bounded makes call, the git command what talking to the remote, under RemoteTimeout; a call
-// that runs out says so.
+// bounded runs call, git's `what` to the remote, under RemoteTimeout, and says if it ran out.
 func (r Remote) bounded(ctx context.Context, what string, call func(context.Context) error) error {
 	limit := r.m.RemoteTimeout
 	if limit <= 0 {
@@ -250,8 +249,7 @@ func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs st
 	return kept, m.Git.Run(ctx, "update-ref", tracking, theirs)
 }
 
-// branchLease is the --force-with-lease argument for a task branch: the copy of it this clone
-// last pushed or fetched, or "must not exist" when it has none.
+// branchLease leases a task branch on the copy this clone last pushed or fetched (or none).
 func (r Remote) branchLease(ctx context.Context, branch string) (string, error) {
 	m, remote := r.m, r.Name
 	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))

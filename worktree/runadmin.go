@@ -107,8 +107,7 @@ func (m *Manager) records() map[string]record {
 
 
 
-// agentGitDirs are the git directories agents may write: the run worktrees' that are still
-// the ones recorded.
+// agentGitDirs are the git directories agents may write: run worktrees' still as recorded.
 func (m *Manager) agentGitDirs() []string {
 	var dirs []string
 	for _, r := range m.records() {

@@ -18,8 +18,7 @@ import (
 // copied from the main checkout into each new workspace and check worktree.
 const IncludeFile = ".worktreeinclude"
 
-// Setup is the repository-level preparation of a new worktree (config worktree.setup and
-// .worktreeinclude).
+// Setup prepares a new worktree (config worktree.setup and .worktreeinclude).
 type Setup struct {
 	// Root is the main checkout, where .worktreeinclude and the files it names are.
 	Root string
@@ -132,8 +131,7 @@ func realDirs(dir, rel string) bool {
 	return true
 }
 
-// copyFile copies a regular file (with its mode) or a symlink; an existing destination is
-// left alone.
+// copyFile copies a regular file (with its mode) or a symlink; never over an existing one.
 func copyFile(from, to string) error {
 	st, err := os.Lstat(from)
 	if err != nil {

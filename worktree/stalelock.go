@@ -39,8 +39,7 @@ func (w *Workspace) RemoveStaleLock() (string, error) {
 // (someone's `git status` there, a hook's): such a lock is waited for, not removed.
 const lockGrace = 2 * time.Second
 
-// removeStale removes the lock at path once it has been left alone for lockGrace, and says
-// whether it removed one (false when there was none, or it went away meanwhile).
+// removeStale removes the lock at path once left alone for lockGrace, and says if it did.
 func removeStale(path string) (bool, error) {
 	// Never longer than lockGrace in all: a lock dated in the future, or one a leftover
 	// process keeps rewriting, must not hold the run (and the worktree lock) up.

@@ -147,8 +147,7 @@ func treeHooksDirOf(ctx context.Context, g git.Runner) string {
 	return path
 }
 
-// restoreWorktreeConfig puts gitDir/config.worktree back as git made it, and says whether it
-// had to.
+// restoreWorktreeConfig puts gitDir/config.worktree back as git made it; true if it had to.
 func (w *Workspace) restoreWorktreeConfig() (bool, error) {
 	path := filepath.Join(w.gitDir, "config.worktree")
 	data, err := os.ReadFile(path)
@@ -344,8 +343,7 @@ func (w *Workspace) Changes(ctx context.Context, since State) ([]string, error) 
 	return append(changes, now.paths...), nil
 }
 
-// Discard returns the worktree to the state's commit, dropping uncommitted files. It is only
-// ever used on a run's own worktree, after a read-only step dirtied it.
+// Discard returns a run's worktree to the state's commit after a read-only step dirtied it.
 func (w *Workspace) Discard(ctx context.Context, to State) error {
 	w.settled = nil
 	// The agent's git directory as git-norma made it (its own git directory is git-norma's:
@@ -545,8 +543,7 @@ func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
 	return git.ExitCodeOf(commitErr) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil
 }
 
-// foldAgentCommits soft-resets agent-made commits so their content lands in the orchestrator
-// commit; only descendants of the step's starting point are accepted.
+// foldAgentCommits soft-resets the agent's commits, descendants of from only, into the next.
 func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int, error) {
 	if onTop, err := w.git.IsAncestor(ctx, from, to); err != nil {
 		return 0, err
@@ -565,8 +562,7 @@ func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int,
 	return n, nil
 }
 
-// rescue commits whatever is uncommitted (an interrupted step's work) so removing the
-// worktree loses nothing.
+// rescue commits what is uncommitted (an interrupted step's work) before the worktree goes.
 func (w *Workspace) rescue(ctx context.Context) error {
 	w.settled = nil
 	// The worktree goes after this commit, and its config.worktree with it: none is read for
@@ -609,8 +605,7 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	return err
 }
 
-// patchBytes is the size of the task's whole diff from its base to head, counted as it
-// streams; remembered for the last head, which most steps leave as it was.
+// patchBytes is the size of the diff from base to head; remembered for the last head.
 func (w *Workspace) patchBytes(ctx context.Context, head string) (int64, error) {
 	if head == w.patch.head && head != "" {
 		return w.patch.bytes, nil
@@ -630,8 +625,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// stepMessage is an orchestrator step commit: a Conventional Commit header, the step summary,
-// and trailers that `git interpret-trailers --parse` lists.
+// stepMessage is a step commit's message: a Conventional Commit header, summary, trailers.
 func stepMessage(taskID, runID string, sc StepCommit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chore(norma): %s step %03d of %s (iteration %d)\n\n", sc.Role, sc.StepIndex, taskID, sc.Iteration)
