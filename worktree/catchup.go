@@ -20,7 +20,8 @@ type CatchUp struct {
 	Conflicts []string `json:"conflicts,omitempty"`
 }
 
-// MergeCommit merges commit target into branch in object space, or returns a *LandError.
+// MergeCommit commits the merge of target into branch (its first parent) in object space, or
+// returns a *LandError listing the conflicting paths.
 func (m *Manager) MergeCommit(ctx context.Context, target, branch, msg string) (string, error) {
 	tree, err := m.mergeTree(ctx, target, branch)
 	if err != nil {

@@ -543,7 +543,7 @@ func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
 	return git.ExitCodeOf(commitErr) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil
 }
 
-// foldAgentCommits soft-resets the agent's commits, descendants of from only, into the next.
+// foldAgentCommits soft-resets the agent's commits on top of from into the orchestrator's.
 func (w *Workspace) foldAgentCommits(ctx context.Context, from, to string) (int, error) {
 	if onTop, err := w.git.IsAncestor(ctx, from, to); err != nil {
 		return 0, err
