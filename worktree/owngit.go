@@ -112,10 +112,7 @@ func (w *Workspace) syncAgentView() error {
 		return nil
 	}
 	if !w.agentOnBranch() {
-		if err := replaceFile(filepath.Join(w.gitDir, "HEAD"), func(f *os.File) error {
-			_, err := f.WriteString("ref: refs/heads/" + w.branch + "\n")
-			return err
-		}); err != nil {
+		if err := replaceFile(filepath.Join(w.gitDir, "HEAD"), strings.NewReader("ref: refs/heads/"+w.branch+"\n")); err != nil {
 			return fmt.Errorf("put the worktree's HEAD back on %s: %w", w.branch, err)
 		}
 	}
@@ -124,15 +121,12 @@ func (w *Workspace) syncAgentView() error {
 		return err
 	}
 	defer src.Close()
-	return replaceFile(filepath.Join(w.gitDir, "index"), func(f *os.File) error {
-		_, err := io.Copy(f, src)
-		return err
-	})
+	return replaceFile(filepath.Join(w.gitDir, "index"), src)
 }
 
-// replaceFile writes a new file, created exclusively under a name of its own, with fill and
+// replaceFile writes content to a new file, created exclusively under a name of its own, and
 // renames it over path: nothing an agent left in the directory is followed or in the way.
-func replaceFile(path string, fill func(*os.File) error) error {
+func replaceFile(path string, content io.Reader) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".norma-*")
 	if err != nil {
 		return err
@@ -140,7 +134,7 @@ func replaceFile(path string, fill func(*os.File) error) error {
 	tmp := f.Name()
 	err = f.Chmod(0o644)
 	if err == nil {
-		err = fill(f)
+		_, err = io.Copy(f, content)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

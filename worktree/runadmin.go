@@ -105,8 +105,6 @@ func (m *Manager) records() map[string]record {
 	return recs
 }
 
-
-
 // agentGitDirs are the git directories agents may write: run worktrees' still as recorded.
 func (m *Manager) agentGitDirs() []string {
 	var dirs []string
@@ -226,10 +224,7 @@ func restoreRunLinks(r record, runID string) (bool, error) {
 	admin := r.admin
 	if line, err := readSmallFile(filepath.Join(admin, "gitdir")); err != nil || strings.TrimSpace(string(line)) != r.gitdir {
 		changed = true
-		if err := replaceFile(filepath.Join(admin, "gitdir"), func(f *os.File) error {
-			_, err := f.WriteString(r.gitdir + "\n")
-			return err
-		}); err != nil {
+		if err := replaceFile(filepath.Join(admin, "gitdir"), strings.NewReader(r.gitdir+"\n")); err != nil {
 			return changed, err
 		}
 	}
@@ -239,10 +234,7 @@ func restoreRunLinks(r record, runID string) (bool, error) {
 	if st, err := os.Lstat(filepath.Join(admin, "locked")); err == nil && st.Mode().IsRegular() {
 		return changed, nil
 	}
-	return true, replaceFile(filepath.Join(admin, "locked"), func(f *os.File) error {
-		_, err := f.WriteString(lockReason + runID)
-		return err
-	})
+	return true, replaceFile(filepath.Join(admin, "locked"), strings.NewReader(lockReason+runID))
 }
 
 // listJudged is git's worktree list with what judging it takes: the common directory, and the
