@@ -82,9 +82,8 @@ func (o CreateOptions) Validate() error {
 	return nil
 }
 
-// Create makes the run's worktree on the task branch, creating the branch from the target
-// when it does not exist yet and reusing it (with all earlier runs' commits) when it does.
-// The caller must have released any worktree still holding the branch (see Holder).
+// Create makes the run's worktree on the task branch, made from the target if new, else with
+// earlier runs' commits. The caller must have released any worktree holding it (Holder).
 func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err

@@ -189,8 +189,7 @@ func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept
 }
 
 // PushTaskBranch pushes a task branch's commit with a lease on the copy this clone last pushed
-// or fetched (none: it must not exist there): another worker's work there is never
-// overwritten (ErrBranchTaken).
+// or fetched (branchLease): another worker's work there is never overwritten (ErrBranchTaken).
 func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error {
 	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)

@@ -10,9 +10,8 @@ import (
 // AttemptsPrefix is where rolled-back work is kept: refs/norma/attempts/<task-id>/<n>.
 const AttemptsPrefix = "refs/norma/attempts/"
 
-// Rollback moves the task branch (and the worktree) back to the commit to. What it drops is
-// first saved under refs/norma/attempts/<task>/<n>, so `git log` still shows it and nothing
-// is lost. It returns that ref, or "" when HEAD already was at to.
+// Rollback moves the task branch and worktree back to to, what it drops saved first under
+// refs/norma/attempts/<task>/<n>. It returns that ref, or "" when HEAD already was at to.
 func (w *Workspace) Rollback(ctx context.Context, to string) (string, error) {
 	w.settled = nil
 	head, err := w.git.Output(ctx, "rev-parse", "HEAD")

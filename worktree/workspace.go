@@ -371,9 +371,8 @@ type StepCommit struct {
 	StepIndex int
 	Iteration int
 	Summary   string
-	// ExpectChanges says the step almost always changes the workspace (Do): the commit then
-	// starts from `git add -A` instead of a status read, one git call fewer, and a step that
-	// changed nothing after all pays two more.
+	// ExpectChanges: the step almost always changes the workspace (Do), so the commit starts
+	// from `git add -A`, not a status read: one git call fewer, two more if nothing changed.
 	ExpectChanges bool
 }
 
