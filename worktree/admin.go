@@ -46,8 +46,6 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
 }
 
-
-
 // linkedAdmin is the git directory path's .git file names, if the repository's and naming path.
 func linkedAdmin(common, path string) (string, bool) {
 	admin, ok := readLink(filepath.Join(path, ".git"), "gitdir: ", path)
