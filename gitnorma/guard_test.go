@@ -24,12 +24,12 @@ import (
 
 // guardFixture is an initialised repository whose path has a space in it, the tracker as
 // git-norma uses it, and a run's workspace guard.
-func guardFixture(t *testing.T) (tracker.Tracker, workspace) {
+func guardFixture(t *testing.T, initArgs ...string) (tracker.Tracker, workspace) {
 	t.Helper()
 	gittest.Isolate(t)
 	dir := filepath.Join(t.TempDir(), "My Drive", "repo")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial"}} {
+	for _, args := range [][]string{append([]string{"init", "-q", "-b", "main"}, initArgs...), {"-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "initial"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
@@ -51,10 +51,10 @@ func guardFixture(t *testing.T) (tracker.Tracker, workspace) {
 
 // guardApp is guardFixture's repository opened as git-norma opens it, for the guard's tests:
 // the context, the App, its store, and git run there (its output trimmed).
-func guardApp(t *testing.T) (context.Context, *App, *store.Store, func(args ...string) string) {
+func guardApp(t *testing.T, initArgs ...string) (context.Context, *App, *store.Store, func(args ...string) string) {
 	t.Helper()
 	ctx := context.Background()
-	_, ws := guardFixture(t)
+	_, ws := guardFixture(t, initArgs...)
 	app, err := Open(ctx, ws.root)
 	require.NoError(t, err)
 	st, err := app.Repo.OpenStore(ctx)
@@ -329,6 +329,22 @@ func TestGuardRemovesReplaceRefs(t *testing.T) {
 	assert.Equal(t, subject, git("show", "-s", "--format=%s", "main"), "git-norma's own git reads the objects")
 	assert.Equal(t, []string{"refs/replace/" + main + " (removed: it makes git read one commit as another)"}, g.Check(ctx, snap))
 	assert.Empty(t, git("for-each-ref", "refs/replace/"))
+}
+
+// In a SHA-256 repository too, a ref the step removed is put back: "must not exist" is the zero
+// id of the repository's own length, not SHA-1's.
+func TestGuardRestoresRefsInASHA256Repository(t *testing.T) {
+	ctx, app, _, git := guardApp(t, "--object-format=sha256")
+	main := git("rev-parse", "main")
+	require.Len(t, main, 64)
+	fake := git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit-tree", "-m", "fake", "main^{tree}")
+	git("replace", main, fake) // yours, made before the step
+	g := taskGuard(app, nil, "", "norma-own")
+	snap, err := g.Snapshot(ctx)
+	require.NoError(t, err)
+	git("replace", "-d", main)
+	assert.Equal(t, []string{"refs/replace/" + main + " (restored: it makes git read one commit as another)"}, g.Check(ctx, snap))
+	assert.Equal(t, fake, git("rev-parse", "refs/replace/"+main))
 }
 
 // The store's schema is git-norma's: a trigger an agent made (which would forge records

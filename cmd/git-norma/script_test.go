@@ -241,9 +241,10 @@ func cmdJSONQ(ts *testscript.TestScript, neg bool, args []string) {
 	fmt.Fprintln(ts.Stdout(), string(data))
 }
 
-// cmdNewRepo turns the current directory into a repository with one commit of its files.
+// cmdNewRepo turns the current directory into a repository with one commit of its files; its
+// arguments go to git init (newrepo --object-format=sha256).
 func cmdNewRepo(ts *testscript.TestScript, neg bool, args []string) {
-	for _, argv := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", "initial commit"}} {
+	for _, argv := range [][]string{append([]string{"init", "-q", "-b", "main"}, args...), {"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", "initial commit"}} {
 		ts.Check(ts.Exec("git", argv...))
 	}
 }

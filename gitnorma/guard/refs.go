@@ -15,8 +15,9 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// noRef is the old value update-ref takes for "only if it does not exist".
-var noRef = strings.Repeat("0", 40)
+// absent is the old value update-ref takes for "only if it does not exist": the zero id, as
+// long as the repository's ids (40 digits with SHA-1, 64 with SHA-256).
+func absent(oid string) string { return strings.Repeat("0", len(oid)) }
 
 // readRefs reads the values of the refs under dir ("refs/heads", "refs/remotes") that keep
 // selects straight from the ref files (packed-refs, then the loose refs that override it): a
@@ -116,7 +117,7 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add fun
 		if name != "refs/heads/"+g.Target {
 			task := strings.TrimPrefix(name, "refs/heads/"+worktree.BranchPrefix)
 			if after == "" && !isBusy(task) && s.unlanded[name] {
-				add(name, outcome(g.Git.UpdateRef(ctx, name, before, noRef, ""), "restored: it holds the task's PASS, not landed yet", "not restored: "))
+				add(name, outcome(g.Git.UpdateRef(ctx, name, before, absent(before), ""), "restored: it holds the task's PASS, not landed yet", "not restored: "))
 				continue
 			}
 			if after == "" || isBusy(task) {
@@ -127,7 +128,7 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add fun
 		if before == "" {
 			fate, err = "removed", g.Git.DeleteRef(ctx, name, after)
 		} else {
-			err = g.Git.UpdateRef(ctx, name, before, cmp.Or(after, noRef), "")
+			err = g.Git.UpdateRef(ctx, name, before, cmp.Or(after, absent(before)), "")
 		}
 		if err != nil {
 			fate = "not moved back: it moved again since (" + firstLine(err) + ")"
@@ -268,7 +269,7 @@ func (g *Guard) setBack(ctx context.Context, name, before, after string, symboli
 		fate = "removed" + why
 		if err = g.Git.DeleteRef(ctx, name, old); err == nil && before != "" && !strings.HasPrefix(before, "ref:") {
 			fate = "moved back" + why
-			err = g.Git.UpdateRef(ctx, name, before, noRef, "")
+			err = g.Git.UpdateRef(ctx, name, before, absent(before), "")
 		}
 	} else {
 		err = g.Git.UpdateRef(ctx, name, before, after, "")
@@ -298,7 +299,7 @@ func (g *Guard) checkReplaces(ctx context.Context, s *Snapshot, viaGit bool, add
 		case before == "":
 			fate, err = "removed", g.Git.DeleteRef(ctx, name, "")
 		case after == "":
-			fate, err = "restored", g.Git.UpdateRef(ctx, name, before, noRef, "")
+			fate, err = "restored", g.Git.UpdateRef(ctx, name, before, absent(before), "")
 		default:
 			err = g.Git.UpdateRef(ctx, name, before, "", "")
 		}
