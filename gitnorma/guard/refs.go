@@ -27,13 +27,18 @@ func absent(oid string) string { return strings.Repeat("0", len(oid)) }
 func (p Places) readRefs(ctx context.Context, dir string, viaGit bool, keep func(string) bool) (map[string]string, error) {
 	gitDir, out := p.GitDir, map[string]string{}
 	if _, err := os.Stat(filepath.Join(gitDir, "reftable")); err == nil || viaGit {
-		lines, err := p.Git.ForEachRef(ctx, "%(objectname) %(refname)", dir+"/")
+		lines, err := p.Git.ForEachRef(ctx, "%(objectname) %(refname) %(symref)", dir+"/")
 		if err != nil {
 			return nil, err
 		}
 		for _, l := range strings.Split(lines, "\n") {
-			if oid, name, ok := strings.Cut(l, " "); ok && keep(name) {
-				out[name] = oid
+			f := strings.Split(l, " ")
+			if len(f) != 3 || !keep(f[1]) {
+				continue
+			}
+			out[f[1]] = f[0]
+			if f[2] != "" {
+				out[f[1]] = "ref: " + f[2] // as its file says, so that both ways read it alike
 			}
 		}
 		return out, nil
