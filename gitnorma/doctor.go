@@ -49,23 +49,28 @@ func (a *App) Doctor(ctx context.Context) DoctorReport {
 	a.doctorTracker(ctx, &rep)
 	doctorAgents(ctx, a.Repo, a.Config.Agents, &rep)
 	a.confiner().doctorSandbox(&rep)
-	live := map[string]bool{} // the runs a live process holds
-	runs := a.Repo.LiveRuns()
-	for _, h := range runs {
-		live[h.RunID] = true
-	}
 	if st, err := a.Repo.OpenStore(ctx); err != nil {
 		rep.add("database", "fail", err.Error(), hintOf(err))
 	} else {
-		doctorStore(ctx, st, live, &rep)
+		doctorStore(ctx, st, a.Repo, &rep)
 		a.doctorClaims(ctx, &rep, st)
 		doctorRechecks(ctx, a.Repo, &rep, st)
 		st.Close()
 	}
 	a.doctorRemote(ctx, &rep)
 	a.doctorLeases(ctx, &rep)
-	doctorRuntime(ctx, a.Repo, runs, live, &rep)
+	doctorRuntime(ctx, a.Repo, &rep)
 	return rep
+}
+
+// liveRunIDs are the runs a live process holds now. Ask it after reading what it is compared
+// with: a run that starts in between is then live, never taken for a crashed one.
+func liveRunIDs(repo *Repo) map[string]bool {
+	live := map[string]bool{}
+	for _, h := range repo.LiveRuns() {
+		live[h.RunID] = true
+	}
+	return live
 }
 
 func (a *App) doctorGit(ctx context.Context, rep *DoctorReport) {
@@ -144,7 +149,7 @@ func doctorAgents(ctx context.Context, repo *Repo, agents config.Agents, rep *Do
 	}
 }
 
-func doctorStore(ctx context.Context, st *store.Store, live map[string]bool, rep *DoctorReport) {
+func doctorStore(ctx context.Context, st *store.Store, repo *Repo, rep *DoctorReport) {
 	v, _ := st.SchemaVersion(ctx)
 	if res, err := st.IntegrityCheck(ctx); err != nil || res != "ok" {
 		if err != nil {
@@ -157,6 +162,7 @@ func doctorStore(ctx context.Context, st *store.Store, live map[string]bool, rep
 	doctorViolations(ctx, st, rep)
 	doctorTrust(ctx, st, rep)
 	running, _ := st.RunsWithStatus(ctx, store.StatusRunning)
+	live := liveRunIDs(repo)
 	for _, r := range running {
 		if !live[r.ID] {
 			rep.add("run "+r.ID, "warn", "marked running, but no live process holds its task's lock (it crashed)",
@@ -165,8 +171,8 @@ func doctorStore(ctx context.Context, st *store.Store, live map[string]bool, rep
 	}
 }
 
-func doctorRuntime(ctx context.Context, repo *Repo, runs []LockHolder, live map[string]bool, rep *DoctorReport) {
-	if len(runs) > 0 {
+func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
+	if runs := repo.LiveRuns(); len(runs) > 0 {
 		for _, h := range runs {
 			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
 		}
@@ -202,23 +208,34 @@ func doctorRuntime(ctx context.Context, repo *Repo, runs []LockHolder, live map[
 				"git worktree unlock "+wt.Path+" && git worktree prune (the next run does it too)")
 		}
 	}
-	doctorStaleLocks(ctx, repo, rep, list, live)
+	doctorStaleLocks(ctx, repo, rep, list)
 }
 
 // doctorStaleLocks reports an index.lock left in the git directory of a run worktree no live
 // run works in (a git killed with its run, or an agent): git refuses to write that worktree's
 // index while it is there. The next run of the task removes it, after stopping whatever the
 // dead run left running.
-func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list []worktree.Info, live map[string]bool) {
+func doctorStaleLocks(ctx context.Context, repo *Repo, rep *DoctorReport, list []worktree.Info) {
 	runs, wm := repo.Path("runs")+string(filepath.Separator), repo.Worktrees(ctx)
+	type lockOf struct{ wt, task, run, lock string }
+	var locks []lockOf
 	for _, wt := range list {
 		task, isTask := strings.CutPrefix(wt.Branch, worktree.BranchPrefix)
-		if !isTask || !strings.HasPrefix(wt.Path, runs) || live[filepath.Base(filepath.Dir(wt.Path))] {
+		if !isTask || !strings.HasPrefix(wt.Path, runs) {
 			continue
 		}
 		if lock, err := wm.IndexLock(ctx, wt.Path); err == nil && lock != "" {
-			rep.add("worktree "+wt.Path, "warn", "a stale index.lock, left by a process that died, blocks git there: "+lock,
-				"git norma run "+task+" (removes it), or: rm "+lock)
+			locks = append(locks, lockOf{wt.Path, task, filepath.Base(filepath.Dir(wt.Path)), lock})
+		}
+	}
+	if len(locks) == 0 {
+		return
+	}
+	live := liveRunIDs(repo) // after the locks were found: a run that just made one is live
+	for _, l := range locks {
+		if !live[l.run] {
+			rep.add("worktree "+l.wt, "warn", "a stale index.lock, left by a process that died, blocks git there: "+l.lock,
+				"git norma run "+l.task+" (removes it), or: rm "+l.lock)
 		}
 	}
 }
