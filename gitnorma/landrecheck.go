@@ -127,7 +127,8 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 func (ld *lander) shieldedNow() bool { return ld.checker().confiner.shieldsNow() }
 
 // checkPassTree refuses to land head unless the run's PASS names head's tree, the one its
-// check commands ran on. A PASS without one was not made by a Check step of this git-norma.
+// check commands ran on. A PASS without one was not made by a Check step of this git-norma
+// (a resumed step, a record made some other way).
 func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, head string) error {
 	tree, err := ld.repo.Git.CommitTree(ctx, head)
 	if err != nil {

@@ -35,7 +35,8 @@ type applier struct {
 	st    *store.Store
 	runID string
 	all   []tracker.Task
-	// review files new tasks as proposed (filed_tasks "review"), for a person to accept.
+	// review files new tasks as proposed (filed_tasks "review"): no run takes them until a
+	// person accepts them.
 	review bool
 }
 

@@ -134,8 +134,9 @@ type dirState struct {
 // checksCache says the checks' shared cache home in ctx's sandbox holds anything: what checks
 // of earlier commits built, which their code could have prepared (a Go build cache entry under
 // the action id of another file's build). Modes a check took away are given back first
-// (Landlock does not govern chmod); a directory still unreadable counts as used. state lets
-// the caller see a parallel run's checks (another task's code) write and empty it meanwhile.
+// (Landlock does not govern chmod, and tools still open entries by name); a directory still
+// unreadable counts as used. state lets the caller see a parallel run's checks (another
+// task's code) write and empty it meanwhile.
 func checksCache(ctx context.Context) (used bool, state dirState) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil || !s.cfg.Landlock || s.cfg.CacheDir == "" {

@@ -67,9 +67,11 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 	}()
 	moved := false
 	// Moved only while its .git still links to its git directory: a check could have made it
-	// a repository of its own, which later checks' git (Go's VCS stamping) would read instead.
+	// a repository of its own, which later checks' git (Go's VCS stamping, git diff) would read
+	// instead, and which git status never reports.
 	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
-		// Tracked files forced to the commit's; untracked ones (nested repositories) removed.
+		// Tracked files forced to the commit's; what is untracked and not ignored removed,
+		// nested repositories included.
 		g := m.treeGit(o.Path, admin)
 		if g.Run(ctx, "checkout", "-q", "--detach", "--force", o.Commit) == nil {
 			var err error
