@@ -20,17 +20,19 @@ var (
 
 // compNode is what completion needs to know about one command path, taken from the kong model.
 type compNode struct {
-	path  string // "", "task", "task add"
-	cmds  []string
-	flags []compFlag
+	path string // "", "task", "task add"
+	cmds []string
+	// flags are offered as words: switches whole, value flags ending in "="; vflags are the
+	// value flags' long and short names, kinds what each value flag completes to.
+	flags, vflags []string
+	kinds         []compKind
 	// args are the kinds of the positionals, in order (the last repeats if it is cumulative).
 	args []string
 }
 
-// compFlag is one flag; kind is "" for a switch, else what its value completes to.
-type compFlag struct {
-	long  string
-	short string
+// compKind is what one value flag, by its names ("--parent", "-p"), completes to.
+type compKind struct {
+	names []string
 	kind  string
 }
 
@@ -62,34 +64,36 @@ var completeKinds = map[string]string{
 
 // completionModel walks the visible commands of the model.
 func completionModel(app *kong.Application) []compNode {
+	topics := strings.Join(append(commandNames(app.Node), "config"), ",")
 	var out []compNode
 	var walk func(n *kong.Node, path string)
 	walk = func(n *kong.Node, path string) {
-		c := compNode{path: path}
-		for _, k := range visibleChildren(n) {
-			c.cmds = append(c.cmds, k.Name)
-		}
+		c := compNode{path: path, cmds: commandNames(n)}
 		for _, f := range n.Flags {
 			if f.Hidden || f.Name == "help" {
 				continue
 			}
-			cf := compFlag{long: "--" + f.Name}
+			long := "--" + f.Name
+			if f.IsBool() {
+				c.flags = append(c.flags, long)
+				continue
+			}
+			names := []string{long}
 			if f.Short != 0 {
-				cf.short = "-" + string(f.Short)
+				names = append(names, "-"+string(f.Short))
 			}
-			if !f.IsBool() {
-				cf.kind = valueKind(path+" --"+f.Name, f.Enum)
-			}
-			c.flags = append(c.flags, cf)
+			c.flags = append(c.flags, long+"=")
+			c.vflags = append(c.vflags, names...)
+			c.kinds = append(c.kinds, compKind{names, valueKind(path+" "+long, f.Enum)})
 		}
 		for _, a := range n.Positional {
 			c.args = append(c.args, valueKind(path+" <"+a.Name+">", a.Enum))
 		}
-		if path == "help" {
-			c.args = []string{"w:" + strings.Join(append(topNames(app), "config"), ",")}
-		}
-		if path == "man" {
-			c.args = []string{"w:" + strings.Join(append(append([]string{"git-norma"}, topNames(app)...), "config"), ",")}
+		switch path {
+		case "help":
+			c.args = []string{"w:" + topics}
+		case "man":
+			c.args = []string{"w:git-norma," + topics}
 		}
 		out = append(out, c)
 		for _, k := range visibleChildren(n) {
@@ -110,26 +114,11 @@ func valueKind(key, enum string) string {
 	return kindFree
 }
 
-func topNames(app *kong.Application) []string {
+// commandNames are the names of n's visible subcommands.
+func commandNames(n *kong.Node) []string {
 	var names []string
-	for _, c := range visibleChildren(app.Node) {
+	for _, c := range visibleChildren(n) {
 		names = append(names, c.Name)
 	}
 	return names
-}
-
-// flagWords are a node's flags as offered: switches whole, value flags ending in "=".
-func (c compNode) flagWords() (all, withValue []string) {
-	for _, f := range c.flags {
-		if f.kind == "" {
-			all = append(all, f.long)
-			continue
-		}
-		all = append(all, f.long+"=")
-		withValue = append(withValue, f.long)
-		if f.short != "" {
-			withValue = append(withValue, f.short)
-		}
-	}
-	return all, withValue
 }

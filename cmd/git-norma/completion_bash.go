@@ -10,21 +10,16 @@ import (
 func bashCompletion(nodes []compNode) string {
 	var spec, kinds strings.Builder
 	for _, n := range nodes {
-		all, withValue := n.flagWords()
 		fmt.Fprintf(&spec, "\t%q) cmds=%q flags=%q vflags=%q args=%q ;;\n", n.path,
-			strings.Join(n.cmds, " "), strings.Join(all, " "), strings.Join(withValue, " "), strings.Join(n.args, " "))
-		for _, f := range n.flags {
-			if f.kind == "" {
-				continue
+			strings.Join(n.cmds, " "), strings.Join(n.flags, " "), strings.Join(n.vflags, " "), strings.Join(n.args, " "))
+		for _, k := range n.kinds {
+			var keys []string
+			for _, name := range k.names {
+				keys = append(keys, fmt.Sprintf("%q", n.path+" "+name))
 			}
-			keys := []string{fmt.Sprintf("%q", n.path+" "+f.long)}
-			if f.short != "" {
-				keys = append(keys, fmt.Sprintf("%q", n.path+" "+f.short))
-			}
-			fmt.Fprintf(&kinds, "\t%s) echo %q ;;\n", strings.Join(keys, "|"), f.kind)
+			fmt.Fprintf(&kinds, "\t%s) echo %q ;;\n", strings.Join(keys, "|"), k.kind)
 		}
 	}
-	globals, _ := nodes[0].flagWords()
 	return strings.NewReplacer("@SPEC@", spec.String(), "@KINDS@", kinds.String(),
-		"@GLOBALS@", strings.Join(append(globals, "--help"), " ")).Replace(bashTemplate)
+		"@GLOBALS@", strings.Join(append(nodes[0].flags, "--help"), " ")).Replace(bashTemplate)
 }

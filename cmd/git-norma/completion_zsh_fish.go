@@ -18,23 +18,18 @@ func zshCompletion(nodes []compNode) string {
 func fishCompletion(nodes []compNode) string {
 	var spec, kinds strings.Builder
 	for _, n := range nodes {
-		all, withValue := n.flagWords()
 		fmt.Fprintf(&spec, "        case %s\n            set __gn_cmds %s\n            set __gn_flags %s\n            set __gn_vflags %s\n            set __gn_args %s\n",
-			fishQuote(n.path), fishWords(n.cmds), fishWords(all), fishWords(withValue), fishWords(n.args))
-		for _, f := range n.flags {
-			if f.kind == "" {
-				continue
+			fishQuote(n.path), fishWords(n.cmds), fishWords(n.flags), fishWords(n.vflags), fishWords(n.args))
+		for _, k := range n.kinds {
+			var keys []string
+			for _, name := range k.names {
+				keys = append(keys, n.path+" "+name)
 			}
-			keys := []string{fishQuote(n.path + " " + f.long)}
-			if f.short != "" {
-				keys = append(keys, fishQuote(n.path+" "+f.short))
-			}
-			fmt.Fprintf(&kinds, "        case %s\n            echo %s\n", strings.Join(keys, " "), f.kind)
+			fmt.Fprintf(&kinds, "        case %s\n            echo %s\n", fishWords(keys), k.kind)
 		}
 	}
-	globals, _ := nodes[0].flagWords()
 	return strings.NewReplacer("@SPEC@", spec.String(), "@KINDS@", kinds.String(),
-		"@GLOBALS@", fishWords(append(globals, "--help"))).Replace(fishTemplate)
+		"@GLOBALS@", fishWords(append(nodes[0].flags, "--help"))).Replace(fishTemplate)
 }
 
 func fishQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
