@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -33,15 +34,10 @@ func helpPrinter(opts kong.HelpOptions, ctx *kong.Context) error {
 
 // manualWanted says whether --help (rather than -h) was asked for.
 func manualWanted(args []string) bool {
-	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "--help":
-			return true
-		}
+	if i := slices.Index(args, "--"); i >= 0 {
+		args = args[:i]
 	}
-	return false
+	return slices.Contains(args, "--help")
 }
 
 // topCommand is the top-level command a node belongs to (nil for the application).
@@ -91,37 +87,29 @@ func printExamples(w io.Writer, app *kong.Application, sel, top *kong.Node) erro
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
-	man := "git norma help"
-	if top != nil {
-		man += " " + top.Name
-	}
-	fmt.Fprintf(w, "\nThe manual: %s (or: man %s)\n", man, p.name)
+	fmt.Fprintf(w, "\nThe manual: %s (or: man %s)\n", strings.TrimSpace("git norma help "+topic), p.name)
 	return nil
 }
 
 // pager shows text the way git shows long output: through git's pager (core.pager, GIT_PAGER,
 // PAGER; less -FRX by default) on a terminal, straight to w otherwise.
 func pager(w io.Writer, text string) error {
-	if !isTerminal(w) {
-		_, err := io.WriteString(w, text)
-		return err
+	if isTerminal(w) {
+		prog, err := git.Runner{}.Var(context.Background(), "GIT_PAGER")
+		if err == nil && prog != "" && prog != "cat" {
+			cmd := exec.Command("sh", "-c", prog)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
+			cmd.Env = os.Environ()
+			if os.Getenv("LESS") == "" {
+				cmd.Env = append(cmd.Env, "LESS=FRX")
+			}
+			if cmd.Run() == nil {
+				return nil
+			}
+		}
 	}
-	prog, err := git.Runner{}.Var(context.Background(), "GIT_PAGER")
-	if err != nil || prog == "" || prog == "cat" {
-		_, err := io.WriteString(w, text)
-		return err
-	}
-	cmd := exec.Command("sh", "-c", prog)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
-	cmd.Env = os.Environ()
-	if os.Getenv("LESS") == "" {
-		cmd.Env = append(cmd.Env, "LESS=FRX")
-	}
-	if err := cmd.Run(); err != nil {
-		_, err := io.WriteString(w, text)
-		return err
-	}
-	return nil
+	_, err := io.WriteString(w, text)
+	return err
 }
 
 // usageOf names the command a parse error is about, for the hint to its -h.
