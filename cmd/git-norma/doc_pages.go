@@ -248,21 +248,7 @@ func synopsisLines(s string, width int) []string {
 			break
 		}
 	}
-	var lines []string
-	line := ""
-	for _, w := range words {
-		if line != "" && len(line)+1+len(w) > width && strings.TrimSpace(line) != "" {
-			lines = append(lines, line)
-			line = strings.Repeat(" ", cont) + w
-			continue
-		}
-		if line == "" {
-			line = w
-		} else {
-			line += " " + w
-		}
-	}
-	return append(lines, line)
+	return fill(words, 0, cont, width)
 }
 
 // flagItems describes flags; withHelp adds kong's -h/--help (only the root page lists it).

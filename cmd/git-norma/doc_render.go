@@ -129,13 +129,21 @@ func textBlock(b *strings.Builder, bl block, width int) error {
 	return nil
 }
 
-// wrap fills text into lines of at most width columns, the first indented by first, the
-// others by rest.
+// wrap writes text filled to width, the first line indented by first, the others by rest.
 func wrap(b *strings.Builder, text string, first, rest, width int) {
+	for _, l := range fill(strings.Fields(text), first, rest, width) {
+		b.WriteString(l + "\n")
+	}
+}
+
+// fill breaks words into lines of at most width columns (a longer word keeps a line to
+// itself), the first indented by first spaces, the others by rest.
+func fill(words []string, first, rest, width int) []string {
+	var lines []string
 	line, ind := "", first
-	for _, w := range strings.Fields(text) {
+	for _, w := range words {
 		if line != "" && ind+len([]rune(line))+1+len([]rune(w)) > width {
-			fmt.Fprintf(b, "%s%s\n", strings.Repeat(" ", ind), line)
+			lines = append(lines, strings.Repeat(" ", ind)+line)
 			line, ind = "", rest
 		}
 		if line == "" {
@@ -145,8 +153,9 @@ func wrap(b *strings.Builder, text string, first, rest, width int) {
 		}
 	}
 	if line != "" {
-		fmt.Fprintf(b, "%s%s\n", strings.Repeat(" ", ind), line)
+		lines = append(lines, strings.Repeat(" ", ind)+line)
 	}
+	return lines
 }
 
 // literal is a literal block's text; a JSON block's is the JSON shape it names, rendered.
