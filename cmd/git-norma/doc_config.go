@@ -36,9 +36,7 @@ func configManPage() (*page, error) {
 // configKeys lists every key of .norma/config.json as a dotted path, agents' roles folded
 // into agents.<role>: the keys the manual (and the README) must describe.
 func configKeys() []string {
-	var keys []string
-	walkConfig(reflect.TypeOf(config.Config{}), "", func(path string, _ reflect.Type) { keys = append(keys, path) })
-	return keys
+	return appendKeys(nil, reflect.TypeOf(config.Config{}), "")
 }
 
 // configDefaults renders each key's default as JSON in backticks; an agents.<role> key whose
@@ -87,9 +85,9 @@ func defaultText(v any) string {
 	return "`" + text + "`"
 }
 
-// walkConfig calls leaf for every key below t: structs are descended, everything else (values,
+// appendKeys appends every key below t: structs are descended, everything else (values,
 // arrays, maps, durations) is a key; the four identical agent sections are one, agents.<role>.
-func walkConfig(t reflect.Type, prefix string, leaf func(path string, t reflect.Type)) {
+func appendKeys(keys []string, t reflect.Type, prefix string) []string {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -100,11 +98,12 @@ func walkConfig(t reflect.Type, prefix string, leaf func(path string, t reflect.
 		ft := f.Type
 		switch {
 		case path == "agents":
-			walkConfig(ft.Field(0).Type, "agents.<role>.", leaf)
+			keys = appendKeys(keys, ft.Field(0).Type, "agents.<role>.")
 		case ft.Kind() == reflect.Struct && ft.NumField() > 0 && ft.PkgPath() == reflect.TypeOf(config.Config{}).PkgPath():
-			walkConfig(ft, path+".", leaf)
+			keys = appendKeys(keys, ft, path+".")
 		default:
-			leaf(path, ft)
+			keys = append(keys, path)
 		}
 	}
+	return keys
 }
