@@ -61,22 +61,17 @@ func findPage(pages []*page, topic string) *page {
 	case strings.HasPrefix(topic, "git-norma"):
 		want = topic
 	}
-	for _, p := range pages {
-		if p.name == want {
-			return p
-		}
+	if i := slices.IndexFunc(pages, func(p *page) bool { return p.name == want }); i >= 0 {
+		return pages[i]
 	}
 	return nil
 }
 
+// visibleChildren are n's commands that are not hidden.
 func visibleChildren(n *kong.Node) []*kong.Node {
-	var out []*kong.Node
-	for _, c := range n.Children {
-		if c.Type == kong.CommandNode && !c.Hidden {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(n.Children), func(c *kong.Node) bool {
+		return c.Type != kong.CommandNode || c.Hidden
+	})
 }
 
 // leaves are the runnable commands under (and including) n.
@@ -280,23 +275,18 @@ func flagItems(flags []*kong.Flag, withHelp bool) []block {
 
 // exitStatus is the shared EXIT STATUS section (DESIGN.md section 2).
 func exitStatus() section {
-	codes := []struct {
-		code int
-		text string
-	}{
-		{gitnorma.ExitOK, "PASS and landed (or left on its branch with `--no-land`), or the command succeeded."},
-		{gitnorma.ExitFail, "FAIL verdict, a step failed (agent error, invalid output, timeout), or the command failed."},
-		{gitnorma.ExitStopped, "a budget or stop rule ended the run (`budget_exceeded`, `no_progress`, `verify_missing`, ...)."},
-		{gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task (`--force` runs it)."},
-		{gitnorma.ExitFatal, "fatal: not a git repository, not initialised, malformed config, corrupt or newer database, git too old."},
-		{gitnorma.ExitUsage, "usage error, including an invalid task id."},
-		{gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM)."},
+	item := func(code int, text string) block {
+		return block{kind: blockItem, term: fmt.Sprint(code), text: text}
 	}
-	s := section{title: "EXIT STATUS"}
-	for _, c := range codes {
-		s.blocks = append(s.blocks, block{kind: blockItem, term: fmt.Sprint(c.code), text: c.text})
-	}
-	return s
+	return section{title: "EXIT STATUS", blocks: []block{
+		item(gitnorma.ExitOK, "PASS and landed (or left on its branch with `--no-land`), or the command succeeded."),
+		item(gitnorma.ExitFail, "FAIL verdict, a step failed (agent error, invalid output, timeout), or the command failed."),
+		item(gitnorma.ExitStopped, "a budget or stop rule ended the run (`budget_exceeded`, `no_progress`, `verify_missing`, ...)."),
+		item(gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task (`--force` runs it)."),
+		item(gitnorma.ExitFatal, "fatal: not a git repository, not initialised, malformed config, corrupt or newer database, git too old."),
+		item(gitnorma.ExitUsage, "usage error, including an invalid task id."),
+		item(gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM)."),
+	}}
 }
 
 // seeAlso merges the prose's SEE ALSO references with the standard ones.
