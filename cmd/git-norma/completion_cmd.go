@@ -10,17 +10,14 @@ type completionCmd struct {
 	Shell string `arg:"" enum:"bash,zsh,fish" help:"The shell: bash, zsh or fish."`
 }
 
+// completionScripts are the generators by shell; kong's enum admits no other name.
+var completionScripts = map[string]func([]compNode) string{
+	"bash": bashCompletion,
+	"zsh":  zshCompletion,
+	"fish": fishCompletion,
+}
+
 func (c *completionCmd) Run(env *Env, app *kong.Application) error {
-	nodes := completionModel(app)
-	var script string
-	switch c.Shell {
-	case "bash":
-		script = bashCompletion(nodes)
-	case "zsh":
-		script = zshCompletion(nodes)
-	default:
-		script = fishCompletion(nodes)
-	}
-	_, err := fmt.Fprint(env.IO.Out, script)
+	_, err := fmt.Fprint(env.IO.Out, completionScripts[c.Shell](completionModel(app)))
 	return err
 }
