@@ -17,19 +17,15 @@ import (
 // helpPrinter is git's split: -h prints concise usage with examples, --help the manual page.
 // (`git norma --help` itself never gets here: git turns it into `git help norma`, i.e. man.)
 func helpPrinter(opts kong.HelpOptions, ctx *kong.Context) error {
-	top := topCommand(ctx.Selected())
+	topic := topCommand(ctx.Selected())
 	if manualWanted(ctx.Args) {
-		topic := ""
-		if top != nil {
-			topic = top.Name
-		}
 		stdio := IO{Out: ctx.Stdout, Err: ctx.Stderr}
 		return showManual(&Env{IO: stdio}, ctx.Model, topic)
 	}
 	if err := kong.DefaultHelpPrinter(opts, ctx); err != nil {
 		return err
 	}
-	return printExamples(ctx.Stdout, ctx.Model, ctx.Selected(), top)
+	return printExamples(ctx.Stdout, ctx.Model, ctx.Selected(), topic)
 }
 
 // manualWanted says whether --help (rather than -h) was asked for.
@@ -40,26 +36,26 @@ func manualWanted(args []string) bool {
 	return slices.Contains(args, "--help")
 }
 
-// topCommand is the top-level command a node belongs to (nil for the application).
-func topCommand(n *kong.Node) *kong.Node {
+// topCommand names the top-level command a node belongs to ("" for the application).
+func topCommand(n *kong.Node) string {
 	for n != nil && n.Parent != nil && n.Parent.Type != kong.ApplicationNode {
 		n = n.Parent
 	}
-	if n != nil && n.Type == kong.ApplicationNode {
-		return nil
+	if n == nil || n.Type == kong.ApplicationNode {
+		return ""
 	}
-	return n
+	return n.Name
 }
 
 // printExamples adds the examples of the command's manual page that use the command.
-func printExamples(w io.Writer, app *kong.Application, sel, top *kong.Node) error {
+func printExamples(w io.Writer, app *kong.Application, sel *kong.Node, topic string) error {
 	pages, err := manPages(app)
 	if err != nil {
 		return err
 	}
-	topic, prefix := "", "git norma"
-	if top != nil {
-		topic, prefix = top.Name, "git norma "+sel.Path()
+	prefix := "git norma"
+	if topic != "" {
+		prefix += " " + sel.Path()
 	}
 	p := findPage(pages, topic)
 	if p == nil {
@@ -67,11 +63,8 @@ func printExamples(w io.Writer, app *kong.Application, sel, top *kong.Node) erro
 	}
 	var lines []string
 	for _, s := range p.sections {
-		if s.title != "EXAMPLES" {
-			continue
-		}
 		for _, b := range s.blocks {
-			if b.kind != blockLiteral {
+			if s.title != "EXAMPLES" || b.kind != blockLiteral {
 				continue
 			}
 			for _, l := range strings.Split(b.text, "\n") {
