@@ -27,7 +27,8 @@ const (
 	blockJSON
 )
 
-// block is one paragraph, literal block, definition, subsection title or directive.
+// block is one paragraph, literal block, definition, subsection title or JSON shape (its name
+// in term, rendered in text).
 type block struct {
 	kind blockKind
 	term string
@@ -93,7 +94,12 @@ func parseProse(text string) ([]section, error) {
 			secs[len(secs)-1].blocks = append(secs[len(secs)-1].blocks, block{kind: blockSub, text: strings.TrimSpace(line[3:])})
 		case strings.HasPrefix(line, "{{json ") && strings.HasSuffix(line, "}}"):
 			flush()
-			secs[len(secs)-1].blocks = append(secs[len(secs)-1].blocks, block{kind: blockJSON, term: strings.TrimSpace(line[7 : len(line)-2])})
+			name := strings.TrimSpace(line[7 : len(line)-2])
+			shape, err := renderShape(name)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", n+1, err)
+			}
+			secs[len(secs)-1].blocks = append(secs[len(secs)-1].blocks, block{kind: blockJSON, term: name, text: shape})
 		case strings.HasSuffix(line, "::") && !strings.HasPrefix(line, " "):
 			flush()
 			cur = &block{kind: blockItem, term: strings.TrimSuffix(line, "::")}

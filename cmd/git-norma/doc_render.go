@@ -6,7 +6,7 @@ import (
 )
 
 // roff renders a page for man(1).
-func (p *page) roff(version string) (string, error) {
+func (p *page) roff(version string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, ".TH \"%s\" \"%d\" \"\" \"git-norma %s\" \"git-norma Manual\"\n", roffEsc(strings.ToUpper(p.name)), p.section, roffEsc(version))
 	b.WriteString(".ad l\n.nh\n")
@@ -21,15 +21,13 @@ func (p *page) roff(version string) (string, error) {
 	for _, s := range p.sections {
 		fmt.Fprintf(&b, ".SH \"%s\"\n", roffEsc(s.title))
 		for _, bl := range s.blocks {
-			if err := roffBlock(&b, bl); err != nil {
-				return "", fmt.Errorf("%s: %w", p.name, err)
-			}
+			roffBlock(&b, bl)
 		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
-func roffBlock(b *strings.Builder, bl block) error {
+func roffBlock(b *strings.Builder, bl block) {
 	switch bl.kind {
 	case blockPara:
 		fmt.Fprintf(b, ".PP\n%s\n", roffLine(roffInline(bl.text)))
@@ -38,17 +36,12 @@ func roffBlock(b *strings.Builder, bl block) error {
 	case blockItem:
 		fmt.Fprintf(b, ".TP\n%s\n%s\n", roffLine("\\fB"+roffEsc(bl.term)+"\\fR"), roffLine(roffInline(bl.text)))
 	case blockLiteral, blockJSON:
-		text, err := bl.literal()
-		if err != nil {
-			return err
-		}
 		b.WriteString(".PP\n.RS 4\n.nf\n")
-		for _, l := range strings.Split(text, "\n") {
+		for _, l := range strings.Split(bl.text, "\n") {
 			b.WriteString(roffLine(roffEsc(l)) + "\n")
 		}
 		b.WriteString(".fi\n.RE\n")
 	}
-	return nil
 }
 
 // roffEsc escapes text for roff: backslashes, and hyphens as \- so that options stay
@@ -79,7 +72,7 @@ func roffLine(s string) string {
 }
 
 // text renders a page the way man shows it, for `git norma help` and `--help` without man.
-func (p *page) text(width int) (string, error) {
+func (p *page) text(width int) string {
 	var b strings.Builder
 	title := fmt.Sprintf("%s(%d)", strings.ToUpper(p.name), p.section)
 	fmt.Fprintf(&b, "%s%s%s\n\n", title, strings.Repeat(" ", max(1, width-2*len(title))), title)
@@ -97,15 +90,13 @@ func (p *page) text(width int) (string, error) {
 			if i > 0 && bl.kind != blockSub {
 				b.WriteString("\n")
 			}
-			if err := textBlock(&b, bl, width); err != nil {
-				return "", fmt.Errorf("%s: %w", p.name, err)
-			}
+			textBlock(&b, bl, width)
 		}
 	}
-	return b.String(), nil
+	return b.String()
 }
 
-func textBlock(b *strings.Builder, bl block, width int) error {
+func textBlock(b *strings.Builder, bl block, width int) {
 	switch bl.kind {
 	case blockPara:
 		wrap(b, bl.text, 7, 7, width)
@@ -115,18 +106,13 @@ func textBlock(b *strings.Builder, bl block, width int) error {
 		wrap(b, bl.term, 7, 11, width)
 		wrap(b, bl.text, 11, 11, width)
 	case blockLiteral, blockJSON:
-		text, err := bl.literal()
-		if err != nil {
-			return err
-		}
-		for _, l := range strings.Split(text, "\n") {
+		for _, l := range strings.Split(bl.text, "\n") {
 			if l != "" {
 				l = strings.Repeat(" ", 11) + l
 			}
 			b.WriteString(l + "\n")
 		}
 	}
-	return nil
 }
 
 // wrap writes text filled to width, the first line indented by first, the others by rest.
@@ -156,12 +142,4 @@ func fill(words []string, first, rest, width int) []string {
 		lines = append(lines, strings.Repeat(" ", ind)+line)
 	}
 	return lines
-}
-
-// literal is a literal block's text; a JSON block's is the JSON shape it names, rendered.
-func (bl block) literal() (string, error) {
-	if bl.kind == blockJSON {
-		return renderShape(bl.term)
-	}
-	return bl.text, nil
 }

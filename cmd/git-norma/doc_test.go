@@ -31,9 +31,7 @@ func testPages(t *testing.T) (map[string]string, []*page) {
 	out := map[string]string{}
 	unroff := strings.NewReplacer(`\-`, "-", `\fB`, "", `\fI`, "", `\fR`, "", `\&`, "", `\e`, `\`)
 	for _, p := range pages {
-		text, err := p.roff("test")
-		require.NoError(t, err)
-		out[p.name] = unroff.Replace(text)
+		out[p.name] = unroff.Replace(p.roff("test"))
 	}
 	return out, pages
 }
@@ -111,8 +109,7 @@ func TestEveryCommandHasProse(t *testing.T) {
 func TestPagesRenderAsText(t *testing.T) {
 	_, pages := testPages(t)
 	for _, p := range pages {
-		text, err := p.text(80)
-		require.NoError(t, err)
+		text := p.text(80)
 		for _, s := range append([]string{"NAME", "SYNOPSIS"}, sectionTitles(p)...) {
 			assert.Contains(t, text, "\n"+s+"\n", "%s", p.name)
 		}
@@ -254,15 +251,19 @@ func TestParseProse(t *testing.T) {
 	secs, err := parseProse("# DESCRIPTION\nOne\ntwo.\n\n    git norma run x\n\n    git norma land x\nterm::\n  its text\n  more\n## Sub\n{{json run}}\n# EXAMPLES\nx\n")
 	require.NoError(t, err)
 	require.Len(t, secs, 2)
+	run, err := renderShape("run")
+	require.NoError(t, err)
 	assert.Equal(t, []block{
 		{kind: blockPara, text: "One two."},
 		{kind: blockLiteral, text: "git norma run x\n\ngit norma land x"},
 		{kind: blockItem, term: "term", text: "its text more"},
 		{kind: blockSub, text: "Sub"},
-		{kind: blockJSON, term: "run"},
+		{kind: blockJSON, term: "run", text: run},
 	}, secs[0].blocks)
 	_, err = parseProse("text first\n# X\n")
 	assert.Error(t, err)
+	_, err = parseProse("# X\n{{json nosuch}}\n")
+	assert.ErrorContains(t, err, `line 2: no JSON shape "nosuch"`)
 }
 
 func TestRoffEscapes(t *testing.T) {

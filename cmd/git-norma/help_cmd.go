@@ -32,9 +32,5 @@ func showManual(env *Env, app *kong.Application, topic string) error {
 		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("no manual page for %q", topic),
 			Hint: "try one of: " + strings.Join(names[1:], ", ")}
 	}
-	text, err := p.text(80)
-	if err != nil {
-		return err
-	}
-	return pager(env.IO.Out, text)
+	return pager(env.IO.Out, p.text(80))
 }

@@ -41,11 +41,7 @@ func (c *manCmd) Run(env *Env, app *kong.Application) error {
 		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("no manual page for %q", c.Page),
 			Hint: "git norma man --list shows them"}
 	}
-	text, err := p.roff(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(env.IO.Out, text)
+	_, err = fmt.Fprint(env.IO.Out, p.roff(v))
 	return err
 }
 
@@ -54,16 +50,12 @@ func (c *manCmd) Run(env *Env, app *kong.Application) error {
 func installManPages(pages []*page, dir, version string) (int, error) {
 	var written []string
 	for _, p := range pages {
-		text, err := p.roff(version)
-		if err != nil {
-			return 0, err
-		}
 		sub := filepath.Join(dir, fmt.Sprintf("man%d", p.section))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return 0, err
 		}
 		path := filepath.Join(sub, fmt.Sprintf("%s.%d", p.name, p.section))
-		if err := os.WriteFile(path+".tmp", []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path+".tmp", []byte(p.roff(version)), 0o644); err != nil {
 			return 0, err
 		}
 		if err := os.Rename(path+".tmp", path); err != nil {
