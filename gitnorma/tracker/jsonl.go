@@ -268,12 +268,8 @@ func (j *JSONL) SetStatus(ctx context.Context, id, status, reason string) error 
 	if !ValidStatus(status) {
 		return fmt.Errorf("invalid status %q: use open, in_progress, blocked, deferred or closed", status)
 	}
-	return j.update(ctx, func(f *issueFile) error {
-		rec, err := f.get(id)
-		if err != nil {
-			return err
-		}
-		rec.setStatus(status, reason, bump(j.now(), rec.wire.UpdatedAt))
+	return j.updateTask(ctx, id, func(rec *record, now time.Time) error {
+		rec.setStatus(status, reason, now)
 		return nil
 	})
 }
@@ -295,6 +291,17 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 			return err
 		}
 		return j.save(f)
+	})
+}
+
+// updateTask is update of the task with id, given the time to record as its update.
+func (j *JSONL) updateTask(ctx context.Context, id string, fn func(rec *record, now time.Time) error) error {
+	return j.update(ctx, func(f *issueFile) error {
+		rec, err := f.get(id)
+		if err != nil {
+			return err
+		}
+		return fn(rec, bump(j.now(), rec.wire.UpdatedAt))
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Ready returns the open tasks nothing holds back, with bd's semantics (see MarkReady), by
@@ -31,18 +32,14 @@ func (j *JSONL) Ready(ctx context.Context) ([]Task, error) {
 // Claim moves an open task to in_progress under the file lock, so two claims never both win.
 func (j *JSONL) Claim(ctx context.Context, id, actor string) (Task, error) {
 	var out Task
-	err := j.update(ctx, func(f *issueFile) error {
-		rec, err := f.get(id)
-		if err != nil {
-			return err
-		}
+	err := j.updateTask(ctx, id, func(rec *record, now time.Time) error {
 		if rec.wire.Status != StatusOpen {
 			return fmt.Errorf("task %s is %s: %w", id, rec.wire.Status, ErrClaimed)
 		}
 		if a := rec.wire.Assignee; a != "" && a != actor {
 			return fmt.Errorf("task %s is assigned to %s: %w", id, a, ErrClaimed)
 		}
-		rec.setStatus(StatusInProgress, "", bump(j.now(), rec.wire.UpdatedAt))
+		rec.setStatus(StatusInProgress, "", now)
 		if actor != "" {
 			rec.wire.Assignee = actor
 		}
@@ -78,17 +75,13 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 
 // RemoveDependency removes every dependency of issue on dependsOn; none is ErrNotFound.
 func (j *JSONL) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
-	return j.update(ctx, func(f *issueFile) error {
-		rec, err := f.get(issue)
-		if err != nil {
-			return err
-		}
+	return j.updateTask(ctx, issue, func(rec *record, now time.Time) error {
 		kept := slices.DeleteFunc(slices.Clone(rec.deps), func(d Dependency) bool { return d.DependsOnID == dependsOn })
 		if len(kept) == len(rec.deps) {
 			return fmt.Errorf("task %s does not depend on %s: %w", issue, dependsOn, ErrNotFound)
 		}
 		rec.setDeps(kept)
-		rec.wire.UpdatedAt = bump(j.now(), rec.wire.UpdatedAt)
+		rec.wire.UpdatedAt = now
 		return nil
 	})
 }
@@ -123,12 +116,7 @@ func (j *JSONL) Update(ctx context.Context, id string, u Update) error {
 	if u.Status != "" && !ValidStatus(u.Status) {
 		return fmt.Errorf("invalid status %q", u.Status)
 	}
-	return j.update(ctx, func(f *issueFile) error {
-		rec, err := f.get(id)
-		if err != nil {
-			return err
-		}
-		now := bump(j.now(), rec.wire.UpdatedAt)
+	return j.updateTask(ctx, id, func(rec *record, now time.Time) error {
 		switch {
 		case u.EditNotes != nil:
 			notes, err := u.EditNotes(rec.wire.Notes)
