@@ -2,24 +2,23 @@ package tracker
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 )
 
-// bdIssue is one issue as bd prints it: the Issue fields (shared with the JSONL record) plus
-// the computed `parent` of list, ready and show, and the metadata, where git-norma keeps its
-// state under StateKey. Other keys (counts, comments, schema_version) are ignored.
+// bdIssue is one issue as bd prints it: a Task (its `parent` is bd's computed one, of list,
+// ready and show) with the dependencies in either of bd's forms (see bdDep), and the metadata,
+// where git-norma keeps its state under StateKey. Other keys (counts, comments,
+// schema_version) are ignored.
 type bdIssue struct {
-	issueWire
-	Parent   string          `json:"parent"`
-	Metadata json.RawMessage `json:"metadata"`
-	// LeaseExpiresAt is the lease of a claim, from bd 1.3 (see Leaser).
-	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	Task
+	Dependencies json.RawMessage `json:"dependencies"`
+	Metadata     json.RawMessage `json:"metadata"`
 }
 
 // StateKey is the key of a bd task's metadata that holds git-norma's state.
@@ -38,20 +37,18 @@ type bdDep struct {
 // task converts an issue bd printed into a Task. The parent is bd's own `parent` field when
 // present, else the parent-child dependency.
 func (bi *bdIssue) task() (Task, error) {
-	if bi.ID == "" {
+	t := bi.Task
+	if t.ID == "" {
 		return Task{}, fmt.Errorf("issue without an id")
 	}
-	deps, err := bdDeps(bi.ID, bi.Dependencies)
+	deps, err := bdDeps(t.ID, bi.Dependencies)
 	if err != nil {
-		return Task{}, fmt.Errorf("issue %s: dependencies: %w", bi.ID, err)
+		return Task{}, fmt.Errorf("issue %s: dependencies: %w", t.ID, err)
 	}
-	t := (&record{wire: bi.issueWire, deps: deps}).task()
-	if bi.Parent != "" {
-		t.Parent = bi.Parent
-	}
-	t.LeaseExpires = bi.LeaseExpiresAt
+	t.Dependencies = deps
+	t.Parent = cmp.Or(t.Parent, (&record{deps: deps}).parent())
 	if t.State, err = metadataState(bi.Metadata); err != nil {
-		return Task{}, fmt.Errorf("issue %s: metadata: %w", bi.ID, err)
+		return Task{}, fmt.Errorf("issue %s: metadata: %w", t.ID, err)
 	}
 	return t, nil
 }
