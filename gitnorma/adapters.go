@@ -34,8 +34,8 @@ type recorder struct {
 	notes []notes.Note
 	// lastHead is the head the previous step ended on.
 	lastHead string
-	// pushBranch, landing through a remote, sends each new step commit there (branchPusher).
-	pushBranch *branchPusher
+	// push, landing through a remote, sends each new step commit there (run.pushStep).
+	push func(ctx context.Context, commit string)
 }
 
 // The kv_run keys where runs recorded before schema 4 kept their last plan and last check
@@ -81,8 +81,8 @@ func (r *recorder) CommitStep(ctx context.Context, rec loop.StepRecord) error {
 		return nil
 	}
 	r.crash.reach("step-committed")
-	if rec.Commit != "" && rec.Commit != r.lastHead {
-		r.pushBranch.push(ctx, rec.Commit)
+	if r.push != nil && rec.Commit != "" && rec.Commit != r.lastHead {
+		r.push(ctx, rec.Commit)
 	}
 	r.lastHead = rec.Head
 	if len(r.notes) == 0 || r.notes[len(r.notes)-1].Commit != rec.Head {

@@ -195,43 +195,26 @@ func (r *run) resumeFromRemote(ctx context.Context) error {
 	return nil
 }
 
-// branchPusher sends a run's step commits to the remote, each with a lease on the copy this
-// clone pushed last: when the worker dies, the next one resumes from its last step; when
-// another worker took the task over and pushed, nothing of theirs is overwritten, and this
-// run's landing is refused. But the claim decides, not who pushed first: when the worker that
-// pushed in between no longer holds it and this run does, this run pushes over it. A nil
-// branchPusher (no remote) does nothing.
-type branchPusher struct {
-	app    *App
-	st     *store.Store
-	runID  string
-	taskID string
-}
-
-func (r *run) branchPusher() *branchPusher {
-	if r.app.Config.Remote == "" {
-		return nil
-	}
-	return &branchPusher{app: r.app, st: r.st, runID: r.id, taskID: r.pre.task.ID}
-}
-
-func (p *branchPusher) push(ctx context.Context, commit string) {
-	if p == nil {
-		return
-	}
-	wm := p.app.Repo.Worktrees(ctx)
-	err := wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
-	if errors.Is(err, worktree.ErrBranchTaken) && p.app.lander().holdsClaim(ctx, p.st, p.runID, p.taskID) {
+// pushStep sends a step commit to the remote, with a lease on the copy this clone pushed
+// last: when the worker dies, the next one resumes from its last step; when another worker
+// took the task over and pushed, nothing of theirs is overwritten, and this run's landing is
+// refused. But the claim decides, not who pushed first: when the worker that pushed in
+// between no longer holds it and this run does, this run pushes over it.
+func (r *run) pushStep(ctx context.Context, commit string) {
+	remote := r.app.Repo.Worktrees(ctx).Remote(r.app.Config.Remote)
+	taskID := r.pre.task.ID
+	err := remote.PushTaskBranch(ctx, taskID, commit)
+	if errors.Is(err, worktree.ErrBranchTaken) && r.app.lander().holdsClaim(ctx, r.st, r.id, taskID) {
 		// Pushed by a worker that lost the claim to this run: the claim decides.
-		if err = p.app.lander().takeBackBranch(ctx, p.st, p.runID, p.taskID, err); err == nil {
-			err = wm.Remote(p.app.Config.Remote).PushTaskBranch(ctx, p.taskID, commit)
+		if err = r.app.lander().takeBackBranch(ctx, r.st, r.id, taskID, err); err == nil {
+			err = remote.PushTaskBranch(ctx, taskID, commit)
 		}
 	}
 	switch {
 	case errors.Is(err, worktree.ErrBranchTaken):
-		_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_taken",
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "branch_taken",
 			Message: fmt.Sprintf("%v: another worker took the task over; this run's work will not land", err)})
 	case err != nil:
-		_ = p.st.AppendEvent(ctx, p.runID, store.Event{TS: p.app.Now(), Type: "branch_push_failed", Message: err.Error()})
+		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "branch_push_failed", Message: err.Error()})
 	}
 }

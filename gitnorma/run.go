@@ -471,7 +471,10 @@ func (r *run) freeBranch(ctx context.Context) error {
 
 func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
-		journal: r.app.Repo.NotesJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash, pushBranch: r.branchPusher()}
+		journal: r.app.Repo.NotesJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash}
+	if r.app.Config.Remote != "" {
+		r.rec.push = r.pushStep
+	}
 	o := loop.Options{
 		RunID: r.id, RunDir: r.dir, Task: taskInput(r.pre.task),
 		Budgets: loop.Budgets(r.app.Config.Budgets), Agents: r.pre.agents,
