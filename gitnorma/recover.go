@@ -52,7 +52,7 @@ func (ld *lander) claimAssignee(ctx context.Context, run store.Run) string {
 // "reopen", --no-land, a refused landing). It returns the report of a landing, nil when the
 // run is to go on, and removes re-check workspaces killed landings left. The caller holds the
 // task's lock.
-func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc) (*RunReport, error) {
+func (r *run) recoverPassed(ctx context.Context, noLand bool) (*RunReport, error) {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
 		return nil, err
@@ -75,14 +75,14 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool, live loop.LiveFunc
 			return nil, err
 		}
 		if r.app.claimedBy(ctx, dead, t) {
-			return r.recoverPass(ctx, dead, t, noLand, live)
+			return r.recoverPass(ctx, dead, t, noLand)
 		}
 	}
 	return nil, nil
 }
 
 // recoverPass finishes one passed run that did not land; see recoverPassed.
-func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool, live loop.LiveFunc) (*RunReport, error) {
+func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool) (*RunReport, error) {
 	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
 	if landed == "" {
@@ -105,7 +105,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		}
 		rep, done = nil, "reopened ("+cmp.Or(why, "it recorded no verified commit")+")"
 	default:
-		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true, live: live})
+		commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: dead.ID, task: t, target: r.pre.target, claimedByUs: true, live: r.live})
 		var refused *landRefusal
 		switch {
 		case errors.As(err, &refused):
@@ -123,7 +123,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	}
 	r.releaseDeadClaim(ctx, dead.ID, t.ID, done)
 	line := fmt.Sprintf("recovered run %s of %s: %s", dead.ID, t.ID, done)
-	say(live, t.ID, "%s", line)
+	say(r.live, t.ID, "%s", line)
 	if rep != nil {
 		rep.Message = line
 	}
@@ -247,7 +247,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 	if err != nil {
 		return nil // nothing can land; the first run says why, with its fix
 	}
-	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.Repo.Worktrees(ctx)}
+	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), live: live}
 	if err := base.reconcile(ctx); err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 			continue
 		}
 		seen[h.TaskID] = true
-		if err := base.recoverTask(ctx, h, noLand, live); err != nil {
+		if err := base.recoverTask(ctx, h, noLand); err != nil {
 			say(live, h.TaskID, "recovering task %s failed: %v", h.TaskID, err)
 		}
 	}
@@ -275,7 +275,7 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 // recoverTask recovers, under the task's lock, the finished runs of held's task that still hold
 // its claim. A task no longer in progress is held by none: that is recorded, so it is not
 // looked at again.
-func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool, live loop.LiveFunc) error {
+func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool) error {
 	taskID := held.TaskID
 	lock, err := base.app.Repo.acquireTaskLock(taskID)
 	if err != nil {
@@ -292,9 +292,9 @@ func (base *run) recoverTask(ctx context.Context, held store.Run, noLand bool, l
 	}
 	r := *base
 	r.pre = &preflight{task: t, target: base.pre.target}
-	rep, err := r.recoverPassed(ctx, noLand, live)
+	rep, err := r.recoverPassed(ctx, noLand)
 	if err == nil && rep == nil && r.recoverClaim(ctx) {
-		say(live, taskID, "recovered task %s: its claim was left by a run that died; reopened", taskID)
+		say(r.live, taskID, "recovered task %s: its claim was left by a run that died; reopened", taskID)
 	}
 	return err
 }

@@ -175,7 +175,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	if err := r.reconcile(ctx); err != nil {
 		return RunReport{}, err
 	}
-	if rep, err := r.recoverPassed(ctx, o.NoLand, o.Live); err != nil {
+	if rep, err := r.recoverPassed(ctx, o.NoLand); err != nil {
 		return RunReport{}, err
 	} else if rep != nil {
 		return *rep, nil
@@ -204,11 +204,11 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 			return RunReport{}, err
 		}
 	}
-	if err := r.begin(ctx, lock, o.Force, o.Live); err != nil {
+	if err := r.begin(ctx, lock); err != nil {
 		return RunReport{}, err
 	}
 	r.guard = r.newGuard()
-	res, err := loop.Run(ctx, r.loopOptions(ctx, o.Live))
+	res, err := loop.Run(ctx, r.loopOptions(ctx))
 	r.guard.Release() // the landing lock of a step that ended without the guard's look
 	if err != nil {
 		r.rec.writeNotes(context.WithoutCancel(ctx))
@@ -248,7 +248,7 @@ func (r *run) autoPrune(ctx context.Context) {
 }
 
 // begin creates the run: id, directory, row, worktree, and the task claim.
-func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.LiveFunc) error {
+func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	r.id = newRunID(r.started)
 	r.dir = r.app.Repo.Path("runs", r.id)
 	if err := lock.Record(r.id, r.started); err != nil {
@@ -278,7 +278,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err != nil {
 		return err
 	}
-	if redo {
+	if r.forced {
 		if err := r.st.SetKV(ctx, r.id, kvRedo, true); err != nil {
 			return err
 		}
@@ -304,7 +304,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock, redo bool, live loop.Liv
 	if err := r.setUpWorkspace(ctx); err != nil {
 		return err
 	}
-	r.reportCatchUp(ctx, r.ws.CaughtUp, live)
+	r.reportCatchUp(ctx, r.ws.CaughtUp)
 	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
 
 // reportCatchUp records (and says) how the existing task branch was brought up to date with
 // the target: merged, or saved and restarted because it conflicted.
-func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.LiveFunc) {
+func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp) {
 	branch, target := worktree.TaskBranch(r.pre.task.ID), r.pre.target
 	ev := store.Event{TS: r.app.Now(), Data: map[string]any{"catch_up": c}}
 	switch {
@@ -415,7 +415,7 @@ func (r *run) reportCatchUp(ctx context.Context, c worktree.CatchUp, live loop.L
 	default:
 		return
 	}
-	say(live, r.pre.task.ID, "%s", ev.Message)
+	say(r.live, r.pre.task.ID, "%s", ev.Message)
 	_ = r.st.AppendEvent(ctx, r.id, ev)
 }
 
@@ -469,7 +469,7 @@ func (r *run) freeBranch(ctx context.Context) error {
 	})
 }
 
-func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options {
+func (r *run) loopOptions(ctx context.Context) loop.Options {
 	r.rec = &recorder{st: r.st, root: r.app.Repo.Root, runID: r.id, taskID: r.pre.task.ID,
 		journal: r.app.Repo.NotesJournal(), mirror: r.mirror, redact: r.app.redact, crash: r.app.crash}
 	if r.app.Config.Remote != "" {
@@ -485,13 +485,13 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options 
 				return checkerOf(r.app.Repo, r.app.Config, r.app.crash).checkTree(ctx, r.pre.task.ID, commit, fresh)
 			}},
 		Recorder: r.rec,
-		Live:     r.app.redact.Live(live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
+		Live:     r.app.redact.Live(r.live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
 		Facts:   r.mirror.facts(),
 		Paused:  r.pauseReason,
 		Gates:   r.app.Config.Gates,
 		Sandbox: r.loopSandbox(),
 	}
-	r.noteUnconfined(ctx, live)
+	r.noteUnconfined(ctx, r.live)
 	if head, err := r.app.Repo.Git.Resolve(ctx, "refs/heads/"+r.ws.Branch()); err == nil {
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
 			ok, _ := r.app.Repo.Git.IsAncestor(ctx, a, b)
@@ -499,7 +499,7 @@ func (r *run) loopOptions(ctx context.Context, live loop.LiveFunc) loop.Options 
 		})
 	}
 	if o.Resume != nil {
-		say(live, r.pre.task.ID, "resuming task %s from run %s (its completed steps are not run again)", r.pre.task.ID, o.Resume.From)
+		say(r.live, r.pre.task.ID, "resuming task %s from run %s (its completed steps are not run again)", r.pre.task.ID, o.Resume.From)
 	}
 	return o
 }
