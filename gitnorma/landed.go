@@ -238,7 +238,7 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	}
 	rep := LandReport{TaskID: taskID, RunID: run.ID, Target: target}
 	// A run killed while landing may have landed already, and still hold the task's claim.
-	if rep.Commit = a.Repo.landedBy(ctx, st, run.ID, taskID, target); rep.Commit != "" {
+	if rep.Commit = a.Repo.landingOfRun(ctx, target, taskID, run.ID, run.PassHead); rep.Commit != "" {
 		return rep, a.recordLanding(ctx, st, landRequest{runID: run.ID, task: task, target: target}, rep.Commit)
 	}
 	claimed := a.claimedBy(ctx, run, task)

@@ -85,8 +85,8 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool) (*RunReport, error
 func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool) (*RunReport, error) {
 	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
-	if landed == "" {
-		landed = r.app.Repo.landedBy(ctx, r.st, dead.ID, dead.TaskID, r.pre.target)
+	if landed == "" { // a run killed right after landing did not record it
+		landed = r.app.Repo.landingOfRun(ctx, r.pre.target, dead.TaskID, dead.ID, passHead)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
 		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
@@ -161,15 +161,6 @@ func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) 
 	_ = r.st.SetClaim(ctx, runID, store.ClaimReleased)
 	_ = r.st.AppendEvent(ctx, runID, store.Event{TS: r.app.Now(), Type: "pass_recovered",
 		Message: "the run's process died after its PASS was recorded; recovered: " + what})
-}
-
-// landedBy returns the squash commit run runID landed on target, if one is there: a run killed
-// right after landing did not record it. Only a landing of the task by the run, by its
-// trailers (not a body line an agent wrote), whose content is its verified head counts
-// (landingOfRun).
-func (r *Repo) landedBy(ctx context.Context, st *store.Store, runID, taskID, target string) string {
-	run, _ := st.Run(ctx, runID)
-	return r.landingOfRun(ctx, target, taskID, runID, run.PassHead)
 }
 
 // recordLanding records a landing a killed process did not, and finishes what it left undone:
