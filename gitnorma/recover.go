@@ -85,7 +85,8 @@ func (r *run) recoverPassed(ctx context.Context, noLand bool) (*RunReport, error
 func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, noLand bool) (*RunReport, error) {
 	passHead, landed := dead.PassHead, dead.LandedCommit
 	r.removeDeadWorktree(ctx, dead) // what landAndClose does first: the work is on the branch
-	if landed == "" { // a run killed right after landing did not record it
+	if landed == "" {
+		// A run killed right after landing did not record it.
 		landed = r.app.Repo.landingOfRun(ctx, r.pre.target, dead.TaskID, dead.ID, passHead)
 	}
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
