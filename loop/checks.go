@@ -131,10 +131,5 @@ func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), 
 }
 
 func allPassed(evidence []Evidence) bool {
-	for _, e := range evidence {
-		if !e.Passed {
-			return false
-		}
-	}
-	return len(evidence) > 0
+	return len(evidence) > 0 && !slices.ContainsFunc(evidence, func(e Evidence) bool { return !e.Passed })
 }

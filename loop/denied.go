@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -109,10 +110,6 @@ func quote(line string, at int) string {
 // live in /dev/shm.
 func usesSharedMemory(line string) bool {
 	lower := strings.ToLower(line)
-	for _, w := range []string{"/dev/shm", "semlock", "multiprocessing", "shm_open", "sem_open", "shared_memory"} {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"/dev/shm", "semlock", "multiprocessing", "shm_open", "sem_open", "shared_memory"},
+		func(w string) bool { return strings.Contains(lower, w) })
 }

@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -67,17 +68,10 @@ func normalise(output string) string { return volatile().ReplaceAllString(output
 // output once durations, times, ids and temporary paths are set aside — an iteration that
 // changed nothing the checks can see.
 func (f Failure) Same(g Failure) bool {
-	if f.Verdict != g.Verdict || len(f.Failing) != len(g.Failing) || len(f.Failing) == 0 {
-		return false
-	}
-	for i, c := range f.Failing {
-		o := g.Failing[i]
-		if c.CheckID != o.CheckID || c.Cmd != o.Cmd || c.ExitCode != o.ExitCode || c.TimedOut != o.TimedOut ||
-			normalise(c.OutputTail) != normalise(o.OutputTail) {
-			return false
-		}
-	}
-	return true
+	return f.Verdict == g.Verdict && len(f.Failing) > 0 && slices.EqualFunc(f.Failing, g.Failing, func(c, o FailedCheck) bool {
+		return c.CheckID == o.CheckID && c.Cmd == o.Cmd && c.ExitCode == o.ExitCode && c.TimedOut == o.TimedOut &&
+			normalise(c.OutputTail) == normalise(o.OutputTail)
+	})
 }
 
 // maxChangeLines bounds Changes: enough to see what moved, never the whole log.

@@ -104,15 +104,9 @@ func onlyZero(codes []int) bool {
 }
 
 func sameCriterion(a, b EffectiveCriterion) bool {
-	if a.ID != b.ID || len(a.Checks) != len(b.Checks) {
-		return false
-	}
-	for i := range a.Checks {
-		if a.Checks[i].Cmd != b.Checks[i].Cmd || !onlyZero(a.Checks[i].ExpectExitCodes) {
-			return false
-		}
-	}
-	return true
+	return a.ID == b.ID && slices.EqualFunc(a.Checks, b.Checks, func(x, y CheckSpec) bool {
+		return x.Cmd == y.Cmd && onlyZero(x.ExpectExitCodes)
+	})
 }
 
 func hasCriterion(eff []EffectiveCriterion, id string) bool {
@@ -120,10 +114,7 @@ func hasCriterion(eff []EffectiveCriterion, id string) bool {
 }
 
 func hasCommand(eff []EffectiveCriterion, cmd string) bool {
-	for _, ac := range eff {
-		if slices.ContainsFunc(ac.Checks, func(c CheckSpec) bool { return c.Cmd == cmd }) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(eff, func(ac EffectiveCriterion) bool {
+		return slices.ContainsFunc(ac.Checks, func(c CheckSpec) bool { return c.Cmd == cmd })
+	})
 }

@@ -209,13 +209,10 @@ func (e *engine) settle(ctx context.Context, s *stepRun) (error, error) {
 	if s.role == RoleDo || s.role == RoleAct {
 		res, err := ws.Commit(ctx, s.snap, CommitRequest{Role: s.role, StepIndex: s.index, Iteration: e.iteration, Summary: s.out.Summary.Text})
 		if err != nil {
-			if ctx.Err() != nil {
-				return interrupted(ctx), nil
-			}
-			if IsProtocolError(err) {
+			if ctx.Err() == nil && IsProtocolError(err) {
 				return err, nil
 			}
-			return nil, fmt.Errorf("commit %s step: %w", s.role, err)
+			return runErr(ctx, fmt.Errorf("commit %s step: %w", s.role, err))
 		}
 		e.noteCommit(s, res)
 		return nil, nil

@@ -31,23 +31,23 @@ func MatchPlan(plan *Plan, do *Do) PlanMatch {
 }
 
 func matchIDs(planned, executed []string) IDMatch {
-	m := IDMatch{
+	return IDMatch{
 		PlannedIDs:    nonNil(planned),
 		ExecutedIDs:   nonNil(executed),
-		MissingIDs:    []string{},
-		UnexpectedIDs: []string{},
+		MissingIDs:    notIn(planned, executed),
+		UnexpectedIDs: notIn(executed, planned),
 	}
-	for _, id := range planned {
-		if !slices.Contains(executed, id) {
-			m.MissingIDs = append(m.MissingIDs, id)
+}
+
+// notIn lists the ids that others lacks, in order; never nil.
+func notIn(ids, others []string) []string {
+	out := []string{}
+	for _, id := range ids {
+		if !slices.Contains(others, id) {
+			out = append(out, id)
 		}
 	}
-	for _, id := range executed {
-		if !slices.Contains(planned, id) {
-			m.UnexpectedIDs = append(m.UnexpectedIDs, id)
-		}
-	}
-	return m
+	return out
 }
 
 // Matches reports whether nothing planned is missing and nothing unplanned was executed.
@@ -60,15 +60,9 @@ func (p PlanMatch) Matches() bool {
 // mismatch is PARTIAL, else PASS. An effective AC without a result counts as failed, so a
 // Check that forgets a criterion can never produce a PASS.
 func ComputeVerdict(effective []EffectiveCriterion, results []AcceptanceResult, match PlanMatch) Verdict {
-	allPassed := len(effective) > 0
+	allPassed := len(effective) > 0 && !slices.ContainsFunc(results, func(r AcceptanceResult) bool { return r.Result != VerdictPass })
 	for _, ac := range effective {
-		r, ok := findResult(results, ac.ID)
-		if !ok || r.Result != VerdictPass {
-			allPassed = false
-		}
-	}
-	for _, r := range results {
-		if r.Result != VerdictPass {
+		if _, ok := findResult(results, ac.ID); !ok {
 			allPassed = false
 		}
 	}
