@@ -62,16 +62,12 @@ func outputExcluded(role Role) map[string]bool {
 
 // inputExcluded are the Input sections the engine does not send to the role (conclude.go).
 func inputExcluded(role Role) map[string]bool {
-	sent := map[Role][]string{
-		RolePlan: {}, RoleDo: {"plan"}, RoleCheck: {"plan", "do", "evidence"}, RoleAct: {"plan", "do", "check"},
-	}[role]
-	ex := map[string]bool{}
-	for _, f := range []string{"plan", "do", "check", "evidence"} {
-		if !slices.Contains(sent, f) {
-			ex["Input."+f] = true
-		}
+	return map[string]bool{
+		"Input.plan":     role == RolePlan,
+		"Input.do":       role == RolePlan || role == RoleDo,
+		"Input.check":    role != RoleAct,
+		"Input.evidence": role != RoleCheck,
 	}
-	return ex
 }
 
 // schemaEnums are the closed value sets, by Go type and JSON field.
