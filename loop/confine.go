@@ -153,11 +153,6 @@ func checkScope(ctx context.Context) context.Context {
 	return context.WithValue(ctx, checkScopeKey{}, true)
 }
 
-// confinedProcesses says the step started processes, and under Landlock.
-func (s *stepSandbox) confinedProcesses() bool {
-	return s != nil && s.cfg.Landlock && s.started
-}
-
 // close empties the private directory: what the step's processes left in TMPDIR and the git
 // objects they wrote, which never enter the repository.
 func (s *stepSandbox) close() {
@@ -189,12 +184,26 @@ func (s *stepSandbox) event() (Event, bool) {
 // launcher for good, and the step's command started through a new one.
 const TamperedEvent = "sandbox_tampered"
 
-// tamperEvent is the step's TamperedEvent, if its command needed a new launcher.
-func (s *stepSandbox) tamperEvent() (Event, bool) {
-	if s == nil || s.tampered == "" {
-		return Event{}, false
+// events are the step's sandbox events: the processes it left running, the new launcher its
+// command needed, and, when it started processes under Landlock, the refused operations its
+// logs report.
+func (s *stepSandbox) events(logs ...string) []Event {
+	if s == nil {
+		return nil
 	}
-	return Event{Type: TamperedEvent, Message: s.tampered + "; the step's command started through a new launcher"}, true
+	var evs []Event
+	if ev, ok := s.event(); ok {
+		evs = append(evs, ev)
+	}
+	if s.tampered != "" {
+		evs = append(evs, Event{Type: TamperedEvent, Message: s.tampered + "; the step's command started through a new launcher"})
+	}
+	if s.cfg.Landlock && s.started {
+		if ev, ok := deniedEvent(logs...); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs
 }
 
 func (s *stepSandbox) record(killed []sandbox.Process) {

@@ -48,19 +48,9 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 		sctx = withStepSandbox(sctx, s.sandbox)
 	}
 	agentErr, err := e.execute(sctx, s)
-	if ev, ok := s.sandbox.event(); ok {
-		s.events = append(s.events, ev)
-	}
-	if ev, ok := s.sandbox.tamperEvent(); ok {
-		s.events = append(s.events, ev)
-	}
 	s.stdout.Close()
 	s.stderr.Close()
-	if s.sandbox.confinedProcesses() {
-		if ev, ok := deniedEvent(s.stdout.Name(), s.stderr.Name()); ok {
-			s.events = append(s.events, ev)
-		}
-	}
+	s.events = append(s.events, s.sandbox.events(s.stdout.Name(), s.stderr.Name())...)
 	if err != nil {
 		return Output{}, nil, err
 	}
