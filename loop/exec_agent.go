@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 )
 
 // MaxOutputBytes bounds the stdout an agent may produce as its JSON answer. Anything longer
@@ -37,8 +38,7 @@ func (a ExecAgent) Run(ctx context.Context, req Request) (Output, error) {
 	cmd.Stdin = stdin
 	cmd.Stdout = req.Stdout
 	cmd.Stderr = req.Stderr
-	cmd.Env = append(BaseEnv(req.Env), StepEnv(req)...)
-	cmd.Env = append(cmd.Env, a.Env...)
+	cmd.Env = slices.Concat(BaseEnv(req.Env), StepEnv(req), a.Env)
 	// The check step's log already holds the check commands' output; the answer is only
 	// what the agent prints after it.
 	offset, err := LogSize(req.StdoutPath)
