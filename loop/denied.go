@@ -28,7 +28,6 @@ const (
 // printed is the evidence, quoted as such.
 func deniedEvent(logs ...string) (Event, bool) {
 	var quotes []string
-	count := 0
 	seen := map[string]bool{}
 	sharedMemory := false
 	for _, path := range logs {
@@ -53,13 +52,13 @@ func deniedEvent(logs ...string) (Event, bool) {
 				continue
 			}
 			seen[q] = true
-			count++
 			if len(quotes) < deniedQuote {
 				quotes = append(quotes, q)
 			}
 		}
 		f.Close()
 	}
+	count := len(seen)
 	if count == 0 {
 		return Event{}, false
 	}
