@@ -35,14 +35,12 @@ func evaluate(plan *Plan, do *Do, evidence []Evidence) *Check {
 		ProcessNotes:      []ProcessNote{},
 		Evidence:          evidence,
 	}
-	for _, ac := range effective {
-		if len(ac.Checks) == 0 {
-			check.ProcessNotes = append(check.ProcessNotes, ProcessNote{
-				Kind: "missing_verification", Severity: "error",
-				Text:                fmt.Sprintf("%s has no executable check", ac.ID),
-				SuggestedStopReason: StopVerifyMissing,
-			})
-		}
+	for _, id := range MissingChecks(effective) {
+		check.ProcessNotes = append(check.ProcessNotes, ProcessNote{
+			Kind: "missing_verification", Severity: "error",
+			Text:                fmt.Sprintf("%s has no executable check", id),
+			SuggestedStopReason: StopVerifyMissing,
+		})
 	}
 	if !match.Matches() {
 		check.ProcessNotes = append(check.ProcessNotes, ProcessNote{

@@ -108,7 +108,7 @@ func TestBuiltinPlan(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.wantChecks, got)
-			assert.Empty(t, MissingChecks(p))
+			assert.Empty(t, MissingChecks(p.AcceptanceCriteria.Effective))
 			require.Len(t, p.WorkPlan.DoSteps, 1)
 			assert.Equal(t, "DO-1", p.WorkPlan.DoSteps[0].ID)
 			assert.Equal(t, acIDs, p.WorkPlan.DoSteps[0].TargetsACIDs)

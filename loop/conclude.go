@@ -133,7 +133,7 @@ func (e *engine) concludePlan(s *stepRun) {
 		return
 	}
 	s.out.Plan = e.enforcePlan(s, s.out.Plan)
-	if missing := MissingChecks(s.out.Plan); len(missing) > 0 {
+	if missing := MissingChecks(s.out.Plan.AcceptanceCriteria.Effective); len(missing) > 0 {
 		s.out.Status, s.out.StopReason = StatusStop, StopVerifyMissing
 		s.out.Summary.Errors = append(s.out.Summary.Errors,
 			fmt.Sprintf("criteria %v have no executable check, so they cannot be verified", missing))

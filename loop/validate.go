@@ -173,9 +173,9 @@ func newIssueKeys(issues []NewIssue) (map[string]bool, error) {
 }
 
 // MissingChecks lists the effective criteria that have no executable check.
-func MissingChecks(p *Plan) []string {
+func MissingChecks(effective []EffectiveCriterion) []string {
 	var ids []string
-	for _, ac := range p.AcceptanceCriteria.Effective {
+	for _, ac := range effective {
 		if len(ac.Checks) == 0 {
 			ids = append(ids, ac.ID)
 		}

@@ -60,8 +60,10 @@ func TestValidateOutput(t *testing.T) {
 		{name: "plan: check without cmd", role: RolePlan, out: withPlan(func(p *Plan) { p.AcceptanceCriteria.Effective[0].Checks[0].Cmd = "" }), wantErr: "needs an id and a cmd"},
 		{name: "plan: check without id", role: RolePlan, out: withPlan(func(p *Plan) { p.AcceptanceCriteria.Effective[0].Checks[0].ID = "" }), wantErr: "needs an id and a cmd"},
 		{name: "plan: AC without checks passes validation (the engine stops verify_missing)", role: RolePlan,
-			out:   withPlan(func(p *Plan) { p.AcceptanceCriteria.Effective[0].Checks = nil }),
-			check: func(t *testing.T, out Output) { assert.Equal(t, []string{"AC-1"}, MissingChecks(out.Plan)) }},
+			out: withPlan(func(p *Plan) { p.AcceptanceCriteria.Effective[0].Checks = nil }),
+			check: func(t *testing.T, out Output) {
+				assert.Equal(t, []string{"AC-1"}, MissingChecks(out.Plan.AcceptanceCriteria.Effective))
+			}},
 		{name: "plan: empty do_steps", role: RolePlan, out: withPlan(func(p *Plan) { p.WorkPlan.DoSteps = nil }), wantErr: "do_steps is empty"},
 		{name: "plan: duplicate do step id", role: RolePlan, out: withPlan(func(p *Plan) {
 			p.WorkPlan.DoSteps = append(p.WorkPlan.DoSteps, DoStep{ID: "DO-1"})
