@@ -128,7 +128,7 @@ func relink(path, admin string) error {
 	return err
 }
 
-// pointsTo says whether the .git file dotGit names admin.
+// pointsTo says whether dotGit is a regular .git file naming admin (readLink reads no pipe).
 func pointsTo(dotGit, admin string) bool {
 	target, ok := readLink(dotGit, "gitdir: ", filepath.Dir(dotGit))
 	return ok && sameDir(target, admin)

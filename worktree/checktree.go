@@ -59,17 +59,15 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		locked = func(fn func() error) error { return fn() }
 	}
 	// The tree id is a fact of the commit: asked while the worktree moves, not after.
-	tree := make(chan error, 1)
-	go func() {
-		var err error
+	tree := inBackground(func() (err error) {
 		out.Tree, err = m.Git.CommitTree(ctx, o.Commit)
-		tree <- err
-	}()
+		return err
+	})
 	moved := false
 	// Moved only while its .git still links to its git directory: a check could have made it
 	// a repository of its own, which later checks' git (Go's VCS stamping, git diff) would read
 	// instead, and which git status never reports.
-	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && isLinkTo(filepath.Join(o.Path, ".git"), admin) {
+	if admin, err := m.AdminDir(ctx, o.Path); err == nil && exists(o.Path) && !o.Fresh && pointsTo(filepath.Join(o.Path, ".git"), admin) {
 		// Tracked files forced to the commit's; what is untracked and not ignored removed,
 		// nested repositories included.
 		g := m.treeGit(o.Path, admin)
@@ -154,12 +152,6 @@ func giveBackModes(dir string) {
 			giveBackModes(filepath.Join(dir, e.Name()))
 		}
 	}
-}
-
-// isLinkTo says dotGit is a regular .git file naming admin (reading a pipe would block).
-func isLinkTo(dotGit, admin string) bool {
-	st, err := os.Lstat(dotGit)
-	return err == nil && st.Mode().IsRegular() && pointsTo(dotGit, admin)
 }
 
 // emptyGitlinks empties the directory of every submodule (gitlink) of the worktree dir's index.

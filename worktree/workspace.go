@@ -96,31 +96,37 @@ func controlPaths(hooks string) []string {
 	return append(slices.Clone(controlDirs), hooks)
 }
 
-// controlChanges starts the look for staged changes from head under controlPaths; the channel
-// delivers ErrControlFiles naming them, or nil. It only reads the index: it runs beside the commit.
-func (w *Workspace) controlChanges(ctx context.Context, head string) <-chan error {
-	args := append([]string{"diff", "--cached", "--name-only", "--no-renames", "-z", head, "--"}, controlPaths(w.treeHooksDir(ctx))...)
-	done := make(chan error, 1)
-	go func() {
-		out, err := w.git.Output(ctx, args...)
-		if err == nil && out != "" {
-			paths := strings.Split(strings.Trim(out, "\x00"), "\x00")
-			err = fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
-		}
-		done <- err
-	}()
-	return done
+// controlChanges is ErrControlFiles naming the changes staged since head under
+// controlPaths(hooks), or nil. It only reads the index: it runs beside the commit.
+func (w *Workspace) controlChanges(ctx context.Context, head, hooks string) error {
+	paths, err := controlDiff(ctx, w.git, hooks, "--cached", head)
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s): only the user changes them", ErrControlFiles, strings.Join(paths, ", "))
 }
 
 // ControlChanges lists the paths under controlPaths that head changes since it forked from
 // target (target...head). A landing refuses them however they got there: a remote's branch too.
 func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]string, error) {
-	args := append([]string{"diff", "--name-only", "--no-renames", "-z", target + "..." + head, "--"}, controlPaths(treeHooksDirOf(ctx, m.Git))...)
-	out, err := m.Git.Output(ctx, args...)
+	return controlDiff(ctx, m.Git, treeHooksDirOf(ctx, m.Git), target+"..."+head)
+}
+
+// controlDiff lists the paths under controlPaths(hooks) that `git diff args` changes.
+func controlDiff(ctx context.Context, g git.Runner, hooks string, args ...string) ([]string, error) {
+	args = append([]string{"diff", "--name-only", "--no-renames", "-z"}, args...)
+	out, err := g.Output(ctx, append(append(args, "--"), controlPaths(hooks)...)...)
 	if err != nil || out == "" {
 		return nil, err
 	}
 	return strings.Split(strings.Trim(out, "\x00"), "\x00"), nil
+}
+
+// inBackground runs fn beside the caller; the channel delivers its error.
+func inBackground(fn func() error) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	return done
 }
 
 // treeHooksDir is the work-tree directory a relative core.hooksPath names (husky's ".husky/_":
@@ -416,12 +422,17 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 		return res, fmt.Errorf("%w: %w", ErrUnaddable, err)
 	}
 	// What is staged now is what the commit will hold: the look for control files and the
-	// task's patch measure (the diff from the base) read it while the commit is made. A
-	// commit that holds control files is taken back below, leaving the branch as it was.
-	control := w.controlChanges(ctx, since.Head)
-	patch := w.measureStaged(ctx)
+	// task's patch measure (the diff from the base) read it while the commit is made, reading
+	// only the index (never contending for index.lock). A commit that holds control files is
+	// taken back below, leaving the branch as it was.
+	hooks := w.treeHooksDir(ctx)
+	control := inBackground(func() error { return w.controlChanges(ctx, since.Head, hooks) })
+	var measured countingWriter
+	patch := inBackground(func() error {
+		return w.git.Stream(ctx, &measured, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", w.base)
+	})
 	commit, err := w.commitIndex(ctx, since.Head, stepMessage(w.taskID, w.runID, sc))
-	measured, refused := <-patch, <-control
+	measureErr, refused := <-patch, <-control
 	if refused != nil {
 		if err == nil && commit != "" {
 			err = w.moveBranch(context.WithoutCancel(ctx), since.Head)
@@ -434,11 +445,11 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 	if commit != "" {
 		res.Commit, res.Changed = commit, true
 	}
-	if measured.err != nil {
-		return res, measured.err
+	if measureErr != nil {
+		return res, measureErr
 	}
-	w.patch.head, w.patch.bytes = res.Commit, measured.bytes
-	res.PatchBytes = measured.bytes
+	w.patch.head, w.patch.bytes = res.Commit, int64(measured)
+	res.PatchBytes = int64(measured)
 	return res, nil
 }
 
@@ -461,23 +472,6 @@ func (w *Workspace) headCommit(ctx context.Context) (string, error) {
 	return w.git.Output(ctx, "rev-parse", "HEAD")
 }
 
-type patchSize struct {
-	bytes int64
-	err   error
-}
-
-// measureStaged starts measuring the diff from the base to the index, which only reads the
-// index: it never contends with the commit for index.lock.
-func (w *Workspace) measureStaged(ctx context.Context) <-chan patchSize {
-	done := make(chan patchSize, 1)
-	go func() {
-		var c countingWriter
-		err := w.git.Stream(ctx, &c, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", w.base)
-		done <- patchSize{int64(c), err}
-	}()
-	return done
-}
-
 // commitIndex commits the index on parent (HEAD) with msg and moves the task branch there; ""
 // when the index holds parent's tree. Where this tree's git is confined (filter drivers:
 // git.Runner.Confine), commit-tree and update-ref run outside the sandbox, which so never
@@ -490,7 +484,9 @@ func (w *Workspace) commitIndex(ctx context.Context, parent, msg string) (string
 		switch {
 		case err == nil:
 			return w.headCommit(ctx)
-		case w.nothingStaged(ctx, err):
+		// Nothing to commit (changes that stage to nothing, an agent's commits that undo
+		// each other) is no failure.
+		case git.ExitCodeOf(err) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil:
 			return "", nil
 		}
 		return "", err
@@ -534,12 +530,6 @@ func (w *Workspace) resetClean(ctx context.Context, to string) error {
 		return err
 	}
 	return w.git.Run(ctx, "clean", "-fdq")
-}
-
-// nothingStaged tells a commit that failed for having nothing to commit (changes that stage to
-// nothing, an agent's commits that undo each other) from a real failure.
-func (w *Workspace) nothingStaged(ctx context.Context, commitErr error) bool {
-	return git.ExitCodeOf(commitErr) == 1 && w.git.Run(ctx, "diff", "--cached", "--quiet") == nil
 }
 
 // foldAgentCommits soft-resets the agent's commits on top of from into the orchestrator's.
