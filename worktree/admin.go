@@ -80,10 +80,7 @@ func readLink(file, prefix, dir string) (string, bool) {
 	if !ok || target == "" {
 		return "", false
 	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(dir, target)
-	}
-	return target, true
+	return gitdirPath(dir, target), true
 }
 
 // sameDir says whether a and b name the same existing directory, however they are spelled.
@@ -101,31 +98,17 @@ func sameDir(a, b string) bool {
 
 // relink restores the worktree's .git file linking it to admin when something deleted it or
 // pointed it elsewhere: `git worktree remove` refuses a broken link. Anything else there is
-// removed, never written through (a symlink); a .git directory is left, and removal fails.
+// replaced, never written through (a symlink); a .git directory is left, and removal fails.
 func relink(path, admin string) error {
 	dotGit := filepath.Join(path, ".git")
 	fi, err := os.Lstat(dotGit)
 	switch {
-	case err == nil && fi.IsDir():
+	case err == nil && fi.IsDir(), pointsTo(dotGit, admin):
 		return nil
-	case err == nil && fi.Mode().IsRegular() && pointsTo(dotGit, admin):
-		return nil
-	case err == nil:
-		if err := os.Remove(dotGit); err != nil {
-			return err
-		}
-	case !os.IsNotExist(err):
+	case err != nil && !os.IsNotExist(err):
 		return err
 	}
-	f, err := os.OpenFile(dotGit, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(f, "gitdir: %s\n", admin)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return replaceFile(dotGit, strings.NewReader("gitdir: "+admin+"\n"))
 }
 
 // pointsTo says whether dotGit is a regular .git file naming admin (readLink reads no pipe).

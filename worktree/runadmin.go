@@ -145,13 +145,13 @@ func (m *Manager) vanished(admin string) bool {
 	return true
 }
 
-// gitdirPath is the .git file a gitdir line names: absolute, or relative to the git
-// directory admin (git's worktree.useRelativePaths).
-func gitdirPath(admin, line string) string {
+// gitdirPath is the path a line of a git link file in dir (gitdir, commondir, .git) names:
+// absolute, or relative to dir (git's worktree.useRelativePaths).
+func gitdirPath(dir, line string) string {
 	if filepath.IsAbs(line) {
 		return line
 	}
-	return filepath.Join(admin, line)
+	return filepath.Join(dir, line)
 }
 
 // lockedByNorma says the git directory admin is locked with one of git-norma's reasons.
