@@ -77,26 +77,22 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 			moved = err == nil
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		<-tree
-		return out, err
-	}
-	if !moved {
+	err := ctx.Err()
+	if err == nil && !moved {
 		// Missing or broken (its git directory pruned, its .git file gone, an index.lock a
 		// killed git left): nothing in it is anyone's work, so it is made again from scratch.
-		if err := locked(func() error { return m.addCheckTree(ctx, o) }); err != nil {
-			<-tree
-			return out, err
+		if err = locked(func() error { return m.addCheckTree(ctx, o) }); err == nil {
+			if err = m.SetUp(ctx, o.Path, o.Setup); err != nil {
+				// Removed, so that the next check sets it up again instead of using it half made.
+				_ = locked(func() error { return m.RemoveCheckTree(context.WithoutCancel(ctx), o.Path) })
+			}
 		}
-		if err := m.SetUp(ctx, o.Path, o.Setup); err != nil {
-			<-tree
-			// Removed, so that the next check sets it up again instead of using it half made.
-			_ = locked(func() error { return m.RemoveCheckTree(context.WithoutCancel(ctx), o.Path) })
-			return out, err
-		}
-		out.Created = true
+		out.Created = err == nil
 	}
-	err := <-tree // before out is read: out.Tree is the goroutine's
+	// Waited for before out is read (out.Tree is the goroutine's); the first error wins.
+	if treeErr := <-tree; err == nil {
+		err = treeErr
+	}
 	return out, err
 }
 
