@@ -19,14 +19,11 @@ import (
 // ownGitDirName is git-norma's own git directory beside the run worktree (.norma/runs/<run>/git).
 const ownGitDirName = "git"
 
-// ownGitDirOf is where git-norma's own git directory for the worktree at path goes.
-func ownGitDirOf(path string) string { return filepath.Join(filepath.Dir(path), ownGitDirName) }
-
 // makeOwnGitDir makes git-norma's own git directory for the worktree at path from its git
 // directory admin; fresh says git has just made admin (nothing ran there since). Otherwise an
 // existing one is kept, and one is made only for an older git-norma's worktree.
 func makeOwnGitDir(path, admin, common string, fresh bool) (string, error) {
-	own := ownGitDirOf(path)
+	own := filepath.Join(filepath.Dir(path), ownGitDirName)
 	if !fresh {
 		if st, err := os.Lstat(filepath.Join(own, "HEAD")); err == nil && st.Mode().IsRegular() {
 			return own, nil
