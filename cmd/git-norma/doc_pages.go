@@ -11,7 +11,7 @@ import (
 )
 
 // page is one manual page, built from the kong model and the prose, rendered as roff for man
-// (man_render.go) or as text for `git norma help`.
+// (doc_render.go) or as text for `git norma help`.
 type page struct {
 	name     string // git-norma-run
 	section  int    // 1 or 5
