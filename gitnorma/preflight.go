@@ -119,7 +119,7 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 	if _, err := a.Repo.Git.ResolveCommit(ctx, "refs/heads/"+target); err != nil {
 		// Only the branch HEAD is on can be unborn; any other branch that does not resolve is
 		// simply not there (a typo in target_branch, or deleted since).
-		if head, _ := a.Repo.Git.HeadRef(ctx); head == "refs/heads/"+target {
+		if head, _ := a.Repo.Git.SymbolicRef(ctx, "HEAD"); head == "refs/heads/"+target {
 			return "", fatalf("make a first commit: git commit --allow-empty -m 'initial commit'",
 				"target branch %s has no commits yet", target)
 		}

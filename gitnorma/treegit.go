@@ -35,7 +35,7 @@ const filterDriverKeys = `^(filter\..+\.(clean|smudge|process)|includeif\..+\.pa
 // when git-lfs is a driver (a confined git-lfs could not make it), and git-annex's.
 func (r *Repo) filterDrivers(ctx context.Context) (names, stores []string) {
 	r.filterDriversOnce.Do(func() {
-		out, err := r.Git.Output(ctx, "config", "--get-regexp", filterDriverKeys)
+		out, err := r.Git.ConfigMatching(ctx, filterDriverKeys)
 		if err != nil && git.ExitCodeOf(err) != 1 {
 			r.filterDriverNames = []string{""}
 		}

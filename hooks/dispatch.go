@@ -68,7 +68,7 @@ func mergedCommits(ctx context.Context, inv Invocation) []string {
 			shas = append(shas, strings.TrimPrefix(name, "GITHEAD_"))
 		}
 	}
-	if path, err := inv.Git.Output(ctx, "rev-parse", "--path-format=absolute", "--git-path", "MERGE_HEAD"); err == nil {
+	if path, err := inv.Git.GitPath(ctx, "MERGE_HEAD"); err == nil {
 		if data, err := os.ReadFile(path); err == nil {
 			shas = append(shas, strings.Fields(string(data))...)
 		}

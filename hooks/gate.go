@@ -61,7 +61,7 @@ func (g Gate) Published(ctx context.Context, remote string) []string {
 	if g.Target != "" {
 		want = append(want, prefix+g.Target)
 	}
-	if head, err := g.Git.Output(ctx, "symbolic-ref", "-q", prefix+"HEAD"); err == nil && strings.HasPrefix(head, prefix) {
+	if head, err := g.Git.SymbolicRef(ctx, prefix+"HEAD"); err == nil && strings.HasPrefix(head, prefix) {
 		want = append(want, head)
 	}
 	published := g.existing(ctx, prefix, want)
@@ -111,11 +111,6 @@ func (g Gate) TaskOf(ref string) string {
 	return ""
 }
 
-// stepTrailers is the rev-list format that prints each commit with its Norma-Task and
-// Norma-Role trailers: an orchestrator step commit carries both (a landing commit has no
-// Norma-Role).
-const stepTrailers = "--format=%H%x1f%(trailers:key=Norma-Task,key=Norma-Role,separator=%x1f)"
-
 // Refused finds the task work among the commits reachable from tips and not from over
 // (rev-list arguments), and lists, one line per task, the work no recorded PASS covers.
 //
@@ -129,8 +124,7 @@ const stepTrailers = "--format=%H%x1f%(trailers:key=Norma-Task,key=Norma-Role,se
 // it is, or is reachable from, a commit with a recorded PASS of that task among the same
 // commits. Only the new commits are walked, never the whole history.
 func (g Gate) Refused(ctx context.Context, tips, over []string) ([]string, error) {
-	args := append([]string{"rev-list", "--topo-order", stepTrailers}, tips...)
-	out, err := g.Git.Output(ctx, append(append(args, "--not"), over...)...)
+	commits, err := g.Git.TrailersOf(ctx, []string{"Norma-Task", "Norma-Role"}, tips, over)
 	if err != nil {
 		return nil, err
 	}
@@ -142,14 +136,10 @@ func (g Gate) Refused(ctx context.Context, tips, over []string) ([]string, error
 		}
 		work[task][sha] = true
 	}
-	for _, line := range strings.Split(out, "\n") {
-		sha, trailers, ok := strings.Cut(line, "\x1f")
-		if !ok {
-			continue // rev-list's "commit <sha>" line
-		}
-		order[sha] = len(order)
-		if task := stepCommitTask(trailers); task != "" {
-			add(task, sha)
+	for _, c := range commits {
+		order[c.ID] = len(order)
+		if task := stepCommitTask(c.Trailers); task != "" {
+			add(task, c.ID)
 		}
 	}
 	if len(order) == 0 {
@@ -198,11 +188,11 @@ func (g Gate) covered(ctx context.Context, passed, over []string) (map[string]bo
 	if len(passed) == 0 {
 		return covered, nil
 	}
-	below, err := g.Git.Output(ctx, append(append(append([]string{"rev-list"}, passed...), "--not"), over...)...)
+	below, err := g.Git.Commits(ctx, passed, over)
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range strings.Fields(below) {
+	for _, c := range below {
 		covered[c] = true
 	}
 	return covered, nil
@@ -218,20 +208,17 @@ func (g Gate) Unverified(ctx context.Context, task, sha string) string {
 	return v.why(g.BranchPrefix+task, sha)
 }
 
-// stepCommitTask is the task of an orchestrator step commit, from its trailers ("" for any
-// other commit).
-func stepCommitTask(trailers string) string {
+// stepCommitTask is the task of an orchestrator step commit, from its Norma-Task and
+// Norma-Role trailers: a step commit carries both, a landing commit no Norma-Role ("" for
+// any commit but a step commit).
+func stepCommitTask(trailers []git.Trailer) string {
 	var task string
 	role := false
-	for _, t := range strings.Split(trailers, "\x1f") {
-		key, val, ok := strings.Cut(t, ":")
-		if !ok {
-			continue
-		}
+	for _, t := range trailers {
 		switch {
-		case strings.EqualFold(strings.TrimSpace(key), "Norma-Task"):
-			task = strings.TrimSpace(val)
-		case strings.EqualFold(strings.TrimSpace(key), "Norma-Role"):
+		case strings.EqualFold(t.Key, "Norma-Task"):
+			task = t.Value
+		case strings.EqualFold(t.Key, "Norma-Role"):
 			role = true
 		}
 	}
@@ -249,26 +236,21 @@ func (g Gate) madeOnTaskBranches(ctx context.Context, branches int) (made map[st
 	if branches == 0 {
 		return made, seen // with no ref to walk, log -g would walk HEAD's reflog
 	}
-	out, err := g.Git.Output(ctx, "-c", "log.showSignature=false", "log", "-g", "--format=%gd%x1f%H%x1f%gs", "--glob=refs/heads/"+g.BranchPrefix+"*")
+	entries, err := g.Git.Reflogs(ctx, "refs/heads/"+g.BranchPrefix+"*")
 	if err != nil {
 		return made, seen
 	}
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.SplitN(line, "\x1f", 3)
-		if len(f) != 3 {
-			continue
-		}
-		ref, _, _ := strings.Cut(strings.TrimPrefix(f[0], "refs/heads/"), "@{")
-		task, ok := strings.CutPrefix(ref, g.BranchPrefix)
+	for _, e := range entries {
+		task, ok := strings.CutPrefix(strings.TrimPrefix(e.Ref, "refs/heads/"), g.BranchPrefix)
 		if !ok {
 			continue
 		}
 		if seen[task] == nil {
 			seen[task] = map[string]bool{}
 		}
-		seen[task][f[1]] = true
-		if madeThere(f[2]) {
-			made[task] = append(made[task], f[1])
+		seen[task][e.ID] = true
+		if madeThere(e.Message) {
+			made[task] = append(made[task], e.ID)
 		}
 	}
 	return made, seen

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,10 +40,11 @@ func TestMadeThere(t *testing.T) {
 // Only an orchestrator step commit (Norma-Task and Norma-Role) names its task; a landing
 // commit (no Norma-Role) and a plain commit do not.
 func TestStepCommitTask(t *testing.T) {
-	assert.Equal(t, "norma-ab12", stepCommitTask("Norma-Task: norma-ab12\x1fNorma-Role: do"))
-	assert.Equal(t, "norma-ab12", stepCommitTask("norma-role: act\x1fnorma-task: norma-ab12"))
-	assert.Equal(t, "", stepCommitTask("Norma-Task: norma-ab12"), "a landing commit")
-	assert.Equal(t, "", stepCommitTask(""))
+	task, role := git.Trailer{Key: "Norma-Task", Value: "norma-ab12"}, git.Trailer{Key: "Norma-Role", Value: "do"}
+	assert.Equal(t, "norma-ab12", stepCommitTask([]git.Trailer{task, role}))
+	assert.Equal(t, "norma-ab12", stepCommitTask([]git.Trailer{{Key: "norma-role", Value: "act"}, {Key: "norma-task", Value: "norma-ab12"}}))
+	assert.Equal(t, "", stepCommitTask([]git.Trailer{task}), "a landing commit")
+	assert.Equal(t, "", stepCommitTask(nil))
 }
 
 // records is the application's store as the gate sees it, for a repository whose task
@@ -100,6 +102,10 @@ func TestGateRefusesTaskWorkNoPassCovers(t *testing.T) {
 	refused, err = g.Refused(ctx, []string{mine}, []string{base})
 	require.NoError(t, err)
 	assert.Empty(t, refused, "a task branch's fork point is not its work")
+	repo.Must("tag", "norma/task/t-2") // git's short name for the branch is now heads/norma/task/t-2
+	refused, err = g.Refused(ctx, []string{mine}, []string{base})
+	require.NoError(t, err)
+	assert.Empty(t, refused, "the branch's reflog is read under a tag of the same name")
 	repo.Must("switch", "-q", "norma/task/t-2")
 	hand := repo.Commit("by hand on t-2")
 	refused, err = g.Refused(ctx, []string{hand}, []string{base})

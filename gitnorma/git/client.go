@@ -49,9 +49,10 @@ func (r Runner) CurrentBranch(ctx context.Context) (string, error) {
 	return r.Output(ctx, "symbolic-ref", "-q", "--short", "HEAD")
 }
 
-// HeadRef is the full name of the ref HEAD is on (refs/heads/...); an error when detached.
-func (r Runner) HeadRef(ctx context.Context) (string, error) {
-	return r.Output(ctx, "symbolic-ref", "-q", "HEAD")
+// SymbolicRef is the full name of the ref the symbolic ref name points at (HEAD: the branch
+// it is on); an error when name is not a symbolic ref (a detached HEAD).
+func (r Runner) SymbolicRef(ctx context.Context, name string) (string, error) {
+	return r.Output(ctx, "symbolic-ref", "-q", name)
 }
 
 // ValidBranchName says whether name may name a branch (check-ref-format --branch).
@@ -73,6 +74,29 @@ func (r Runner) GitPath(ctx context.Context, name string) (string, error) {
 // Config is the value of key in the repository's configuration; an error when unset.
 func (r Runner) Config(ctx context.Context, key string) (string, error) {
 	return r.Output(ctx, "config", "--get", key)
+}
+
+// ConfigMatching is every setting whose key matches the regular expression pattern, one a
+// line, "key value" (config --get-regexp; exit code 1 when none matches).
+func (r Runner) ConfigMatching(ctx context.Context, pattern string) (string, error) {
+	return r.Output(ctx, "config", "--get-regexp", pattern)
+}
+
+// ConfigFiles are the files the settings in force come from, includes followed, one entry per
+// setting in the order git reads them (config --includes --list --show-origin).
+func (r Runner) ConfigFiles(ctx context.Context) ([]string, error) {
+	out, err := r.Output(ctx, "config", "--includes", "--list", "--show-origin", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	// -z prints each setting as origin NUL key NEWLINE value NUL.
+	for i, field := range strings.Split(out, "\x00") {
+		if path, ok := strings.CutPrefix(field, "file:"); i%2 == 0 && ok && path != "" {
+			files = append(files, path)
+		}
+	}
+	return files, nil
 }
 
 // ConfigAll is every value of a multi-valued key, one a line.
@@ -337,4 +361,71 @@ func (r Runner) Commits(ctx context.Context, include, exclude []string) ([]strin
 	args := append(append([]string{"rev-list"}, include...), "--not")
 	out, err := r.Output(ctx, append(args, exclude...)...)
 	return strings.Fields(out), err
+}
+
+// CommitTrailers is a commit and those of its message's trailers that were asked for.
+type CommitTrailers struct {
+	ID       string
+	Trailers []Trailer // in the message's order
+}
+
+// Trailer is one "Key: value" trailer of a commit message, the key as the message spells it.
+type Trailer struct {
+	Key, Value string
+}
+
+// TrailersOf lists the commits reachable from include and not from exclude, newest first in
+// topological order, each with its trailers whose key is among keys (matched as git does,
+// ignoring case).
+func (r Runner) TrailersOf(ctx context.Context, keys, include, exclude []string) ([]CommitTrailers, error) {
+	format := "--format=%H%x1f%(trailers:"
+	for _, k := range keys {
+		format += "key=" + k + ","
+	}
+	args := append([]string{"rev-list", "--topo-order", format + "separator=%x1f)"}, include...)
+	out, err := r.Output(ctx, append(append(args, "--not"), exclude...)...)
+	if err != nil {
+		return nil, err
+	}
+	var commits []CommitTrailers
+	for _, line := range strings.Split(out, "\n") {
+		id, trailers, ok := strings.Cut(line, "\x1f")
+		if !ok {
+			continue // rev-list's "commit <id>" line
+		}
+		c := CommitTrailers{ID: id}
+		for _, t := range strings.Split(trailers, "\x1f") {
+			if key, value, ok := strings.Cut(t, ":"); ok {
+				c.Trailers = append(c.Trailers, Trailer{Key: strings.TrimSpace(key), Value: strings.TrimSpace(value)})
+			}
+		}
+		commits = append(commits, c)
+	}
+	return commits, nil
+}
+
+// ReflogEntry is one entry of a ref's reflog: the ref's full name, the commit it moved to, and
+// git's message for the move ("commit: ...", "reset: moving to ...").
+type ReflogEntry struct {
+	Ref, ID, Message string
+}
+
+// Reflogs lists the reflog entries of the refs matching glob (log -g --glob), each ref's
+// newest first. Signatures are not shown, whatever log.showSignature says: their output would
+// be mixed into the entries.
+func (r Runner) Reflogs(ctx context.Context, glob string) ([]ReflogEntry, error) {
+	out, err := r.Output(ctx, "-c", "log.showSignature=false", "log", "-g", "--format=%gD%x1f%H%x1f%gs", "--glob="+glob)
+	if err != nil {
+		return nil, err
+	}
+	var entries []ReflogEntry
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.SplitN(line, "\x1f", 3)
+		if len(f) != 3 {
+			continue
+		}
+		ref, _, _ := strings.Cut(f[0], "@{")
+		entries = append(entries, ReflogEntry{Ref: ref, ID: f[1], Message: f[2]})
+	}
+	return entries, nil
 }

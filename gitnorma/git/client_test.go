@@ -41,7 +41,7 @@ func TestClientReads(t *testing.T) {
 	branch, err := r.Git.CurrentBranch(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "main", branch)
-	ref, err := r.Git.HeadRef(ctx)
+	ref, err := r.Git.SymbolicRef(ctx, "HEAD")
 	require.NoError(t, err)
 	assert.Equal(t, "refs/heads/main", ref)
 	assert.Error(t, r.Git.ValidBranchName(ctx, "no..dots"))
@@ -96,6 +96,57 @@ func TestClientRefChanges(t *testing.T) {
 	data, err = os.ReadFile(config)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "b =")
+}
+
+// The history reads come back typed: each new commit with the trailers asked for (any case,
+// the rest left out), newest first; a branch's reflog with how each move happened, whatever
+// log.showSignature says.
+func TestClientHistoryReads(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRepo(t)
+	base := r.Must("rev-parse", "HEAD")
+	r.Must("config", "log.showSignature", "true")
+	r.Must("checkout", "-q", "-b", "norma/task/t-1")
+	step := r.Commit("step\n\nnorma-task: t-1\nNorma-Role: do\nNorma-Run: r-1")
+	plain := r.Commit("plain")
+
+	commits, err := r.Git.TrailersOf(ctx, []string{"Norma-Task", "Norma-Role"}, []string{"HEAD"}, []string{base})
+	require.NoError(t, err)
+	assert.Equal(t, []git.CommitTrailers{
+		{ID: plain},
+		{ID: step, Trailers: []git.Trailer{{Key: "norma-task", Value: "t-1"}, {Key: "Norma-Role", Value: "do"}}},
+	}, commits)
+
+	entries, err := r.Git.Reflogs(ctx, "refs/heads/norma/task/*")
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	assert.Equal(t, git.ReflogEntry{Ref: "refs/heads/norma/task/t-1", ID: plain, Message: "commit: plain"}, entries[0])
+	assert.Equal(t, step, entries[1].ID)
+	assert.True(t, strings.HasPrefix(entries[2].Message, "branch: Created from"), entries[2].Message)
+	entries, err = r.Git.Reflogs(ctx, "refs/heads/none/*")
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
+
+// The config reads name what is in force: the keys matching a pattern, and the files the
+// settings come from, includes followed.
+func TestClientConfigReads(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRepo(t)
+	included := filepath.Join(t.TempDir(), "included")
+	require.NoError(t, os.WriteFile(included, []byte("[filter \"x\"]\n\tclean = cat\n"), 0o644))
+	r.Must("config", "include.path", included)
+
+	out, err := r.Git.ConfigMatching(ctx, `^filter\..+\.clean$`)
+	require.NoError(t, err)
+	assert.Equal(t, "filter.x.clean cat", out)
+	_, err = r.Git.ConfigMatching(ctx, `^nothing\.`)
+	assert.Equal(t, 1, git.ExitCodeOf(err), "none matches")
+
+	files, err := r.Git.ConfigFiles(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, files, included)
+	assert.Contains(t, files, ".git/config", "the repository's own, as git names it from inside")
 }
 
 // A config text reads as git reads it: sections, subsections old and new, keys without a

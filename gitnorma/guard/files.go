@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/git-norma/git-norma/loop"
 )
@@ -121,7 +120,7 @@ func (g *Guard) configPaths() []string {
 // repository — settings there name filter drivers and hooks as well. An include added during
 // the step is a change of the including file's own keys.
 func (g *Guard) includedConfigs(ctx context.Context) []string {
-	out, err := g.Git.In("/").Output(ctx, "config", "--includes", "--list", "--show-origin", "-z")
+	files, err := g.Git.In("/").ConfigFiles(ctx)
 	if err != nil {
 		return nil
 	}
@@ -130,9 +129,8 @@ func (g *Guard) includedConfigs(ctx context.Context) []string {
 		seen[p] = true
 	}
 	var paths []string
-	for i, field := range strings.Split(out, "\x00") {
-		path, ok := strings.CutPrefix(field, "file:")
-		if i%2 == 0 && ok && path != "" && !seen[path] {
+	for _, path := range files {
+		if !seen[path] {
 			seen[path] = true
 			paths = append(paths, path)
 		}
