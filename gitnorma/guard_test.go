@@ -151,8 +151,13 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap))
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
-	require.NoError(t, st.SetKV(ctx, "r-1", "fork_point", "forged"))
+	require.NoError(t, st.SetKV(ctx, "r-1", "branch", "forged"))
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "the extras count too")
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
+	_, err = st.DB().ExecContext(ctx, `UPDATE runs SET redo = 1 WHERE run_id = 'r-1'`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "a forged --force, which lands over an earlier landing")
 
 	// a step's output, which landing reads its criteria from
 	require.NoError(t, st.CommitStep(ctx, store.StepCommit{Step: store.Step{RunID: "r-1", Index: 1, Role: "plan", Iteration: 1,

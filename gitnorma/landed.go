@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,10 +18,6 @@ import (
 // StatusAlreadyLanded is the report status of a run that did not run: its task's work is
 // already on the target, so the task was closed instead (run --force redoes it).
 const StatusAlreadyLanded = "already_landed"
-
-// kvRedo marks a run made with --force: its landing goes ahead even though an earlier
-// landing of the task is on the target.
-const kvRedo = "redo"
 
 // clockSkew widens the history walk for a task's landing: a commit made on another machine
 // can carry a date slightly before the task's creation time on this one.
@@ -155,12 +150,11 @@ func (r *run) alreadyLanded(ctx context.Context, p priorLanding) (RunReport, err
 // earlierLanding is the landing of req's task already on the target, unless req's run redoes
 // the task on purpose (--force).
 func (ld *lander) earlierLanding(ctx context.Context, st *store.Store, req landRequest) (priorLanding, error) {
-	kv, err := st.KV(ctx, req.runID)
+	run, err := st.Run(ctx, req.runID)
 	if err != nil {
 		return priorLanding{}, err
 	}
-	var redo bool
-	if json.Unmarshal(kv[kvRedo], &redo) == nil && redo {
+	if run.Redo {
 		return priorLanding{}, nil
 	}
 	return ld.landedBefore(ctx, st, req.task, req.target)

@@ -2,7 +2,6 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -144,18 +143,6 @@ func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, h
 	return nil
 }
 
-// kvForkPoint records, per run, the target commit its task branch was built on.
-const kvForkPoint = "fork_point"
-
-// forkPoint is where a run's task branch stood: Base, the target commit it contained when
-// the run started, on branch Target; Started, whether the run (re)started the branch from the
-// target, so no run before it contributed to it.
-type forkPoint struct {
-	Base    string `json:"base"`
-	Started bool   `json:"started"`
-	Target  string `json:"target,omitempty"`
-}
-
 // checkForkPoints refuses to land a branch built on target commits the target no longer has:
 // when the user amended, reset or rebased the target since, the merge would bring back, in
 // the squash commit, what the user took out (a secret committed by mistake, say). The fork
@@ -168,12 +155,8 @@ func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req land
 	}
 	checked := map[string]bool{}
 	for _, rec := range runs {
-		kv, err := st.KV(ctx, rec.ID)
-		if err != nil {
-			return err
-		}
-		var fp forkPoint
-		if json.Unmarshal(kv[kvForkPoint], &fp) != nil || fp.Base == "" {
+		fp := rec.Fork
+		if fp.Base == "" {
 			continue // a run from before fork points were recorded, or one that never started
 		}
 		if !checked[fp.Base] {
@@ -189,7 +172,7 @@ func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req land
 	return nil
 }
 
-func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp forkPoint, head string) error {
+func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp store.ForkPoint, head string) error {
 	base := fp.Base
 	onTarget, err := ld.repo.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
 	if err != nil || onTarget {

@@ -273,15 +273,10 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	}
 	err := r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,
-		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID, Actor: actor,
+		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID, Actor: actor, Redo: r.forced,
 	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
 	if err != nil {
 		return err
-	}
-	if r.forced {
-		if err := r.st.SetKV(ctx, r.id, kvRedo, true); err != nil {
-			return err
-		}
 	}
 	if takenOver := lock.Previous; takenOver.PID != 0 {
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.started, Type: "lock_taken_over",
@@ -305,7 +300,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 		return err
 	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp)
-	if err := r.st.SetKV(ctx, r.id, kvForkPoint, forkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
+	if err := r.st.SetForkPoint(ctx, r.id, store.ForkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
 	}
 	// The intent first: a kill between the claim and its record leaves a claim the store knows.

@@ -2,11 +2,9 @@ package gitnorma
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,20 +12,19 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/store"
 )
 
-// kvGuardViolation is the run metadata key of a guard violation: an agent of that run wrote
-// where no agent may. It stays pending — run and loop refuse to start — until the user has
+// violationEvent is the event type of a guard violation: an agent of the run wrote where no
+// agent may. The violation stays pending — run and loop refuse to start — until the user has
 // seen it and cleared it with git norma resume (or starts a run with --force).
-const kvGuardViolation = "guard_violation"
+const violationEvent = "guard_violation"
 
-// guardViolation is what the store keeps of a violation.
+// guardViolation is a violation as its event's data, status and resume show it.
 type guardViolation struct {
-	TaskID    string     `json:"task_id"`
-	Paths     []string   `json:"paths"`
-	At        time.Time  `json:"at"`
-	ClearedAt *time.Time `json:"cleared_at,omitempty"`
+	TaskID string    `json:"task_id"`
+	Paths  []string  `json:"paths"`
+	At     time.Time `json:"at"`
 }
 
-// Violation is a guard violation the user has not cleared yet (ClearedAt nil).
+// Violation is a guard violation the user has not cleared yet.
 type Violation struct {
 	RunID string `json:"run_id"`
 	guardViolation
@@ -44,8 +41,8 @@ func recordViolation(ctx context.Context, g *guard.Guard, paths []string) {
 		return
 	}
 	v := guardViolation{TaskID: g.TaskID, Paths: paths, At: g.Now()}
-	_ = g.Store.SetKV(ctx, g.RunID, kvGuardViolation, v)
-	_ = g.Store.AppendEvent(ctx, g.RunID, store.Event{TS: v.At, Type: kvGuardViolation,
+	_ = g.Store.RecordViolation(ctx, store.Violation{RunID: g.RunID, TaskID: v.TaskID, Paths: paths, At: v.At})
+	_ = g.Store.AppendEvent(ctx, g.RunID, store.Event{TS: v.At, Type: violationEvent,
 		Message: "an agent wrote outside the places it may write: " + strings.Join(paths, ", "), Data: v})
 }
 
@@ -65,19 +62,14 @@ func (r *Repo) withStore(ctx context.Context, fn func(*store.Store) error) error
 
 // pendingViolations lists the guard violations not cleared yet, oldest first.
 func pendingViolations(ctx context.Context, st *store.Store) ([]Violation, error) {
-	all, err := st.KVWithKey(ctx, kvGuardViolation)
+	all, err := st.PendingViolations(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Violation
-	for runID, raw := range all {
-		var v guardViolation
-		if json.Unmarshal(raw, &v) != nil || v.ClearedAt != nil {
-			continue
-		}
-		out = append(out, Violation{RunID: runID, guardViolation: v})
+	for _, v := range all {
+		out = append(out, Violation{RunID: v.RunID, guardViolation: guardViolation{TaskID: v.TaskID, Paths: v.Paths, At: v.At}})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].RunID < out[j].RunID })
 	return out, nil
 }
 
@@ -104,9 +96,7 @@ func (r *Repo) ClearViolations(ctx context.Context, now time.Time) ([]Violation,
 			return err
 		}
 		for _, v := range pending {
-			rec := v.guardViolation
-			rec.ClearedAt = &now
-			if err := st.SetKV(ctx, v.RunID, kvGuardViolation, rec); err != nil {
+			if err := st.ClearViolation(ctx, v.RunID, now); err != nil {
 				return err
 			}
 			_ = st.AppendEvent(ctx, v.RunID, store.Event{TS: now, Type: "guard_violation_cleared", Message: "cleared by git norma resume"})
@@ -175,10 +165,12 @@ const guardPendingFile = "guard-pending"
 // undone, so no run starts until the user has looked (git norma resume).
 func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	mark := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), guardPendingFile)
-	_, err := os.Stat(mark)
-	kv, _ := r.st.KV(ctx, dead.ID)
-	if err != nil && string(kv[kvGuardPending]) != "true" {
-		return
+	// The row is read again: the list it came from was read before the run was known dead,
+	// and the run may have marked a step pending after it.
+	if _, err := os.Stat(mark); err != nil {
+		if now, err := r.st.Run(ctx, dead.ID); err != nil || !now.GuardPending {
+			return
+		}
 	}
 	g := &guard.Guard{Places: r.app.Repo.guarded(), Now: r.app.Now, Store: r.st, RunID: dead.ID, TaskID: dead.TaskID}
 	recordViolation(ctx, g, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
@@ -186,12 +178,10 @@ func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	markPending(ctx, g, false)
 }
 
-// kvGuardPending is guardPendingFile's copy in the store.
-const kvGuardPending = "guard_pending"
-
-// markPending records in the store whether an unconfined agent's step awaits the guard.
+// markPending records in the store (guardPendingFile's copy there) whether an unconfined
+// agent's step awaits the guard.
 func markPending(ctx context.Context, g *guard.Guard, pending bool) {
 	if g != nil && g.Store != nil {
-		_ = g.Store.SetKV(context.WithoutCancel(ctx), g.RunID, kvGuardPending, pending)
+		_ = g.Store.SetGuardPending(context.WithoutCancel(ctx), g.RunID, pending)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TaskRecords is what the store says about one run and every run of its task — the runs'
-// rows, their steps and their metadata — as a digest per run. While a run holds its task's
+// rows, their steps, their metadata and their guard violations — as a digest per run. While a run holds its task's
 // lock nobody but that run writes these (landing, checks and the other runs of a parallel loop
 // write their own runs; retention only deletes finished ones), so a run that appears or
 // changes without the run writing it is forged. Events are left out: mirrors append them at
@@ -24,12 +24,14 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 		`SELECT run_id, kind, created_at, goal, status, iteration, current_step_index, coalesce(verdict, ''), run_dir,
 			coalesce(task_id, ''), coalesce(stop_reason, ''), coalesce(ended_at, ''), coalesce(head, ''),
 			coalesce(pass_head, ''), coalesce(pass_tree, ''), coalesce(landed_commit, ''), coalesce(claim, ''),
-			coalesce(actor, '')
+			coalesce(actor, ''), redo, coalesce(fork_base, ''), fork_started, coalesce(fork_target, ''), guard_pending
 			FROM runs WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
 		`SELECT run_id, step_index, role, iteration, status, step_dir, started_at, coalesce(ended_at, ''), coalesce(summary, ''),
 			coalesce(output_json, '')
 			FROM steps WHERE run_id IN (` + runsOf + `) ORDER BY run_id, step_index`,
 		`SELECT run_id, key, value_json FROM kv_run WHERE run_id IN (` + runsOf + `) ORDER BY run_id, key`,
+		`SELECT run_id, task_id, paths_json, at, coalesce(cleared_at, '') FROM guard_violations
+			WHERE run_id IN (` + runsOf + `) ORDER BY run_id`,
 	}
 	hashes := map[string]hash.Hash{}
 	for i, q := range queries {
@@ -77,7 +79,7 @@ func (s *Store) TaskRecords(ctx context.Context, runID, taskID string) (TaskReco
 func (s *Store) RemoveRuns(ctx context.Context, runIDs []string) error {
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		for _, id := range runIDs {
-			for _, table := range []string{"events", "kv_run", "steps", "runs"} {
+			for _, table := range []string{"events", "kv_run", "guard_violations", "steps", "runs"} {
 				if _, err := conn.ExecContext(ctx, `DELETE FROM `+table+` WHERE run_id = ?`, id); err != nil {
 					return fmt.Errorf("store: remove run %s: %w", id, err)
 				}

@@ -18,17 +18,7 @@ func (s *Store) SetKV(ctx context.Context, runID, key string, value any) error {
 // KV returns all metadata of a run as raw JSON, for the caller that knows each value's type to
 // decode. A run without metadata yields an empty, non-nil map.
 func (s *Store) KV(ctx context.Context, runID string) (map[string]json.RawMessage, error) {
-	return s.valuesBy(ctx, `SELECT key, value_json FROM kv_run WHERE run_id = ?`, runID)
-}
-
-// KVWithKey returns every run's value of one metadata key, by run id.
-func (s *Store) KVWithKey(ctx context.Context, key string) (map[string]json.RawMessage, error) {
-	return s.valuesBy(ctx, `SELECT run_id, value_json FROM kv_run WHERE key = ?`, key)
-}
-
-// valuesBy maps the first column of query's rows to the second, a JSON value.
-func (s *Store) valuesBy(ctx context.Context, query, arg string) (map[string]json.RawMessage, error) {
-	rows, err := s.db.QueryContext(ctx, query, arg)
+	rows, err := s.db.QueryContext(ctx, `SELECT key, value_json FROM kv_run WHERE run_id = ?`, runID)
 	if err != nil {
 		return nil, err
 	}

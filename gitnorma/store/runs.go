@@ -58,6 +58,22 @@ type Run struct {
 	// Actor is who the claim was made as (the tracker's assignee for it); "" for the embedded
 	// backlog, whose claims carry none, and for runs of older versions.
 	Actor string
+	// Redo marks a run made with --force: its landing goes ahead even though an earlier
+	// landing of its task is on the target.
+	Redo bool
+	// Fork is where the run's task branch stood when the run started (see SetForkPoint).
+	Fork ForkPoint
+	// GuardPending says an unconfined agent's step of the run has not been looked after by the
+	// fallback guard yet.
+	GuardPending bool
+}
+
+// ForkPoint is where a run's task branch stood: Base, the target commit it contained when the
+// run started ("" when not recorded), on branch Target; Started, whether the run (re)started
+// the branch from the target, so that no run before it contributed to it.
+type ForkPoint struct {
+	Base, Target string
+	Started      bool
 }
 
 // CreateRun records a new run, its kv extras and a "run_started" event in one transaction, so
@@ -76,11 +92,11 @@ func (s *Store) CreateRun(ctx context.Context, r Run, kv map[string]any) error {
 	r.CreatedAt = nowOr(r.CreatedAt)
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO runs(run_id, kind, created_at, goal, status, iteration,
-			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head, actor)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			current_step_index, verdict, run_dir, task_id, stop_reason, ended_at, head, actor, redo)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			r.ID, r.Kind, FormatTime(r.CreatedAt), r.Goal, r.Status, r.Iteration, r.CurrentStepIndex,
 			nullString(r.Verdict), r.RunDir, nullString(r.TaskID), nullString(r.StopReason), nullTime(r.EndedAt),
-			nullString(r.Head), nullString(r.Actor)); err != nil {
+			nullString(r.Head), nullString(r.Actor), r.Redo); err != nil {
 			return fmt.Errorf("store: create run %s: %w", r.ID, err)
 		}
 		for k, v := range kv {
@@ -137,6 +153,17 @@ func (s *Store) SetClaim(ctx context.Context, runID, claim string) error {
 	return s.setColumns(ctx, runID, "claim = ?", nullString(claim))
 }
 
+// SetForkPoint records where the run's task branch stood when the run started.
+func (s *Store) SetForkPoint(ctx context.Context, runID string, fp ForkPoint) error {
+	return s.setColumns(ctx, runID, "fork_base = ?, fork_started = ?, fork_target = ?", nullString(fp.Base), fp.Started, nullString(fp.Target))
+}
+
+// SetGuardPending records whether an unconfined agent's step of the run awaits the fallback
+// guard.
+func (s *Store) SetGuardPending(ctx context.Context, runID string, pending bool) error {
+	return s.setColumns(ctx, runID, "guard_pending = ?", pending)
+}
+
 func (s *Store) setColumns(ctx context.Context, runID, set string, args ...any) error {
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		res, err := conn.ExecContext(ctx, `UPDATE runs SET `+set+` WHERE run_id = ?`, append(args, runID)...)
@@ -174,7 +201,8 @@ func mustAffect(res sql.Result, runID string) error {
 }
 
 const runSelect = `SELECT run_id, kind, created_at, goal, status, iteration, current_step_index,
-	verdict, run_dir, task_id, stop_reason, ended_at, head, pass_head, pass_tree, landed_commit, claim, actor
+	verdict, run_dir, task_id, stop_reason, ended_at, head, pass_head, pass_tree, landed_commit, claim, actor,
+	redo, fork_base, fork_started, fork_target, guard_pending
 FROM runs
 `
 
@@ -242,9 +270,11 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]Run
 			created                                  string
 			verdict, task, stop, ended, head         sql.NullString
 			passHead, passTree, landed, claim, actor sql.NullString
+			forkBase, forkTarget                     sql.NullString
 		)
 		if err := rows.Scan(&r.ID, &r.Kind, &created, &r.Goal, &r.Status, &r.Iteration, &r.CurrentStepIndex,
-			&verdict, &r.RunDir, &task, &stop, &ended, &head, &passHead, &passTree, &landed, &claim, &actor); err != nil {
+			&verdict, &r.RunDir, &task, &stop, &ended, &head, &passHead, &passTree, &landed, &claim, &actor,
+			&r.Redo, &forkBase, &r.Fork.Started, &forkTarget, &r.GuardPending); err != nil {
 			return nil, err
 		}
 		if r.CreatedAt, err = ParseTime(created); err != nil {
@@ -257,7 +287,7 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]Run
 		}
 		r.Verdict, r.TaskID, r.StopReason, r.Head = verdict.String, task.String, stop.String, head.String
 		r.PassHead, r.PassTree, r.LandedCommit, r.Claim = passHead.String, passTree.String, landed.String, claim.String
-		r.Actor = actor.String
+		r.Actor, r.Fork.Base, r.Fork.Target = actor.String, forkBase.String, forkTarget.String
 		out = append(out, r)
 	}
 	return out, rows.Err()

@@ -133,6 +133,51 @@ ALTER TABLE runs ADD COLUMN actor TEXT NULL;
 	`
 ` + createFacts + `
 `,
+	// Version 7: the last facts a decision read from kv_run become columns: a run made with
+	// --force (its landing goes ahead over an earlier one), where its task branch was built
+	// (landing refuses a fork point the target lost), an unconfined agent's step the guard has
+	// not looked after yet, and the guard's violations (run and loop refuse while one is
+	// pending). As in version 3, a value a hand edit broke is dropped, not carried.
+	`
+ALTER TABLE runs ADD COLUMN redo INTEGER NOT NULL DEFAULT 0 CHECK (redo IN (0, 1));
+ALTER TABLE runs ADD COLUMN fork_base TEXT NULL
+	CHECK (fork_base IS NULL OR (length(fork_base) IN (40, 64) AND fork_base NOT GLOB '*[^0-9a-f]*'));
+ALTER TABLE runs ADD COLUMN fork_started INTEGER NOT NULL DEFAULT 0 CHECK (fork_started IN (0, 1));
+ALTER TABLE runs ADD COLUMN fork_target TEXT NULL;
+ALTER TABLE runs ADD COLUMN guard_pending INTEGER NOT NULL DEFAULT 0 CHECK (guard_pending IN (0, 1));
+
+CREATE TABLE guard_violations (
+	run_id     TEXT PRIMARY KEY REFERENCES runs(run_id) ON DELETE CASCADE,
+	task_id    TEXT NOT NULL,
+	paths_json TEXT NOT NULL CHECK (json_valid(paths_json) AND json_type(paths_json) = 'array'),
+	at         TEXT NOT NULL,
+	cleared_at TEXT NULL
+);
+
+CREATE TEMP TABLE kv_json AS
+	SELECT run_id, key, CASE WHEN json_valid(value_json) THEN value_json END AS v
+	FROM kv_run WHERE key IN ('redo', 'fork_point', 'guard_pending', 'guard_violation');
+UPDATE runs SET
+	redo = coalesce((SELECT v = 'true' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'redo'), 0),
+	guard_pending = coalesce((SELECT v = 'true' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'guard_pending'), 0),
+	fork_base = (SELECT v ->> '$.base' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'
+		AND typeof(v ->> '$.base') = 'text' AND length(v ->> '$.base') IN (40, 64) AND v ->> '$.base' NOT GLOB '*[^0-9a-f]*'),
+	fork_started = coalesce((SELECT (v ->> '$.started') IS 1 FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'), 0),
+	fork_target = (SELECT v ->> '$.target' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'
+		AND typeof(v ->> '$.target') = 'text');
+INSERT INTO guard_violations(run_id, task_id, paths_json, at, cleared_at)
+	SELECT k.run_id, coalesce(v ->> '$.task_id', ''),
+		CASE json_type(v, '$.paths') WHEN 'array' THEN v -> '$.paths' ELSE '[]' END,
+		coalesce(v ->> '$.at', '0001-01-01T00:00:00Z'), v ->> '$.cleared_at'
+	FROM kv_json k JOIN runs ON runs.run_id = k.run_id
+	WHERE k.key = 'guard_violation' AND json_type(v) = 'object'
+		AND coalesce(json_type(v, '$.paths'), 'null') IN ('array', 'null')
+		AND coalesce(json_type(v, '$.task_id'), 'null') IN ('text', 'null')
+		AND coalesce(json_type(v, '$.at'), 'null') IN ('text', 'null')
+		AND coalesce(json_type(v, '$.cleared_at'), 'null') IN ('text', 'null');
+DELETE FROM kv_run WHERE key IN ('redo', 'fork_point', 'guard_pending', 'guard_violation');
+DROP TABLE kv_json;
+`,
 }
 
 // migrate applies pending migrations one transaction each, re-reading the

@@ -65,6 +65,10 @@ func TestSchemaMatchesSpec(t *testing.T) {
 			col("task_id", "TEXT", false, 0), col("stop_reason", "TEXT", false, 0), col("ended_at", "TEXT", false, 0),
 			col("head", "TEXT", false, 0), col("pass_head", "TEXT", false, 0), col("landed_commit", "TEXT", false, 0),
 			col("claim", "TEXT", false, 0), col("actor", "TEXT", false, 0),
+			// the last facts a decision read from kv_run (version 7)
+			{Name: "redo", Type: "INTEGER", NotNull: true, Default: zero}, col("fork_base", "TEXT", false, 0),
+			{Name: "fork_started", Type: "INTEGER", NotNull: true, Default: zero}, col("fork_target", "TEXT", false, 0),
+			{Name: "guard_pending", Type: "INTEGER", NotNull: true, Default: zero},
 		},
 		"steps": {
 			col("run_id", "TEXT", true, 1), col("step_index", "INTEGER", true, 2), col("role", "TEXT", true, 0),
@@ -79,6 +83,11 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		"kv_run": {col("run_id", "TEXT", true, 1), col("key", "TEXT", true, 2), col("value_json", "TEXT", true, 0)},
 		// Not in the spec: facts of the store itself (version 6).
 		"store_facts": {col("key", "TEXT", false, 1), col("value_json", "TEXT", true, 0)},
+		// Not in the spec: the fallback guard's violations (version 7).
+		"guard_violations": {
+			col("run_id", "TEXT", false, 1), col("task_id", "TEXT", true, 0), col("paths_json", "TEXT", true, 0),
+			col("at", "TEXT", true, 0), col("cleared_at", "TEXT", false, 0),
+		},
 	}
 
 	rows, err := s.DB().QueryContext(ctx,
@@ -91,7 +100,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		tables = append(tables, n)
 	}
 	require.NoError(t, rows.Err())
-	assert.ElementsMatch(t, []string{"schema_migrations", "runs", "steps", "events", "kv_run", "store_facts"}, tables)
+	assert.ElementsMatch(t, []string{"schema_migrations", "runs", "steps", "events", "kv_run", "store_facts", "guard_violations"}, tables)
 
 	for table, cols := range want {
 		t.Run(table, func(t *testing.T) {
@@ -110,7 +119,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		})
 	}
 
-	for table, fk := range map[string]int{"steps": 1, "events": 1, "kv_run": 1} {
+	for table, fk := range map[string]int{"steps": 1, "events": 1, "kv_run": 1, "guard_violations": 1} {
 		var n int
 		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_list(?)
 			WHERE "table" = 'runs' AND "from" = 'run_id' AND on_delete = 'CASCADE'`, table).Scan(&n))
@@ -229,6 +238,7 @@ func TestCloseKeepsEmptyWALFiles(t *testing.T) {
 
 func TestOpenRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
+	newer := SchemaVersion + 1
 	tests := []struct {
 		name  string
 		setup func(t *testing.T, path string)
@@ -236,15 +246,15 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		{"wal db written by newer git-norma", func(t *testing.T, path string) {
 			s, err := Open(ctx, path)
 			require.NoError(t, err)
-			_, err = s.DB().ExecContext(ctx, `INSERT INTO schema_migrations VALUES (7, 'x')`)
+			_, err = s.DB().ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, 'x')`, newer)
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 		}},
 		{"rollback-journal db", func(t *testing.T, path string) {
 			db, err := sql.Open("sqlite", path)
 			require.NoError(t, err)
-			_, err = db.Exec(`CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
-				INSERT INTO schema_migrations VALUES (7, 'x');`)
+			_, err = db.Exec(fmt.Sprintf(`CREATE TABLE schema_migrations(version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+				INSERT INTO schema_migrations VALUES (%d, 'x');`, newer))
 			require.NoError(t, err)
 			require.NoError(t, db.Close())
 		}},
@@ -258,7 +268,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 			s, err := Open(ctx, path)
 			require.ErrorIs(t, err, ErrSchemaTooNew)
 			assert.Nil(t, s)
-			assert.Contains(t, err.Error(), fmt.Sprintf("schema version 7 but this git-norma knows only up to %d: upgrade git-norma", SchemaVersion))
+			assert.Contains(t, err.Error(), fmt.Sprintf("schema version %d but this git-norma knows only up to %d: upgrade git-norma", newer, SchemaVersion))
 			assert.Equal(t, before, fileHash(t, path), "refused database must be unmodified")
 		})
 	}
@@ -363,7 +373,7 @@ func TestMigrationToTypedRuns(t *testing.T) {
 			('r-landed', 'task_id', '"norma-1"'), ('r-landed', 'pass_head', '"` + head + `"'),
 			('r-landed', 'landed_commit', '"` + landed + `"'), ('r-landed', 'claim_intent', 'true'),
 			('r-landed', 'claimed', 'false'), ('r-landed', 'stop_reason', '"none"'),
-			('r-landed', 'ended_at', '"2026-01-01T00:01:00Z"'), ('r-landed', 'fork_point', '{"base":"x"}'),
+			('r-landed', 'ended_at', '"2026-01-01T00:01:00Z"'), ('r-landed', 'branch', '"norma/task/norma-1"'),
 			('r-check', 'task_id', '"norma-1"'), ('r-check', 'kind', '"check"'), ('r-check', 'head', '"` + head + `"'),
 			('r-died', 'task_id', '"norma-2"'), ('r-died', 'claim_intent', 'true'), ('r-died', 'claimed', 'true'),
 			('r-edited', 'task_id', '"norma-3"'), ('r-edited', 'pass_head', '"HEAD~1"'), ('r-edited', 'claim_intent', 'true');`)
@@ -395,7 +405,7 @@ func TestMigrationToTypedRuns(t *testing.T) {
 
 	kv, err := s.KV(ctx, "r-landed")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"fork_point"}, slices.Collect(maps.Keys(kv)), "only the extras stay in kv_run")
+	assert.Equal(t, []string{"branch"}, slices.Collect(maps.Keys(kv)), "only the extras stay in kv_run")
 }
 
 // The record that an unshielded process ran keeps its first mark, reads back, is put back
