@@ -67,14 +67,14 @@ func removeOddFiles(dir string) (bool, error) {
 }
 
 // restoreWorktreeConfig puts gitDir/config.worktree back as git made it; true if it had to.
+// It reads only a regular file there: through a pipe an agent left it would block.
 func (w *Workspace) restoreWorktreeConfig() (bool, error) {
 	path := filepath.Join(w.gitDir, "config.worktree")
-	data, err := os.ReadFile(path)
-	st, lerr := os.Lstat(path)
+	data, err := readRegular(path)
 	switch {
-	case w.worktreeConfig == nil && os.IsNotExist(lerr):
+	case w.worktreeConfig == nil && os.IsNotExist(err):
 		return false, nil
-	case err == nil && lerr == nil && st.Mode().IsRegular() && bytes.Equal(data, w.worktreeConfig):
+	case err == nil && bytes.Equal(data, w.worktreeConfig):
 		return false, nil
 	}
 	if err := os.RemoveAll(path); err != nil {

@@ -180,7 +180,7 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 		ws.branch = strings.TrimPrefix(branch, "refs/heads/")
 	}
 	// As before any agent ran, for relinkCommon to set back.
-	ws.worktreeConfig, _ = os.ReadFile(filepath.Join(admin, "config.worktree"))
+	ws.worktreeConfig, _ = readRegular(filepath.Join(admin, "config.worktree"))
 	return ws, nil
 }
 

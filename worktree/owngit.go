@@ -175,6 +175,16 @@ func openRegular(path string) (*os.File, error) {
 	return os.Open(path)
 }
 
+// readRegular reads path only when it is a regular file (see openRegular).
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 // readSmallFile reads a regular file of at most 4 KiB (a HEAD, a gitdir or .git link).
 func readSmallFile(path string) ([]byte, error) {
 	f, err := openRegular(path)
