@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // relinkCommon restores the git directory's commondir (and what removeOddFiles,
@@ -36,12 +37,7 @@ func (w *Workspace) relinkCommon() (bool, error) {
 			return changed, nil
 		}
 	}
-	tmp := path + ".norma-restore"
-	_ = os.Remove(tmp)
-	if err := os.WriteFile(tmp, []byte(w.common+"\n"), 0o644); err != nil {
-		return true, err
-	}
-	return true, os.Rename(tmp, path)
+	return true, replaceFile(path, strings.NewReader(w.common+"\n"))
 }
 
 // removeOddFiles removes what is neither a directory nor a regular file in the git directory
@@ -83,5 +79,5 @@ func (w *Workspace) restoreWorktreeConfig() (bool, error) {
 	if w.worktreeConfig == nil {
 		return true, nil
 	}
-	return true, os.WriteFile(path, w.worktreeConfig, 0o644)
+	return true, replaceFile(path, bytes.NewReader(w.worktreeConfig))
 }
