@@ -151,7 +151,7 @@ func realPath(t *testing.T, p string) string {
 
 // NewManager returns a manager for the repository whose main worktree is root.
 func NewManager(root string) *Manager {
-	m := &Manager{Git: git.Runner{Dir: root, Env: []string{InternalEnv}}}
+	m := &Manager{Git: git.Runner{Dir: root, Env: []string{"GIT_NORMA_INTERNAL=1"}}}
 	if l, ok := git.Discover(root); ok {
 		m.CommonDir = l.CommonDir
 	}

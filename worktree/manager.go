@@ -19,10 +19,6 @@ import (
 // BranchPrefix is the namespace of task branches: norma/task/<task-id>.
 const BranchPrefix = "norma/task/"
 
-// InternalEnv marks git processes started by git-norma itself, so git-norma's hooks can tell
-// the loop's own commits and merges from a human's and not re-trigger.
-const InternalEnv = "GIT_NORMA_INTERNAL=1"
-
 // TaskBranch is the branch that holds a task's durable state across runs.
 func TaskBranch(taskID string) string { return BranchPrefix + taskID }
 
