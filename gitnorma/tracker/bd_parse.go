@@ -12,7 +12,7 @@ import (
 )
 
 // bdIssue is one issue as bd prints it: a Task (its `parent` is bd's computed one, of list,
-// ready and show) with the dependencies in either of bd's forms (see bdDep), and the metadata,
+// ready and show) with the dependencies in either of bd's forms (see depWire), and the metadata,
 // where git-norma keeps its state under StateKey. Other keys (counts, comments,
 // schema_version) are ignored.
 type bdIssue struct {
@@ -24,16 +24,6 @@ type bdIssue struct {
 // StateKey is the key of a bd task's metadata that holds git-norma's state.
 const StateKey = "norma"
 
-// bdDep reads either dependency form bd prints: the Dependency record of list, ready, update
-// and close ({issue_id, depends_on_id, type, ...}), or the full issue plus dependency_type that
-// show prints.
-type bdDep struct {
-	depWire
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	DependencyType string `json:"dependency_type"`
-}
-
 // task converts an issue bd printed into a Task. The parent is bd's own `parent` field when
 // present, else the parent-child dependency.
 func (bi *bdIssue) task() (Task, error) {
@@ -41,7 +31,7 @@ func (bi *bdIssue) task() (Task, error) {
 	if t.ID == "" {
 		return Task{}, fmt.Errorf("issue without an id")
 	}
-	deps, err := bdDeps(t.ID, bi.Dependencies)
+	deps, err := decodeDeps(t.ID, bi.Dependencies, true)
 	if err != nil {
 		return Task{}, fmt.Errorf("issue %s: dependencies: %w", t.ID, err)
 	}
@@ -67,28 +57,6 @@ func metadataState(raw json.RawMessage) (json.RawMessage, error) {
 		return st, nil
 	}
 	return nil, nil
-}
-
-func bdDeps(id string, raw json.RawMessage) ([]Dependency, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var wires []bdDep
-	if err := json.Unmarshal(raw, &wires); err != nil {
-		return nil, err
-	}
-	deps := make([]Dependency, 0, len(wires))
-	for _, w := range wires {
-		switch {
-		case w.DependsOnID != "": // Dependency record
-			deps = append(deps, w.dependency())
-		case w.ID != "" && w.DependencyType != "": // show: the depended-on issue itself
-			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType, DependsOnStatus: w.Status})
-		default:
-			return nil, fmt.Errorf("dependency without depends_on_id or id and dependency_type")
-		}
-	}
-	return deps, nil
 }
 
 // array parses stdout as a JSON array of issues (list, ready, show, update, close). bd prints

@@ -539,6 +539,13 @@ func TestBDErrors(t *testing.T) {
 			contains: []string{"unexpected output (want a JSON array of issues)", `stdout starts with "{\n  \"acceptance_criteria\"`},
 		},
 		{
+			name:  "list answering a dependency that names no target",
+			table: []string{entry("{tmp}/dep_without_target", "list", "--all", "--limit", "0", "--json")},
+			call:  func(ctx context.Context, b *BD) error { _, err := b.List(ctx); return err },
+			is:    nil, exitCode: 0,
+			contains: []string{"(item 0): issue norma-a: dependencies: dependency without depends_on_id or id and dependency_type"},
+		},
+		{
 			name:  "ready answering nothing",
 			table: []string{entry("no-such-sample", "ready", "--limit", "0", "--json")},
 			call:  func(ctx context.Context, b *BD) error { _, err := b.Ready(ctx); return err },
@@ -567,6 +574,7 @@ func TestBDErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeBD(t)
 			f.sample("empty_array", "[]\n", "", 0)
+			f.sample("dep_without_target", `[{"id":"norma-a","title":"t","priority":1,"dependencies":[{"issue_id":"norma-a","type":"blocks"}]}]`, "", 0)
 			var table []string
 			for _, line := range tt.table {
 				table = append(table, strings.ReplaceAll(line, "{tmp}", f.tmp))

@@ -166,6 +166,9 @@ func TestMalformedLineIsReportedAndNothingWritten(t *testing.T) {
 		{"not an object", `[1,2]`},
 		{"wrong field type", `{"_type":"issue","id":"norma-x","title":"t","priority":"high"}`},
 		{"issue without id", `{"_type":"issue","title":"t","priority":1}`},
+		// bd always writes depends_on_id; bd show's form (id, dependency_type) is CLI output only.
+		{"dependency without depends_on_id", `{"_type":"issue","id":"norma-x","title":"t","priority":1,"dependencies":[{"issue_id":"norma-x","type":"blocks"}]}`},
+		{"dependency in bd show's form", `{"_type":"issue","id":"norma-x","title":"t","priority":1,"dependencies":[{"id":"norma-aaa","status":"closed","dependency_type":"blocks"}]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,14 +38,19 @@ type issueWire struct {
 	Dependencies       json.RawMessage `json:"dependencies,omitempty"`
 }
 
-// depWire reads a dependency record; metadata is a JSON string in bd 1.x but is accepted raw.
+// depWire is a dependency as bd writes it: the Dependency record of its JSONL and of list,
+// ready, update and close ({issue_id, depends_on_id, type, ...}; metadata is a JSON string in
+// bd 1.x but is accepted raw), or, from show, the depended-on issue plus dependency_type.
 type depWire struct {
-	IssueID     string          `json:"issue_id"`
-	DependsOnID string          `json:"depends_on_id"`
-	Type        string          `json:"type"`
-	CreatedAt   time.Time       `json:"created_at"`
-	CreatedBy   string          `json:"created_by"`
-	Metadata    json.RawMessage `json:"metadata"`
+	IssueID        string          `json:"issue_id"`
+	DependsOnID    string          `json:"depends_on_id"`
+	Type           string          `json:"type"`
+	CreatedAt      time.Time       `json:"created_at"`
+	CreatedBy      string          `json:"created_by"`
+	Metadata       json.RawMessage `json:"metadata"`
+	ID             string          `json:"id"`
+	Status         string          `json:"status"`
+	DependencyType string          `json:"dependency_type"`
 }
 
 // knownKeys are the issueWire JSON keys; every other key of a record is carried verbatim.
@@ -88,7 +93,7 @@ func parseLine(raw []byte) (*record, error) {
 	if r.wire.ID == "" {
 		return nil, errors.New("issue record has no id")
 	}
-	deps, err := parseDeps(r.wire.Dependencies)
+	deps, err := decodeDeps(r.wire.ID, r.wire.Dependencies, false)
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
@@ -112,7 +117,10 @@ func isIssue(fields map[string]json.RawMessage) bool {
 	return json.Unmarshal(rawType, &typ) == nil && typ == "issue"
 }
 
-func parseDeps(raw json.RawMessage) ([]Dependency, error) {
+// decodeDeps decodes the dependencies of issue id; each must name what it depends on, as bd
+// always writes depends_on_id. Show's form is accepted only in the bd CLI's output (bdPrinted),
+// where the depended-on issue's status is current; in a file it would be a stale copy.
+func decodeDeps(id string, raw json.RawMessage, bdPrinted bool) ([]Dependency, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -122,16 +130,21 @@ func parseDeps(raw json.RawMessage) ([]Dependency, error) {
 	}
 	deps := make([]Dependency, 0, len(wires))
 	for _, w := range wires {
-		deps = append(deps, w.dependency())
+		switch {
+		case w.DependsOnID != "":
+			deps = append(deps, Dependency{
+				IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
+				CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
+			})
+		case !bdPrinted:
+			return nil, errors.New("dependency without depends_on_id")
+		case w.ID != "" && w.DependencyType != "":
+			deps = append(deps, Dependency{IssueID: id, DependsOnID: w.ID, Type: w.DependencyType, DependsOnStatus: w.Status})
+		default:
+			return nil, errors.New("dependency without depends_on_id or id and dependency_type")
+		}
 	}
 	return deps, nil
-}
-
-func (w depWire) dependency() Dependency {
-	return Dependency{
-		IssueID: w.IssueID, DependsOnID: w.DependsOnID, Type: w.Type,
-		CreatedAt: w.CreatedAt, CreatedBy: w.CreatedBy, Metadata: metadataString(w.Metadata),
-	}
 }
 
 // metadataString is the metadata as bd 1.x keeps it, a JSON string ("" for null), or the raw
