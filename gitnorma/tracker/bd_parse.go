@@ -5,10 +5,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"slices"
-	"strings"
-	"sync"
 )
 
 // bdIssue is one issue as bd prints it: a Task (its `parent` is bd's computed one, of list,
@@ -102,68 +98,4 @@ func (r *bdResult) object() (Task, error) {
 		return Task{}, r.shapeError("want an issue", err)
 	}
 	return t, nil
-}
-
-func (r *bdResult) errorf(msg string) *CallError {
-	return &CallError{Args: slices.Clone(r.args), Stderr: r.stderr, Message: msg}
-}
-
-// shapeError reports output bd printed with exit 0 that is not what the command promises,
-// quoting its start so a format change in a new bd release is easy to recognize.
-func (r *bdResult) shapeError(want string, err error) *CallError {
-	msg := "unexpected output (" + want + ")"
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	if e := jsonErrorMessage(r.stdout); e != "" {
-		msg += ": " + e
-	}
-	start := string(bytes.TrimSpace(r.stdout))
-	if start == "" {
-		msg += "; stdout is empty"
-	} else {
-		msg += fmt.Sprintf("; stdout starts with %q", truncate(start, 200))
-	}
-	return r.errorf(msg)
-}
-
-// jsonErrorMessage returns the "error" text of bd's JSON error object ({"error": ...,
-// "schema_version": 1}), or "" when stdout is not one.
-func jsonErrorMessage(stdout []byte) string {
-	var e struct {
-		Error string `json:"error"`
-		Hint  string `json:"hint"`
-	}
-	if json.Unmarshal(stdout, &e) != nil || e.Error == "" {
-		return ""
-	}
-	if e.Hint != "" {
-		return e.Error + " (" + e.Hint + ")"
-	}
-	return e.Error
-}
-
-// bd's messages for an id that resolves to nothing: show's JSON error, close's, and the
-// "Error resolving X: no issue found matching" update and label print on stderr.
-var bdNotFoundRE = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`no issues? found matching|(?i:\bissue \S+ not found)`)
-})
-
-func (e *CallError) notFound() bool {
-	return bdNotFoundRE().MatchString(e.Message) || bdNotFoundRE().MatchString(e.Stderr)
-}
-
-// claimRefused recognizes `update --claim` losing: "Error claiming X: issue already claimed by
-// Y", (newer bd) "issue not claimable: status S", or, on a Dolt server where another worker's
-// claim committed first, a serialization failure (see raceLost).
-func (e *CallError) claimRefused() bool {
-	s := e.Stderr + "\n" + e.Message
-	return strings.Contains(s, "already claimed") || strings.Contains(s, "not claimable") || e.raceLost()
-}
-
-// raceLost recognizes Dolt's `Error 1213 (40001): serialization failure`: a transaction that
-// lost to a concurrent one (two workers claiming at once). Done again it may go through.
-func (e *CallError) raceLost() bool {
-	s := e.Stderr + "\n" + e.Message
-	return strings.Contains(s, "Error 1213") || strings.Contains(s, "serialization failure")
 }
