@@ -49,7 +49,6 @@ func (b *BD) Reclaim(ctx context.Context, id string, grace time.Duration) (bool,
 		return false, err
 	}
 	var out struct {
-		Count     int `json:"count"`
 		Reclaimed []struct {
 			ID string `json:"id"`
 		} `json:"reclaimed"`

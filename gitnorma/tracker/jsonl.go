@@ -177,9 +177,9 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 // updateTask is update of the task with id, given the time to record as its update.
 func (j *JSONL) updateTask(ctx context.Context, id string, fn func(rec *record, now time.Time) error) error {
 	return j.update(ctx, func(f *issueFile) error {
-		rec, err := f.get(id)
-		if err != nil {
-			return err
+		rec := f.find(id)
+		if rec == nil {
+			return fmt.Errorf("task %s: %w", id, ErrNotFound)
 		}
 		return fn(rec, bump(j.now(), rec.wire.UpdatedAt))
 	})

@@ -107,14 +107,6 @@ func (f *issueFile) find(id string) *record {
 	return nil
 }
 
-// get is find for an id that must exist.
-func (f *issueFile) get(id string) (*record, error) {
-	if rec := f.find(id); rec != nil {
-		return rec, nil
-	}
-	return nil, fmt.Errorf("task %s: %w", id, ErrNotFound)
-}
-
 // records decodes every line and returns the tasks in file order.
 func (f *issueFile) records() []*record {
 	var out []*record

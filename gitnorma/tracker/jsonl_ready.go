@@ -67,8 +67,7 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
 		}
 		now := bump(j.now(), rec.wire.UpdatedAt)
-		rec.setDeps(append(rec.deps, Dependency{IssueID: issue, DependsOnID: dependsOn, Type: depType, CreatedAt: now, Metadata: "{}"}))
-		rec.wire.UpdatedAt = now
+		rec.setDeps(append(rec.deps, Dependency{IssueID: issue, DependsOnID: dependsOn, Type: depType, CreatedAt: now, Metadata: "{}"}), now)
 		return nil
 	})
 }
@@ -80,8 +79,7 @@ func (j *JSONL) RemoveDependency(ctx context.Context, issue, dependsOn string) e
 		if len(kept) == len(rec.deps) {
 			return fmt.Errorf("task %s does not depend on %s: %w", issue, dependsOn, ErrNotFound)
 		}
-		rec.setDeps(kept)
-		rec.wire.UpdatedAt = now
+		rec.setDeps(kept, now)
 		return nil
 	})
 }

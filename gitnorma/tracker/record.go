@@ -260,12 +260,12 @@ func (r *record) setID(id, parent, actor string, now time.Time) {
 	r.setDeps([]Dependency{{
 		IssueID: id, DependsOnID: parent, Type: "parent-child",
 		CreatedAt: now, CreatedBy: actor, Metadata: "{}",
-	}})
+	}}, now)
 }
 
-// setDeps replaces the dependencies, and their raw form the record is written from.
-func (r *record) setDeps(deps []Dependency) {
-	r.deps = deps
+// setDeps replaces the dependencies, and their raw form the record is written from, at now.
+func (r *record) setDeps(deps []Dependency, now time.Time) {
+	r.deps, r.wire.UpdatedAt = deps, now
 	r.wire.Dependencies, _ = encodeJSON(deps) // plain structs: cannot fail
 	r.dirty = true
 }
