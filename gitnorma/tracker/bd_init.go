@@ -32,9 +32,7 @@ func (b *BD) Init(ctx context.Context, o InitOptions) (string, error) {
 		args = append(args, "--skip-hooks")
 	}
 	slow := *b
-	if slow.Timeout <= 0 {
-		slow.Timeout = 2 * time.Minute // creating the Dolt database takes a while
-	}
+	slow.Timeout = max(slow.Timeout, 2*time.Minute) // creating the Dolt database takes a while
 	res, err := slow.call(ctx, args)
 	if err != nil {
 		return "", err
