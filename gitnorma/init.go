@@ -55,16 +55,13 @@ func firstInstalledCLI() (kind, path string) {
 	return "", ""
 }
 
-// InitOptions are the choices of `git norma init`.
+// InitOptions are the choices of `git norma init`; its tags are that command's flags.
 type InitOptions struct {
-	// DisplayNotes makes plain `git log` show the journal notes (notes.displayRef).
-	DisplayNotes bool
-	// Hooks installs git-norma's git hooks.
-	Hooks bool
-	// Beads runs `bd init` (with --skip-agents --skip-hooks unless BeadsAgents/BeadsHooks).
-	Beads       bool
-	BeadsHooks  bool
-	BeadsAgents bool
+	DisplayNotes bool `help:"Show the journal notes in plain git log (adds refs/notes/norma to notes.displayRef)."`
+	Hooks        bool `help:"Also install git-norma's git hooks (see git norma hooks install)."`
+	Beads        bool `help:"Also create a Beads workspace with bd init (refused while changes are staged: bd init commits the whole index)."`
+	BeadsHooks   bool `help:"With --beads: let bd install its git hooks (core.hooksPath)."`
+	BeadsAgents  bool `help:"With --beads: let bd write AGENTS.md, CLAUDE.md and .claude/."`
 }
 
 // Init creates .norma/ (config with the defaults, database, locks/, runs/, .gitignore) and

@@ -7,17 +7,12 @@ import (
 )
 
 type initCmd struct {
-	DisplayNotes bool `help:"Show the journal notes in plain git log (adds refs/notes/norma to notes.displayRef)."`
-	Hooks        bool `help:"Also install git-norma's git hooks (see git norma hooks install)."`
-	Beads        bool `help:"Also create a Beads workspace with bd init (refused while changes are staged: bd init commits the whole index)."`
-	BeadsHooks   bool `help:"With --beads: let bd install its git hooks (core.hooksPath)."`
-	BeadsAgents  bool `help:"With --beads: let bd write AGENTS.md, CLAUDE.md and .claude/."`
-	JSON         bool `help:"Print what was created and kept as JSON."`
+	gitnorma.InitOptions
+	JSON bool `help:"Print what was created and kept as JSON."`
 }
 
 func (c *initCmd) Run(env *Env) error {
-	res, err := gitnorma.Init(env.Ctx, env.Dir, gitnorma.InitOptions{DisplayNotes: c.DisplayNotes, Hooks: c.Hooks,
-		Beads: c.Beads, BeadsHooks: c.BeadsHooks, BeadsAgents: c.BeadsAgents})
+	res, err := gitnorma.Init(env.Ctx, env.Dir, c.InitOptions)
 	if err != nil {
 		return err
 	}
