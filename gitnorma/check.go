@@ -103,10 +103,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return rep, err
 	}
 	defer turn()
-	cctx, done, err := cf.confineChecksAs(ctx, c, logDir, log)
-	if err != nil {
-		return rep, err
-	}
+	cctx, done := cf.confineChecksAs(ctx, c, logDir, log)
 	if rep.Recorded {
 		var ct loop.CheckTree
 		ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)

@@ -144,11 +144,12 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 	if err != nil {
 		return ctx, nil, err
 	}
-	return cf.confineChecksAs(ctx, c, dir, log)
+	ctx, done := cf.confineChecksAs(ctx, c, dir, log)
+	return ctx, done, nil
 }
 
 // confineChecksAs is confineChecks for a caller that has asked for the confinement already.
-func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir string, log io.Writer) (context.Context, func(), error) {
+func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir string, log io.Writer) (context.Context, func()) {
 	if !c.namespace {
 		fmt.Fprintf(log, "checks run without a pid namespace (%s): what they leave running is swept, and your daemons' unix sockets stay reachable\n", c.nsWhy)
 	}
@@ -157,7 +158,7 @@ func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir strin
 		if ev, ok := done(); ok {
 			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
 		}
-	}, nil
+	}
 }
 
 // confineSetup runs a worktree.setup command through a sandbox launcher, as agents are
