@@ -45,7 +45,7 @@ func TestRunChecksExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := RunChecks(context.Background(), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
+			ev, err := RunChecks(stepCtx(t), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
 			require.NoError(t, err)
 			require.Len(t, ev, 1)
 			e := ev[0]
@@ -68,7 +68,7 @@ func TestRunChecksRunsInWorkDirWithTheGivenEnv(t *testing.T) {
 	work := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
 	env := []string{"PATH=" + os.Getenv("PATH"), "GIVEN=yes"}
-	ev, err := RunChecks(context.Background(), work,
+	ev, err := RunChecks(stepCtx(t), work,
 		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE" && test "$GIVEN" = yes`), checkLog(t), "log", 10*time.Second, env)
 	require.NoError(t, err)
 	require.Len(t, ev, 1)
@@ -79,7 +79,7 @@ func TestRunChecksTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	work := t.TempDir()
 	start := time.Now()
-	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), work, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-SLOW", Cmd: "echo started; sleep 30 & echo $! > child.pid; wait"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-FAST", Cmd: "true"}}},
 	}, checkLog(t), "log", timeout, nil)
@@ -102,7 +102,7 @@ func TestRunChecksTimeout(t *testing.T) {
 func TestRunChecksOutputTailAndLog(t *testing.T) {
 	log := checkLog(t)
 	big := strings.Repeat("x", 5000)
-	ev, err := RunChecks(context.Background(), t.TempDir(), []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), t.TempDir(), []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "echo hello; echo oops >&2"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "printf '%s' " + big + "; echo END; exit 4"}}},
 	}, log, "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
@@ -136,7 +136,7 @@ func TestRunChecksOutputTailAndLog(t *testing.T) {
 func TestRunChecksSharedCommandRunsOnce(t *testing.T) {
 	work := t.TempDir()
 	shared := "echo run >> counter.txt; exit 2"
-	ev, err := RunChecks(context.Background(), work, []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), work, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-AC-1-1", Cmd: shared, ExpectExitCodes: []int{2}}, {ID: "CHK-AC-1-2", Cmd: "echo other >> counter.txt"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-AC-2-1", Cmd: shared}}},
 	}, checkLog(t), "log", 10*time.Second, nil)
@@ -156,7 +156,7 @@ func TestRunChecksSharedCommandRunsOnce(t *testing.T) {
 }
 
 func TestRunChecksCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(stepCtx(t))
 	go func() {
 		time.Sleep(200 * time.Millisecond)
 		cancel()

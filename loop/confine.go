@@ -212,14 +212,18 @@ func (s *stepSandbox) record(killed []sandbox.Process) {
 	s.mu.Unlock()
 }
 
-// confine is the step sandbox ctx carries (nil when it carries none, as in the engine's own
-// tests) and the policy cmd starts with in it; cmd gets the environment that goes with it. The writable places are cmd's directory, the step directory, the private
-// directory, the user's allow_write, for an agent its workspace's git admin dir, and when
-// confined the cache home of agents or of checks.
+// errNoSandbox refuses to start a process outside a step sandbox: nothing git-norma starts
+// runs unconfined and uncontained.
+var errNoSandbox = errors.New("no step sandbox to start the command in")
+
+// confine is the step sandbox ctx carries and the policy cmd starts with in it; cmd gets the
+// environment that goes with it. The writable places are cmd's directory, the step directory,
+// the private directory, the user's allow_write, for an agent its workspace's git admin dir,
+// and when confined the cache home of agents or of checks.
 func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, error) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil {
-		return nil, sandbox.Policy{}, nil
+		return nil, sandbox.Policy{}, errNoSandbox
 	}
 	if cmd.Err != nil {
 		return nil, sandbox.Policy{}, cmd.Err // the command was not found: say so as exec would

@@ -36,6 +36,21 @@ func requireLandlock(t *testing.T) {
 	}
 }
 
+// testSandbox contains a run's processes without confining them, as mode off does.
+func testSandbox(t *testing.T) *Sandbox {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return &Sandbox{Launcher: exe, Network: true}
+}
+
+// stepCtx runs the processes started with it as a step's, contained but not confined.
+func stepCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, _ := confinedCtx(t, t.TempDir(), false)
+	return ctx
+}
+
 // confinedCtx runs the processes started with it as a step's, through the launcher.
 func confinedCtx(t *testing.T, stepDir string, landlock bool, allowWrite ...string) (context.Context, *stepSandbox) {
 	t.Helper()
@@ -75,7 +90,7 @@ func TestConfinedWrites(t *testing.T) {
 }
 
 // TestContainedOnTimeout: an agent that ignores SIGTERM and left a setsid child is stopped on
-// timeout within killGrace, and the child dies with it, named in the step's event.
+// timeout within twice the launcher's grace, and the child dies with it, named in the step's event.
 func TestContainedOnTimeout(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("needs setsid")
@@ -90,7 +105,7 @@ func TestContainedOnTimeout(t *testing.T) {
 	res, err := RunProcess(ctx, cmd, 300*time.Millisecond)
 	require.NoError(t, err)
 	assert.True(t, res.TimedOut)
-	assert.Less(t, time.Since(start), 300*time.Millisecond+killGrace, "the launcher cleans up within git-norma's grace")
+	assert.Less(t, time.Since(start), 300*time.Millisecond+2*stopGrace, "the launcher cleans up within twice its grace")
 	ev, ok := s.event()
 	require.True(t, ok, "an event names what was killed")
 	assert.Contains(t, ev.Message, "sleep 61")

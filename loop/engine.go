@@ -57,7 +57,8 @@ type Options struct {
 	// Gates are added to every plan's effective criteria; like the task's Verify commands, no
 	// plan may drop or alter them (required.go).
 	Gates []Gate
-	// Sandbox confines every process a step starts; nil starts them as plain children.
+	// Sandbox confines every process a step starts; nil starts none (agents that start no
+	// process need none).
 	Sandbox *Sandbox
 }
 

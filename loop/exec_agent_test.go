@@ -22,6 +22,8 @@ import (
 // execFixture is a step directory laid out the way the engine lays it out: input.json written,
 // logs/stdout.txt and logs/stderr.txt open, and a separate workspace directory.
 type execFixture struct {
+	// ctx runs the agent as a step's, through the launcher (without Landlock).
+	ctx     context.Context
 	req     Request
 	dir     string // scripts live here, outside the workspace
 	workDir string
@@ -41,8 +43,9 @@ func newExecFixture(t *testing.T, timeout time.Duration) *execFixture {
 	s := &stepRun{dir: stepDir}
 	require.NoError(t, s.open())
 	t.Cleanup(func() { s.stdout.Close(); s.stderr.Close() })
+	ctx, _ := confinedCtx(t, stepDir, false)
 	return &execFixture{
-		dir: root, workDir: workDir,
+		ctx: ctx, dir: root, workDir: workDir,
 		req: Request{Input: in, InputPath: inputPath, StepDir: stepDir, WorkDir: workDir,
 			Stdout: s.stdout, Stderr: s.stderr, StdoutPath: s.stdout.Name(), Timeout: timeout},
 	}
@@ -142,7 +145,7 @@ echo '{"status":"ok","do":{"execution":{}}}'`,
 			f.req.Env = []string{"PATH=" + os.Getenv("PATH")}
 			a := f.agent(t, tc.body)
 			a.Env = []string{"EXTRA=extra-value"}
-			out, err := a.Run(context.Background(), f.req)
+			out, err := a.Run(f.ctx, f.req)
 			if tc.wantKind == "" {
 				require.NoError(t, err)
 			} else {
@@ -173,7 +176,7 @@ func TestExecAgentReadsOnlyItsOwnOutput(t *testing.T) {
 			earlier := "==> CHK-AC-1-1: go test ./...\nok  \tpkg\t0.01s\n\n<== CHK-AC-1-1: exit 0 in 10ms\n"
 			_, err := fmt.Fprint(f.req.Stdout, earlier)
 			require.NoError(t, err)
-			out, err := f.agent(t, tc.body).Run(context.Background(), f.req)
+			out, err := f.agent(t, tc.body).Run(f.ctx, f.req)
 			if tc.wantKind != "" {
 				pe := requireProtocolError(t, err, tc.wantKind)
 				assert.Contains(t, pe.Msg, "printed nothing")
@@ -208,7 +211,7 @@ func TestExecAgentStartFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newExecFixture(t, 10*time.Second)
 			start := time.Now()
-			_, err := ExecAgent{Argv: tc.argv}.Run(context.Background(), f.req)
+			_, err := ExecAgent{Argv: tc.argv}.Run(f.ctx, f.req)
 			pe := requireProtocolError(t, err, ErrKindStart)
 			for _, m := range tc.wantMsg {
 				assert.Contains(t, pe.Msg, m)
@@ -226,7 +229,7 @@ func TestExecAgentOutputTooLarge(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := a.Run(context.Background(), f.req)
+	_, err := a.Run(f.ctx, f.req)
 	runtime.ReadMemStats(&after)
 
 	pe := requireProtocolError(t, err, ErrKindTooLarge)
@@ -258,7 +261,7 @@ func TestExecAgentOutputSizeLimit(t *testing.T) {
 			f := newExecFixture(t, 30*time.Second)
 			pad := tc.total - len(obj)
 			a := f.agent(t, fmt.Sprintf("printf '%%s' '%s'; head -c %d /dev/zero | tr '\\000' ' '", obj, pad))
-			out, err := a.Run(context.Background(), f.req)
+			out, err := a.Run(f.ctx, f.req)
 			if tc.wantKind != "" {
 				requireProtocolError(t, err, tc.wantKind)
 				return
@@ -313,6 +316,9 @@ echo $$ > agent.pid
 sleep 300
 echo '{"status":"ok"}'`
 
+// stopGrace is the launcher's time between the SIGTERM it forwards and its SIGKILL.
+const stopGrace = time.Second
+
 func TestExecAgentTimeoutKillsProcessGroup(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	tests := []struct {
@@ -321,14 +327,14 @@ func TestExecAgentTimeoutKillsProcessGroup(t *testing.T) {
 		minTime time.Duration
 	}{
 		{name: "agent and child die on SIGTERM", body: hangingAgent, minTime: timeout},
-		{name: "agent ignoring SIGTERM is killed after the grace period", body: "trap '' TERM\n" + hangingAgent, minTime: timeout + killGrace},
+		{name: "agent ignoring SIGTERM is killed after the grace period", body: "trap '' TERM\n" + hangingAgent, minTime: timeout + stopGrace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newExecFixture(t, timeout)
 			a := f.agent(t, tc.body)
 			start := time.Now()
-			_, err := a.Run(context.Background(), f.req)
+			_, err := a.Run(f.ctx, f.req)
 			elapsed := time.Since(start)
 
 			pe := requireProtocolError(t, err, ErrKindTimeout)
@@ -344,7 +350,7 @@ func TestExecAgentTimeoutKillsProcessGroup(t *testing.T) {
 func TestExecAgentContextCancelKillsProcessGroup(t *testing.T) {
 	f := newExecFixture(t, 0) // no timeout: only the context ends it
 	a := f.agent(t, hangingAgent)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(f.ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -359,7 +365,7 @@ func TestExecAgentContextCancelKillsProcessGroup(t *testing.T) {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(killGrace + 5*time.Second):
+	case <-time.After(stopGrace + 5*time.Second):
 		require.FailNow(t, "Run did not return after the context was cancelled")
 	}
 	assert.Less(t, time.Since(cancelled), 3*time.Second)
@@ -376,7 +382,7 @@ func TestExecAgentStrayChildKilledAfterExit(t *testing.T) {
 echo $! > child.pid
 echo '{"status":"ok","do":{"execution":{}}}'`)
 	start := time.Now()
-	out, err := a.Run(context.Background(), f.req)
+	out, err := a.Run(f.ctx, f.req)
 	require.NoError(t, err)
 	assert.Equal(t, StatusOK, out.Status)
 	assert.Less(t, time.Since(start), 5*time.Second, "a stray child holding stdout must not block Run")
@@ -416,20 +422,27 @@ func TestExecAgentString(t *testing.T) {
 	assert.Equal(t, `exec ["./agent" "--fast"]`, ExecAgent{Argv: []string{"./agent", "--fast"}}.String())
 }
 
-// A process RunProcess starts leads a session of its own: it has no controlling terminal, so
-// an agent cannot reach the user's (TIOCSTI would type into the user's shell).
-func TestRunProcessStartsASessionOfItsOwn(t *testing.T) {
+// A process RunProcess starts is in a session other than git-norma's, which has no
+// controlling terminal, so an agent cannot reach the user's (TIOCSTI would type into the
+// user's shell).
+func TestRunProcessStartsInASessionOfItsOwn(t *testing.T) {
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "out"))
 	require.NoError(t, err)
 	defer out.Close()
-	cmd := exec.Command("sh", "-c", `echo "$$ $(awk '{print $6}' /proc/$$/stat)"`)
+	cmd := exec.Command("sh", "-c", `awk '{print $6, $7}' /proc/$$/stat`)
 	cmd.Stdout = out
-	res, err := RunProcess(context.Background(), cmd, 10*time.Second)
+	ctx, _ := confinedCtx(t, dir, false)
+	res, err := RunProcess(ctx, cmd, 10*time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	data, err := os.ReadFile(out.Name())
 	require.NoError(t, err)
-	pid, sid, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
-	assert.Equal(t, pid, sid, "the session is its own")
+	sid, tty, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	self, err := os.ReadFile("/proc/self/stat")
+	require.NoError(t, err)
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(self[bytes.LastIndexByte(self, ')')+1:]))
+	assert.NotEqual(t, fields[3], sid, "not git-norma's session")
+	assert.Equal(t, "0", tty, "no controlling terminal")
 }

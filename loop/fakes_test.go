@@ -330,7 +330,7 @@ func newTestEngine(t *testing.T, plan, do, check, act Agent) *testEngine {
 				RolePlan: {Agent: plan, Timeout: 10 * time.Second}, RoleDo: {Agent: do, Timeout: 10 * time.Second},
 				RoleCheck: {Agent: check, Timeout: 10 * time.Second}, RoleAct: {Agent: act, Timeout: 10 * time.Second},
 			},
-			Workspace: ws, Recorder: rec, Now: clock.Now,
+			Workspace: ws, Recorder: rec, Now: clock.Now, Sandbox: testSandbox(t),
 		},
 	}
 }

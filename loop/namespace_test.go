@@ -228,7 +228,7 @@ func TestConfinedCommandCannotReachDaemons(t *testing.T) {
 	}
 
 	// Unconfined, the client reaches the daemon: the test can tell.
-	assert.Equal(t, "connected\n", client(context.Background()))
+	assert.Equal(t, "connected\n", client(stepCtx(t)))
 	<-accepted
 
 	ctx, s := confinedCtx(t, t.TempDir(), true)

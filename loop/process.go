@@ -14,9 +14,6 @@ import (
 	"github.com/git-norma/git-norma/loop/sandbox"
 )
 
-// killGrace is how long a process group gets between SIGTERM and SIGKILL.
-const killGrace = 2 * time.Second
-
 // ProcessResult is how a process ended.
 type ProcessResult struct {
 	ExitCode int
@@ -24,63 +21,17 @@ type ProcessResult struct {
 	Duration time.Duration
 }
 
-// RunProcess runs cmd in its own session and process group and waits for it. On timeout or
-// cancellation the whole group gets SIGTERM, then SIGKILL after killGrace, so an agent's
-// children die with it; after a normal exit any member still alive is killed too. cmd's
-// streams must be files (or nil): a pipe held open by a stray child would make Wait block.
-// Within a step (a step sandbox in ctx) cmd starts through the run's sandbox launcher,
-// confined and contained: whatever it leaves running is killed, and named in an event.
+// RunProcess runs cmd through the launcher of the step sandbox ctx carries (a step's, or
+// ConfineChecks'), confined and contained, and waits for it. On timeout or cancellation the
+// launcher stops cmd's whole group, so an agent's children die with it; whatever it leaves
+// running is killed, and named in an event. Should git-norma die meanwhile, the launcher sees
+// it gone and ends cmd and everything cmd started. cmd's streams must be files (or nil): a
+// pipe held open by a stray child would make Wait block.
 func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (ProcessResult, error) {
-	sb, policy, err := confine(ctx, cmd)
+	s, p, err := confine(ctx, cmd)
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
-	if sb != nil {
-		return sb.run(ctx, cmd, policy, timeout)
-	}
-	// A session of its own, so also a process group of its own, and no controlling terminal:
-	// an agent must not reach the user's terminal (TIOCSTI would type into the user's shell).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return ProcessResult{ExitCode: -1}, err
-	}
-	pgid := cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	dctx, cancel := withTimeout(ctx, timeout)
-	res := ProcessResult{}
-	select {
-	case <-done:
-	case <-dctx.Done():
-		stopGroup(pgid, done)
-		res.TimedOut = context.Cause(dctx) == errTimedOut
-	}
-	cancel()
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	res.Duration = time.Since(start)
-	// Wait has returned: ProcessState is set, or nil (-1) when the leader could not be waited for.
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	if ctx.Err() != nil && !res.TimedOut {
-		return res, ctx.Err()
-	}
-	return res, nil
-}
-
-// errTimedOut is the cause of a command's context that its timeout ended, not its caller.
-var errTimedOut = errors.New("timed out")
-
-// withTimeout is ctx, ended after timeout too (0: no limit) with errTimedOut as its cause.
-func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if timeout > 0 {
-		return context.WithTimeoutCause(ctx, timeout, errTimedOut)
-	}
-	return context.WithCancel(ctx)
-}
-
-// run runs cmd through the run's launcher, confined by p. Should git-norma die meanwhile, the
-// launcher sees it gone and ends cmd and everything cmd started.
-func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, timeout time.Duration) (ProcessResult, error) {
 	srv, err := s.launcher.get(s.cfg, cmd.Dir)
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
@@ -110,15 +61,15 @@ func (s *stepSandbox) run(ctx context.Context, cmd *exec.Cmd, p sandbox.Policy, 
 	return res, err
 }
 
-// stopGroup asks the group to stop, then forces it, and waits for the leader.
-func stopGroup(pgid int, done <-chan error) {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(killGrace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-done
+// errTimedOut is the cause of a command's context that its timeout ended, not its caller.
+var errTimedOut = errors.New("timed out")
+
+// withTimeout is ctx, ended after timeout too (0: no limit) with errTimedOut as its cause.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	}
+	return context.WithCancel(ctx)
 }
 
 // BaseEnv is env, or this process's environment when there is none.

@@ -26,7 +26,7 @@ type stepRun struct {
 	tree    string
 	events  []Event
 	skipped bool
-	// sandbox confines the step's processes (nil: they run as plain children).
+	// sandbox confines the step's processes (nil: it can start none).
 	sandbox *stepSandbox
 }
 

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,7 +88,7 @@ func TestCLIAgentRunsEachRole(t *testing.T) {
 				fake := newFakeCLI(t, kind)
 				a := fake.agent(t, role, CLIOptions{Model: "test-model"}, kind+"/"+string(role)+"-ok")
 
-				out, err := a.Run(context.Background(), r.req)
+				out, err := a.Run(r.ctx, r.req)
 
 				require.NoError(t, err)
 				want := answerOutput(t, role)
@@ -178,7 +177,7 @@ func TestCLIAgentExtraArgsReplaceDefaults(t *testing.T) {
 			r := newCLIRig(t, tc.role, 10*time.Second)
 			require.NoError(t, os.Mkdir(filepath.Join(r.workDir, "sub"), 0o700))
 			fake := newFakeCLI(t, tc.kind)
-			_, err := fake.agent(t, tc.role, tc.o, tc.kind+"/"+string(tc.role)+"-ok").Run(context.Background(), r.req)
+			_, err := fake.agent(t, tc.role, tc.o, tc.kind+"/"+string(tc.role)+"-ok").Run(r.ctx, r.req)
 			require.NoError(t, err)
 			calls := fake.calls(t)
 			require.Len(t, calls, 1)
@@ -196,7 +195,7 @@ func TestCLIAgentModelFromEnvelope(t *testing.T) {
 			t.Parallel()
 			r := newCLIRig(t, loop.RoleAct, 10*time.Second)
 			fake := newFakeCLI(t, kind)
-			out, err := fake.agent(t, loop.RoleAct, CLIOptions{}, kind+"/act-ok").Run(context.Background(), r.req)
+			out, err := fake.agent(t, loop.RoleAct, CLIOptions{}, kind+"/act-ok").Run(r.ctx, r.req)
 			require.NoError(t, err)
 			require.NotNil(t, out.Usage)
 			assert.Equal(t, want, out.Usage.Model)
@@ -216,7 +215,7 @@ func TestCLIAnswersKeepTheContract(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			r := newCLIRig(t, role, 10*time.Second)
-			out, err := newFakeCLI(t, kind).agent(t, role, CLIOptions{}, kind+"/"+string(role)+"-ok").Run(context.Background(), r.req)
+			out, err := newFakeCLI(t, kind).agent(t, role, CLIOptions{}, kind+"/"+string(role)+"-ok").Run(r.ctx, r.req)
 			require.NoError(t, err)
 			require.NoError(t, loop.ValidateOutput(role, testTaskID, &out))
 			require.NotNil(t, out.Usage)

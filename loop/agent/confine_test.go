@@ -33,6 +33,16 @@ func confined(t *testing.T, stepDir string, allowWrite ...string) context.Contex
 	return ctx
 }
 
+// contained is a context whose processes start through the launcher, as with sandbox mode off.
+func contained(t *testing.T, stepDir string) context.Context {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	ctx, done := loop.ConfineChecks(context.Background(), &loop.Sandbox{Launcher: exe, Network: true}, stepDir)
+	t.Cleanup(func() { done() })
+	return ctx
+}
+
 // TestCLIAgentsRunConfined: each of the four CLIs works confined when its state directory (the
 // fake's log) is in allow_write, and cannot write it when it is not.
 func TestCLIAgentsRunConfined(t *testing.T) {

@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -113,6 +114,8 @@ func (f *fakeCLI) calls(t *testing.T) []fakeCall {
 
 // cliRig is a step laid out as the engine lays it out, for one role.
 type cliRig struct {
+	// ctx runs the CLI as a step's, through the launcher (without Landlock).
+	ctx     context.Context
 	role    loop.Role
 	workDir string
 	stepDir string
@@ -133,6 +136,7 @@ func newCLIRig(t *testing.T, role loop.Role, timeout time.Duration) *cliRig {
 	index := map[loop.Role]int{loop.RolePlan: 1, loop.RoleDo: 2, loop.RoleCheck: 3, loop.RoleAct: 4}[role]
 	r := &cliRig{role: role, workDir: filepath.Join(root, "run", "workspace"),
 		stepDir: filepath.Join(root, "run", "steps", loop.StepDirName(index, role))}
+	r.ctx = contained(t, r.stepDir)
 	require.NoError(t, os.MkdirAll(r.workDir, 0o700))
 	// the step's files, as the engine makes them
 	require.NoError(t, os.MkdirAll(filepath.Join(r.stepDir, "logs"), 0o700))
