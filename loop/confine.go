@@ -156,16 +156,13 @@ func checkScope(ctx context.Context) context.Context {
 // close empties the private directory: what the step's processes left in TMPDIR and the git
 // objects they wrote, which never enter the repository.
 func (s *stepSandbox) close() {
-	if s != nil && s.started {
+	if s.started {
 		s.private.empty()
 	}
 }
 
 // event is the step event naming the processes killed at the end of the step's commands.
 func (s *stepSandbox) event() (Event, bool) {
-	if s == nil {
-		return Event{}, false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.killed) == 0 {
@@ -188,9 +185,6 @@ const TamperedEvent = "sandbox_tampered"
 // command needed, and, when it started processes under Landlock, the refused operations its
 // logs report.
 func (s *stepSandbox) events(logs ...string) []Event {
-	if s == nil {
-		return nil
-	}
 	var evs []Event
 	if ev, ok := s.event(); ok {
 		evs = append(evs, ev)

@@ -57,8 +57,7 @@ type Options struct {
 	// Gates are added to every plan's effective criteria; like the task's Verify commands, no
 	// plan may drop or alter them (required.go).
 	Gates []Gate
-	// Sandbox confines every process a step starts; nil starts none (agents that start no
-	// process need none).
+	// Sandbox confines every process a step starts.
 	Sandbox *Sandbox
 }
 
@@ -111,6 +110,9 @@ func (o Options) Validate() error {
 	}
 	if o.RunID == "" || o.RunDir == "" || o.Workspace == nil || o.Recorder == nil {
 		return fmt.Errorf("%w: run id, run dir, workspace and recorder are required", ErrInvalidOptions)
+	}
+	if o.Sandbox == nil {
+		return fmt.Errorf("%w: a sandbox is required", ErrInvalidOptions)
 	}
 	return nil
 }

@@ -950,6 +950,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "no run dir", mutate: func(o *Options) { o.RunDir = "" }, wantErr: "run dir"},
 		{name: "no workspace", mutate: func(o *Options) { o.Workspace = nil }, wantErr: "workspace"},
 		{name: "no recorder", mutate: func(o *Options) { o.Recorder = nil }, wantErr: "recorder"},
+		{name: "no sandbox", mutate: func(o *Options) { o.Sandbox = nil }, wantErr: "sandbox"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

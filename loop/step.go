@@ -26,8 +26,6 @@ type stepRun struct {
 	tree    string
 	events  []Event
 	skipped bool
-	// sandbox confines the step's processes (nil: it can start none).
-	sandbox *stepSandbox
 }
 
 // step runs one role end to end: files, agent, validation, workspace, commit point, journal.
@@ -41,16 +39,12 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 		return Output{}, nil, err
 	}
 	e.o.Live.report(Live{Kind: StepStarted, TaskID: e.o.Task.ID, Index: s.index, Role: role, LogDir: filepath.Join(s.dir, "logs")})
-	sctx := ctx
-	if e.o.Sandbox != nil {
-		s.sandbox = &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir, private: e.private, launcher: e.launcher}
-		defer s.sandbox.close()
-		sctx = withStepSandbox(sctx, s.sandbox)
-	}
-	agentErr, err := e.execute(sctx, s)
+	sb := &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir, private: e.private, launcher: e.launcher}
+	defer sb.close()
+	agentErr, err := e.execute(withStepSandbox(ctx, sb), s)
 	s.stdout.Close()
 	s.stderr.Close()
-	s.events = append(s.events, s.sandbox.events(s.stdout.Name(), s.stderr.Name())...)
+	s.events = append(s.events, sb.events(s.stdout.Name(), s.stderr.Name())...)
 	if err != nil {
 		return Output{}, nil, err
 	}
@@ -98,7 +92,7 @@ func (s *stepRun) open() error {
 func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 	ra := e.o.Agents[s.role]
 	_, isPure := ra.Agent.(pure)
-	if _, builtin := ra.Agent.(BuiltinCheck); builtin && e.o.Sandbox != nil && e.o.Sandbox.Shields {
+	if _, builtin := ra.Agent.(BuiltinCheck); builtin && e.o.Sandbox.Shields {
 		// Its commands run confined in the check worktree: the kernel keeps them out of the
 		// workspace, so there is nothing to snapshot or settle there.
 		isPure = true
