@@ -172,8 +172,10 @@ INSERT INTO guard_violations(run_id, task_id, paths_json, at, cleared_at)
 	FROM kv_json k JOIN runs ON runs.run_id = k.run_id
 	WHERE k.key = 'guard_violation' AND json_type(v) = 'object'
 		AND coalesce(json_type(v, '$.paths'), 'null') IN ('array', 'null')
+		AND NOT EXISTS (SELECT 1 FROM json_each(v, '$.paths') WHERE json_type(v, '$.paths') = 'array' AND type <> 'text')
 		AND coalesce(json_type(v, '$.task_id'), 'null') IN ('text', 'null')
-		AND coalesce(json_type(v, '$.at'), 'null') IN ('text', 'null')
+		AND (v ->> '$.at' IS NULL OR (v ->> '$.at' GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*'
+			AND julianday(v ->> '$.at') IS NOT NULL))
 		AND coalesce(json_type(v, '$.cleared_at'), 'null') IN ('text', 'null');
 DELETE FROM kv_run WHERE key IN ('redo', 'fork_point', 'guard_pending', 'guard_violation');
 DROP TABLE kv_json;

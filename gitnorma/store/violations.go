@@ -51,7 +51,9 @@ func (s *Store) ClearViolation(ctx context.Context, runID string, t time.Time) e
 	})
 }
 
-// PendingViolations lists the violations not cleared yet, by run id.
+// PendingViolations lists the violations not cleared yet, by run id. A row that does not read
+// (only a hand edit or an unconfined agent writes one) is pending all the same, its text for
+// its paths: it must neither hide the others nor be lost — the user clears it with resume.
 func (s *Store) PendingViolations(ctx context.Context) ([]Violation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT run_id, task_id, paths_json, at FROM guard_violations
 		WHERE cleared_at IS NULL ORDER BY run_id`)
@@ -66,12 +68,10 @@ func (s *Store) PendingViolations(ctx context.Context) ([]Violation, error) {
 		if err := rows.Scan(&v.RunID, &v.TaskID, &paths, &at); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal([]byte(paths), &v.Paths); err != nil {
-			return nil, fmt.Errorf("store: the violation of run %s: paths: %w", v.RunID, err)
+		if json.Unmarshal([]byte(paths), &v.Paths) != nil {
+			v.Paths = []string{paths}
 		}
-		if v.At, err = time.Parse(violationTime, at); err != nil {
-			return nil, fmt.Errorf("store: the violation of run %s: %w", v.RunID, err)
-		}
+		v.At, _ = time.Parse(violationTime, at) // zero: not "since" any run's start
 		out = append(out, v)
 	}
 	return out, rows.Err()

@@ -77,7 +77,10 @@ func TestMigrationOfTheLastKVFacts(t *testing.T) {
 	_, err = db.Exec(`INSERT INTO runs(run_id, created_at, goal, status, run_dir, task_id) VALUES
 			('r-1', '2026-01-01T00:00:00Z', 'g', 'passed', 'd', 't-1'),
 			('r-2', '2026-01-02T00:00:00Z', 'g', 'running', 'd', 't-1'),
-			('r-3', '2026-01-03T00:00:00Z', 'g', 'failed', 'd', 't-2');
+			('r-3', '2026-01-03T00:00:00Z', 'g', 'failed', 'd', 't-2'),
+			('r-4', '2026-01-04T00:00:00Z', 'g', 'failed', 'd', 't-2'),
+			('r-5', '2026-01-05T00:00:00Z', 'g', 'failed', 'd', 't-2'),
+			('r-6', '2026-01-06T00:00:00Z', 'g', 'failed', 'd', 't-2');
 		INSERT INTO kv_run(run_id, key, value_json) VALUES
 			('r-1', 'redo', 'true'), ('r-1', 'fork_point', '{"base":"` + base + `","started":true,"target":"main"}'),
 			('r-1', 'guard_violation', '{"task_id":"t-1","paths":["x (restored)"],"at":"2026-01-01T01:00:00.5+01:00","cleared_at":"2026-01-01T02:00:00Z"}'),
@@ -85,7 +88,10 @@ func TestMigrationOfTheLastKVFacts(t *testing.T) {
 			('r-2', 'redo', 'false'), ('r-2', 'fork_point', '{"base":"HEAD~1"}'), ('r-2', 'guard_pending', 'true'),
 			('r-2', 'guard_violation', '{"task_id":"t-1","paths":["y"],"at":"2026-01-02T00:00:00.123456789Z"}'),
 			('r-3', 'fork_point', 'not json'), ('r-3', 'guard_pending', 'false'),
-			('r-3', 'guard_violation', '{"task_id":"t-2","paths":"z","at":"2026-01-03T00:00:00Z"}');`)
+			('r-3', 'guard_violation', '{"task_id":"t-2","paths":"z","at":"2026-01-03T00:00:00Z"}'),
+			('r-4', 'guard_violation', '{"task_id":"t-2","paths":[1],"at":"2026-01-03T00:00:00Z"}'),
+			('r-5', 'guard_violation', '{"task_id":"t-2","paths":["w"],"at":"2026-01-03 00:00:00"}'),
+			('r-6', 'guard_violation', '{"task_id":"t-2","paths":null,"at":"2026-01-03T00:00:00.5-07:00"}');`)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
@@ -104,11 +110,13 @@ func TestMigrationOfTheLastKVFacts(t *testing.T) {
 
 	pending, err := s.PendingViolations(ctx)
 	require.NoError(t, err)
-	require.Len(t, pending, 1, "r-1's was cleared; r-3's paths are no list")
+	require.Len(t, pending, 2, "r-1's was cleared; the old code could not read r-3's, r-4's or r-5's either")
 	assert.Equal(t, Violation{RunID: "r-2", TaskID: "t-1", Paths: []string{"y"}}, Violation{RunID: pending[0].RunID, TaskID: pending[0].TaskID, Paths: pending[0].Paths})
 	assert.Equal(t, "2026-01-02T00:00:00.123456789Z", pending[0].At.Format(time.RFC3339Nano))
+	assert.Equal(t, []string{"r-6", "2026-01-03T00:00:00.5-07:00"}, []string{pending[1].RunID, pending[1].At.Format(time.RFC3339Nano)})
+	assert.Empty(t, pending[1].Paths)
 
-	for run, want := range map[string][]string{"r-1": {"branch"}, "r-2": nil, "r-3": nil} {
+	for run, want := range map[string][]string{"r-1": {"branch"}, "r-2": nil, "r-3": nil, "r-4": nil} {
 		kv, err := s.KV(ctx, run)
 		require.NoError(t, err)
 		var keys []string
@@ -117,4 +125,31 @@ func TestMigrationOfTheLastKVFacts(t *testing.T) {
 		}
 		assert.Equal(t, want, keys, run)
 	}
+}
+
+// A violation row that does not read — written by hand or by an unconfined agent with the
+// foreign keys off — is pending all the same and hides no other: run and loop refuse, status
+// and doctor show it, and resume clears it.
+func TestUnreadableViolationIsPending(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	require.NoError(t, s.CreateRun(ctx, Run{ID: "r-1", Goal: "g", RunDir: "d", TaskID: "t-1"}, nil))
+	at := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	require.NoError(t, s.RecordViolation(ctx, Violation{RunID: "r-1", TaskID: "t-1", Paths: []string{"a"}, At: at}))
+	raw, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = raw.Exec(`INSERT INTO guard_violations(run_id, task_id, paths_json, at) VALUES ('r-0', '', '[1]', 'junk')`)
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	pending, err := s.PendingViolations(ctx)
+	require.NoError(t, err)
+	require.Len(t, pending, 2)
+	assert.Equal(t, []string{"r-0", "[1]"}, []string{pending[0].RunID, pending[0].Paths[0]})
+	assert.True(t, pending[0].At.IsZero())
+	assert.Equal(t, "r-1", pending[1].RunID)
+	require.NoError(t, s.ClearViolation(ctx, "r-0", at))
+	pending, err = s.PendingViolations(ctx)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
 }
