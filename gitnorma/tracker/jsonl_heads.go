@@ -11,8 +11,9 @@ import (
 )
 
 // headIndexVersion names the index's encoding and the meaning of its heads: change it with
-// Head, headIndex, or what the VerifyFunc git-norma passes decides.
-const headIndexVersion = 2
+// Head, headIndex, what the VerifyFunc git-norma passes decides, or which lines are tasks (3: a
+// dependency without depends_on_id makes its line malformed).
+const headIndexVersion = 3
 
 // headIndex is the index file: every line of the backlog, in file order, by a hash of its
 // bytes, with its head (nil for a line that is not a task), and the identity of the file they
