@@ -1,11 +1,13 @@
 package worktree
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // A run's worktree has two git directories. The one git made (<common>/worktrees/<name>) is
@@ -163,16 +165,23 @@ func copyRegular(from, to string) error {
 	return err
 }
 
-// openRegular opens path for reading only when it is a regular file (a pipe would block).
+// openRegular opens path for reading only when it is a regular file (a pipe would block). The
+// type is checked on what was opened — O_NOFOLLOW refuses a symbolic link, O_NONBLOCK keeps a
+// pipe from blocking the open —, so nothing an agent's leftover process swaps in between a
+// look and the open gets through.
 func openRegular(path string) (*os.File, error) {
-	st, err := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	return os.Open(path)
+	return f, nil
 }
 
 // readRegular reads path only when it is a regular file (see openRegular).
