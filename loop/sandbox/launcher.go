@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h), which the syscall
-// package does not name.
-const prSetChildSubreaper = 36
-
 // stopGrace is how long the command gets between the SIGTERM the launcher forwards and its
 // SIGKILL. It must leave the launcher time to sweep and answer within answerGrace.
 const stopGrace = time.Second

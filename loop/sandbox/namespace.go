@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,13 +34,10 @@ func namespaceAttr() *syscall.SysProcAttr {
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		attr.AmbientCaps = []uintptr{capSysAdmin}
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 	return attr
 }
-
-// capSysAdmin is CAP_SYS_ADMIN (linux/capability.h), which the syscall package does not name.
-const capSysAdmin = 21
 
 // Namespaces says whether the launcher at launcher (git-norma itself) can run in namespaces
 // of its own, and why not. Kernels, containers (seccomp, a masked /proc) and distributions
@@ -125,7 +121,7 @@ func setUp(namespaced bool) error {
 	if namespaced {
 		return mountProc()
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1, 0); errno != 0 {
 		return fmt.Errorf("cannot become the child subreaper: %w", errno)
 	}
 	return nil
@@ -158,14 +154,14 @@ func mountProc() error {
 // (Dropping them on every thread instead stops the whole runtime, twice as costly as the rest
 // of the launcher's work.)
 func dropCapabilities(confined bool) error {
-	header := struct{ version, pid uint32 }{version: capabilityVersion3}
-	var sets [2]struct{ effective, permitted, inheritable uint32 }
+	header := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3} // 64-bit sets: two of each
+	var sets [2]unix.CapUserData
 	if os.Geteuid() == 0 {
 		if !confined {
 			return nil
 		}
 		for _, c := range rootDrops {
-			_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prCapBSetDrop, c, 0)
+			_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0)
 			if errno != 0 && errno != syscall.EINVAL { // EINVAL: a capability this kernel lacks
 				return fmt.Errorf("cannot drop capability %d from the command's bounding set: %w", c, errno)
 			}
@@ -173,13 +169,13 @@ func dropCapabilities(confined bool) error {
 		// A root exec gets the bounding set and the inheritable one: whatever started
 		// git-norma may have filled that (capsh, systemd's CapabilityInheritable=, some
 		// container runtimes). Emptying it empties the ambient set too.
-		if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&sets[0])), 0); errno != 0 {
-			return fmt.Errorf("cannot read the launcher's capabilities: %w", errno)
+		if err := unix.Capget(&header, &sets[0]); err != nil {
+			return fmt.Errorf("cannot read the launcher's capabilities: %w", err)
 		}
-		sets[0].inheritable, sets[1].inheritable = 0, 0
+		sets[0].Inheritable, sets[1].Inheritable = 0, 0
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&header)), uintptr(unsafe.Pointer(&sets[0])), 0); errno != 0 {
-		return fmt.Errorf("cannot drop the launcher's capabilities: %w", errno)
+	if err := unix.Capset(&header, &sets[0]); err != nil {
+		return fmt.Errorf("cannot drop the launcher's capabilities: %w", err)
 	}
 	return nil
 }
@@ -208,12 +204,6 @@ func notTraceable() error {
 // the launcher's threads, whose CPUs, priority and I/O class the run's next command (a check)
 // would inherit: pinned to one CPU, a test suite that skips its concurrency test there passes.
 var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40, 23}
-
-// prCapBSetDrop is prctl's PR_CAPBSET_DROP.
-const prCapBSetDrop = 24
-
-// capabilityVersion3 is _LINUX_CAPABILITY_VERSION_3 (linux/capability.h): capset's 64-bit sets.
-const capabilityVersion3 = 0x20080522
 
 // killNamespace kills every process of the namespace but the launcher, and reaps them, and
 // names them (its /proc is the namespace's own). One kill(-1) from pid 1 reaches all of
