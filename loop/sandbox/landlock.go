@@ -21,16 +21,16 @@ import (
 // the whole Go runtime twice.) The launcher's other threads are out of a confined command's
 // reach: Landlock lets it trace, or read the memory of, only processes confined at least as
 // it is. The caller keeps to the thread (runtime.LockOSThread) until the command has started,
-// and never gives the thread back.
-func confine(p Policy) error {
+// and never gives the thread back. It says whether signals are scoped to the sandbox (ABI 6).
+func confine(p Policy) (scoped bool, err error) {
 	// Best effort must not mean none: asked to confine, the launcher refuses to run
 	// unconfined.
 	if abi, why := ABI(); abi == 0 {
-		return errors.New(why)
+		return false, errors.New(why)
 	}
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil {
-		return err
+		return false, err
 	}
 	handled := handledFS(abi)
 	attr := llsys.RulesetAttr{HandledAccessFS: handled}
@@ -45,7 +45,7 @@ func confine(p Policy) error {
 	}
 	ruleset, err := llsys.LandlockCreateRuleset(&attr, 0)
 	if err != nil {
-		return fmt.Errorf("landlock_create_ruleset: %w", err)
+		return false, fmt.Errorf("landlock_create_ruleset: %w", err)
 	}
 	defer syscall.Close(ruleset)
 	rules := []pathRule{{"/", readOnly}}
@@ -64,16 +64,16 @@ func confine(p Policy) error {
 	}
 	for _, r := range rules {
 		if err := r.add(ruleset, handled); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); errno != 0 {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", errno)
+		return false, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", errno)
 	}
 	if err := llsys.LandlockRestrictSelf(ruleset, 0); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
+		return false, fmt.Errorf("landlock_restrict_self: %w", err)
 	}
-	return nil
+	return abi >= signalScopeABI, nil
 }
 
 // handledFS are the filesystem rights Landlock ABI abi governs.

@@ -8,8 +8,6 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // A launcher serves a whole run: started once (StartServer), it starts each agent and check
@@ -267,12 +265,11 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, limits li
 	}
 	scoped := false
 	if p.Landlock {
-		if err := confine(p); err != nil {
+		var err error
+		if scoped, err = confine(p); err != nil {
 			rep.StartError = "cannot confine the command with Landlock: " + err.Error()
 			return fail(126)
 		}
-		abi, err := llsys.LandlockGetABIVersion()
-		scoped = err == nil && abi >= signalScopeABI
 	}
 	proc, err := os.StartProcess(req.Path, req.Args, &os.ProcAttr{
 		Dir: req.Dir, Env: req.Env, Files: files, Sys: &syscall.SysProcAttr{Setpgid: true},
