@@ -99,11 +99,9 @@ func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 // are its orphans — and reaps them, until none is left or sweepBound has passed. Killing one
 // reparents its own children to us, hence the rounds.
 func sweep() []Process {
-	// The usual case costs one call: no child at all (ECHILD) means no descendant is left,
-	// since the subreaper inherits the top of every orphaned chain. Only otherwise is /proc
-	// read.
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+	// The usual case costs one call: no child at all means no descendant is left, since the
+	// subreaper inherits the top of every orphaned chain. Only otherwise is /proc read.
+	if noChild() {
 		return nil
 	}
 	var killed []Process
@@ -152,21 +150,30 @@ func (p Process) String() string {
 // for it).
 const signalScopeABI = 6
 
-// killDomain kills, with kill(-1), every process the launcher may signal. Confined with
-// Landlock's signal scope those are exactly the processes of its own sandbox — the command's
-// descendants wherever they went (setsid, a double fork, a chain forking faster than the sweep
-// can kill) — and never one outside it. Without the scope they would be every process of the
-// user: it is only ever called scoped.
+// killAll kills, with kill(-1), every process the launcher may signal, until it has no child
+// left. It is called only where those are exactly the command's leftovers, wherever they went
+// (setsid, a double fork, a chain forking faster than the sweep can kill): from pid 1 of the
+// launcher's pid namespace, where one kill(-1) reaches them all (a process being killed
+// cannot fork any more), or confined with Landlock's signal scope, which reaches its own
+// sandbox and never a process outside it. Otherwise kill(-1) would reach every process of
+// the user.
 //
-// It ends when the launcher has no child left: as the subreaper it inherits every orphan of
-// the sandbox while it lives, so no child means no process of the sandbox.
-func killDomain() {
+// No child means no process of the sandbox left: as pid 1 or the subreaper, the launcher
+// inherits every orphan while it lives.
+func killAll() {
 	for range 1000 {
-		var ws syscall.WaitStatus
-		if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+		if noChild() {
 			return
 		}
 		_ = syscall.Kill(-1, syscall.SIGKILL)
 		reap()
 	}
+}
+
+// noChild says the launcher has no child, ended or not (wait4's ECHILD); it reaps one that
+// ended.
+func noChild() bool {
+	var ws syscall.WaitStatus
+	_, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+	return errors.Is(err, syscall.ECHILD)
 }

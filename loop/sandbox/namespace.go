@@ -205,13 +205,10 @@ func notTraceable() error {
 // would inherit: pinned to one CPU, a test suite that skips its concurrency test there passes.
 var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40, 23}
 
-// killNamespace kills every process of the namespace but the launcher, and reaps them, and
-// names them (its /proc is the namespace's own). One kill(-1) from pid 1 reaches all of
-// them (a process being killed cannot fork any more); it repeats only until the launcher,
-// which inherits every orphan of the namespace, has no child left.
+// killNamespace kills every process of the namespace but the launcher (killAll) and names
+// them (its /proc is the namespace's own).
 func killNamespace() []Process {
-	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
+	if noChild() {
 		return nil
 	}
 	var killed []Process
@@ -220,12 +217,6 @@ func killNamespace() []Process {
 			killed = append(killed, Process{PID: p.pid, Cmdline: p.cmdline})
 		}
 	}
-	for range 1000 {
-		_ = syscall.Kill(-1, syscall.SIGKILL)
-		reap()
-		if _, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); errors.Is(err, syscall.ECHILD) {
-			break
-		}
-	}
+	killAll()
 	return killed
 }

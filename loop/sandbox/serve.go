@@ -286,7 +286,7 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, limits li
 	} else {
 		rep.Killed = sweep()
 		if scoped {
-			killDomain()
+			killAll()
 		}
 	}
 	return exitCode(status), rep
