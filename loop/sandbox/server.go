@@ -147,12 +147,12 @@ func (s *Server) Run(cmd *exec.Cmd, p Policy, stop <-chan struct{}) (int, Report
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := newStreams(cmd)
+	defer st.wait()
 	if err == nil {
 		err = s.send(cmd, p, st.files)
 		st.started() // the launcher has its copies (in flight, once sent)
 	}
 	if err != nil {
-		st.wait()
 		return -1, Report{}, err
 	}
 	type result struct {
@@ -173,7 +173,6 @@ func (s *Server) Run(cmd *exec.Cmd, p Policy, stop <-chan struct{}) (int, Report
 			s.signal(sig)
 			select {
 			case r = <-done:
-				st.wait()
 				return r.code, r.rep, r.err
 			case <-time.After(answerGrace):
 			}
@@ -181,7 +180,6 @@ func (s *Server) Run(cmd *exec.Cmd, p Policy, stop <-chan struct{}) (int, Report
 		s.kill() // the launcher does not answer
 		r = <-done
 	}
-	st.wait()
 	return r.code, r.rep, r.err
 }
 
