@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -72,12 +73,8 @@ func Namespaces(launcher string) (bool, string, error) {
 
 // refused says err is the kernel refusing namespaces, for good.
 func refused(err error) bool {
-	for _, no := range []syscall.Errno{syscall.EPERM, syscall.EACCES, syscall.EINVAL, syscall.ENOSYS, syscall.EUSERS} {
-		if errors.Is(err, no) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]syscall.Errno{syscall.EPERM, syscall.EACCES, syscall.EINVAL, syscall.ENOSYS, syscall.EUSERS},
+		func(no syscall.Errno) bool { return errors.Is(err, no) })
 }
 
 // ErrNoNamespaceLeft says the kernel gives namespaces, but none is left for this user.
