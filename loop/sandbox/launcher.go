@@ -113,11 +113,11 @@ func sweep() []Process {
 			break
 		}
 		for _, k := range kids {
-			if !k.zombie && !seen[k.pid] {
-				seen[k.pid] = true
-				killed = append(killed, Process{PID: k.pid, Cmdline: k.cmdline})
+			if !k.zombie && !seen[k.PID] {
+				seen[k.PID] = true
+				killed = append(killed, k.Process)
 			}
-			_ = syscall.Kill(k.pid, syscall.SIGKILL)
+			_ = syscall.Kill(k.PID, syscall.SIGKILL)
 		}
 		reap()
 	}

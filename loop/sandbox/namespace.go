@@ -211,7 +211,7 @@ func killNamespace() []Process {
 	var killed []Process
 	for _, p := range processes(func(pid, _ int) bool { return pid != 1 }) {
 		if !p.zombie {
-			killed = append(killed, Process{PID: p.pid, Cmdline: p.cmdline})
+			killed = append(killed, p.Process)
 		}
 	}
 	killAll()

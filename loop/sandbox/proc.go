@@ -8,9 +8,8 @@ import (
 )
 
 type child struct {
-	pid     int
-	zombie  bool
-	cmdline string
+	Process
+	zombie bool
 }
 
 // children lists the processes whose parent is pid, read from /proc/*/stat (the per-thread
@@ -48,7 +47,7 @@ func processes(keep func(pid, ppid int) bool) []child {
 		if ppid, err := strconv.Atoi(f[1]); err != nil || !keep(n, ppid) {
 			continue
 		}
-		out = append(out, child{pid: n, zombie: f[0] == "Z", cmdline: cmdline(n, stat[:i])})
+		out = append(out, child{Process{PID: n, Cmdline: cmdline(n, stat[:i])}, f[0] == "Z"})
 	}
 	return out
 }

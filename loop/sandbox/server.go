@@ -93,8 +93,8 @@ const closeGrace = 5 * time.Second
 // are killed first.
 func (s *Server) kill() {
 	for _, c := range children(s.proc.Pid) {
-		_ = syscall.Kill(-c.pid, syscall.SIGKILL)
-		_ = syscall.Kill(c.pid, syscall.SIGKILL)
+		_ = syscall.Kill(-c.PID, syscall.SIGKILL)
+		_ = syscall.Kill(c.PID, syscall.SIGKILL)
 	}
 	_ = s.proc.Kill()
 }
