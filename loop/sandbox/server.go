@@ -231,20 +231,15 @@ func (s *Server) signal(sig syscall.Signal) {
 
 // receive reads the launcher's next answer.
 func (s *Server) receive() (answer, error) {
-	for {
-		n, err := s.conn.Read(s.buf)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil || n == 0 {
-			return answer{}, errLauncherGone
-		}
-		var a answer
-		if err := json.Unmarshal(s.buf[:n], &a); err != nil {
-			return answer{}, fmt.Errorf("the sandbox launcher said what it cannot say: %w", err)
-		}
-		return a, nil
+	n, err := s.conn.Read(s.buf) // os.File retries EINTR itself
+	if err != nil || n == 0 {
+		return answer{}, errLauncherGone
 	}
+	var a answer
+	if err := json.Unmarshal(s.buf[:n], &a); err != nil {
+		return answer{}, fmt.Errorf("the sandbox launcher said what it cannot say: %w", err)
+	}
+	return a, nil
 }
 
 // errLauncherGone says the serving launcher ended while it had a command to run.
