@@ -150,16 +150,13 @@ func (p Process) String() string {
 // for it).
 const signalScopeABI = 6
 
-// killAll kills, with kill(-1), every process the launcher may signal, until it has no child
+// killAll kills, with kill(-1), every process the launcher may signal until it has no child
+// left: as pid 1 or the subreaper it inherits every orphan, so then none of the sandbox is
 // left. It is called only where those are exactly the command's leftovers, wherever they went
 // (setsid, a double fork, a chain forking faster than the sweep can kill): from pid 1 of the
-// launcher's pid namespace, where one kill(-1) reaches them all (a process being killed
-// cannot fork any more), or confined with Landlock's signal scope, which reaches its own
-// sandbox and never a process outside it. Otherwise kill(-1) would reach every process of
-// the user.
-//
-// No child means no process of the sandbox left: as pid 1 or the subreaper, the launcher
-// inherits every orphan while it lives.
+// launcher's pid namespace, where one kill(-1) reaches them all (a process being killed cannot
+// fork any more), or confined with Landlock's signal scope, which never reaches a process
+// outside the sandbox. Elsewhere kill(-1) would reach every process of the user.
 func killAll() {
 	for range 1000 {
 		if noChild() {

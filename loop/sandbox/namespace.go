@@ -142,14 +142,12 @@ func mountProc() error {
 // dropCapabilities drops, on the calling thread, what the command must not get: capabilities
 // are per thread, and a new process gets those of the thread that started it, so the caller
 // keeps to this thread (runtime.LockOSThread) until it has started the command. A user other
-// than root loses every capability there, the CAP_SYS_ADMIN namespaceAttr gave included: the
-// command gets none. Root's command is root, but when confined without the capabilities that
-// would let it undo the sandbox (mounts through open_tree, which Landlock does not govern;
-// modules; tracing; opening files by handle): they leave this thread's bounding set. (Mode off
-// confines nothing, and takes nothing from root.) The launcher's other threads
-// keep theirs, which is safe only because the launcher cannot be traced (notTraceable).
-// (Dropping them on every thread instead stops the whole runtime, twice as costly as the rest
-// of the launcher's work.)
+// than root loses every capability there, the CAP_SYS_ADMIN namespaceAttr gave included. Root's
+// command is root, but a confined one lacks what would let it undo the sandbox: rootDrops
+// leave this thread's bounding set (mode off confines nothing, and takes nothing from root).
+// The launcher's other threads keep theirs, which is safe only because the launcher cannot be
+// traced (notTraceable); dropping them on every thread instead stops the whole runtime, twice
+// as costly as the rest of the launcher's work.
 func dropCapabilities(confined bool) error {
 	header := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3} // 64-bit sets: two of each
 	var sets [2]unix.CapUserData
@@ -191,15 +189,16 @@ func notTraceable() error {
 }
 
 // rootDrops are the capabilities (linux/capability.h) a root command does not get: what
-// reaches past Landlock and the namespaces — CAP_SYS_ADMIN (mounts, open_tree, setns),
-// CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_DAC_READ_SEARCH (open_by_handle_at),
-// CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN, CAP_NET_RAW (raw sockets pass Landlock's TCP rules),
-// CAP_SETFCAP (file capabilities: a root binary that stays root), CAP_SYS_TIME,
-// CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL, CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG,
-// CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE, and CAP_SYS_NICE: without it the kernel lets a
-// process change the scheduling of no process holding capabilities it lacks (cap_safe_nice) —
-// the launcher's threads, whose CPUs, priority and I/O class the run's next command (a check)
-// would inherit: pinned to one CPU, a test suite that skips its concurrency test there passes.
+// reaches past Landlock and the namespaces — CAP_SYS_ADMIN (mounts, open_tree, which Landlock
+// does not govern, setns), CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_RAWIO, CAP_DAC_READ_SEARCH
+// (opening files by handle: open_by_handle_at), CAP_SYS_BOOT, CAP_MKNOD, CAP_NET_ADMIN,
+// CAP_NET_RAW (raw sockets pass Landlock's TCP rules), CAP_SETFCAP (file capabilities: a root
+// binary that stays root), CAP_SYS_TIME, CAP_LINUX_IMMUTABLE, CAP_AUDIT_CONTROL,
+// CAP_MAC_OVERRIDE, CAP_MAC_ADMIN, CAP_SYSLOG, CAP_PERFMON, CAP_BPF, CAP_CHECKPOINT_RESTORE,
+// and CAP_SYS_NICE: without it the kernel lets a process change the scheduling of no process
+// holding capabilities it lacks (cap_safe_nice) — the launcher's threads, whose CPUs, priority
+// and I/O class the run's next command (a check) would inherit: pinned to one CPU, a test
+// suite that skips its concurrency test there passes.
 var rootDrops = []uintptr{21, 16, 19, 17, 2, 22, 27, 12, 13, 31, 25, 9, 30, 32, 33, 34, 38, 39, 40, 23}
 
 // killNamespace kills every process of the namespace but the launcher (killAll) and names

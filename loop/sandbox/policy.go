@@ -1,11 +1,11 @@
 // Package sandbox confines and contains the processes git-norma starts for a step: agents and
 // check commands. git-norma never restricts itself; it starts a launcher — its own binary
 // re-executed with the hidden argument Entry — once per run (Server), which starts each
-// command of the run from a thread it restricts with Landlock for that command alone, and
-// when the command ends kills every descendant it left behind (setsid daemons, double forks
-// included). A one-off command gets a launcher of its own (RunAlone). Where the kernel allows, the
-// launcher is pid 1 of a pid namespace of its own, which no descendant can leave; elsewhere it
-// is the child subreaper and sweeps what it inherited.
+// command of the run, one at a time, from a thread it restricts with Landlock for that command
+// alone, and when the command ends kills every descendant it left behind (setsid daemons,
+// double forks included). A one-off command gets a launcher of its own (RunAlone). Where the
+// kernel allows, the launcher is pid 1 of a pid namespace of its own, which no descendant can
+// leave; elsewhere it is the child subreaper and sweeps what it inherited.
 package sandbox
 
 import (

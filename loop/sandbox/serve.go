@@ -10,12 +10,9 @@ import (
 	"syscall"
 )
 
-// A launcher serves a whole run: started once (StartServer), it starts each agent and check
-// command of the run on git-norma's request, one at a time, from a thread of its own,
-// confined for that command alone, and when the command ends it kills what the command left
-// running. A re-exec of git-norma costs more
-// than everything else the launcher does for a command (docs/performance.md); a run starts
-// two commands an iteration.
+// A launcher serves a whole run (StartServer), not one command: a re-exec of git-norma costs
+// more than everything else the launcher does for a command (docs/performance.md), and a run
+// starts two commands an iteration.
 //
 // git-norma talks to it over a sequenced-packet socket (connFD): a request is one message,
 // the command's three streams ride along as file descriptors. When that socket closes —
