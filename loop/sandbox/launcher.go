@@ -29,17 +29,6 @@ func Main(args []string) int {
 	return 2
 }
 
-// startFailure says in rep why the command at path could not start.
-func startFailure(rep *Report, path string, err error) {
-	rep.StartError = path
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		rep.Errno = errno
-	} else {
-		rep.StartError = err.Error()
-	}
-}
-
 // exitCode is the exit status git-norma sees: the command's own, or 128+signal when a signal
 // ended it.
 func exitCode(status syscall.WaitStatus) int {

@@ -272,7 +272,10 @@ func (j *job) run(req startRequest, files []*os.File, namespaced bool, limits li
 		Dir: req.Dir, Env: req.Env, Files: files, Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		startFailure(&rep, req.Path, err)
+		rep.StartError = req.Path // Report.Err makes it an *os.PathError with Errno
+		if !errors.As(err, &rep.Errno) {
+			rep.StartError = err.Error()
+		}
 		return fail(127)
 	}
 	j.started <- answer{}
