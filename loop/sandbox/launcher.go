@@ -50,11 +50,7 @@ var fatalSignals = []os.Signal{syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGILL, 
 // git-norma's SIGKILL, for a serving launcher) to its process group and forcing it stopGrace
 // after the first one. Other children reaped meanwhile are orphans that already ended.
 func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
-	type exit struct {
-		pid    int
-		status syscall.WaitStatus
-	}
-	exits := make(chan exit, 1)
+	exited := make(chan syscall.WaitStatus, 1)
 	go func() {
 		for {
 			var ws syscall.WaitStatus
@@ -63,7 +59,7 @@ func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 				continue
 			}
 			if err != nil || got == pid {
-				exits <- exit{got, ws}
+				exited <- ws
 				return
 			}
 		}
@@ -71,8 +67,8 @@ func waitFor(pid int, sigs <-chan os.Signal) syscall.WaitStatus {
 	var force <-chan time.Time
 	for {
 		select {
-		case e := <-exits:
-			return e.status
+		case ws := <-exited:
+			return ws
 		case sig := <-sigs:
 			_ = syscall.Kill(-pid, sig.(syscall.Signal))
 			if force == nil {
