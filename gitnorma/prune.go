@@ -84,9 +84,16 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	if err != nil {
 		return rep, err
 	}
+	violations, err := st.PendingViolations(ctx)
+	if err != nil {
+		return rep, err
+	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
-	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}}
+	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}}
+	for _, v := range violations {
+		scan.violated[v.RunID] = true
+	}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
@@ -164,6 +171,10 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	if scan.liveRun(p.repo, r.TaskID) == r.ID {
 		return "its process is still finishing it", nil
 	}
+	if scan.violated[r.ID] {
+		// Its row carries the violation: deleting it would let run and loop start again.
+		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
+	}
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
 		return "", nil
 	}
@@ -186,6 +197,8 @@ type pruneScan struct {
 	newestPass map[string]bool
 	// live maps a task to the run a live process holds its lock for ("" for none), asked once.
 	live map[string]string
+	// violated holds the runs whose guard violation the user has not cleared.
+	violated map[string]bool
 }
 
 func (s *pruneScan) liveRun(repo *Repo, taskID string) string {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,4 +70,31 @@ func TestPruneDeletesABranchOnlyAsJudged(t *testing.T) {
 	require.NoError(t, err, "a name that is no task id has no lock to take")
 	assert.Empty(t, why)
 	assert.False(t, exists("norma/task/wip/x"))
+}
+
+// prune keeps a run whose guard violation the user has not cleared: the violation lives with
+// the run's row, and deleting it would let run and loop start again unseen.
+func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
+	ctx := context.Background()
+	a, _ := initApp(t)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	}
+	violated := "r-20260101-000000-000-000001"
+	require.NoError(t, st.RecordViolation(ctx, store.Violation{RunID: violated, TaskID: "norma-t1", Paths: []string{".git/config"}, At: a.Now()}))
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-20260101-000000-000-000002"}, rep.Runs)
+	assert.Equal(t, []string{"run " + violated + ": its guard violation is pending (look at it: git norma status " + violated + "; then: git norma resume)"}, rep.Kept)
+	require.Error(t, refuseViolated(ctx, st), "run and loop still refuse")
+
+	_, err = a.Repo.ClearViolations(ctx, a.Now())
+	require.NoError(t, err)
+	rep, err = a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{violated}, rep.Runs, "cleared: retention applies again")
 }
