@@ -1,0 +1,205 @@
+package gitnorma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/worktree"
+)
+
+// pruneKept deletes the branches runs set aside (refs/norma/kept/<task>/<run>) once that run
+// is pruned, its task closed and all of it on the target. Being work that did not land, a
+// kept branch usually stays until --force.
+func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
+	out, err := p.repo.Git.ForEachRef(ctx, "%(objectname) %(refname)", worktree.KeptPrefix)
+	if err != nil || out == "" {
+		return err
+	}
+	retainedRuns := map[string]bool{}
+	for _, r := range runs {
+		retainedRuns[r.ID] = true
+	}
+	for _, id := range pruned {
+		delete(retainedRuns, id)
+	}
+	tr, err := p.tracker()
+	if err != nil {
+		return err
+	}
+	target, err := p.target(ctx)
+	if err != nil {
+		target = "" // without a target there is no telling what landed: keep them (below)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		head, ref, _ := strings.Cut(line, " ")
+		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
+		if !ok || retainedRuns[runID] {
+			continue // its run is retained
+		}
+		if why := p.keepKept(ctx, tr, target, task, head); why != "" && !o.Force {
+			rep.Kept = append(rep.Kept, ref+": "+why+" (use --force to delete anyway)")
+			continue
+		}
+		if !o.DryRun {
+			// Deleted only as judged: the head compared with the target above.
+			if err := p.repo.Git.DeleteRef(ctx, ref, head); err != nil {
+				why, gone, rerr := p.repo.movedFrom(ctx, ref, head)
+				switch {
+				case rerr == nil && gone:
+					continue // someone else deleted it meanwhile
+				case rerr == nil && why != "":
+					rep.Kept = append(rep.Kept, ref+": "+why)
+					continue
+				}
+				return err
+			}
+		}
+		rep.Branches = append(rep.Branches, ref)
+	}
+	return nil
+}
+
+// pruneRun removes a finished run; it returns why the run stays ("" once it is gone).
+// pruneBranches deletes landed task branches (task closed, nothing left to land) once no
+// retained run refers to them: a landed branch stays for review as long as its run does.
+func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map[string]string, rep *PruneReport) error {
+	target, err := p.target(ctx)
+	if err != nil {
+		return nil // without a target there is no telling what landed; keep every branch
+	}
+	branches, err := p.repo.taskBranches(ctx)
+	if err != nil || len(branches) == 0 {
+		return err
+	}
+	tr, err := p.tracker()
+	if err != nil {
+		return err
+	}
+	tasks, err := tr.List(ctx)
+	if err != nil {
+		return err
+	}
+	status := map[string]string{}
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	for _, b := range branches {
+		why := p.keepBranch(ctx, b, status[b.Task], target)
+		if why == "" && retained[b.Task] != "" {
+			why = "run " + retained[b.Task] + " of its task is retained"
+		}
+		if why != "" && !(o.Force && b.Worktree == "") {
+			rep.Kept = append(rep.Kept, b.Branch+": "+why)
+			continue
+		}
+		if !o.DryRun {
+			why, err := p.deleteBranchAsJudged(ctx, b)
+			if err != nil {
+				return err
+			}
+			if why != "" {
+				rep.Kept = append(rep.Kept, b.Branch+": "+why)
+				continue
+			}
+		}
+		rep.Branches = append(rep.Branches, b.Branch)
+	}
+	return nil
+}
+
+// deleteBranchAsJudged deletes a task branch only as prune judged it: under its task's lock
+// (no run moves or checks it out meanwhile), only if still at the judged head (a commit made
+// since is never deleted), and through git branch -D, which refuses a branch checked out,
+// rebasing or bisecting, and drops its config. It returns why the branch stays ("" once it is
+// gone).
+func (p *pruner) deleteBranchAsJudged(ctx context.Context, b BranchRow) (string, error) {
+	if p.validID(b.Task) == nil { // a stray name under norma/task/ has no runs to lock out
+		lock, err := p.repo.acquireTaskLock(b.Task)
+		if errors.Is(err, ErrLocked) {
+			return "a run of its task is in progress", nil
+		} else if err != nil {
+			return "", err
+		}
+		defer lock.Release()
+	}
+	return p.repo.deleteBranchAt(ctx, b.Branch, b.Head)
+}
+
+// deleteBranchAt deletes branch if it is still at head; it returns why it stays ("" once it is
+// gone). The callers hold the task's lock: only a user's git command could move it meanwhile.
+func (r *Repo) deleteBranchAt(ctx context.Context, branch, head string) (string, error) {
+	if why, gone, err := r.movedFrom(ctx, "refs/heads/"+branch, head); err != nil || gone || why != "" {
+		return why, err // gone already: nothing to keep
+	}
+	if err := r.Git.DeleteBranch(ctx, branch); err != nil {
+		if msg := strings.TrimSpace(git.StderrOf(err)); msg != "" {
+			return "git refused to delete it: " + msg, nil
+		}
+		return "", err
+	}
+	return "", nil
+}
+
+// movedFrom says why ref is no longer the judged head ("" while it is), or that it is gone.
+func (r *Repo) movedFrom(ctx context.Context, ref, head string) (why string, gone bool, err error) {
+	now, err := r.Git.Resolve(ctx, ref)
+	switch {
+	case err != nil && git.ExitCodeOf(err) == 1:
+		return "", true, nil
+	case err != nil:
+		return "", false, err
+	case now != head:
+		return fmt.Sprintf("it moved to %.10s since it was judged at %.10s", now, head), false, nil
+	}
+	return "", false, nil
+}
+
+// keepKept says why a kept branch at head must stay ("" when it may go).
+func (p *pruner) keepKept(ctx context.Context, tr tracker.Tracker, target, task, head string) string {
+	if t, err := tr.Get(ctx, task); err != nil || t.Status != tracker.StatusClosed {
+		return "its task is not closed"
+	}
+	if target == "" {
+		return "there is no target to compare it with"
+	}
+	if landed, err := p.repo.Worktrees(ctx).LandedRef(ctx, target, head); err != nil || !landed {
+		return "it has changes that are not on " + target
+	}
+	return ""
+}
+
+// keepBranch says why a task branch must stay ("" when it may go).
+func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target string) string {
+	switch {
+	case b.Worktree != "":
+		return "checked out in " + b.Worktree
+	case taskStatus == "":
+		return "its task is not in the backlog (use --force to delete anyway)"
+	case taskStatus != tracker.StatusClosed:
+		return "its task is " + taskStatus + " (use --force to delete anyway)"
+	}
+	landed, err := p.repo.Worktrees(ctx).LandedRef(ctx, target, b.Head) // the head that may be deleted
+	if (err == nil || errors.Is(err, worktree.ErrConflict)) && !landed {
+		// Merging it again differs, or conflicts, when later commits touched the same lines;
+		// its landing, naming the run that made its head, still says it landed.
+		landed, err = p.repo.landedAsRecorded(ctx, b.Task, b.Head, target), nil
+	}
+	if err != nil || !landed {
+		return "it has changes that are not on " + target + " (use --force to delete anyway)"
+	}
+	return ""
+}
+
+// landedAsRecorded says head landed on target as it is: a landing of task names the run that
+// made head (its Norma-Run trailer) and is head's squash commit (Manager.LandedAt). Read from
+// git, it holds after the run's records were pruned, and for other clones' branches; the
+// content, not the trailers alone, decides.
+func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
+	run, err := r.Git.Log(ctx, "%(trailers:key=Norma-Run,valueonly,separator=%x2C)", git.LogQuery{Revs: []string{head}, Max: 1})
+	return err == nil && run != "" && !strings.Contains(run, ",") && r.landingOfRun(ctx, target, task, run, head) != ""
+}
