@@ -65,13 +65,16 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return err
 	}
+	// Recorded before anything else can end the run (a failing or interrupted worktree.setup):
+	// the branch exists now, built on the target's commits, and a landing of a later run must
+	// know which (checkForkPoints).
+	if err := r.st.SetForkPoint(ctx, r.id, store.ForkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
+		return err
+	}
 	if err := r.setUpWorkspace(ctx); err != nil {
 		return err
 	}
 	r.reportCatchUp(ctx, r.ws.CaughtUp)
-	if err := r.st.SetForkPoint(ctx, r.id, store.ForkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
-		return err
-	}
 	// The intent first: a kill between the claim and its record leaves a claim the store knows.
 	if err := r.st.SetClaim(ctx, r.id, store.ClaimIntent); err != nil {
 		return err
