@@ -175,6 +175,9 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// Its row carries the violation: deleting it would let run and loop start again.
 		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
 	}
+	if why, err := p.forkPointNeeded(ctx, r, scan); why != "" || err != nil {
+		return why, err
+	}
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
 		return "", nil
 	}
@@ -191,6 +194,37 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
 }
 
+// forkPointNeeded says why r's row must stay for its fork point ("" when it need not): its
+// task branch still holds the target commit the run was built on, and the target no longer
+// has it (amended, reset or rebased away). That row is what refuses a landing of the branch,
+// which would bring the commit back (checkForkPoints); the next run of the task records only
+// where the branch meets the target now.
+func (p *pruner) forkPointNeeded(ctx context.Context, r store.Run, scan *pruneScan) (string, error) {
+	base := r.Fork.Base
+	if base == "" || r.TaskID == "" {
+		return "", nil
+	}
+	branch := worktree.TaskBranch(r.TaskID)
+	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+branch)
+	switch {
+	case git.ExitCodeOf(err) == 1:
+		return "", nil // no branch, nothing to land
+	case err != nil:
+		return "", err
+	}
+	if inBranch, err := p.repo.Git.IsAncestor(ctx, base, head); err != nil || !inBranch {
+		return "", nil // rebuilt without it (or the commit is gone: no branch holds it)
+	}
+	target, terr := scan.targetOf(ctx, p)
+	if terr == nil {
+		if onTarget, err := p.repo.Git.IsAncestor(ctx, base, "refs/heads/"+target); err == nil && onTarget {
+			return "", nil
+		}
+	}
+	// Not knowing the target is no reason to drop what refuses a landing.
+	return fmt.Sprintf("%s is built on %.10s, which the target no longer has; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), nil
+}
+
 // pruneScan is what prune learns about tasks as it goes through their runs, newest first.
 type pruneScan struct {
 	// newestPass holds the tasks whose newest passed run has been seen.
@@ -199,6 +233,17 @@ type pruneScan struct {
 	live map[string]string
 	// violated holds the runs whose guard violation the user has not cleared.
 	violated map[string]bool
+	// target is the target branch, asked once (targetErr if it could not be told).
+	target    *string
+	targetErr error
+}
+
+func (s *pruneScan) targetOf(ctx context.Context, p *pruner) (string, error) {
+	if s.target == nil {
+		t, err := p.target(ctx)
+		s.target, s.targetErr = &t, err
+	}
+	return *s.target, s.targetErr
 }
 
 func (s *pruneScan) liveRun(repo *Repo, taskID string) string {
