@@ -175,6 +175,11 @@ func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req land
 func (ld *lander) forkPointOnTarget(ctx context.Context, req landRequest, fp store.ForkPoint, head string) error {
 	base := fp.Base
 	onTarget, err := ld.repo.Git.IsAncestor(ctx, base, "refs/heads/"+req.target)
+	if err != nil && !ld.repo.Git.HasCommit(ctx, base) && ld.repo.Git.HasCommit(ctx, head) {
+		// Purged since (reflog expire, gc: a leaked secret): no branch holds a commit git no
+		// longer has, and a landing cannot bring it back.
+		return nil
+	}
 	if err != nil || onTarget {
 		return err
 	}
