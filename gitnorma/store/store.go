@@ -98,6 +98,9 @@ func (s *Store) init(ctx context.Context) error {
 			return s.classify(err)
 		}
 	}
+	if err := s.carryLegacyKV(ctx); err != nil {
+		return s.classify(err)
+	}
 	return nil
 }
 

@@ -153,3 +153,64 @@ func TestUnreadableViolationIsPending(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 }
+
+// An older git-norma still running when a newer one migrated the store writes its violation,
+// redo, fork point and pending guard as kv_run rows: the next Open carries them into their
+// columns (the rows stay, for the old process reads them), each once, and a row it cannot
+// read is left as migration 7 leaves it.
+func TestOpenCarriesAnOlderGitNormasRecords(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	for _, id := range []string{"r-1", "r-2", "r-3"} {
+		require.NoError(t, s.CreateRun(ctx, Run{ID: id, Goal: "g", RunDir: "d", TaskID: "t-1"}, nil))
+	}
+	require.NoError(t, s.FinishRun(ctx, "r-3", StatusFailed, "", "", time.Time{}))
+	base := strings.Repeat("a", 40)
+	for _, kv := range [][3]string{
+		{"r-1", "redo", `true`}, {"r-1", "fork_point", `{"base":"` + base + `","started":true,"target":"main"}`},
+		{"r-1", "guard_pending", `true`},
+		{"r-1", "guard_violation", `{"task_id":"t-1","paths":["tracked.txt (not restored)"],"at":"2026-11-28T16:56:45.5Z"}`},
+		{"r-2", "fork_point", `{"base":"HEAD~1"}`}, {"r-2", "guard_violation", `{"paths":"z"}`},
+		{"r-3", "guard_pending", `true`},
+	} {
+		_, err := s.DB().ExecContext(ctx, `INSERT INTO kv_run(run_id, key, value_json) VALUES (?, ?, ?)`, kv[0], kv[1], kv[2])
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	s, err := Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	r1, err := s.Run(ctx, "r-1")
+	require.NoError(t, err)
+	assert.Equal(t, []any{true, ForkPoint{Base: base, Target: "main", Started: true}, true}, []any{r1.Redo, r1.Fork, r1.GuardPending})
+	r2, err := s.Run(ctx, "r-2")
+	require.NoError(t, err)
+	assert.Equal(t, []any{false, ForkPoint{}, false}, []any{r2.Redo, r2.Fork, r2.GuardPending})
+	r3, err := s.Run(ctx, "r-3")
+	require.NoError(t, err)
+	assert.False(t, r3.GuardPending, "a finished run awaits no guard")
+	pending, err := s.PendingViolations(ctx)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	assert.Equal(t, []any{"r-1", "t-1", []string{"tracked.txt (not restored)"}, "2026-11-28T16:56:45.5Z"},
+		[]any{pending[0].RunID, pending[0].TaskID, pending[0].Paths, pending[0].At.Format(time.RFC3339Nano)})
+	kv, err := s.KV(ctx, "r-1")
+	require.NoError(t, err)
+	assert.Len(t, kv, 4, "the old process reads its rows back")
+
+	// carried once: cleared and looked after since, they are not carried again
+	require.NoError(t, s.ClearViolation(ctx, "r-1", time.Now()))
+	require.NoError(t, s.SetGuardPending(ctx, "r-1", false))
+	require.NoError(t, s.FinishRun(ctx, "r-1", StatusStopped, "", "crashed", time.Time{}))
+	require.NoError(t, s.Close())
+	s, err = Open(ctx, path)
+	require.NoError(t, err)
+	defer s.Close()
+	pending, err = s.PendingViolations(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+	r1, err = s.Run(ctx, "r-1")
+	require.NoError(t, err)
+	assert.False(t, r1.GuardPending)
+}
