@@ -183,6 +183,10 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		if p, err := a.lander().landedBefore(ctx, st, r.pre.task, r.pre.target); err != nil {
 			return RunReport{}, err
 		} else if p.Commit != "" {
+			// A dead run of the task (a killed --force) may have left its worktree holding the
+			// branch, which nothing else frees until retention: git would refuse to check the
+			// branch out or delete it meanwhile. Its uncommitted work is committed on the branch.
+			_ = r.freeBranch(ctx)
 			return r.alreadyLanded(ctx, p)
 		}
 		if err := refuseBlocked(ctx, tr, r.pre.task); err != nil {
