@@ -256,7 +256,7 @@ func (r *Repo) passingRun(ctx context.Context, st *store.Store, taskID string) (
 		return store.Run{}, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("task %s has no branch %s", taskID, branch),
 			Hint: "run it first: git norma run " + taskID}
 	}
-	runs, err := st.RunsForTask(ctx, taskID, 20)
+	runs, err := st.RunsForTask(ctx, taskID, 0) // however many checks of the task came since
 	if err != nil {
 		return store.Run{}, err
 	}

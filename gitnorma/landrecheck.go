@@ -149,7 +149,9 @@ func (ld *lander) checkPassTree(ctx context.Context, req landRequest, checked, h
 // point of every run since the branch was last (re)started must still be on the target,
 // unless the branch was rebuilt without it.
 func (ld *lander) checkForkPoints(ctx context.Context, st *store.Store, req landRequest, head string) error {
-	runs, err := st.RunsForTask(ctx, req.task.ID, 20)
+	// Every run back to the one that (re)started the branch, however many came since (checks
+	// of the task count as runs too): an index lookup.
+	runs, err := st.RunsForTask(ctx, req.task.ID, 0)
 	if err != nil {
 		return err
 	}
