@@ -90,7 +90,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
-	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}}
+	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forks: map[string]string{}}
 	for _, v := range violations {
 		scan.violated[v.RunID] = true
 	}
@@ -204,7 +204,19 @@ func (p *pruner) forkPointNeeded(ctx context.Context, r store.Run, scan *pruneSc
 	if base == "" || r.TaskID == "" {
 		return "", nil
 	}
-	branch := worktree.TaskBranch(r.TaskID)
+	key := r.TaskID + "\x00" + base // the runs of a task mostly share their fork points
+	if why, known := scan.forks[key]; known {
+		return why, nil
+	}
+	why, err := p.forkPointKept(ctx, r.TaskID, base, scan)
+	if err == nil {
+		scan.forks[key] = why
+	}
+	return why, err
+}
+
+func (p *pruner) forkPointKept(ctx context.Context, task, base string, scan *pruneScan) (string, error) {
+	branch := worktree.TaskBranch(task)
 	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+branch)
 	switch {
 	case git.ExitCodeOf(err) == 1:
@@ -233,6 +245,9 @@ type pruneScan struct {
 	live map[string]string
 	// violated holds the runs whose guard violation the user has not cleared.
 	violated map[string]bool
+	// forks maps a task and a fork point to why runs of that task built there stay ("" for
+	// none: forkPointNeeded).
+	forks map[string]string
 	// target is the target branch, asked once (targetErr if it could not be told).
 	target    *string
 	targetErr error
