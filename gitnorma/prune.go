@@ -105,7 +105,9 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 			}
 		}
-		if r.Status == store.StatusPassed {
+		if r.Status == store.StatusPassed && r.PassHead != "" {
+			// A PASS a landing could take; a check that was no verdict on the branch (of the
+			// main checkout, say) takes no other's place.
 			scan.newestPass[r.TaskID] = true
 		}
 		if keep {
