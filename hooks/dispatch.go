@@ -60,7 +60,9 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 
 // mergedCommits lists the commits a merge in progress brings in: pre-merge-commit gets them
 // as GITHEAD_<sha> variables; the commit that concludes a merge after conflicts (pre-commit)
-// finds them in MERGE_HEAD.
+// finds them in MERGE_HEAD, and the commit that concludes a squash (git merge --squash, git
+// pull --squash: no merge is recorded, no merge hook runs) in SQUASH_MSG, whose "commit <id>"
+// lines name every commit squashed.
 func mergedCommits(ctx context.Context, inv Invocation) []string {
 	var shas []string
 	for _, kv := range inv.Env {
@@ -73,7 +75,33 @@ func mergedCommits(ctx context.Context, inv Invocation) []string {
 			shas = append(shas, strings.Fields(string(data))...)
 		}
 	}
+	if path, err := inv.Git.GitPath(ctx, "SQUASH_MSG"); err == nil {
+		if data, err := os.ReadFile(path); err == nil {
+			shas = append(shas, squashedCommits(string(data))...)
+		}
+	}
 	return shas
+}
+
+// squashedCommits are the commits a SQUASH_MSG lists: git writes each as a "commit <id>" line,
+// unindented (their messages are indented).
+func squashedCommits(msg string) []string {
+	var shas []string
+	for _, line := range strings.Split(msg, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "commit" && strings.HasPrefix(line, "commit ") && isObjectID(f[1]) {
+			shas = append(shas, f[1])
+		}
+	}
+	return shas
+}
+
+// isObjectID says whether s is a full object id (SHA-1 or SHA-256), in lower-case hex.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // lookup is the value of name in env ("" when unset).
