@@ -43,7 +43,7 @@ const (
 	beginMarker = "# >>> git-norma >>>"
 	endMarker   = "# <<< git-norma <<<"
 	// version is bumped when the block changes; an older block is replaced in place.
-	version = "v2"
+	version = "v3"
 	// chainedSuffix is where --force moves a hook it cannot chain in place.
 	chainedSuffix = ".norma-chained"
 )
@@ -52,7 +52,8 @@ const (
 func Block(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s (managed by `git norma hooks install`; remove with `git norma hooks uninstall`)\n", beginMarker, version)
-	b.WriteString("if [ -z \"$" + GuardVar + "\" ]; then\n")
+	// ${VAR:-}: a hook whose shebang sets -u must not fail on the guard being unset.
+	b.WriteString("if [ -z \"${" + GuardVar + ":-}\" ]; then\n")
 	if stdinHooks[name] {
 		// Keep stdin for whatever runs after this block: save it, give git-norma a copy, and
 		// point the script's stdin at the saved copy (unlinked: the open fd keeps it readable).

@@ -240,3 +240,30 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+// A team's hook whose shebang sets -u (treat an unset variable as an error) still runs, and
+// git-norma's block with it: the block reads the guard variable, which is unset outside
+// git-norma's own git. (A red-team finding: every commit, merge and push failed with
+// "GIT_NORMA_INTERNAL: parameter not set" once the hooks were installed.)
+func TestShebangWithNounset(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(t.TempDir(), "log")
+	for _, name := range Names {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh -eu\necho \"team $0\" >> \"$LOG\"\n"), 0o755))
+	}
+	_, err := Install(dir, false)
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\necho \"norma $2\" >> \"$LOG\"\n"), 0o755))
+	env := []string{"PATH=" + bin + ":/usr/bin:/bin", "LOG=" + log}
+	for _, name := range Names {
+		cmd := exec.Command(filepath.Join(dir, name))
+		cmd.Env = env
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		assert.NoError(t, err, "%s: %s", name, out)
+	}
+	got, _ := os.ReadFile(log)
+	assert.Equal(t, 2*len(Names), strings.Count(string(got), "\n"), string(got))
+	assert.Contains(t, string(got), "norma pre-push\n")
+}
