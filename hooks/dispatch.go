@@ -54,6 +54,13 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 		if len(inv.Args) > 0 {
 			remote = inv.Args[0]
 		}
+		// A push to a URL names its remote by that URL: the remote configured with it is
+		// the one pushed to, and what it has was judged there.
+		if len(inv.Args) > 1 && inv.Args[0] == inv.Args[1] {
+			if name := inv.Git.RemoteWithURL(ctx, inv.Args[1]); name != "" {
+				remote = name
+			}
+		}
 		return h.Pushing(ctx, remote, updates)
 	}
 }

@@ -82,6 +82,24 @@ func (r Runner) ConfigMatching(ctx context.Context, pattern string) (string, err
 	return r.Output(ctx, "config", "--get-regexp", pattern)
 }
 
+// RemoteWithURL is the configured remote whose url or pushurl is url as the configuration
+// spells it ("" when none is): git names a remote given by its URL (git push <url>) by that
+// URL.
+func (r Runner) RemoteWithURL(ctx context.Context, url string) string {
+	out, err := r.ConfigMatching(ctx, `^remote\..+\.(push)?url$`)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		key, value, _ := strings.Cut(line, " ")
+		name, ok := strings.CutPrefix(key, "remote.")
+		if i := strings.LastIndexByte(name, '.'); ok && i > 0 && value == url {
+			return name[:i]
+		}
+	}
+	return ""
+}
+
 // ConfigFiles are the files the settings in force come from, includes followed, one entry per
 // setting in the order git reads them (config --includes --list --show-origin).
 func (r Runner) ConfigFiles(ctx context.Context) ([]string, error) {
