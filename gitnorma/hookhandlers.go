@@ -114,8 +114,8 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 	return h.refusal("merge", refused)
 }
 
-// Pushing refuses a task branch whose head has no recorded PASS, or another ref whose new
-// commits carry task work no recorded PASS covers; then pushes the journal notes (notes.push).
+// Pushing refuses a task branch whose head has no recorded PASS, or any ref whose new commits
+// carry task work no recorded PASS covers; then pushes the journal notes (notes.push).
 func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hooks.PushUpdate) error {
 	gate, done := h.gate()
 	defer done()
@@ -127,8 +127,10 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 		if id := gate.TaskOf(u.LocalRef); id != "" {
 			if why := gate.Unverified(ctx, id, u.LocalID); why != "" {
 				refused = append(refused, why)
+				continue
 			}
-			continue
+			// Its PASS covers its own work, not another task's that the branch carries (one
+			// it forked from, fast-forwarded into main): that is judged as on any ref.
 		}
 		why, err := gate.Refused(ctx, []string{u.LocalID}, gate.PushedOver(ctx, remote, u))
 		if err != nil && h.git.HasCommit(ctx, u.LocalID) {
