@@ -99,8 +99,9 @@ type Action struct {
 // Install writes git-norma's block into each hook in dir (git rev-parse --git-path hooks): a new
 // file when there is none, the block right after the shebang of an existing shell hook (so
 // both run: git-norma first, then the existing commands), an in-place upgrade of an older
-// block, or nothing when it is current. A hook that is not a shell script is skipped, unless
-// force moves it aside to <hook>.norma-chained and our shim runs it after its block.
+// block, or nothing when it is current. A symbolic link, or a hook that is not executable, is
+// moved aside to <hook>.norma-chained, and our shim runs it after its block when git would; a
+// hook that is not a shell script is skipped, unless force moves it aside the same way.
 func Install(dir string, force bool) ([]Action, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func eachHook(dir string, do func(path, name string) (Action, error)) ([]Action,
 
 func installOne(path, name string, force bool) (Action, error) {
 	a := Action{Hook: name, Path: path}
-	data, err := os.ReadFile(path)
+	st, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		a.Result = "created"
 		return a, writeKeepingMode(path, []byte("#!/bin/sh\n"+Block(name)), 0o755)
@@ -131,7 +132,23 @@ func installOne(path, name string, force bool) (Action, error) {
 	if err != nil {
 		return a, err
 	}
+	data, err := os.ReadFile(path)
+	if err != nil && st.Mode()&os.ModeSymlink == 0 {
+		return a, err
+	}
 	block := Block(name)
+	if !blockRE().Match(data) {
+		// A symbolic link (to a script the project tracks, say) would be replaced by a copy
+		// of what it points at, and a hook that is not executable would keep our block from
+		// running (git ignores it): either is moved aside whole, and runs after our block as
+		// git would run it.
+		switch {
+		case st.Mode()&os.ModeSymlink != 0:
+			return chainAside(path, name, "a symbolic link")
+		case st.Mode().Perm()&0o111 == 0:
+			return chainAside(path, name, "not executable, so git does not run it")
+		}
+	}
 	if loc := blockRE().FindIndex(data); loc != nil {
 		if string(data[loc[0]:loc[1]]) == block {
 			a.Result = "unchanged"
@@ -145,7 +162,7 @@ func installOne(path, name string, force bool) (Action, error) {
 			a.Result, a.Detail = "skipped", fmt.Sprintf("not a shell script git-norma can add its block to; add the lines of `git norma hooks install --manual` to it yourself, or use --force to move it to %s%s and chain it", name, chainedSuffix)
 			return a, nil
 		}
-		return chainAside(path, name)
+		return chainAside(path, name, "not a shell script")
 	}
 	a.Result = "chained"
 	at := len(firstLine(data))
@@ -155,18 +172,20 @@ func installOne(path, name string, force bool) (Action, error) {
 	return a, writeKeepingMode(path, splice(data, at, at, block), 0)
 }
 
-// chainAside moves a hook that cannot be edited out of the way and installs a shim that runs
-// it after git-norma's block, with the same arguments and stdin.
-func chainAside(path, name string) (Action, error) {
+// chainAside moves a hook that cannot be edited in place (why says why) out of the way and
+// installs a shim that runs it after git-norma's block, with the same arguments and stdin,
+// when git would (it is executable).
+func chainAside(path, name, why string) (Action, error) {
 	aside := path + chainedSuffix
-	if _, err := os.Stat(aside); err == nil {
+	if _, err := os.Lstat(aside); err == nil {
 		return Action{Hook: name, Path: path}, fmt.Errorf("%s exists already: remove it or restore it by hand", aside)
 	}
 	if err := os.Rename(path, aside); err != nil {
 		return Action{}, err
 	}
-	shim := "#!/bin/sh\n" + Block(name) + fmt.Sprintf("exec \"$(dirname \"$0\")/%s%s\" \"$@\"\n", name, chainedSuffix)
-	return Action{Hook: name, Path: path, Result: "chained", Detail: "moved the existing hook to " + aside}, writeKeepingMode(path, []byte(shim), 0o755)
+	run := fmt.Sprintf("\"$(dirname \"$0\")/%s%s\"", name, chainedSuffix)
+	shim := "#!/bin/sh\n" + Block(name) + "[ -x " + run + " ] || exit 0\nexec " + run + " \"$@\"\n"
+	return Action{Hook: name, Path: path, Result: "chained", Detail: "moved the existing hook (" + why + ") to " + aside}, writeKeepingMode(path, []byte(shim), 0o755)
 }
 
 // Uninstall removes git-norma's block from each hook, leaving every other byte and the mode as
@@ -186,7 +205,7 @@ func uninstallOne(path, name string) (Action, error) {
 		return a, err
 	}
 	loc := blockRE().FindIndex(data)
-	if _, err := os.Stat(path + chainedSuffix); err == nil && loc != nil {
+	if _, err := os.Lstat(path + chainedSuffix); err == nil && loc != nil {
 		a.Result = "restored"
 		return a, os.Rename(path+chainedSuffix, path)
 	}

@@ -267,3 +267,65 @@ func TestShebangWithNounset(t *testing.T) {
 	assert.Equal(t, 2*len(Names), strings.Count(string(got), "\n"), string(got))
 	assert.Contains(t, string(got), "norma pre-push\n")
 }
+
+// A hook that is a symbolic link (to a script the project tracks) is not replaced by a copy of
+// what it points at, and one that is not executable (git ignores it) does not keep our block
+// from running: each is moved aside whole, runs after our block as git would run it (the one
+// that is not executable does not), and uninstall puts it back as it was. (A red-team finding:
+// the link became a copy, later edits of the script no longer ran, and uninstall left the
+// copy; a hook not executable got our block and git ran neither, while status said
+// "installed".)
+func TestLinkedOrDisabledHookChainedAside(t *testing.T) {
+	dir := t.TempDir()
+	scripts := t.TempDir()
+	log := filepath.Join(t.TempDir(), "log")
+	target := filepath.Join(scripts, "pre-commit")
+	require.NoError(t, os.WriteFile(target, []byte("#!/bin/sh\necho team-linked >> \"$LOG\"\n"), 0o755))
+	link := filepath.Join(dir, "pre-commit")
+	require.NoError(t, os.Symlink(target, link))
+	disabled := filepath.Join(dir, "pre-push")
+	orig := []byte("#!/bin/sh\necho team-disabled >> \"$LOG\"\n")
+	require.NoError(t, os.WriteFile(disabled, orig, 0o644))
+	require.NoError(t, os.Chmod(disabled, 0o644))
+
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "chained", actions[0].Result, actions[0].Detail)
+	assert.Equal(t, "chained", actions[3].Result, actions[3].Detail)
+	assert.Equal(t, "installed", Status(dir)["pre-commit"])
+	assert.Equal(t, "installed", Status(dir)["pre-push"])
+	got, err := os.Readlink(link + chainedSuffix)
+	require.NoError(t, err)
+	assert.Equal(t, target, got)
+
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\necho \"norma $2\" >> \"$LOG\"\n"), 0o755))
+	for _, path := range []string{link, disabled} {
+		cmd := exec.Command(path)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "LOG=" + log}
+		cmd.Stdin = strings.NewReader("")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s: %s", path, out)
+	}
+	data, _ := os.ReadFile(log)
+	assert.Equal(t, "norma pre-commit\nteam-linked\nnorma pre-push\n", string(data))
+	// the script edited later runs as edited
+	require.NoError(t, os.WriteFile(target, []byte("#!/bin/sh\necho team-edited >> \"$LOG\"\n"), 0o755))
+	cmd := exec.Command(link)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "LOG=" + log}
+	require.NoError(t, cmd.Run())
+	data, _ = os.ReadFile(log)
+	assert.True(t, strings.HasSuffix(string(data), "team-edited\n"), string(data))
+
+	_, err = Uninstall(dir)
+	require.NoError(t, err)
+	got, err = os.Readlink(link)
+	require.NoError(t, err, "the link is back")
+	assert.Equal(t, target, got)
+	data, _ = os.ReadFile(disabled)
+	assert.Equal(t, orig, data)
+	st, _ := os.Stat(disabled)
+	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+	assert.NoFileExists(t, link+chainedSuffix)
+	assert.NoFileExists(t, disabled+chainedSuffix)
+}
