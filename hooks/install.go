@@ -57,7 +57,8 @@ func Block(name string) string {
 	if stdinHooks[name] {
 		// Keep stdin for whatever runs after this block: save it, give git-norma a copy, and
 		// point the script's stdin at the saved copy (unlinked: the open fd keeps it readable).
-		b.WriteString("  norma_in=$(mktemp) && cat > \"$norma_in\"\n")
+		// Saved in the git directory when the temporary one cannot be written.
+		b.WriteString("  norma_in=$(mktemp 2>/dev/null || mktemp \"$(git rev-parse --git-path norma-pre-push.XXXXXX)\") && cat > \"$norma_in\"\n")
 	}
 	b.WriteString("  if command -v git-norma >/dev/null 2>&1; then\n")
 	if stdinHooks[name] {

@@ -329,3 +329,30 @@ func TestLinkedOrDisabledHookChainedAside(t *testing.T) {
 	assert.NoFileExists(t, link+chainedSuffix)
 	assert.NoFileExists(t, disabled+chainedSuffix)
 }
+
+// A pre-push hook whose temporary directory cannot be written (TMPDIR names a directory since
+// removed, /tmp is full) still hands the push's refs to git-norma and to the hook's own
+// commands: the copy of stdin goes to the git directory instead. (A red-team finding: every
+// push failed with "cannot open : No such file".)
+func TestPrePushWithoutTempDir(t *testing.T) {
+	repo := gittest.NewRepo(t)
+	dir, err := repo.Git.Output(context.Background(), "rev-parse", "--path-format=absolute", "--git-path", "hooks")
+	require.NoError(t, err)
+	log := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pre-push"), []byte("#!/bin/sh\nwhile read a b c d; do echo \"team saw $c\" >> \""+log+"\"; done\n"), 0o755))
+	_, err = Install(dir, false)
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "git-norma"), []byte("#!/bin/sh\nwhile read a b c d; do echo \"norma saw $c\" >> \""+log+"\"; done\n"), 0o755))
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	t.Setenv(GuardVar, "")
+	remote := t.TempDir()
+	repo.Must("init", "-q", "--bare", remote)
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "removed"))
+	repo.Must("push", "-q", remote, "HEAD:refs/heads/main")
+	got, _ := os.ReadFile(log)
+	assert.Equal(t, "norma saw refs/heads/main\nteam saw refs/heads/main\n", string(got))
+	left, _ := filepath.Glob(filepath.Join(repo.Dir, ".git", "norma-pre-push.*"))
+	assert.Empty(t, left, "the copy is removed")
+}
