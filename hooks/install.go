@@ -155,6 +155,10 @@ func installOne(path, name string, force bool) (Action, error) {
 			a.Result = "unchanged"
 			return a, nil
 		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			a.Result, a.Detail = "skipped", "a symbolic link to a hook with an older git-norma block: replace that block with the lines of `git norma hooks install --manual` in the file it points at"
+			return a, nil
+		}
 		a.Result = "upgraded"
 		return a, writeKeepingMode(path, splice(data, loc[0], loc[1], block), 0)
 	}

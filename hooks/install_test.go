@@ -356,3 +356,23 @@ func TestPrePushWithoutTempDir(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(repo.Dir, ".git", "norma-pre-push.*"))
 	assert.Empty(t, left, "the copy is removed")
 }
+
+// A linked hook that holds an older block of ours (the lines of --manual, in a script the
+// project tracks) stays a link: it is reported, not replaced by an upgraded copy.
+func TestLinkedHookWithOlderBlockKept(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(t.TempDir(), "post-commit")
+	old := "#!/bin/sh\n" + beginMarker + " v0 (old)\ngit-norma hook post-commit\n" + endMarker + "\necho mine\n"
+	require.NoError(t, os.WriteFile(target, []byte(old), 0o755))
+	link := filepath.Join(dir, "post-commit")
+	require.NoError(t, os.Symlink(target, link))
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "skipped", actions[1].Result)
+	assert.Contains(t, actions[1].Detail, "--manual")
+	got, err := os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, target, got)
+	data, _ := os.ReadFile(target)
+	assert.Equal(t, old, string(data))
+}
