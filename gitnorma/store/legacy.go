@@ -44,25 +44,25 @@ func (s *Store) carryLegacyKV(ctx context.Context) error {
 		return err
 	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
-		for _, q := range []string{
-			`UPDATE runs AS r SET redo = 1 WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyRedo + `)`,
-			`UPDATE runs AS r SET
-				fork_base = (` + legacyRows + `SELECT k.v ->> '$.base' FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point'),
-				fork_started = coalesce((` + legacyRows + `SELECT (k.v ->> '$.started') IS 1 FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point'), 0),
-				fork_target = (` + legacyRows + `SELECT k.v ->> '$.target' FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point' AND typeof(k.v ->> '$.target') = 'text')
-				WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyFork + `)`,
-			`UPDATE runs AS r SET guard_pending = 1 - guard_pending WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyPending + `)`,
-			legacyRows + `INSERT INTO guard_violations(run_id, task_id, paths_json, at, cleared_at)
-				SELECT k.run_id, coalesce(k.v ->> '$.task_id', ''),
-					CASE json_type(k.v, '$.paths') WHEN 'array' THEN k.v -> '$.paths' ELSE '[]' END,
-					coalesce(k.v ->> '$.at', '0001-01-01T00:00:00Z'), k.v ->> '$.cleared_at'
-				FROM k JOIN runs r ON r.run_id = k.run_id WHERE ` + legacyViolation + `
-				ON CONFLICT(run_id) DO NOTHING`,
-		} {
-			if _, err := conn.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("store: carry an older git-norma's records: %w", err)
-			}
+		if _, err := conn.ExecContext(ctx, carryKV); err != nil {
+			return fmt.Errorf("store: carry an older git-norma's records: %w", err)
 		}
 		return nil
 	})
 }
+
+// carryKV carries those kv_run rows into their columns: migration 7 runs it once and then
+// deletes the rows; Open runs it again for rows an older git-norma wrote since.
+const carryKV = `UPDATE runs AS r SET redo = 1 WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyRedo + `);
+UPDATE runs AS r SET
+	fork_base = (` + legacyRows + `SELECT k.v ->> '$.base' FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point'),
+	fork_started = coalesce((` + legacyRows + `SELECT (k.v ->> '$.started') IS 1 FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point'), 0),
+	fork_target = (` + legacyRows + `SELECT k.v ->> '$.target' FROM k WHERE k.run_id = r.run_id AND k.key = 'fork_point' AND typeof(k.v ->> '$.target') = 'text')
+	WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyFork + `);
+UPDATE runs AS r SET guard_pending = 1 - guard_pending WHERE EXISTS (` + legacyRows + `SELECT 1 FROM k WHERE k.run_id = r.run_id AND ` + legacyPending + `);
+` + legacyRows + `INSERT INTO guard_violations(run_id, task_id, paths_json, at, cleared_at)
+	SELECT k.run_id, coalesce(k.v ->> '$.task_id', ''),
+		CASE json_type(k.v, '$.paths') WHEN 'array' THEN k.v -> '$.paths' ELSE '[]' END,
+		coalesce(k.v ->> '$.at', '0001-01-01T00:00:00Z'), k.v ->> '$.cleared_at'
+	FROM k JOIN runs r ON r.run_id = k.run_id WHERE ` + legacyViolation + `
+	ON CONFLICT(run_id) DO NOTHING;`

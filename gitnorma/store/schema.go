@@ -154,31 +154,8 @@ CREATE TABLE guard_violations (
 	cleared_at TEXT NULL
 );
 
-CREATE TEMP TABLE kv_json AS
-	SELECT run_id, key, CASE WHEN json_valid(value_json) THEN value_json END AS v
-	FROM kv_run WHERE key IN ('redo', 'fork_point', 'guard_pending', 'guard_violation');
-UPDATE runs SET
-	redo = coalesce((SELECT v = 'true' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'redo'), 0),
-	guard_pending = coalesce((SELECT v = 'true' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'guard_pending'), 0),
-	fork_base = (SELECT v ->> '$.base' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'
-		AND typeof(v ->> '$.base') = 'text' AND length(v ->> '$.base') IN (40, 64) AND v ->> '$.base' NOT GLOB '*[^0-9a-f]*'),
-	fork_started = coalesce((SELECT (v ->> '$.started') IS 1 FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'), 0),
-	fork_target = (SELECT v ->> '$.target' FROM kv_json k WHERE k.run_id = runs.run_id AND k.key = 'fork_point'
-		AND typeof(v ->> '$.target') = 'text');
-INSERT INTO guard_violations(run_id, task_id, paths_json, at, cleared_at)
-	SELECT k.run_id, coalesce(v ->> '$.task_id', ''),
-		CASE json_type(v, '$.paths') WHEN 'array' THEN v -> '$.paths' ELSE '[]' END,
-		coalesce(v ->> '$.at', '0001-01-01T00:00:00Z'), v ->> '$.cleared_at'
-	FROM kv_json k JOIN runs ON runs.run_id = k.run_id
-	WHERE k.key = 'guard_violation' AND json_type(v) = 'object'
-		AND coalesce(json_type(v, '$.paths'), 'null') IN ('array', 'null')
-		AND NOT EXISTS (SELECT 1 FROM json_each(v, '$.paths') WHERE json_type(v, '$.paths') = 'array' AND type <> 'text')
-		AND coalesce(json_type(v, '$.task_id'), 'null') IN ('text', 'null')
-		AND (v ->> '$.at' IS NULL OR (v ->> '$.at' GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]*'
-			AND julianday(v ->> '$.at') IS NOT NULL))
-		AND coalesce(json_type(v, '$.cleared_at'), 'null') IN ('text', 'null');
+` + carryKV + `
 DELETE FROM kv_run WHERE key IN ('redo', 'fork_point', 'guard_pending', 'guard_violation');
-DROP TABLE kv_json;
 `,
 }
 
