@@ -226,8 +226,14 @@ func (p *pruner) forkPointKept(ctx context.Context, task, base string, scan *pru
 	case err != nil:
 		return "", err
 	}
-	if inBranch, err := p.repo.Git.IsAncestor(ctx, base, head); err != nil || !inBranch {
-		return "", nil // rebuilt without it (or the commit is gone: no branch holds it)
+	inBranch, err := p.repo.Git.IsAncestor(ctx, base, head)
+	switch {
+	case err != nil:
+		// Not knowing is no reason to drop what refuses a landing: the commit may be missing
+		// only for now (an object moved aside, alternates on a disk not mounted).
+		return fmt.Sprintf("git cannot tell whether %s holds %.10s, which it was built on; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), nil
+	case !inBranch:
+		return "", nil // rebuilt without it
 	}
 	target, terr := scan.targetOf(ctx, p)
 	if terr == nil {

@@ -3,6 +3,7 @@ package gitnorma
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
@@ -97,4 +98,31 @@ func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 	rep, err = a.pruner().prune(ctx, st, PruneOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{violated}, rep.Runs, "cleared: retention applies again")
+}
+
+// prune keeps a run whose fork point git cannot judge just now (the commit missing: an object
+// moved aside, alternates on a disk not mounted): the row is what refuses a landing that would
+// bring that commit back once it is there again.
+func TestPruneKeepsAForkPointGitCannotJudge(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	repo.Must("branch", "norma/task/norma-t1")
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	const id = "r-20260101-000000-000-000001"
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	missing := strings.Repeat("e", 40)
+	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: missing, Target: "main"}))
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Runs)
+	require.NotEmpty(t, rep.Kept)
+	assert.Contains(t, rep.Kept[0], "run "+id+": git cannot tell whether norma/task/norma-t1 holds eeeeeeeeee")
+
+	repo.Must("branch", "-D", "norma/task/norma-t1")
+	rep, err = a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, rep.Runs, "without the branch nothing can land")
 }
