@@ -234,7 +234,8 @@ func (h *hookHandler) refusal(what string, refused []string) error {
 		hint = "git-norma is not initialised here, so no PASS is on record: git norma init, then verify it (git norma check or run); or remove these checks: git norma hooks uninstall"
 	}
 	if what == "merge" {
-		hint += "; meanwhile: git merge --abort (after a --squash: git reset --merge)"
+		hint += "; meanwhile: git merge --abort (after a --squash: git reset --merge, which also drops whatever else is staged;" +
+			" a squash given up already leaves its message behind, which git would reuse: rm \"$(git rev-parse --git-path SQUASH_MSG)\")"
 	}
 	return &Error{
 		Err:  fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
