@@ -151,6 +151,19 @@ func installOne(path, name string, force bool) (Action, error) {
 		}
 	}
 	if loc := blockRE().FindIndex(data); loc != nil {
+		if st.Mode()&os.ModeSymlink == 0 && st.Mode().Perm()&0o111 == 0 {
+			// Our block is there, but git runs no part of a hook that is not executable: the
+			// rest is moved aside, as disabled as it was, and our block runs from a shim.
+			rest := splice(data, loc[0], loc[1], "")
+			if t := string(bytes.TrimSpace(rest)); t == "" || t == "#!/bin/sh" {
+				a.Result, a.Detail = "upgraded", "it was not executable, so git did not run it"
+				return a, writeKeepingMode(path, []byte("#!/bin/sh\n"+block), 0o755)
+			}
+			if err := writeKeepingMode(path, rest, 0); err != nil {
+				return a, err
+			}
+			return chainAside(path, name, "not executable, so git does not run it")
+		}
 		if string(data[loc[0]:loc[1]]) == block {
 			a.Result = "unchanged"
 			return a, nil
@@ -239,10 +252,14 @@ func Manual() string {
 func Status(dir string) map[string]string {
 	out := map[string]string{}
 	for _, name := range Names {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		st, serr := os.Stat(path)
 		switch {
-		case err != nil:
+		case err != nil || serr != nil:
 			out[name] = "not installed"
+		case st.Mode().Perm()&0o111 == 0 && blockRE().Match(data):
+			out[name] = "not run (the hook is not executable)"
 		case strings.Contains(string(data), Block(name)):
 			out[name] = "installed"
 		case blockRE().Match(data):

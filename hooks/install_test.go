@@ -376,3 +376,36 @@ func TestLinkedHookWithOlderBlockKept(t *testing.T) {
 	data, _ := os.ReadFile(target)
 	assert.Equal(t, old, string(data))
 }
+
+// A hook that already holds our block but was made non-executable gates nothing (git runs no
+// part of it): status says so, and install moves the rest aside, as disabled as it was, and
+// runs our block from a shim; a hook that was only our block is made executable again.
+func TestDisabledHookWithOurBlock(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Install(dir, false)
+	require.NoError(t, err)
+	prePush, preCommit := filepath.Join(dir, "pre-push"), filepath.Join(dir, "pre-commit")
+	data, err := os.ReadFile(prePush)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(prePush, append(data, "echo team\n"...), 0o644))
+	require.NoError(t, os.Chmod(prePush, 0o644))
+	require.NoError(t, os.Chmod(preCommit, 0o644))
+	assert.Equal(t, "not run (the hook is not executable)", Status(dir)["pre-push"])
+
+	actions, err := Install(dir, false)
+	require.NoError(t, err)
+	assert.Equal(t, "upgraded", actions[0].Result, actions[0].Detail)
+	assert.Equal(t, "chained", actions[3].Result, actions[3].Detail)
+	for _, name := range []string{"pre-commit", "pre-push"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.NotZero(t, st.Mode().Perm()&0o100, name)
+		assert.Equal(t, "installed", Status(dir)[name])
+	}
+	aside, err := os.ReadFile(prePush + chainedSuffix)
+	require.NoError(t, err)
+	assert.Equal(t, "#!/bin/sh\necho team\n", string(aside), "the rest, without our block")
+	st, err := os.Stat(prePush + chainedSuffix)
+	require.NoError(t, err)
+	assert.Zero(t, st.Mode().Perm()&0o111, "still disabled")
+}
