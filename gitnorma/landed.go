@@ -104,7 +104,7 @@ func (r *Repo) landingOfRun(ctx context.Context, target, task, run, head string)
 // storeLanding is the landing the store records for one of the task's runs since it was
 // created, if its commit is on target.
 func (r *Repo) storeLanding(ctx context.Context, st *store.Store, task tracker.Task, target string) (priorLanding, error) {
-	runs, err := st.RunsForTask(ctx, task.ID, 50)
+	runs, err := st.RunsForTask(ctx, task.ID, 0) // however many checks of the task came since
 	if err != nil {
 		return priorLanding{}, err
 	}

@@ -2,12 +2,14 @@ package gitnorma
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -47,4 +49,26 @@ func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	p, err = a.lander().landedBefore(ctx, st, tracker.Task{ID: "norma-a1.1", CreatedAt: created}, "main")
 	require.NoError(t, err)
 	assert.Equal(t, "r-child", p.RunID)
+}
+
+// The store's record of a task's landing is found however many runs of the task came after it
+// (each git norma check of the task is one).
+func TestStoreLandingPastManyLaterRuns(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	landed := repo.Must("rev-parse", "HEAD")
+	task := tracker.Task{ID: "norma-a1", CreatedAt: time.Now().Add(-time.Hour)}
+	start := time.Now().Add(-30 * time.Minute)
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-landed", CreatedAt: start, Goal: "g", RunDir: "d", TaskID: task.ID, Status: store.StatusPassed}, nil))
+	require.NoError(t, st.SetLanded(ctx, "r-landed", landed))
+	for i := range 60 {
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r-check-%02d", i), Kind: store.KindCheck, CreatedAt: start.Add(time.Duration(i+1) * time.Second),
+			Goal: "g", RunDir: "d", TaskID: task.ID, Status: store.StatusPassed}, nil))
+	}
+	p, err := a.Repo.storeLanding(ctx, st, task, "main")
+	require.NoError(t, err)
+	assert.Equal(t, priorLanding{Commit: landed, RunID: "r-landed"}, p)
 }

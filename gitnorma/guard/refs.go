@@ -161,7 +161,7 @@ func (g *Guard) unlandedPass(ctx context.Context, task, head string) bool {
 	if g.Store == nil || head == "" {
 		return false
 	}
-	runs, err := g.Store.RunsForTask(ctx, task, 50)
+	runs, err := g.Store.RunsForTask(ctx, task, 0) // however many checks of the task came since
 	if err != nil {
 		return false
 	}
