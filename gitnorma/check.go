@@ -45,10 +45,14 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 				"%s is git-norma's (a run's workspace or a check worktree), where an agent's files decide what git runs", dir)
 		}
 	}
-	top, err := a.Repo.Git.In(dir).Toplevel(ctx)
+	where, err := a.Repo.Git.In(dir).Where(ctx)
+	if err == nil && where.TopLevel == "" {
+		err = fmt.Errorf("%s is not in a work tree", dir)
+	}
 	if err != nil {
 		return CheckReport{}, withKind(ErrEnvironment, err)
 	}
+	top := where.TopLevel
 	if taskID == "" {
 		branch, _ := a.Repo.Git.In(top).CurrentBranch(ctx)
 		taskID = strings.TrimPrefix(branch, worktree.BranchPrefix)

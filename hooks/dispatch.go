@@ -57,12 +57,30 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 		// A push to a URL names its remote by that URL: the remote configured with it is
 		// the one pushed to, and what it has was judged there.
 		if len(inv.Args) > 1 && inv.Args[0] == inv.Args[1] {
-			if name := inv.Git.RemoteWithURL(ctx, inv.Args[1]); name != "" {
+			if name := remoteWithURL(ctx, inv.Git, inv.Args[1]); name != "" {
 				remote = name
 			}
 		}
 		return h.Pushing(ctx, remote, updates)
 	}
+}
+
+// remoteWithURL is the configured remote whose url or pushurl is url as the configuration
+// spells it ("" when none is): git names a remote given by its URL (git push <url>) by that
+// URL.
+func remoteWithURL(ctx context.Context, g git.Runner, url string) string {
+	out, err := g.ConfigMatching(ctx, `^remote\..+\.(push)?url$`)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(out, "\n") {
+		key, value, _ := strings.Cut(line, " ")
+		name, ok := strings.CutPrefix(key, "remote.")
+		if i := strings.LastIndexByte(name, '.'); ok && i > 0 && value == url {
+			return name[:i]
+		}
+	}
+	return ""
 }
 
 // mergedCommits lists the commits a merge in progress brings in: pre-merge-commit gets them

@@ -162,3 +162,15 @@ func (r *recorder) Pushing(_ context.Context, remote string, updates []PushUpdat
 	r.remote, r.updates = remote, updates
 	return nil
 }
+
+// A push to a URL is a push to the remote configured with it, by url or pushurl, as the
+// configuration spells it.
+func TestRemoteWithURL(t *testing.T) {
+	ctx := context.Background()
+	r := gittest.NewRepo(t)
+	r.Must("remote", "add", "my.fork", "../fork.git")
+	r.Must("config", "remote.my.fork.pushurl", "git@host:me/fork.git")
+	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "../fork.git"))
+	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "git@host:me/fork.git"))
+	assert.Equal(t, "", remoteWithURL(ctx, r.Git, "../other.git"))
+}

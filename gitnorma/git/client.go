@@ -60,11 +60,6 @@ func (r Runner) ValidBranchName(ctx context.Context, name string) error {
 	return r.Run(ctx, "check-ref-format", "--branch", name)
 }
 
-// Toplevel is the root of the work tree the runner's directory is in.
-func (r Runner) Toplevel(ctx context.Context) (string, error) {
-	return r.Output(ctx, "rev-parse", "--show-toplevel")
-}
-
 // GitPath is the absolute path git uses for name in the git directory (hooks, MERGE_HEAD),
 // core.hooksPath and linked worktrees taken into account.
 func (r Runner) GitPath(ctx context.Context, name string) (string, error) {
@@ -80,24 +75,6 @@ func (r Runner) Config(ctx context.Context, key string) (string, error) {
 // line, "key value" (config --get-regexp; exit code 1 when none matches).
 func (r Runner) ConfigMatching(ctx context.Context, pattern string) (string, error) {
 	return r.Output(ctx, "config", "--get-regexp", pattern)
-}
-
-// RemoteWithURL is the configured remote whose url or pushurl is url as the configuration
-// spells it ("" when none is): git names a remote given by its URL (git push <url>) by that
-// URL.
-func (r Runner) RemoteWithURL(ctx context.Context, url string) string {
-	out, err := r.ConfigMatching(ctx, `^remote\..+\.(push)?url$`)
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(out, "\n") {
-		key, value, _ := strings.Cut(line, " ")
-		name, ok := strings.CutPrefix(key, "remote.")
-		if i := strings.LastIndexByte(name, '.'); ok && i > 0 && value == url {
-			return name[:i]
-		}
-	}
-	return ""
 }
 
 // ConfigFiles are the files the settings in force come from, includes followed, one entry per

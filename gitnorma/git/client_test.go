@@ -143,12 +143,6 @@ func TestClientConfigReads(t *testing.T) {
 	_, err = r.Git.ConfigMatching(ctx, `^nothing\.`)
 	assert.Equal(t, 1, git.ExitCodeOf(err), "none matches")
 
-	r.Must("remote", "add", "my.fork", "../fork.git")
-	r.Must("config", "remote.my.fork.pushurl", "git@host:me/fork.git")
-	assert.Equal(t, "my.fork", r.Git.RemoteWithURL(ctx, "../fork.git"))
-	assert.Equal(t, "my.fork", r.Git.RemoteWithURL(ctx, "git@host:me/fork.git"))
-	assert.Equal(t, "", r.Git.RemoteWithURL(ctx, "../other.git"))
-
 	files, err := r.Git.ConfigFiles(ctx)
 	require.NoError(t, err)
 	assert.Contains(t, files, included)
