@@ -255,6 +255,16 @@ func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landR
 	if err != nil {
 		return err
 	}
+	if t.Status == tracker.StatusInProgress && req.claimedByUs {
+		holder, err := ld.otherHolder(ctx, st, req.runID, t)
+		if err != nil {
+			return err
+		}
+		if holder != "" {
+			return &landRefusal{reason: fmt.Errorf("task %s was taken over: it is claimed by %s now", req.task.ID, holder),
+				hint: "its new holder runs it; this run's work stays on " + worktree.TaskBranch(req.task.ID)}
+		}
+	}
 	switch {
 	case req.leaseLost:
 		return &landRefusal{reason: fmt.Errorf("task %s was taken back from this run while it worked: its lease was reclaimed", req.task.ID),
@@ -262,12 +272,7 @@ func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landR
 	case t.Status == tracker.StatusOpen:
 		return nil
 	case t.Status == tracker.StatusInProgress && req.claimedByUs:
-		holder, err := ld.otherHolder(ctx, st, req.runID, t)
-		if err != nil || holder == "" {
-			return err
-		}
-		return &landRefusal{reason: fmt.Errorf("task %s was taken over: it is claimed by %s now", req.task.ID, holder),
-			hint: "its new holder runs it; this run's work stays on " + worktree.TaskBranch(req.task.ID)}
+		return nil
 	}
 	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open", req.task.ID, t.Status),
 		hint: "reopen the task if its work should still land, then: git norma land " + req.task.ID}

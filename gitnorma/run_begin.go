@@ -95,6 +95,22 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	r.app.crash.reach("claimed")
 	r.claimed = true
 	r.leaseLost = new(atomic.Bool)
+	if r.mirror.lease > 0 {
+		r.mirror.takenBy = func(ctx context.Context) string {
+			t, err := r.tr.Get(ctx, r.pre.task.ID)
+			if err != nil || t.Status != tracker.StatusInProgress {
+				return "" // unknown, or not claimed at all: the landing looks again
+			}
+			holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t)
+			return holder
+		}
+		r.mirror.onLost = func(holder string) {
+			if !r.leaseLost.Swap(true) {
+				_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
+					Message: fmt.Sprintf("task %s is claimed by %s now: this run no longer writes its state, and its work will not land", r.pre.task.ID, holder)})
+			}
+		}
+	}
 	r.stopLease = r.mirror.keepLease(ctx, func(err error) {
 		if tracker.LeaseLost(err) && !r.leaseLost.Swap(true) {
 			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",

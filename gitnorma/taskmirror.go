@@ -64,6 +64,15 @@ type taskMirror struct {
 	// the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
 	closedByLanding bool
+	// takenBy, when set, is who holds the task's claim now if not the run ("" while the run
+	// does): asked before a leased write once the run's lease has run out (heldUntil, its last
+	// claim, write or heartbeat), since bd 1.0.5 has no conditional update: a run that was
+	// slow (suspended, cut off from bd) would write its state, lease and labels over those of
+	// the worker that claimed the task meanwhile. onLost hears it once; the writes stop there.
+	takenBy   func(context.Context) string
+	onLost    func(holder string)
+	lostTo    string
+	heldUntil time.Time
 	// mu serialises the writes of the engine's steps and of the heartbeat, so a renewal never
 	// writes an older state over a newer one.
 	mu sync.Mutex
@@ -150,6 +159,9 @@ func (m *taskMirror) afterStep(ctx context.Context, rec loop.StepRecord, failed 
 
 // writeLeased writes the state as it stands, with a lease from now. The caller holds mu.
 func (m *taskMirror) writeLeased(ctx context.Context, failed func(error)) {
+	if m.claimTaken(ctx) {
+		return // the new holder's state is not this run's to write
+	}
 	lease := ""
 	if m.lease > 0 {
 		lease = m.now().Add(m.lease).UTC().Format(time.RFC3339)
@@ -157,6 +169,26 @@ func (m *taskMirror) writeLeased(ctx context.Context, failed func(error)) {
 	if err := m.write(ctx, "", lease); err != nil {
 		failed(err)
 	}
+}
+
+// leased notes that the claim holds until lease (RFC 3339), the lease a claim, write or
+// heartbeat just gave it. The caller holds mu.
+func (m *taskMirror) leased(lease string) {
+	if t, err := time.Parse(time.RFC3339, lease); err == nil {
+		m.heldUntil = t
+	}
+}
+
+// claimTaken says another worker or person holds the task's claim now (takenBy), and tells
+// onLost the first time. The caller holds mu.
+func (m *taskMirror) claimTaken(ctx context.Context) bool {
+	// Until the lease runs out no loop reopens the task (reaper.go), so no one else can hold it.
+	if m.lostTo == "" && m.takenBy != nil && !m.now().Before(m.heldUntil) {
+		if m.lostTo = m.takenBy(ctx); m.lostTo != "" && m.onLost != nil {
+			m.onLost(m.lostTo)
+		}
+	}
+	return m.lostTo != ""
 }
 
 // settledElsewhere says a Plan decided the task is not ready to work on (BLOCKED, DECOMPOSE):
@@ -341,6 +373,7 @@ func (m *taskMirror) write(ctx context.Context, status, lease string) error {
 		return err
 	}
 	m.confirmed, m.written = slices.Clone(m.labels), text
+	m.leased(lease)
 	if u.State != nil {
 		m.state.inNotes = false // the notes hold people's text alone now
 	}
@@ -374,8 +407,13 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 				return
 			case <-tick.C:
 				if heartbeats {
+					sent := m.now()
 					if err := leaser.Heartbeat(ctx, m.taskID); err != nil {
 						failed(err)
+					} else {
+						m.mu.Lock()
+						m.leased(sent.Add(min(m.lease, tracker.BDLeaseTTL)).UTC().Format(time.RFC3339))
+						m.mu.Unlock()
 					}
 					continue
 				}
@@ -400,6 +438,7 @@ func (m *taskMirror) claimState(runID string) (json.RawMessage, error) {
 	st.RunID = runID
 	st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	st.ForeignNotes = ""
+	m.leased(st.LeaseUntil)
 	data, err := st.encodeState()
 	return json.RawMessage(m.redact.Apply(data)), err
 }
