@@ -63,6 +63,27 @@ var ErrRemoteSilent = errors.New("the remote stopped answering")
 // TrackingRef is where a remote's branch is fetched to.
 func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote + "/" + branch }
 
+// LeaseRef is where this clone keeps the copy of a task branch it last pushed to or fetched
+// from a remote: the lease of its next push there. Not the remote-tracking ref, which any git
+// fetch (a person's, an editor's auto-fetch) moves to whatever the remote has, another
+// worker's push included: a lease on it would let this clone push over that work.
+func LeaseRef(remote, branch string) string { return "refs/norma/leases/" + remote + "/" + branch }
+
+// pushedAt records that the remote's copy of a task branch is commit ("" for none): its lease,
+// and its tracking ref.
+func (r Remote) pushedAt(ctx context.Context, branch, commit string) error {
+	for _, ref := range []string{LeaseRef(r.Name, branch), TrackingRef(r.Name, branch)} {
+		args := []string{"update-ref", ref, commit}
+		if commit == "" {
+			args = []string{"update-ref", "-d", ref}
+		}
+		if err := r.m.Git.Run(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SyncTarget fetches the remote's target and fast-forwards the local one there (its checkout
 // through `git merge --ff-only`, which refuses to overwrite local edits), so task branches fork
 // from and landings build on what the remote has. A local target with commits the remote
@@ -124,7 +145,7 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 			return remoteErr("push the landing to "+r.Name, err)
 		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case heads[o.TaskBranch] != m.refAt(ctx, TrackingRef(r.Name, o.TaskBranch)):
+		case heads[o.TaskBranch] != m.refAt(ctx, LeaseRef(r.Name, o.TaskBranch)):
 			return branchTaken(o.TaskBranch, r.Name, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", r.Name, o.Target)}
@@ -134,7 +155,7 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
 	_ = m.Git.Run(ctx, "update-ref", TrackingRef(r.Name, o.Target), commit)
-	_ = m.Git.Run(ctx, "update-ref", TrackingRef(r.Name, o.TaskBranch), head)
+	_ = r.pushedAt(ctx, o.TaskBranch, head)
 	return nil
 }
 
@@ -157,14 +178,16 @@ func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept
 	}
 	if heads[branch] == "" {
 		// Not there (any more): nothing to resume from, and no lease to keep on it.
-		_ = m.Git.Run(ctx, "update-ref", "-d", tracking)
-		return "", nil
+		return "", r.pushedAt(ctx, branch, "")
 	}
 	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+branch+":"+tracking); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
 	theirs, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
 	if err != nil {
+		return "", err
+	}
+	if err := m.Git.Run(ctx, "update-ref", LeaseRef(remote, branch), theirs); err != nil {
 		return "", err
 	}
 	ours := m.refAt(ctx, "refs/heads/"+branch)
@@ -204,7 +227,7 @@ func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		case heads[branch] == commit:
 			// This very push got there while its answer did not.
-		case heads[branch] != m.refAt(ctx, TrackingRef(remote, branch)):
+		case heads[branch] != m.refAt(ctx, LeaseRef(remote, branch)):
 			// Another worker's push, a person's, or an earlier one of this clone's that got
 			// there unanswered: only the claim can say whose it is (TakeBackTaskBranch).
 			return branchTaken(branch, remote, heads[branch])
@@ -212,7 +235,7 @@ func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		}
 	}
-	return m.Git.Run(ctx, "update-ref", TrackingRef(remote, branch), commit)
+	return r.pushedAt(ctx, branch, commit)
 }
 
 // branchTaken is ErrBranchTaken for the remote's copy theirs ("" when the remote has none).
@@ -231,13 +254,12 @@ func branchTaken(branch, remote, theirs string) *LandError {
 func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs string) (kept string, err error) {
 	m, remote := r.m, r.Name
 	branch := TaskBranch(taskID)
-	tracking := TrackingRef(remote, branch)
 	if theirs == "" {
-		return "", m.Git.Run(ctx, "update-ref", "-d", tracking)
+		return "", r.pushedAt(ctx, branch, "")
 	}
 	kept = KeptPrefix + taskID + "/" + runID + "-overwritten-" + shortSHA(theirs)
-	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"): it
-	// is the lease, and must become exactly theirs or stay.
+	// --refmap= keeps git from moving the tracking ref along (its "opportunistic update"):
+	// it must become exactly theirs, with the lease, or stay.
 	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--refmap=", remote, "+refs/heads/"+branch+":"+kept); err != nil {
 		return "", remoteErr(fmt.Sprintf("fetch %s from %s", branch, remote), err)
 	}
@@ -245,13 +267,13 @@ func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs st
 		_ = m.Git.Run(ctx, "update-ref", "-d", kept)
 		return "", branchTaken(branch, remote, got)
 	}
-	return kept, m.Git.Run(ctx, "update-ref", tracking, theirs)
+	return kept, r.pushedAt(ctx, branch, theirs)
 }
 
 // branchLease leases a task branch on the copy this clone last pushed or fetched (or none).
 func (r Remote) branchLease(ctx context.Context, branch string) (string, error) {
 	m, remote := r.m, r.Name
-	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", TrackingRef(remote, branch))
+	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", LeaseRef(remote, branch))
 	if err != nil && git.ExitCodeOf(err) != 1 {
 		return "", err
 	}
