@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // ErrTargetAhead: the local target branch holds commits its remote lacks (or the two
@@ -145,7 +143,7 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 			return remoteErr("push the landing to "+r.Name, err)
 		case heads[o.Target] == commit && heads[o.TaskBranch] == head:
 			// The push got there, only its answer did not: the landing is on the remote.
-		case heads[o.TaskBranch] != m.refAt(ctx, LeaseRef(r.Name, o.TaskBranch)):
+		case heads[o.TaskBranch] != r.leased(ctx, o.TaskBranch):
 			return branchTaken(o.TaskBranch, r.Name, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", r.Name, o.Target)}
@@ -214,7 +212,7 @@ func (r Remote) FetchTaskBranch(ctx context.Context, taskID, runID string) (kept
 // PushTaskBranch pushes a task branch's commit with a lease on the copy this clone last pushed
 // or fetched (branchLease): another worker's work there is never overwritten (ErrBranchTaken).
 func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error {
-	m, remote := r.m, r.Name
+	remote := r.Name
 	branch := TaskBranch(taskID)
 	lease, err := r.branchLease(ctx, branch)
 	if err != nil {
@@ -227,7 +225,7 @@ func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error
 			return remoteErr(fmt.Sprintf("push %s to %s", branch, remote), err)
 		case heads[branch] == commit:
 			// This very push got there while its answer did not.
-		case heads[branch] != m.refAt(ctx, LeaseRef(remote, branch)):
+		case heads[branch] != r.leased(ctx, branch):
 			// Another worker's push, a person's, or an earlier one of this clone's that got
 			// there unanswered: only the claim can say whose it is (TakeBackTaskBranch).
 			return branchTaken(branch, remote, heads[branch])
@@ -272,12 +270,26 @@ func (r Remote) TakeBackTaskBranch(ctx context.Context, taskID, runID, theirs st
 
 // branchLease leases a task branch on the copy this clone last pushed or fetched (or none).
 func (r Remote) branchLease(ctx context.Context, branch string) (string, error) {
-	m, remote := r.m, r.Name
-	expect, err := m.Git.Output(ctx, "rev-parse", "--verify", "-q", LeaseRef(remote, branch))
-	if err != nil && git.ExitCodeOf(err) != 1 {
-		return "", err
+	return "--force-with-lease=refs/heads/" + branch + ":" + r.leased(ctx, branch), nil
+}
+
+// leased is the copy of a task branch this clone last pushed or fetched ("" for none). A clone
+// an older git-norma pushed from has no lease ref yet: its tracking ref stands in when the
+// local branch has that commit (a push from there loses nothing of it), never another's work
+// a git fetch brought in.
+func (r Remote) leased(ctx context.Context, branch string) string {
+	m := r.m
+	if at := m.refAt(ctx, LeaseRef(r.Name, branch)); at != "" {
+		return at
 	}
-	return "--force-with-lease=refs/heads/" + branch + ":" + strings.TrimSpace(expect), nil
+	tracking := m.refAt(ctx, TrackingRef(r.Name, branch))
+	if tracking == "" {
+		return ""
+	}
+	if has, err := m.Git.IsAncestor(ctx, tracking, "refs/heads/"+branch); err != nil || !has {
+		return ""
+	}
+	return tracking
 }
 
 // heads is where the remote's branches are now (a branch it does not have is missing).

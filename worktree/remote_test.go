@@ -270,3 +270,46 @@ func TestPushLandingMeetsAnotherAtTheRemote(t *testing.T) {
 	require.ErrorIs(t, err, ErrTargetMoved)
 	assert.Equal(t, theirs, f.gitIn(bare, "rev-parse", "main"), "the other landing stays")
 }
+
+// A git fetch of the person's (or an editor's auto-fetch) moves refs/remotes/origin/*, not the
+// lease: another worker's push it brought in is still not overwritten.
+func TestPushTaskBranchLeaseSurvivesAFetch(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-b")
+	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+
+	f.gitIn(other, "fetch", "-q", "origin", branch)
+	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
+	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	f.git("fetch", "-q", "origin")
+	require.Equal(t, theirs, f.rev(TrackingRef("origin", branch)))
+
+	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), ErrBranchTaken)
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), theirs, "the other worker's work is not overwritten")
+}
+
+// A clone an older git-norma pushed from has a tracking ref and no lease ref: its next push
+// goes on from what it pushed, but never over another's work a fetch brought in.
+func TestPushTaskBranchLeaseOfAnUpgradedClone(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-b")
+	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+	f.git("update-ref", "-d", LeaseRef("origin", branch))
+	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
+	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "on top of what it pushed")
+	assert.Equal(t, second, f.rev(LeaseRef("origin", branch)))
+
+	f.git("update-ref", "-d", LeaseRef("origin", branch))
+	f.gitIn(other, "fetch", "-q", "origin", branch)
+	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
+	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	f.git("fetch", "-q", "origin")
+	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
+	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third), ErrBranchTaken)
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), theirs)
+}
