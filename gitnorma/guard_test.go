@@ -90,17 +90,17 @@ func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
 	ctx := context.Background()
 	tr, ws := guardFixture(t)
 	jsonl := filepath.Join(ws.root, ".beads", "issues.jsonl")
-	sneak := func() {
+	sneak := func(id string) {
 		f, err := os.OpenFile(jsonl, os.O_APPEND|os.O_WRONLY, 0)
 		require.NoError(t, err)
-		_, err = f.WriteString(`{"_type":"issue","id":"norma-zz","title":"sneaked in","status":"open","priority":2,"issue_type":"task","created_at":"2026-11-01T10:00:00Z","updated_at":"2026-11-01T10:00:00Z"}` + "\n")
+		_, err = f.WriteString(`{"_type":"issue","id":"` + id + `","title":"sneaked in","status":"open","priority":2,"issue_type":"task","created_at":"2026-11-01T10:00:00Z","updated_at":"2026-11-01T10:00:00Z"}` + "\n")
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 	}
 
 	t.Run("left as it is", func(t *testing.T) {
 		snap := ws.fingerprint()
-		sneak()
+		sneak("norma-zz")
 		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
 		require.NoError(t, err)
 		assert.Equal(t, []string{".beads/issues.jsonl (not restored)"}, changed)
@@ -109,7 +109,7 @@ func TestGuardCatchesAnAgentsBacklogEdit(t *testing.T) {
 		_, err := tr.Create(ctx, tracker.NewTask{Title: "a clean start"})
 		require.NoError(t, err)
 		snap := ws.fingerprint()
-		sneak()
+		sneak("norma-zy")
 		_, err = tr.Create(ctx, tracker.NewTask{Title: "another run's write, which keeps the sneaked line"})
 		require.NoError(t, err)
 		changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))

@@ -135,9 +135,10 @@ func (j *JSONL) Scan(ctx context.Context, fn func(Task) bool) error {
 	return j.view(ctx, func(f *issueFile) error {
 		for i := range f.lines {
 			if rec := f.record(i); rec != nil && !fn(rec.task()) {
-				return nil
+				break
 			}
 		}
+		f.checkUnique()
 		return nil
 	})
 }
@@ -166,6 +167,7 @@ func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
 	return j.locked(ctx, flock.Exclusive, func(f *issueFile, id string) error {
 		if !j.checkedBefore(id) {
 			f.records()
+			f.checkUnique()
 		}
 		if err := fn(f); err != nil || f.err != nil {
 			return err

@@ -118,6 +118,30 @@ func (f *issueFile) records() []*record {
 	return out
 }
 
+// checkUnique fails f when two of its lines decoded so far hold the same task id: a merge that
+// kept both versions of a task's line (a union merge driver, a conflict resolved by keeping
+// both sides). Which one is right is for a person to say; until then the task would be
+// selected from one line and closed in the other, so nothing reads or writes the backlog.
+func (f *issueFile) checkUnique() {
+	seen := make(map[string]int, len(f.lines))
+	for _, l := range f.lines {
+		if !l.parsed || l.rec == nil {
+			continue
+		}
+		if no, ok := seen[l.rec.wire.ID]; ok {
+			if f.err == nil {
+				f.err = duplicateID(f.path, l.rec.wire.ID, no, l.no)
+			}
+			return
+		}
+		seen[l.rec.wire.ID] = l.no
+	}
+}
+
+func duplicateID(path, id string, first, second int) error {
+	return fmt.Errorf("%s: task %s is on lines %d and %d (a merge kept two versions of it?): keep the right one and remove the other", path, id, first, second)
+}
+
 // load reads the file and tells which version of it was read.
 func (j *JSONL) load() (*issueFile, string, error) {
 	file, err := os.Open(j.path)

@@ -89,6 +89,15 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 			lines[i].Head = &heads[len(heads)-1]
 		}
 	}
+	seen := make(map[string]int, len(heads))
+	for i := range f.lines {
+		if h := lines[i].Head; h != nil {
+			if no, ok := seen[h.ID]; ok {
+				return nil, duplicateID(f.path, h.ID, no, f.lines[i].no)
+			}
+			seen[h.ID] = f.lines[i].no
+		}
+	}
 	MarkReady(heads)
 	MarkChildren(heads)
 	if j.indexPath != "" && id != "" {
