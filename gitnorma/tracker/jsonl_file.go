@@ -66,12 +66,26 @@ func (f *issueFile) record(i int) *record {
 	l := &f.lines[i]
 	if !l.parsed {
 		rec, err := parseLine(l.raw)
-		if err != nil && f.err == nil {
+		switch {
+		case err == nil || f.err != nil:
+		case conflictMarker(l.raw):
+			f.err = fmt.Errorf("%s:%d: an unresolved merge conflict (%.7s): keep one version of each task, remove the markers, and git add the file", f.path, l.no, l.raw)
+		default:
 			f.err = fmt.Errorf("%s:%d: malformed task record: %w (fix or remove the line)", f.path, l.no, err)
 		}
 		l.rec, l.parsed = rec, true
 	}
 	return l.rec
+}
+
+// conflictMarker says raw is a line git leaves where a merge conflicted.
+func conflictMarker(raw []byte) bool {
+	for _, m := range []string{"<<<<<<< ", "=======", ">>>>>>> ", "||||||| "} {
+		if bytes.HasPrefix(raw, []byte(m)) {
+			return true
+		}
+	}
+	return false
 }
 
 // find returns the task with id. Only lines holding the quoted id are decoded (found with one
@@ -164,7 +178,9 @@ func (j *JSONL) load() (*issueFile, string, error) {
 	if _, err := buf.ReadFrom(file); err != nil {
 		return nil, "", fmt.Errorf("read tasks: %w", err)
 	}
-	data := buf.Bytes()
+	// A byte-order mark some editors put first is no part of the first line (it is not written
+	// back: bd writes none).
+	data := bytes.TrimPrefix(buf.Bytes(), []byte("\uFEFF"))
 	f := &issueFile{path: j.path, data: data, lines: make([]line, 0, bytes.Count(data, []byte("\n"))+1)}
 	no, start := 0, 0
 	for raw := range bytes.Lines(data) {
