@@ -151,8 +151,13 @@ func (w workspace) changedPaths(snap loop.Snapshot) []string {
 	jsonl, _ := filepath.Rel(w.root, backlogFile(w.root))
 	for i, p := range changed {
 		fate := "not restored"
-		if p == jsonl && w.restoreBacklog(before) {
-			fate = "restored"
+		if p == jsonl {
+			if ok, kept := w.restoreBacklog(before); ok {
+				fate = "restored"
+				if rel, err := filepath.Rel(w.root, kept); kept != "" && err == nil {
+					fate += "; the file it replaced is kept as " + filepath.ToSlash(rel)
+				}
+			}
 		}
 		changed[i] = filepath.ToSlash(p) + " (" + fate + ")"
 	}

@@ -517,3 +517,34 @@ func TestGuardSetsRightGitsOwnFiles(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(gd, "commondir"))
 	assert.Equal(t, main, git("rev-parse", "main"))
 }
+
+// TestGuardRestoredBacklogKeepsTheReplacedFile: without confinement the guard cannot tell
+// an agent's rewrite of the backlog from a person's (a `git pull` or `git checkout` that
+// brings a teammate's tasks, sed -i, an editor that saves by rename) during a step. It puts
+// the backlog back as the step found it, but the file it replaces is kept, and said where.
+func TestGuardRestoredBacklogKeepsTheReplacedFile(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	ws.guard = &guard.Guard{JSONLBacklog: true}
+	jsonl := filepath.Join(ws.root, ".beads", "issues.jsonl")
+	ws.linkBacklog()
+	snap := ws.fingerprint()
+	before, err := os.ReadFile(jsonl)
+	require.NoError(t, err)
+	pulled := string(before) + `{"_type":"issue","id":"norma-tm","title":"a teammate's task","status":"open","priority":2,"issue_type":"task","created_at":"2026-11-01T10:00:00Z","updated_at":"2026-11-01T10:00:00Z"}` + "\n"
+	require.NoError(t, os.WriteFile(jsonl+".new", []byte(pulled), 0o644))
+	require.NoError(t, os.Rename(jsonl+".new", jsonl))
+
+	changed, err := ws.OutsideChanges(ctx, loopSnapshot(snap))
+	require.NoError(t, err)
+	require.Len(t, changed, 1)
+	now, err := os.ReadFile(jsonl)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(now), "restored")
+	kept := filepath.Join(ws.runDir, backlogReplacedName)
+	data, err := os.ReadFile(kept)
+	require.NoError(t, err, "the backlog the step left was lost: %s", changed[0])
+	assert.Equal(t, pulled, string(data))
+	rel, _ := filepath.Rel(ws.root, kept)
+	assert.Equal(t, ".beads/issues.jsonl (restored; the file it replaced is kept as "+rel+")", changed[0])
+}

@@ -2,7 +2,9 @@ package gitnorma
 
 import (
 	"cmp"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,10 @@ import (
 // the link keeps the backlog as it was; an agent that wrote it in place changed the linked
 // copy too, which its fingerprint tells, and the backlog is then reported, not restored.
 const backlogLinkName = "backlog.guard"
+
+// backlogReplacedName is, in the run dir, the backlog a restore replaced: the guard cannot tell
+// an agent's rewrite from a person's (a git pull, sed -i) made during the step.
+const backlogReplacedName = "backlog.replaced"
 
 func (w workspace) backlogLink() string { return filepath.Join(w.runDir, backlogLinkName) }
 
@@ -34,42 +40,53 @@ func (w workspace) linkBacklog() {
 // restoreBacklog puts the backlog back as it was before the step when the linked copy still
 // is (its size, mode and time are the snapshot's) and git-norma last left it so (its stamp is
 // the snapshot's: a parallel run's write during the step must not be undone), and stamps it
-// as git-norma's own (the caller holds the backlog lock).
-func (w workspace) restoreBacklog(before map[string]bool) bool {
+// as git-norma's own (the caller holds the backlog lock). The file it replaces, which may be a
+// person's (a git pull during the step), is kept in the run dir: kept is its path ("" if
+// there was none to keep).
+func (w workspace) restoreBacklog(before map[string]bool) (ok bool, kept string) {
 	if w.guard == nil || !w.guard.JSONLBacklog {
-		return false
+		return false, ""
 	}
 	stamp, err := os.ReadFile(backlogStampPath(w.root))
 	if err != nil {
-		return false
+		return false, ""
 	}
 	for _, l := range strings.Split(string(stamp), "\n") {
 		if !before[l] {
-			return false
+			return false, ""
 		}
 	}
 	link := guard.StatLine(w.backlogLink())
 	was := strings.TrimSuffix(link, w.backlogLink()) + backlogFile(w.root)
 	if strings.HasPrefix(link, "absent") || !before[was] {
-		return false
+		return false, ""
 	}
 	src, err := os.Open(w.backlogLink())
 	if err != nil {
-		return false
+		return false, ""
 	}
 	defer src.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(backlogFile(w.root)), ".issues.jsonl.restore-*")
 	if err != nil {
-		return false
+		return false, ""
 	}
 	_, err = io.Copy(tmp, src)
-	if err = cmp.Or(err, tmp.Close()); err == nil {
+	err = cmp.Or(err, tmp.Close())
+	if err == nil {
+		// A second name for the file about to be replaced; without one, it is not replaced.
+		kept = filepath.Join(w.runDir, backlogReplacedName)
+		_ = os.Remove(kept)
+		if err = os.Link(backlogFile(w.root), kept); errors.Is(err, fs.ErrNotExist) {
+			kept, err = "", nil // deleted: nothing to keep
+		}
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), backlogFile(w.root))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return false
+		return false, ""
 	}
 	writeBacklogStamp(w.root)
-	return true
+	return true, kept
 }
