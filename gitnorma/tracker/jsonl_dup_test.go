@@ -36,7 +36,7 @@ func TestDuplicateIDRefused(t *testing.T) {
 		t.Fatalf("Heads accepted task %s twice", id)
 	}
 	assert.Contains(t, err.Error(), id)
-	assert.Contains(t, err.Error(), "lines 1 and 2")
+	assert.Contains(t, err.Error(), "lines 1 and 2 (a merge kept two versions of it)")
 
 	_, err = j.Claim(ctx, id, "me")
 	require.Error(t, err, "claimed a task whose other line says closed")
@@ -45,4 +45,32 @@ func TestDuplicateIDRefused(t *testing.T) {
 	ready, err := j.Ready(ctx)
 	require.Error(t, err)
 	assert.Empty(t, ready)
+}
+
+// TestSameChildIDOnTwoBranches: two people each add a first subtask to one epic on their own
+// branch; both are numbered <epic>.1, and a merge that keeps both lines holds two tasks with
+// one id. The error says so, rather than to remove one of them.
+func TestSameChildIDOnTwoBranches(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	j.WithIndex(filepath.Join(t.TempDir(), "heads"), noVerify)
+	epic := mustCreate(t, j, NewTask{Title: "Epic", Type: "epic"}).ID
+	base, err := os.ReadFile(path)
+	require.NoError(t, err)
+	mine := mustCreate(t, j, NewTask{Title: "Mine", Parent: epic}).ID
+	ours, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, base, 0o644))
+	theirs := mustCreate(t, j, NewTask{Title: "Theirs", Parent: epic}).ID
+	require.Equal(t, mine, theirs)
+	merged, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(ours, merged[len(base):]...), 0o644))
+
+	_, err = j.Heads(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "two tasks have the id "+mine)
+	_, err = j.Create(ctx, NewTask{Title: "Third", Parent: epic})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "two tasks have the id "+mine)
 }

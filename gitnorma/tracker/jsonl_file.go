@@ -137,23 +137,30 @@ func (f *issueFile) records() []*record {
 // both sides). Which one is right is for a person to say; until then the task would be
 // selected from one line and closed in the other, so nothing reads or writes the backlog.
 func (f *issueFile) checkUnique() {
-	seen := make(map[string]int, len(f.lines))
-	for _, l := range f.lines {
+	seen := make(map[string]*line, len(f.lines))
+	for i := range f.lines {
+		l := &f.lines[i]
 		if !l.parsed || l.rec == nil {
 			continue
 		}
-		if no, ok := seen[l.rec.wire.ID]; ok {
+		if first, ok := seen[l.rec.wire.ID]; ok {
 			if f.err == nil {
-				f.err = duplicateID(f.path, l.rec.wire.ID, no, l.no)
+				same := first.rec.wire.CreatedAt.Equal(l.rec.wire.CreatedAt)
+				f.err = duplicateID(f.path, l.rec.wire.ID, first.no, l.no, same)
 			}
 			return
 		}
-		seen[l.rec.wire.ID] = l.no
+		seen[l.rec.wire.ID] = l
 	}
 }
 
-func duplicateID(path, id string, first, second int) error {
-	return fmt.Errorf("%s: task %s is on lines %d and %d (a merge kept two versions of it?): keep the right one and remove the other", path, id, first, second)
+// duplicateID is the error of a task id on two lines: two versions of one task (the same
+// creation time), or two tasks numbered alike on two branches (children are numbered in order).
+func duplicateID(path, id string, first, second int, sameTask bool) error {
+	if sameTask {
+		return fmt.Errorf("%s: task %s is on lines %d and %d (a merge kept two versions of it): keep the right one and remove the other", path, id, first, second)
+	}
+	return fmt.Errorf("%s: two tasks have the id %s, on lines %d and %d (made on two branches, then merged): give one of them an id no other task has, in its line and in what names it", path, id, first, second)
 }
 
 // load reads the file and tells which version of it was read.

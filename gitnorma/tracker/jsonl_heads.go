@@ -92,10 +92,11 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 	seen := make(map[string]int, len(heads))
 	for i := range f.lines {
 		if h := lines[i].Head; h != nil {
-			if no, ok := seen[h.ID]; ok {
-				return nil, duplicateID(f.path, h.ID, no, f.lines[i].no)
+			if k, ok := seen[h.ID]; ok {
+				same := lines[k].Head.CreatedAt.Equal(h.CreatedAt)
+				return nil, duplicateID(f.path, h.ID, f.lines[k].no, f.lines[i].no, same)
 			}
-			seen[h.ID] = f.lines[i].no
+			seen[h.ID] = i
 		}
 	}
 	MarkReady(heads)
