@@ -138,7 +138,6 @@ func (j *JSONL) Scan(ctx context.Context, fn func(Task) bool) error {
 				break
 			}
 		}
-		f.checkUnique()
 		return nil
 	})
 }
@@ -188,7 +187,7 @@ func (j *JSONL) updateTask(ctx context.Context, id string, fn func(rec *record, 
 }
 
 // locked runs fn on the file, and the version of it read, under the lock how. A malformed line
-// among those fn read fails it, whatever fn returned.
+// among those fn read, or a task id on two of them, fails it, whatever fn returned.
 func (j *JSONL) locked(ctx context.Context, how int, fn func(*issueFile, string) error) error {
 	unlock, err := j.lock(ctx, how)
 	if err != nil {
@@ -200,6 +199,7 @@ func (j *JSONL) locked(ctx context.Context, how int, fn func(*issueFile, string)
 		return err
 	}
 	err = fn(f, id)
+	f.checkUnique() // among the lines fn decoded
 	if f.err != nil {
 		return f.err
 	}

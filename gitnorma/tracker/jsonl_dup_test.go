@@ -74,3 +74,21 @@ func TestSameChildIDOnTwoBranches(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "two tasks have the id "+mine)
 }
+
+// TestDuplicateIDGetMany: reading many tasks at once (a page of selection) decodes every
+// record, and meets the duplicate too.
+func TestDuplicateIDGetMany(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	var ids []string
+	for range manyIDs + 1 {
+		ids = append(ids, mustCreate(t, j, NewTask{Title: "T"}).ID)
+	}
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(data), "\n")
+	require.NoError(t, os.WriteFile(path, append(data, first+"\n"...), 0o644))
+	_, err = j.GetMany(ctx, ids)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "two versions")
+}
