@@ -230,6 +230,12 @@ func (j *JSONL) save(f *issueFile) error {
 // file, and returns the file it wrote (nil if unknown). The lines go out through one buffer,
 // never joined into a copy of the whole backlog.
 func writeAtomic(path string, lines [][]byte) (_ fs.FileInfo, err error) {
+	// A link there is refused, not replaced (the backlog it names would miss every change) nor
+	// written through (a link a pull brought in would have git-norma write outside the
+	// repository).
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type() == fs.ModeSymlink {
+		return nil, fmt.Errorf("%s is a symbolic link: git-norma writes the backlog only as a regular file in the checkout; put the file itself there (cp --remove-destination \"$(readlink -f %s)\" %s)", path, path, path)
+	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
