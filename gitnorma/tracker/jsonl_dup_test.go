@@ -38,6 +38,10 @@ func TestDuplicateIDRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), id)
 	assert.Contains(t, err.Error(), "lines 1 and 2 (a merge kept two versions of it)")
 
+	_, err = j.Get(ctx, id)
+	require.Error(t, err, "one task read alone meets its second line too")
+	assert.Contains(t, err.Error(), "lines 1 and 2")
+
 	_, err = j.Claim(ctx, id, "me")
 	require.Error(t, err, "claimed a task whose other line says closed")
 	assert.True(t, strings.Contains(err.Error(), "lines 1 and 2"), err.Error())
@@ -91,4 +95,19 @@ func TestDuplicateIDGetMany(t *testing.T) {
 	_, err = j.GetMany(ctx, ids)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "two versions")
+}
+
+// Two lines with one id and no creation time: nothing tells two versions of one task from two
+// tasks, so the error does not say to remove a line (which could delete a real task).
+func TestDuplicateIDWithoutCreationTimes(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	line := func(title string) string {
+		return `{"_type":"issue","id":"norma-hand","title":"` + title + `","status":"open","priority":2,"issue_type":"task"}` + "\n"
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(line("one")+line("two")), 0o644))
+	_, err := j.Heads(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "if they are two tasks, give one of them an id no other task has")
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // fileID tells one version of a file from another ("" when it cannot): a rewrite makes a new
@@ -89,12 +90,16 @@ func conflictMarker(raw []byte) bool {
 }
 
 // find returns the task with id. Only lines holding the quoted id are decoded (found with one
-// search of the whole file, not one per line); an id spelled with JSON escapes does not show
-// literally, so a miss looks at every line before giving up.
+// search of the whole file, not one per line), every one of them: a second line with the id (a
+// merge that kept two versions) is then decoded too, and the read fails on it (checkUnique).
+// An id spelled with JSON escapes does not show literally, so a miss looks at every line
+// before giving up.
 func (f *issueFile) find(id string) *record {
+	var found *record
 	for i := range f.lines {
 		if l := f.lines[i]; l.parsed && l.rec != nil && l.rec.wire.ID == id {
-			return l.rec
+			found = l.rec
+			break
 		}
 	}
 	quoted := []byte(`"` + id + `"`)
@@ -106,12 +111,15 @@ func (f *issueFile) find(id string) *record {
 		pos := from + k
 		from = pos + len(quoted)
 		i := sort.Search(f.read, func(i int) bool { return f.lines[i].start > pos }) - 1
-		if i < 0 || f.lines[i].parsed {
+		if i < 0 {
 			continue
 		}
-		if rec := f.record(i); rec != nil && rec.wire.ID == id {
-			return rec
+		if rec := f.record(i); rec != nil && rec.wire.ID == id && found == nil {
+			found = rec
 		}
+	}
+	if found != nil {
+		return found
 	}
 	for _, rec := range f.records() {
 		if rec.wire.ID == id {
@@ -145,8 +153,7 @@ func (f *issueFile) checkUnique() {
 		}
 		if first, ok := seen[l.rec.wire.ID]; ok {
 			if f.err == nil {
-				same := first.rec.wire.CreatedAt.Equal(l.rec.wire.CreatedAt)
-				f.err = duplicateID(f.path, l.rec.wire.ID, first.no, l.no, same)
+				f.err = duplicateID(f.path, l.rec.wire.ID, first.no, l.no, first.rec.wire.CreatedAt, l.rec.wire.CreatedAt)
 			}
 			return
 		}
@@ -156,8 +163,12 @@ func (f *issueFile) checkUnique() {
 
 // duplicateID is the error of a task id on two lines: two versions of one task (the same
 // creation time), or two tasks numbered alike on two branches (children are numbered in order).
-func duplicateID(path, id string, first, second int, sameTask bool) error {
-	if sameTask {
+// Without a creation time on either line there is no telling, and the error says both.
+func duplicateID(path, id string, first, second int, created1, created2 time.Time) error {
+	switch {
+	case created1.IsZero() && created2.IsZero():
+		return fmt.Errorf("%s: task id %s is on lines %d and %d: if a merge kept two versions of one task, keep the right one and remove the other; if they are two tasks, give one of them an id no other task has", path, id, first, second)
+	case created1.Equal(created2):
 		return fmt.Errorf("%s: task %s is on lines %d and %d (a merge kept two versions of it): keep the right one and remove the other", path, id, first, second)
 	}
 	return fmt.Errorf("%s: two tasks have the id %s, on lines %d and %d (made on two branches, then merged): give one of them an id no other task has, in its line and in what names it", path, id, first, second)
@@ -230,11 +241,13 @@ func (j *JSONL) save(f *issueFile) error {
 // file, and returns the file it wrote (nil if unknown). The lines go out through one buffer,
 // never joined into a copy of the whole backlog.
 func writeAtomic(path string, lines [][]byte) (_ fs.FileInfo, err error) {
-	// A link there is refused, not replaced (the backlog it names would miss every change) nor
-	// written through (a link a pull brought in would have git-norma write outside the
-	// repository).
-	if st, err := os.Lstat(path); err == nil && st.Mode().Type() == fs.ModeSymlink {
-		return nil, fmt.Errorf("%s is a symbolic link: git-norma writes the backlog only as a regular file in the checkout; put the file itself there (cp --remove-destination \"$(readlink -f %s)\" %s)", path, path, path)
+	// A link there, or as its directory (.beads), is refused, not replaced (the backlog it
+	// names would miss every change) nor written through (a link a pull brought in would have
+	// git-norma write outside the repository).
+	for _, p := range []string{path, filepath.Dir(path)} {
+		if st, err := os.Lstat(p); err == nil && st.Mode().Type() == fs.ModeSymlink {
+			return nil, fmt.Errorf("%s is a symbolic link: git-norma writes the backlog only as a regular file in the checkout; put the file (or directory) it names in its place", p)
+		}
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -12,8 +12,9 @@ import (
 
 // headIndexVersion names the index's encoding and the meaning of its heads: change it with
 // Head, headIndex, what the VerifyFunc git-norma passes decides, or which lines are tasks (3: a
-// dependency without depends_on_id makes its line malformed).
-const headIndexVersion = 3
+// dependency without depends_on_id makes its line malformed; 4: a task id on two lines fails
+// the read, which an index made before could not tell).
+const headIndexVersion = 4
 
 // headIndex is the index file: every line of the backlog, in file order, by a hash of its
 // bytes, with its head (nil for a line that is not a task), and the identity of the file they
@@ -93,8 +94,7 @@ func (j *JSONL) Heads(ctx context.Context) ([]Head, error) {
 	for i := range f.lines {
 		if h := lines[i].Head; h != nil {
 			if k, ok := seen[h.ID]; ok {
-				same := lines[k].Head.CreatedAt.Equal(h.CreatedAt)
-				return nil, duplicateID(f.path, h.ID, f.lines[k].no, f.lines[i].no, same)
+				return nil, duplicateID(f.path, h.ID, f.lines[k].no, f.lines[i].no, lines[k].Head.CreatedAt, h.CreatedAt)
 			}
 			seen[h.ID] = i
 		}

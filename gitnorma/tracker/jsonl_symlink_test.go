@@ -34,3 +34,23 @@ func TestSymlinkedBacklogIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after), "written through the link")
 }
+
+// The same holds for a .beads directory that is a symbolic link.
+func TestSymlinkedBacklogDirIsRefused(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	id := mustCreate(t, j, NewTask{Title: "Shared"}).ID
+	dir := filepath.Dir(path)
+	elsewhere := filepath.Join(t.TempDir(), "beads")
+	require.NoError(t, os.Rename(dir, elsewhere))
+	require.NoError(t, os.Symlink(elsewhere, dir))
+	before, err := os.ReadFile(filepath.Join(elsewhere, "issues.jsonl"))
+	require.NoError(t, err)
+
+	_, err = j.Claim(ctx, id, "me")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "is a symbolic link")
+	after, err := os.ReadFile(filepath.Join(elsewhere, "issues.jsonl"))
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after), "written through the directory's link")
+}
