@@ -96,18 +96,25 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	r.claimed = true
 	r.leaseLost = new(atomic.Bool)
 	if r.mirror.lease > 0 {
+		// Asked only once the run's lease has run out: a task no longer in progress was reaped
+		// (reopened) or closed meanwhile, and is no longer this run's either.
 		r.mirror.takenBy = func(ctx context.Context) string {
 			t, err := r.tr.Get(ctx, r.pre.task.ID)
-			if err != nil || t.Status != tracker.StatusInProgress {
-				return "" // unknown, or not claimed at all: the landing looks again
+			switch {
+			case err != nil:
+				return "" // unknown: the next write asks again, the landing looks again
+			case t.Status != tracker.StatusInProgress:
+				return t.Status
 			}
-			holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t)
-			return holder
+			if holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t); holder != "" {
+				return "claimed by " + holder
+			}
+			return ""
 		}
-		r.mirror.onLost = func(holder string) {
+		r.mirror.onLost = func(now string) {
 			if !r.leaseLost.Swap(true) {
 				_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
-					Message: fmt.Sprintf("task %s is claimed by %s now: this run no longer writes its state, and its work will not land", r.pre.task.ID, holder)})
+					Message: fmt.Sprintf("task %s is %s now: this run no longer writes its state, and its work will not land", r.pre.task.ID, now)})
 			}
 		}
 	}

@@ -308,6 +308,9 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blocked string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.lostTo != "" {
+		return "", nil // reaped or claimed by another since (claimTaken): no longer this run's to write
+	}
 	var add, remove []string
 	switch {
 	case verdict == loop.VerdictPass:
