@@ -36,6 +36,15 @@ func (f *fixture) pushFrom(other, ref, file, content string) string {
 	return f.gitIn(other, "rev-parse", "HEAD")
 }
 
+// takeOver is another worker taking a task branch over from other's clone: it fetches the
+// branch, commits file on it and pushes; it returns that commit.
+func (f *fixture) takeOver(other, branch, file, content string) string {
+	f.t.Helper()
+	f.gitIn(other, "fetch", "-q", "origin", branch)
+	f.gitIn(other, "checkout", "-q", "-B", "taken", "FETCH_HEAD")
+	return f.pushFrom(other, "refs/heads/"+branch, file, content)
+}
+
 func TestSyncTargetFastForwardsTheCheckout(t *testing.T) {
 	f := newFixture(t)
 	other := f.withRemote()
@@ -125,9 +134,7 @@ func TestPushTaskBranchLease(t *testing.T) {
 	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "on top of what this clone pushed")
 
 	// another worker took the task over and pushed its own work
-	f.gitIn(other, "fetch", "-q", "origin", branch)
-	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
-	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	theirs := f.takeOver(other, branch, "c.txt", "theirs\n")
 	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
 	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third)
 	require.ErrorIs(t, err, ErrBranchTaken)
@@ -156,9 +163,7 @@ func TestTakeBackOnlyWhatWasJudged(t *testing.T) {
 	branch := TaskBranch("norma-b")
 	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
 	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c1))
-	f.gitIn(other, "fetch", "-q", "origin", branch)
-	f.gitIn(other, "checkout", "-q", "-b", "z", "FETCH_HEAD")
-	zombie := f.pushFrom(other, "refs/heads/"+branch, "z.txt", "zombie\n")
+	zombie := f.takeOver(other, branch, "z.txt", "zombie\n")
 	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2)
 	var le *LandError
@@ -280,9 +285,7 @@ func TestPushTaskBranchLeaseSurvivesAFetch(t *testing.T) {
 	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
 	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
 
-	f.gitIn(other, "fetch", "-q", "origin", branch)
-	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
-	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	theirs := f.takeOver(other, branch, "c.txt", "theirs\n")
 	f.git("fetch", "-q", "origin")
 	require.Equal(t, theirs, f.rev(TrackingRef("origin", branch)))
 
@@ -305,9 +308,7 @@ func TestPushTaskBranchLeaseOfAnUpgradedClone(t *testing.T) {
 	assert.Equal(t, second, f.rev(LeaseRef("origin", branch)))
 
 	f.git("update-ref", "-d", LeaseRef("origin", branch))
-	f.gitIn(other, "fetch", "-q", "origin", branch)
-	f.gitIn(other, "checkout", "-q", "-b", "taken", "FETCH_HEAD")
-	theirs := f.pushFrom(other, "refs/heads/"+branch, "c.txt", "theirs\n")
+	theirs := f.takeOver(other, branch, "c.txt", "theirs\n")
 	f.git("fetch", "-q", "origin")
 	third := f.commitOn(branch, branch, map[string]string{"b.txt": "3\n"}, "step 3")
 	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third), ErrBranchTaken)
