@@ -43,12 +43,13 @@ type landRequest struct {
 	live loop.LiveFunc
 }
 
-// takeLandLock takes .norma/locks/land.lock as holder. When another holds it, live hears who
-// first: a landing re-checking a moved target, or an unconfined step's guard, may take minutes.
-func (r *Repo) takeLandLock(ctx context.Context, holder string, live loop.LiveFunc, taskID string) (func(), error) {
+// takeLandLock takes .norma/locks/land.lock as holder, to do what doing says. When another
+// holds it, live hears who first: a landing re-checking a moved target, or an unconfined
+// step's guard, may take minutes.
+func (r *Repo) takeLandLock(ctx context.Context, holder, doing string, live loop.LiveFunc, taskID string) (func(), error) {
 	path := r.Path("locks", "land.lock")
 	return flock.WaitFor(ctx, path, holder, func() {
-		say(live, taskID, "waiting to land: %s holds the landing lock", lockHolder(path))
+		say(live, taskID, "waiting to %s: %s holds the landing lock", doing, lockHolder(path))
 	})
 }
 
@@ -80,7 +81,7 @@ func (e *landRefusal) Error() string { return e.reason.Error() }
 // returns the squash commit ("" when the branch added nothing). land.lock serialises
 // landings: each merges against the target as the previous one left it.
 func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (string, error) {
-	unlock, err := ld.repo.takeLandLock(ctx, fmt.Sprintf("the landing of %s (run %s, process %d)", req.task.ID, req.runID, os.Getpid()), req.live, req.task.ID)
+	unlock, err := ld.repo.takeLandLock(ctx, fmt.Sprintf("the landing of %s (run %s, process %d)", req.task.ID, req.runID, os.Getpid()), "land", req.live, req.task.ID)
 	if err != nil {
 		return "", err
 	}

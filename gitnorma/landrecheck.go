@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
@@ -98,12 +99,17 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	if err != nil || len(effective) == 0 {
 		return "", err
 	}
-	if !ld.shieldedNow() {
-		if err := markUnshielded(ctx, st, ld.now(), "a check before landing "+req.task.ID+" with its commands unconfined"); err != nil {
-			return "", err
-		}
+	var evidence []loop.Evidence
+	var tree, logPath string
+	checks := func() (err error) {
+		evidence, tree, logPath, err = ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, commit, effective)
+		return err
 	}
-	evidence, tree, logPath, err := ld.checker().checksInCheckTree(ctx, ld.repo.Path("runs", req.runID, "recheck"), req.task.ID, commit, effective)
+	if ld.shieldedNow() {
+		err = checks()
+	} else {
+		err = ld.guardedChecks(ctx, st, req, checks)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -120,6 +126,29 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 		return "", refuse(strings.Join(failed, "; "), logPath)
 	}
 	return tree, nil
+}
+
+// guardedChecks runs checks, whose commands run the agent's code unconfined, under the
+// fallback guard, as a Check step's are: what they changed of the user's refs, config, hooks,
+// checkout or store is reported, set back where it can be, recorded as the run's violation
+// (no run starts until the user has seen it), and refuses the landing.
+func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, req landRequest, checks func() error) error {
+	if err := markUnshielded(ctx, st, ld.now(), "a check before landing "+req.task.ID+" with its commands unconfined"); err != nil {
+		return err
+	}
+	g := &guard.Guard{Places: ld.repo.guarded(), Now: ld.now, Store: st, RunID: req.runID, TaskID: req.task.ID, Target: req.target,
+		LiveTasks: ld.repo.liveTasks, HoldsLanding: true}
+	snap, err := g.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	err = checks()
+	if found := g.Check(ctx, snap); len(found) > 0 {
+		recordViolation(ctx, g, found)
+		return &Error{Kind: ErrStopped, Err: fmt.Errorf("the checks run before landing %s wrote outside the places they may write: %s", req.task.ID, strings.Join(found, ", ")),
+			Hint: "nothing landed; look at what its code does (git norma status " + req.runID + "), then clear it: git norma resume"}
+	}
+	return err
 }
 
 // shieldedNow says the kernel keeps agents and check commands started now out of the store.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -53,6 +54,22 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 		hint = fmt.Sprintf("finish (or abort) what is working on %s first", target)
 	}
 	return &landRefusal{reason: fmt.Errorf("cannot bring %s up to %s/%s: %w", target, remote, target, err), hint: hint}
+}
+
+// syncTargetLocked is syncTarget under the landing lock: every move of the target by git-norma
+// waits for a landing under way (which builds on the tip it checked) and for an unconfined
+// step's fallback guard (which takes any move of the target meanwhile for the agent's).
+func (a *App) syncTargetLocked(ctx context.Context, target string, live loop.LiveFunc, taskID string) error {
+	if a.Config.Remote == "" {
+		return nil
+	}
+	unlock, err := a.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s bringing %s up to %s/%s (process %d)", taskID, target, a.Config.Remote, target, os.Getpid()),
+		fmt.Sprintf("bring %s up to %s/%s", target, a.Config.Remote, target), live, taskID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return a.lander().syncTarget(ctx, target)
 }
 
 // UseRemote makes git-norma land through remote (the --remote flag), in place of the

@@ -28,8 +28,9 @@ type preflight struct {
 	sandbox confinement
 }
 
-// prepare validates the id, the repository, the task, the target and the agents.
-func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.Tracker, error) {
+// prepare validates the id, the repository, the task, the target and the agents; live hears
+// what it waits for.
+func (a *App) prepare(ctx context.Context, taskID string, live loop.LiveFunc) (*preflight, tracker.Tracker, error) {
 	if err := a.ValidateTaskID(taskID); err != nil {
 		return nil, nil, err
 	}
@@ -43,7 +44,7 @@ func (a *App) prepare(ctx context.Context, taskID string) (*preflight, tracker.T
 	if err := a.checkRemote(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := a.lander().syncTarget(ctx, target); err != nil {
+	if err := a.syncTargetLocked(ctx, target, live, taskID); err != nil {
 		// Commits of the user's the remote lacks stay until the user acts: no run can start.
 		// A remote that did not answer, or a checkout busy for a moment, fail this run only: a
 		// worker tries again at its next look.

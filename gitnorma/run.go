@@ -141,7 +141,7 @@ const maxHops = 3
 
 // runOnce runs one task; a Plan outcome that names another task is left to Run.
 func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
-	pre, tr, err := a.prepare(ctx, o.TaskID)
+	pre, tr, err := a.prepare(ctx, o.TaskID, o.Live)
 	if err != nil {
 		return RunReport{}, err
 	}

@@ -43,6 +43,9 @@ type Guard struct {
 	// LiveTasks are the tasks whose lock a live process holds: a run of the task, its landing
 	// (which may move the task branch after the run's end is recorded), or git norma land.
 	LiveTasks func() map[string]bool
+	// HoldsLanding: the caller holds the landing lock already (a landing's own checks), so
+	// Snapshot does not take it (a second flock of it in this process would wait forever).
+	HoldsLanding bool
 	// landing releases the landing lock Snapshot took for the step (nil when not held).
 	landing func()
 }
@@ -100,12 +103,14 @@ type Snapshot struct {
 // never excuses it.
 func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	g.Release() // a step that ended without its Check
-	unlock, err := flock.WaitFor(ctx, g.normaPath("locks", "land.lock"),
-		fmt.Sprintf("run %s of %s, whose unconfined agent works (the fallback guard, process %d)", g.RunID, g.TaskID, os.Getpid()), nil)
-	if err != nil {
-		return nil, err
+	if !g.HoldsLanding {
+		unlock, err := flock.WaitFor(ctx, g.normaPath("locks", "land.lock"),
+			fmt.Sprintf("run %s of %s, whose unconfined agent works (the fallback guard, process %d)", g.RunID, g.TaskID, os.Getpid()), nil)
+		if err != nil {
+			return nil, err
+		}
+		g.landing = unlock
 	}
-	g.landing = unlock
 	s, err := g.snapshot(ctx)
 	if err != nil {
 		g.Release()
