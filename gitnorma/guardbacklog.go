@@ -70,8 +70,12 @@ func (w workspace) restoreBacklog(before map[string]bool) (ok bool, kept string)
 	if err != nil {
 		return false, ""
 	}
+	mode := fs.FileMode(0o644) // CreateTemp's 0600 would hide the backlog from the user's group
+	if st, err := os.Stat(backlogFile(w.root)); err == nil {
+		mode = st.Mode().Perm()
+	}
 	_, err = io.Copy(tmp, src)
-	err = cmp.Or(err, tmp.Close())
+	err = cmp.Or(err, tmp.Chmod(mode), tmp.Sync(), tmp.Close()) // durable before it replaces the file
 	if err == nil {
 		// A second name for the file about to be replaced; without one, it is not replaced.
 		kept = filepath.Join(w.runDir, backlogReplacedName)
