@@ -102,7 +102,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 
 // Merging refuses a hand-made merge that brings in task work no recorded PASS covers (see
 // hooks.Gate.Refused).
-func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
+func (h *hookHandler) Merging(ctx context.Context, merged []string, concluding string) error {
 	gate, done := h.gate()
 	defer done()
 	// What the remote this branch pulls from has of the target was published (a teammate's
@@ -111,7 +111,7 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string) error {
 	if err != nil {
 		refused = append(refused, fmt.Sprintf("cannot tell which commits the merge brings in (%v)", err))
 	}
-	return h.refusal("merge", refused)
+	return h.refusal("merge", concluding, refused)
 }
 
 // Pushing refuses a task branch whose head has no recorded PASS, or any ref whose new commits
@@ -138,7 +138,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 		}
 		refused = append(refused, why...)
 	}
-	if err := h.refusal("push", refused); err != nil {
+	if err := h.refusal("push", "push", refused); err != nil {
 		return err
 	}
 	if h.a.configErr != nil && !h.a.uninitialised {
@@ -225,7 +225,9 @@ func (r *gateRecords) close() {
 	}
 }
 
-func (h *hookHandler) refusal(what string, refused []string) error {
+// refusal refuses to do what (merge, push) with the refused commits; bypass is the git command
+// that does it anyway with --no-verify.
+func (h *hookHandler) refusal(what, bypass string, refused []string) error {
 	if len(refused) == 0 {
 		return nil
 	}
@@ -239,7 +241,7 @@ func (h *hookHandler) refusal(what string, refused []string) error {
 	}
 	return &Error{
 		Err:  fmt.Errorf("refusing to %s unverified work:\n  %s", what, strings.Join(refused, "\n  ")),
-		Hint: hint + "; to " + what + " anyway, deliberately: git " + what + " --no-verify"}
+		Hint: hint + "; to " + what + " anyway, deliberately: git " + bypass + " --no-verify"}
 }
 
 // oneLine is an error and its hint on one line, for a hook that only warns.

@@ -28,8 +28,9 @@ type Invocation struct {
 type Handler interface {
 	// Committed: a commit was made. With wait, its check runs before the hook returns.
 	Committed(ctx context.Context, wait bool) error
-	// Merging: a merge is about to be committed, bringing in the commits merged.
-	Merging(ctx context.Context, merged []string) error
+	// Merging: a merge is about to be committed, bringing in the commits merged; concluding
+	// is the git command committing it: merge, or commit (a squash, a resolved conflict).
+	Merging(ctx context.Context, merged []string, concluding string) error
 	// Pushing: a push to remote is about to update the remote refs as updates say.
 	Pushing(ctx context.Context, remote string, updates []PushUpdate) error
 }
@@ -44,7 +45,11 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 		if len(merged) == 0 {
 			return nil // pre-commit of a plain commit
 		}
-		return h.Merging(ctx, merged)
+		concluding := "commit"
+		if inv.Name == "pre-merge-commit" {
+			concluding = "merge"
+		}
+		return h.Merging(ctx, merged, concluding)
 	default:
 		updates, err := ParsePrePush(inv.Stdin)
 		if err != nil {

@@ -135,6 +135,7 @@ func TestDispatchDecodesEachHook(t *testing.T) {
 
 	require.NoError(t, Dispatch(ctx, Invocation{Name: "pre-merge-commit", Env: []string{"GITHEAD_abc=topic", "HOME=/x"}, Git: repo.Git}, h))
 	assert.Equal(t, []string{"abc"}, h.merged)
+	assert.Equal(t, "merge", h.concluding, "git merge --no-verify gets it through")
 	h.merged = nil
 	require.NoError(t, Dispatch(ctx, Invocation{Name: "pre-commit", Git: repo.Git}, h))
 	assert.Nil(t, h.merged, "a plain commit merges nothing")
@@ -147,15 +148,16 @@ func TestDispatchDecodesEachHook(t *testing.T) {
 }
 
 type recorder struct {
-	waited  bool
-	merged  []string
-	remote  string
-	updates []PushUpdate
+	waited     bool
+	merged     []string
+	concluding string
+	remote     string
+	updates    []PushUpdate
 }
 
 func (r *recorder) Committed(_ context.Context, wait bool) error { r.waited = wait; return nil }
-func (r *recorder) Merging(_ context.Context, merged []string) error {
-	r.merged = merged
+func (r *recorder) Merging(_ context.Context, merged []string, concluding string) error {
+	r.merged, r.concluding = merged, concluding
 	return nil
 }
 func (r *recorder) Pushing(_ context.Context, remote string, updates []PushUpdate) error {
