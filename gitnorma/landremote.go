@@ -47,13 +47,19 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
 	switch {
 	case errors.Is(err, worktree.ErrTargetAhead):
-		hint = fmt.Sprintf("push your commits first (git push %s %s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", remote, target, remote)
+		hint = fmt.Sprintf("put your commits on the remote's first (%s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", publishCommits(remote, target), remote)
 	case errors.Is(err, worktree.ErrDirtyOverlap):
 		hint = fmt.Sprintf("commit or stash your changes to those files in the checkout of %s", target)
 	case errors.Is(err, worktree.ErrTargetBusy):
 		hint = fmt.Sprintf("finish (or abort) what is working on %s first", target)
 	}
 	return &landRefusal{reason: fmt.Errorf("cannot bring %s up to %s/%s: %w", target, remote, target, err), hint: hint}
+}
+
+// publishCommits are the commands that put the local target's own commits on the remote's:
+// a plain push is refused once the remote moved on too (another worker landed meanwhile).
+func publishCommits(remote, target string) string {
+	return fmt.Sprintf("git pull --rebase %s %s && git push %s %s", remote, target, remote, target)
 }
 
 // syncTargetLocked is syncTarget under the landing lock: every move of the target by git-norma
@@ -169,7 +175,7 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 		// The remote's tip is known here: the local target must be behind it, not ahead.
 		if behind, err := a.Repo.Git.IsAncestor(ctx, ours, theirs); err == nil && !behind {
 			rep.add("remote", "fail", fmt.Sprintf("the local %s has commits %s/%s lacks: runs and landings are refused", target, remote, target),
-				fmt.Sprintf("push them (git push %s %s), or move them to a branch of their own", remote, target))
+				fmt.Sprintf("put them on the remote's (%s), or move them to a branch of their own", publishCommits(remote, target)))
 			return
 		}
 	}
