@@ -142,6 +142,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	}
 	if !o.DryRun {
 		p.pruneCheckTrees(ctx, retained)
+		p.pruneLeases(ctx)
 	}
 	return rep, p.pruneKept(ctx, o, runs, rep.Runs, &rep)
 }

@@ -112,6 +112,47 @@ func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map
 	return nil
 }
 
+// pruneLeases deletes the lease refs (worktree.LeaseRef) of task branches this clone no longer
+// has, or of remotes it no longer has: a run that takes the task up again fetches the remote's
+// copy and leases it anew, while a stale lease keeps old step commits reachable (git log
+// --all shows them). A task a live run holds keeps its lease; a failure leaves it for the
+// next prune.
+func (p *pruner) pruneLeases(ctx context.Context) {
+	leases, err := p.repo.Worktrees(ctx).Leases(ctx)
+	if err != nil || len(leases) == 0 {
+		return
+	}
+	branches, err := p.repo.taskBranches(ctx)
+	if err != nil {
+		return
+	}
+	urls, _ := p.repo.Git.ConfigMatching(ctx, `^remote\..*\.url$`) // none: exit code 1
+	have := map[string]bool{}
+	for _, b := range branches {
+		have[b.Branch] = true
+	}
+	for _, line := range strings.Split(urls, "\n") {
+		if key, _, ok := strings.Cut(line, " "); ok {
+			have["remote "+strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")] = true
+		}
+	}
+	for _, l := range leases {
+		task := strings.TrimPrefix(l.Branch, worktree.BranchPrefix)
+		if have[l.Branch] && have["remote "+l.Remote] || p.validID(task) != nil {
+			continue
+		}
+		lock, err := p.repo.acquireTaskLock(task)
+		if err != nil {
+			continue
+		}
+		// Under the lock no run makes the branch again meanwhile; one made since the look is kept.
+		if _, err := p.repo.Git.Resolve(ctx, "refs/heads/"+l.Branch); err != nil || !have["remote "+l.Remote] {
+			_ = p.repo.Git.DeleteRef(ctx, l.Ref, l.At)
+		}
+		lock.Release()
+	}
+}
+
 // deleteBranchAsJudged deletes a task branch only as prune judged it: under its task's lock
 // (no run moves or checks it out meanwhile), only if still at the judged head (a commit made
 // since is never deleted), and through git branch -D, which refuses a branch checked out,

@@ -126,3 +126,25 @@ func TestPruneKeepsAForkPointGitCannotJudge(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{id}, rep.Runs, "without the branch nothing can land")
 }
+
+// prune deletes the lease refs of task branches gone from this clone and of remotes it no
+// longer has, and keeps the others, and any of a task a run holds.
+func TestPruneDropsStaleLeases(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	head := repo.Must("rev-parse", "HEAD")
+	repo.Must("remote", "add", "origin", t.TempDir())
+	repo.Must("branch", "norma/task/norma-t1", head)
+	kept := []string{"refs/norma/leases/origin/norma/task/norma-t1", "refs/norma/leases/origin/norma/task/norma-t3"}
+	gone := []string{"refs/norma/leases/origin/norma/task/norma-t2", "refs/norma/leases/renamed/norma/task/norma-t1"}
+	for _, ref := range append(kept, gone...) {
+		repo.Must("update-ref", ref, head)
+	}
+	lock, err := a.Repo.acquireTaskLock("norma-t3") // a run of norma-t3 is under way
+	require.NoError(t, err)
+	defer lock.Release()
+
+	a.pruner().pruneLeases(ctx)
+	out := repo.Must("for-each-ref", "--format=%(refname)", "refs/norma/leases/")
+	assert.Equal(t, kept, strings.Fields(out))
+}

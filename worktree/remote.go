@@ -65,7 +65,30 @@ func TrackingRef(remote, branch string) string { return "refs/remotes/" + remote
 // from a remote: the lease of its next push there. Not the remote-tracking ref, which any git
 // fetch (a person's, an editor's auto-fetch) moves to whatever the remote has, another
 // worker's push included: a lease on it would let this clone push over that work.
-func LeaseRef(remote, branch string) string { return "refs/norma/leases/" + remote + "/" + branch }
+func LeaseRef(remote, branch string) string { return leasePrefix + remote + "/" + branch }
+
+const leasePrefix = "refs/norma/leases/"
+
+// Lease is one of this clone's lease refs: the copy of Branch it last pushed to or fetched
+// from Remote, At.
+type Lease struct{ Ref, Remote, Branch, At string }
+
+// Leases lists this clone's lease refs.
+func (m *Manager) Leases(ctx context.Context) ([]Lease, error) {
+	out, err := m.Git.ForEachRef(ctx, "%(refname) %(objectname)", leasePrefix)
+	if err != nil {
+		return nil, err
+	}
+	var leases []Lease
+	for _, line := range strings.Split(out, "\n") {
+		ref, at, _ := strings.Cut(line, " ")
+		remote, task, ok := strings.Cut(strings.TrimPrefix(ref, leasePrefix), "/"+BranchPrefix)
+		if ok {
+			leases = append(leases, Lease{Ref: ref, Remote: remote, Branch: BranchPrefix + task, At: at})
+		}
+	}
+	return leases, nil
+}
 
 // pushedAt records that the remote's copy of a task branch is commit ("" for none): its lease,
 // and its tracking ref.
