@@ -123,8 +123,9 @@ func loopSnapshot(outside string) loop.Snapshot { return loop.Snapshot{Outside: 
 
 // The guard's view of the store: a run of the task that appeared during the step (an agent's
 // forged PASS, which git norma land would take) is removed; a change to the run's own records
-// is reported; other tasks' runs (a parallel loop's), events (mirrors) and a finished run that
-// retention deletes are not its concern.
+// is reported, and so is a run of the task deleted (its fork point refused a landing built on
+// commits the target lost); other tasks' runs (a parallel loop's) and events (mirrors) are not
+// its concern, but their pending violations are: one cleared is put back.
 func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	ctx, app, st, _ := guardApp(t)
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: "r-1", Goal: "g", RunDir: ".norma/runs/r-1", TaskID: "norma-t"}, nil))
@@ -145,8 +146,27 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.DeleteRun(ctx, "r-old"))
-	assert.Empty(t, g.Check(ctx, snap), "retention removed an old run of the task")
+	assert.Equal(t, []string{".norma/norma.db: runs r-old of task norma-t deleted (not restored)"}, g.Check(ctx, snap),
+		"an old run of the task deleted, its fork point with it")
 
+	require.NoError(t, st.RecordViolation(ctx, store.Violation{RunID: "r-other", TaskID: "norma-o", Paths: []string{"hooks/pre-push (restored)"}, At: time.Now()}))
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.ClearViolation(ctx, "r-other", time.Now()))
+	assert.Equal(t, []string{".norma/norma.db: the pending guard violation of run r-other (restored)"}, g.Check(ctx, snap),
+		"another task's violation cleared by the agent")
+	pending, err := st.PendingViolations(ctx)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	assert.Equal(t, []string{"hooks/pre-push (restored)"}, pending[0].Paths)
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.RemoveRuns(ctx, []string{"r-other"}))
+	assert.Equal(t, []string{".norma/norma.db: the pending guard violation of run r-other (deleted with its run; not restored, this violation stands for it)"},
+		g.Check(ctx, snap), "deleted with its run")
+
+	snap, err = g.Snapshot(ctx)
+	require.NoError(t, err)
 	require.NoError(t, st.RecordPass(ctx, "r-1", strings.Repeat("a", 40), strings.Repeat("b", 40)))
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap))
 	snap, err = g.Snapshot(ctx)

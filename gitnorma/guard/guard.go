@@ -8,6 +8,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -91,6 +92,9 @@ type Snapshot struct {
 	// db are the store's records of this run and its task; dbFile is the file's identity.
 	db     store.TaskRecords
 	dbFile string
+	// pending are the violations of every run not cleared yet: the agent of one task may not
+	// clear another's, which keeps every run from starting until the user has seen it.
+	pending []store.Violation
 	// unshielded is the store's record that unconfined processes ran here (nil: none), which
 	// decides whether a PASS read from the store is evidence (gitnorma/trust.go).
 	unshielded *store.Unshielded
@@ -151,6 +155,9 @@ func (g *Guard) snapshot(ctx context.Context) (s *Snapshot, err error) {
 		return s, nil
 	}
 	if s.db, err = g.Store.TaskRecords(ctx, g.RunID, g.TaskID); err != nil {
+		return nil, err
+	}
+	if s.pending, err = g.Store.PendingViolations(ctx); err != nil {
 		return nil, err
 	}
 	u, ok, err := g.Store.Facts().UnshieldedSince(ctx)
@@ -322,7 +329,7 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 	if err != nil {
 		return append(found, fmt.Sprintf("%s (could not read: %v)", db, err))
 	}
-	var forged, changed []string
+	var forged, changed, deleted []string
 	for id, digest := range now {
 		switch before, had := s.db[id]; {
 		case !had && id != g.RunID:
@@ -331,14 +338,48 @@ func (g *Guard) checkStore(ctx context.Context, s *Snapshot) []string {
 			changed = append(changed, id)
 		}
 	}
+	for id := range s.db {
+		if _, has := now[id]; !has {
+			// A run of the task gone: with it, a fork point that refuses a landing built on
+			// commits the target lost, or the PASS the branch's history is judged by.
+			deleted = append(deleted, id)
+		}
+	}
 	sort.Strings(forged)
 	sort.Strings(changed)
+	sort.Strings(deleted)
 	if len(forged) > 0 {
 		fate := outcome(g.Store.RemoveRuns(ctx, forged), "removed", "could not remove: ")
 		found = append(found, fmt.Sprintf("%s: runs %s of task %s (%s)", db, strings.Join(forged, ", "), g.TaskID, fate))
 	}
 	if len(changed) > 0 {
 		found = append(found, fmt.Sprintf("%s: records of runs %s (not restored)", db, strings.Join(changed, ", ")))
+	}
+	if len(deleted) > 0 {
+		found = append(found, fmt.Sprintf("%s: runs %s of task %s deleted (not restored)", db, strings.Join(deleted, ", "), g.TaskID))
+	}
+	return append(found, g.checkPending(ctx, s)...)
+}
+
+// checkPending puts back every violation pending before the step that is cleared or gone now.
+func (g *Guard) checkPending(ctx context.Context, s *Snapshot) []string {
+	now, err := g.Store.PendingViolations(ctx)
+	if err != nil {
+		return []string{fmt.Sprintf("%s (could not read its violations: %v)", g.rel(g.normaPath("norma.db")), err)}
+	}
+	still := map[string]bool{}
+	for _, v := range now {
+		still[v.RunID] = true
+	}
+	var found []string
+	for _, v := range s.pending {
+		if !still[v.RunID] {
+			fate := outcome(g.Store.RecordViolation(ctx, v), "restored", "could not restore: ")
+			if _, err := g.Store.Run(ctx, v.RunID); errors.Is(err, store.ErrNotFound) {
+				fate = "deleted with its run; not restored, this violation stands for it"
+			}
+			found = append(found, fmt.Sprintf("%s: the pending guard violation of run %s (%s)", g.rel(g.normaPath("norma.db")), v.RunID, fate))
+		}
 	}
 	return found
 }
