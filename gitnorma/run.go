@@ -90,10 +90,11 @@ type run struct {
 	reconciledOwn bool
 	started       time.Time
 	mirror        *taskMirror
-	// stopLease ends the renewals of the claim's lease (taskMirror.keepLease); leaseLost says
-	// a renewal found the claim gone (reclaimed, another's): the run's work does not land.
+	// stopLease ends the renewals of the claim's lease (taskMirror.keepLease); leaseLost is
+	// what a renewal or write found once the claim was gone (reclaimed, another's; nil while
+	// it holds): the run goes no further, and its work does not land.
 	stopLease func()
-	leaseLost *atomic.Bool
+	leaseLost *atomic.Pointer[string]
 	rec       *recorder
 	// guard is the fallback guard of the run's unconfined steps.
 	guard *guard.Guard
@@ -265,7 +266,7 @@ func (r *run) loopOptions(ctx context.Context) loop.Options {
 		Recorder: r.rec,
 		Live:     r.app.redact.Live(r.live), Now: r.app.Now, Env: processEnv(), StartedAt: r.started,
 		Facts:   r.mirror.facts(),
-		Paused:  r.pauseReason,
+		Halt:    r.haltReason,
 		Gates:   r.app.Config.Gates,
 		Sandbox: r.loopSandbox(),
 	}

@@ -94,7 +94,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	}
 	r.app.crash.reach("claimed")
 	r.claimed = true
-	r.leaseLost = new(atomic.Bool)
+	r.leaseLost = new(atomic.Pointer[string])
 	if r.mirror.lease > 0 {
 		// Asked only once the run's lease has run out: a task no longer in progress was reaped
 		// (reopened) or closed meanwhile, and is no longer this run's either.
@@ -112,14 +112,14 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 			return ""
 		}
 		r.mirror.onLost = func(now string) {
-			if !r.leaseLost.Swap(true) {
+			if why := "task " + r.pre.task.ID + " is " + now; r.leaseLost.CompareAndSwap(nil, &why) {
 				_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
 					Message: fmt.Sprintf("task %s is %s now: this run no longer writes its state, and its work will not land", r.pre.task.ID, now)})
 			}
 		}
 	}
 	r.stopLease = r.mirror.keepLease(ctx, func(err error) {
-		if tracker.LeaseLost(err) && !r.leaseLost.Swap(true) {
+		if why := err.Error(); tracker.LeaseLost(err) && r.leaseLost.CompareAndSwap(nil, &why) {
 			_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "lease_lost",
 				Message: fmt.Sprintf("the claim of task %s is no longer this run's (%v): its work will not land", r.pre.task.ID, err)})
 			return
@@ -157,6 +157,10 @@ func (lostClaim) Is(target error) bool { return target == ErrClaimLost }
 
 // StopClaimLost is the stop reason of such a run.
 const StopClaimLost = "claim_lost"
+
+// StopLeaseLost is the stop reason of a run whose claim's lease ran out while it worked and
+// whose task was taken back (reaped, or claimed by another worker).
+const StopLeaseLost = "lease_lost"
 
 // setUpWorkspace prepares the new workspace as the repository asks (.worktreeinclude,
 // worktree.setup); its output goes to the run dir's setup.txt. A failure ends the run.

@@ -111,7 +111,7 @@ func (r *run) fileDiscoveries(ctx context.Context, found []loop.Discovery, rep *
 func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error) {
 	r.removeWorktree(ctx)
 	commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed, forced: r.forced, checkedHere: true,
-		leaseLost: r.leaseLost != nil && r.leaseLost.Load(), stepNotes: r.rec.notes, live: r.live})
+		leaseLost: r.leaseLost != nil && r.leaseLost.Load() != nil, stepNotes: r.rec.notes, live: r.live})
 	r.closedByLanding = err == nil
 	r.release(ctx, false)
 	if err != nil {

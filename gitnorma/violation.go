@@ -10,6 +10,8 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/worktree"
 )
 
 // violationEvent is the event type of a guard violation: an agent of the run wrote where no
@@ -107,16 +109,24 @@ func (r *Repo) ClearViolations(ctx context.Context, now time.Time) ([]Violation,
 	return cleared, err
 }
 
-// pauseReason is why the run must stop before its next step ("" for none): a pause, or a
-// violation another run recorded since this one started (an older one was cleared or --forced).
-func (r *run) pauseReason() string {
-	if reason := r.app.Repo.PauseReason(); reason != "" {
-		return reason
+// haltReason is why the run must stop before its next step ("" for none): a pause, a
+// violation another run recorded since this one started (an older one was cleared or
+// --forced), or its claim lost to another worker (its work would not land: see land.go).
+func (r *run) haltReason() (reason, why string) {
+	if why := r.app.Repo.PauseReason(); why != "" {
+		return loop.StopPaused, why
 	}
 	if v := violationSince(context.Background(), r.st, r.started, r.id); v != "" {
-		return "a " + v
+		return loop.StopPaused, "a " + v
 	}
-	return ""
+	if r.leaseLost == nil {
+		return "", ""
+	}
+	if lost := r.leaseLost.Load(); lost != nil {
+		return StopLeaseLost, fmt.Sprintf("the claim of task %s is no longer this run's (%s): its work would not land; it stays on %s",
+			r.pre.task.ID, *lost, worktree.TaskBranch(r.pre.task.ID))
+	}
+	return "", ""
 }
 
 // newGuard is the run's fallback guard.

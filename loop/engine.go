@@ -52,8 +52,9 @@ type Options struct {
 	// Resume holds what an earlier run completed of its unfinished iteration; the first
 	// iteration records those steps as skipped instead of running them again.
 	Resume *Resume
-	// Paused is asked before every step; a non-empty answer stops the run with StopPaused.
-	Paused func() string
+	// Halt is asked before every step; a non-empty reason stops the run with it (StopPaused
+	// for a pause), why saying what happened.
+	Halt func() (reason, why string)
 	// Gates are added to every plan's effective criteria; like the task's Verify commands, no
 	// plan may drop or alter them (required.go).
 	Gates []Gate
@@ -225,7 +226,7 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 	for e.iteration = 1; ; e.iteration++ {
 		e.do, e.check, e.preDo = nil, nil, ""
 		for _, role := range Roles {
-			if end := e.pauseRequested(role); end != nil {
+			if end := e.haltRequested(role); end != nil {
 				return e.finish(end), nil
 			}
 			if out, ok := e.notRun(role); ok {
@@ -250,15 +251,20 @@ func (e *engine) run(ctx context.Context) (Result, error) {
 	}
 }
 
-// pauseRequested stops the run before role when a pause was requested.
-func (e *engine) pauseRequested(role Role) *Result {
-	if e.o.Paused == nil {
+// haltRequested stops the run before role when a pause was requested, or another reason to
+// go no further came up (Options.Halt).
+func (e *engine) haltRequested(role Role) *Result {
+	if e.o.Halt == nil {
 		return nil
 	}
-	if reason := e.o.Paused(); reason != "" {
-		return stopped(StopPaused, "paused before %s: %s", role, reason)
+	switch reason, why := e.o.Halt(); reason {
+	case "":
+		return nil
+	case StopPaused:
+		return stopped(reason, "paused before %s: %s", role, why)
+	default:
+		return stopped(reason, "stopped before %s: %s", role, why)
 	}
-	return nil
 }
 
 // finish fills the fields every result carries.

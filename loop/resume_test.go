@@ -64,12 +64,12 @@ func TestResumeNeedsAPrefix(t *testing.T) {
 func TestRunStopsWhenPaused(t *testing.T) {
 	te := newTestEngine(t, always(planWith("true")), always(doneAll()), always(checkClaim(VerdictPass)), always(actDecide(DecisionClose)))
 	calls := 0
-	te.opts.Paused = func() string {
+	te.opts.Halt = func() (string, string) {
 		calls++
 		if calls > 2 {
-			return "maintenance window"
+			return StopPaused, "maintenance window"
 		}
-		return ""
+		return "", ""
 	}
 	res := te.run(t, context.Background())
 	assert.Equal(t, RunStopped, res.Status)
