@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,10 +91,22 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
-	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forks: map[string]string{}}
+	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}}
 	for _, v := range violations {
 		scan.violated[v.RunID] = true
 	}
+	remove := func(r store.Run) error {
+		why, err := p.pruneRun(ctx, st, r, o.DryRun)
+		if why != "" {
+			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+		} else if err == nil {
+			rep.Runs = append(rep.Runs, r.ID)
+		}
+		return err
+	}
+	// Runs kept only for a fork point the target has too, with why: decided once prune knows
+	// whether their branch goes (then nothing of theirs can land).
+	forkOnly := map[string]string{}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
@@ -101,7 +114,9 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			if err != nil {
 				return rep, err
 			}
-			if keep = why != ""; keep {
+			if keep = why != ""; keep && scan.forkOnly[r.ID] {
+				forkOnly[r.ID] = why
+			} else if keep {
 				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 			}
 		}
@@ -111,22 +126,17 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			scan.newestPass[r.TaskID] = true
 		}
 		if keep {
-			if retained[r.TaskID] == "" {
+			scan.forkDone[forkKey(r)] = true // older runs built there need not stay for it
+			if retained[r.TaskID] == "" && forkOnly[r.ID] == "" {
 				retained[r.TaskID] = r.ID
 			}
 			continue
 		}
-		why, err := p.pruneRun(ctx, st, r, o.DryRun)
-		if err != nil {
+		if err := remove(r); err != nil {
 			return rep, err
 		}
-		if why != "" {
-			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
-			continue
-		}
-		rep.Runs = append(rep.Runs, r.ID)
 	}
-	if o.auto && len(rep.Runs) == 0 {
+	if o.auto && len(rep.Runs)+len(forkOnly) == 0 {
 		return rep, nil
 	}
 	if !o.DryRun {
@@ -139,6 +149,17 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	}
 	if err := p.pruneBranches(ctx, o, retained, &rep); err != nil {
 		return rep, err
+	}
+	for _, r := range runs {
+		switch why := forkOnly[r.ID]; {
+		case why == "":
+		case slices.Contains(rep.Branches, worktree.TaskBranch(r.TaskID)):
+			if err := remove(r); err != nil {
+				return rep, err
+			}
+		default:
+			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+		}
 	}
 	if !o.DryRun {
 		p.pruneCheckTrees(ctx, retained)
@@ -178,72 +199,76 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// Its row carries the violation: deleting it would let run and loop start again.
 		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
 	}
-	if why, err := p.forkPointNeeded(ctx, r, scan); why != "" || err != nil {
-		return why, err
+	fork, err := p.forkPointNeeded(ctx, r, scan)
+	if err != nil || fork != "" && !scan.forkOnly[r.ID] {
+		return fork, err
 	}
 	if r.Status != store.StatusPassed || scan.newestPass[r.TaskID] {
-		return "", nil
+		return fork, nil
 	}
 	if r.LandedCommit != "" || r.PassHead == "" {
-		return "", nil // landed, or nothing a landing could take (a check of a dirty worktree)
+		return fork, nil // landed, or nothing a landing could take (a check of a dirty worktree)
 	}
 	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.TaskID))
 	switch {
 	case git.ExitCodeOf(err) == 1 || err == nil && head != r.PassHead:
-		return "", nil
+		return fork, nil
 	case err != nil:
 		return "", err // not knowing is no reason to drop a verified record
 	}
+	delete(scan.forkOnly, r.ID) // kept for its PASS, which keeps its branch too
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
 }
 
 // forkPointNeeded says why r's row must stay for its fork point ("" when it need not): its
-// task branch still holds the target commit the run was built on, and the target no longer
-// has it (amended, reset or rebased away). That row is what refuses a landing of the branch,
-// which would bring the commit back (checkForkPoints); the next run of the task records only
-// where the branch meets the target now.
+// task branch still holds the target commit the run was built on. The landing reads that row
+// (checkForkPoints): while the target no longer has the commit (amended, reset or rebased
+// away), it refuses a landing that would bring it back; while the target has it, it stays for
+// the day the user takes it off (forkOnly: it keeps neither branch nor check worktree). The
+// newest run built there is enough: the older ones go.
 func (p *pruner) forkPointNeeded(ctx context.Context, r store.Run, scan *pruneScan) (string, error) {
-	base := r.Fork.Base
-	if base == "" || r.TaskID == "" {
+	key := forkKey(r)
+	if r.Fork.Base == "" || r.TaskID == "" || scan.forkDone[key] {
 		return "", nil
 	}
-	key := r.TaskID + "\x00" + base // the runs of a task mostly share their fork points
-	if why, known := scan.forks[key]; known {
-		return why, nil
-	}
-	why, err := p.forkPointKept(ctx, r.TaskID, base, scan)
+	why, onTarget, err := p.forkPointKept(ctx, r.TaskID, r.Fork.Base, scan)
 	if err == nil {
-		scan.forks[key] = why
+		scan.forkDone[key], scan.forkOnly[r.ID] = true, onTarget && why != ""
 	}
 	return why, err
 }
 
-func (p *pruner) forkPointKept(ctx context.Context, task, base string, scan *pruneScan) (string, error) {
+// forkKey names a run's fork point: its task and the commit (the runs of a task mostly share it).
+func forkKey(r store.Run) string { return r.TaskID + "\x00" + r.Fork.Base }
+
+// forkPointKept says why the runs of task built on base stay (see forkPointNeeded), and
+// whether the target still has base.
+func (p *pruner) forkPointKept(ctx context.Context, task, base string, scan *pruneScan) (string, bool, error) {
 	branch := worktree.TaskBranch(task)
 	head, err := p.repo.Git.Resolve(ctx, "refs/heads/"+branch)
 	switch {
 	case git.ExitCodeOf(err) == 1:
-		return "", nil // no branch, nothing to land
+		return "", false, nil // no branch, nothing to land
 	case err != nil:
-		return "", err
+		return "", false, err
 	}
 	inBranch, err := p.repo.Git.IsAncestor(ctx, base, head)
 	switch {
 	case err != nil:
 		// Not knowing is no reason to drop what refuses a landing: the commit may be missing
 		// only for now (an object moved aside, alternates on a disk not mounted).
-		return fmt.Sprintf("git cannot tell whether %s holds %.10s, which it was built on; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), nil
+		return fmt.Sprintf("git cannot tell whether %s holds %.10s, which it was built on; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), false, nil
 	case !inBranch:
-		return "", nil // rebuilt without it
+		return "", false, nil // rebuilt without it
 	}
 	target, terr := scan.targetOf(ctx, p)
 	if terr == nil {
 		if onTarget, err := p.repo.Git.IsAncestor(ctx, base, "refs/heads/"+target); err == nil && onTarget {
-			return "", nil
+			return fmt.Sprintf("%s is built on %.10s: this run's record keeps its landing from bringing that commit back, should it leave %s", branch, base, target), true, nil
 		}
 	}
 	// Not knowing the target is no reason to drop what refuses a landing.
-	return fmt.Sprintf("%s is built on %.10s, which the target no longer has; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), nil
+	return fmt.Sprintf("%s is built on %.10s, which the target no longer has; this run's record keeps its landing from bringing it back (rebuild the branch or delete it)", branch, base), false, nil
 }
 
 // pruneScan is what prune learns about tasks as it goes through their runs, newest first.
@@ -254,9 +279,11 @@ type pruneScan struct {
 	live map[string]string
 	// violated holds the runs whose guard violation the user has not cleared.
 	violated map[string]bool
-	// forks maps a task and a fork point to why runs of that task built there stay ("" for
-	// none: forkPointNeeded).
-	forks map[string]string
+	// forkDone holds the fork points (forkKey) an older run need not stay for: a newer run
+	// built there stays, or none needs to.
+	forkDone map[string]bool
+	// forkOnly holds the runs kept for a fork point the target has too (forkPointNeeded).
+	forkOnly map[string]bool
 	// target is the target branch, asked once (targetErr if it could not be told).
 	target    *string
 	targetErr error

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -147,4 +148,37 @@ func TestPruneDropsStaleLeases(t *testing.T) {
 	a.pruner().pruneLeases(ctx)
 	out := repo.Must("for-each-ref", "--format=%(refname)", "refs/norma/leases/")
 	assert.Equal(t, kept, strings.Fields(out))
+}
+
+// prune keeps the newest run built on a commit its task branch holds while the target still
+// has that commit too: should the user take it off the target later (a secret committed by
+// mistake, reset away), that row is what refuses the landing that would bring it back.
+func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	clean := repo.Must("rev-parse", "HEAD")
+	repo.WriteFile("secret.txt", "a token committed by mistake\n")
+	secret := repo.Commit("oops")
+	repo.Must("switch", "-q", "-c", "norma/task/norma-t1")
+	repo.WriteFile("work.txt", "the task's work\n")
+	head := repo.Commit("work")
+	repo.Must("switch", "-q", "main")
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	older, newer := "r-20260101-000000-000-000001", "r-20260101-000000-000-000002"
+	for _, id := range []string{older, newer} {
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+		require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: secret, Started: id == older, Target: "main"}))
+	}
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{older}, rep.Runs, "one row per fork point is enough")
+	assert.Contains(t, strings.Join(rep.Kept, "\n"), "run "+newer+": norma/task/norma-t1 is built on "+secret[:10])
+
+	repo.Must("reset", "-q", "--hard", clean) // the user takes the secret off main
+	err = a.lander().checkForkPoints(ctx, st, landRequest{runID: newer, task: tracker.Task{ID: "norma-t1"}, target: "main"}, head)
+	var refusal *landRefusal
+	require.ErrorAs(t, err, &refusal, "the landing would bring the secret back")
 }
