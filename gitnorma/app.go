@@ -12,6 +12,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/redact"
+	"github.com/git-norma/git-norma/gitnorma/stamp"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -114,7 +115,7 @@ func (a *App) Tracker() (tracker.Tracker, error) {
 	// An agent calling git norma from inside a step writes the backlog as itself: unstamped,
 	// so the guard catches it.
 	if os.Getenv(loop.StepDirEnv) == "" {
-		a.backlog = stampedTracker{inner: a.backlog, root: a.Repo.Root, stampReads: kind == "beads"}
+		a.backlog = stamp.Tracker{Inner: a.backlog, Root: a.Repo.Root, StampReads: kind == "beads"}
 	}
 	return a.backlog, nil
 }

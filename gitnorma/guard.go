@@ -11,6 +11,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/guard"
+	"github.com/git-norma/git-norma/gitnorma/stamp"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -36,7 +37,7 @@ func (w workspace) ownGitLines() []string {
 // fingerprint is one line per guarded path (and per entry of a guarded directory), and the
 // backlog's lines: name, size, mode and modification time.
 func (w workspace) fingerprint() string {
-	lines := append(backlogFingerprint(w.root), guard.StatLine(backlogOutsidePath(w.root)))
+	lines := append(stamp.Fingerprint(w.root), guard.StatLine(stamp.OutsidePath(w.root)))
 	for _, p := range w.guarded() {
 		lines = append(lines, guard.StatLine(p))
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
@@ -89,7 +90,7 @@ func (w workspace) OutsideChanges(ctx context.Context, snap loop.Snapshot) ([]st
 	// checkout while the agent worked; it lets go of it once it has looked (or here, whatever
 	// happens). Under the backlog lock no git-norma write is half done and the stamp is current.
 	defer w.guard.Release()
-	unlock, err := flock.Wait(ctx, backlogLockPath(w.root))
+	unlock, err := flock.Wait(ctx, stamp.LockPath(w.root))
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +136,14 @@ func (w workspace) changedPaths(snap loop.Snapshot) []string {
 			}
 		}
 	}
-	outsideRel, _ := filepath.Rel(w.root, backlogOutsidePath(w.root))
+	outsideRel, _ := filepath.Rel(w.root, stamp.OutsidePath(w.root))
 	// git-norma found the backlog changed by someone else while this step ran, before one of
 	// its own writes (which would otherwise hide it: it rewrites the backlog and re-stamps it).
 	changedOutside := seen[outsideRel]
 	isBacklog := func(p string) bool {
 		return p == outsideRel || p == ".beads" || strings.HasPrefix(p, ".beads"+string(filepath.Separator))
 	}
-	if backlogAsLeft(w.root) || changedOutside { // only git-norma's writes since, or reported below
+	if stamp.AsLeft(w.root) || changedOutside { // only git-norma's writes since, or reported below
 		changed = slices.DeleteFunc(changed, isBacklog)
 	}
 	if changedOutside {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/guard"
+	"github.com/git-norma/git-norma/gitnorma/stamp"
 )
 
 // The backlog can be large, so the guard never copies it before a step: it keeps a second name
@@ -47,11 +48,11 @@ func (w workspace) restoreBacklog(before map[string]bool) (ok bool, kept string)
 	if w.guard == nil || !w.guard.JSONLBacklog {
 		return false, ""
 	}
-	stamp, err := os.ReadFile(backlogStampPath(w.root))
+	stamped, err := os.ReadFile(stamp.Path(w.root))
 	if err != nil {
 		return false, ""
 	}
-	for _, l := range strings.Split(string(stamp), "\n") {
+	for _, l := range strings.Split(string(stamped), "\n") {
 		if !before[l] {
 			return false, ""
 		}
@@ -91,6 +92,6 @@ func (w workspace) restoreBacklog(before map[string]bool) (ok bool, kept string)
 		os.Remove(tmp.Name())
 		return false, ""
 	}
-	writeBacklogStamp(w.root)
+	stamp.Write(w.root)
 	return true, kept
 }

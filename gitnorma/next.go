@@ -115,7 +115,7 @@ func selectionHeads(ctx context.Context, tr tracker.Tracker) (all []tracker.Head
 	return all, nil
 }
 
-// headSource is a tracker that may keep its tasks' heads (see stampedTracker.Heads), and then
+// headSource is a tracker that may keep its tasks' heads (see stamp.Tracker.Heads), and then
 // reads the tasks of a page of them at once.
 type headSource interface {
 	Heads(ctx context.Context) ([]tracker.Head, bool, error)

@@ -53,7 +53,7 @@ func (b *Backlog) Filter(ctx context.Context, f TaskFilter) (tasks []tracker.Tas
 			return tasks, more, err
 		}
 	}
-	if j, ok := tr.(scanner); ok && !f.Ready {
+	if j, ok := tr.(tracker.Scanner); ok && !f.Ready {
 		err = j.Scan(ctx, func(t tracker.Task) bool {
 			if !f.keeps(t.Status, t.Labels) {
 				return true
@@ -105,12 +105,6 @@ func readyPage(ctx context.Context, hs headSource, f TaskFilter) (tasks []tracke
 	}
 	tasks, err = hs.GetMany(ctx, ids)
 	return tasks, more, true, err
-}
-
-// scanner is a backlog that can hand its tasks over one by one, in storage order, stopping
-// when told (the embedded one: a page of 50 tasks decodes 50 records, not 10,000).
-type scanner interface {
-	Scan(ctx context.Context, fn func(tracker.Task) bool) error
 }
 
 // Close closes a task by hand (reason: why, for the tracker's history).

@@ -132,6 +132,12 @@ type Tracker interface {
 	RemoveDependency(ctx context.Context, issue, dependsOn string) error
 }
 
+// Scanner is a backlog that can hand its tasks over one by one, in storage order, stopping
+// when told (the embedded one: a page of 50 tasks decodes 50 records, not 10,000).
+type Scanner interface {
+	Scan(ctx context.Context, fn func(Task) bool) error
+}
+
 // ForceCloser is a tracker that refuses to close a task open tasks block (bd does) and can be
 // told to anyway: for a run the user forced past them.
 type ForceCloser interface {
