@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -22,14 +24,27 @@ type Violation struct {
 // shown as they were taken (status --json) and compared with a run's start.
 const violationTime = time.RFC3339Nano
 
-// RecordViolation records v as the run's violation, pending, in place of any earlier one.
+// RecordViolation records v as the run's violation, pending: in place of a cleared one, added
+// to one still pending (the user has seen neither).
 func (s *Store) RecordViolation(ctx context.Context, v Violation) error {
-	paths, err := json.Marshal(append([]string{}, v.Paths...))
-	if err != nil {
-		return err
-	}
 	return s.immediate(ctx, func(conn *sql.Conn) error {
-		_, err := conn.ExecContext(ctx, `INSERT INTO guard_violations(run_id, task_id, paths_json, at) VALUES (?, ?, ?, ?)
+		all := append([]string{}, v.Paths...)
+		var pending string
+		err := conn.QueryRowContext(ctx, `SELECT paths_json FROM guard_violations WHERE run_id = ? AND cleared_at IS NULL`, v.RunID).Scan(&pending)
+		if err == nil {
+			var earlier []string
+			if json.Unmarshal([]byte(pending), &earlier) != nil {
+				earlier = []string{pending} // as PendingViolations shows it
+			}
+			all = append(earlier, slices.DeleteFunc(all, func(p string) bool { return slices.Contains(earlier, p) })...)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: read the violation of run %s: %w", v.RunID, err)
+		}
+		paths, err := json.Marshal(all)
+		if err != nil {
+			return err
+		}
+		_, err = conn.ExecContext(ctx, `INSERT INTO guard_violations(run_id, task_id, paths_json, at) VALUES (?, ?, ?, ?)
 			ON CONFLICT(run_id) DO UPDATE SET task_id = excluded.task_id, paths_json = excluded.paths_json,
 				at = excluded.at, cleared_at = NULL`,
 			v.RunID, v.TaskID, string(paths), v.At.Format(violationTime))

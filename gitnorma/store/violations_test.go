@@ -50,6 +50,11 @@ func TestRunFactsAndViolations(t *testing.T) {
 	pending, err = s.PendingViolations(ctx)
 	require.NoError(t, err)
 	assert.Len(t, pending, 2, "a new violation of a cleared run is pending again")
+	assert.Equal(t, []string{"c"}, pending[0].Paths, "in place of the one cleared")
+	require.NoError(t, s.RecordViolation(ctx, Violation{RunID: "r-1", TaskID: "t-1", Paths: []string{"d (never looked at)", "c"}, At: at}))
+	pending, err = s.PendingViolations(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c", "d (never looked at)"}, pending[0].Paths, "added to the one the user has not seen yet")
 
 	before, err := s.TaskRecords(ctx, "r-2", "t-1")
 	require.NoError(t, err)
