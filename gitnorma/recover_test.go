@@ -2,9 +2,12 @@ package gitnorma
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
@@ -57,4 +60,38 @@ func TestClaimedByTellsOurClaimFromOthers(t *testing.T) {
 			assert.Equal(t, tt.ours, a.claimedBy(ctx, tt.run, tt.task))
 		})
 	}
+}
+
+// A run that ended but died before giving its claim back leaves the task in progress; the
+// next loop's recovery reopens it, however many checks of the task (runs too) came since.
+func TestRecoveryReopensAClaimPastManyLaterChecks(t *testing.T) {
+	ctx := context.Background()
+	a, _ := initApp(t)
+	tr, err := a.Tracker()
+	require.NoError(t, err)
+	task, err := tr.Create(ctx, tracker.NewTask{Title: "claimed by a run that died"})
+	require.NoError(t, err)
+	_, err = tr.Claim(ctx, task.ID, "")
+	require.NoError(t, err)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	dead := "r-20260101-000000-000-000000"
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: dead, Goal: "g", RunDir: ".norma/runs/" + dead, TaskID: task.ID,
+		Status: store.StatusFailed, CreatedAt: at}, nil))
+	require.NoError(t, st.SetClaim(ctx, dead, store.ClaimHeld))
+	for i := 1; i <= 6; i++ {
+		id := fmt.Sprintf("r-20260101-000000-000-00000%d", i)
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Kind: store.KindCheck, Goal: "check", RunDir: ".norma/runs/" + id, TaskID: task.ID,
+			Status: store.StatusFailed, CreatedAt: at.Add(time.Duration(i) * time.Minute)}, nil))
+	}
+
+	require.NoError(t, a.recoverCrashed(ctx, st, true, nil))
+	got, err := tr.Get(ctx, task.ID)
+	require.NoError(t, err)
+	assert.Equal(t, tracker.StatusOpen, got.Status)
+	run, err := st.Run(ctx, dead)
+	require.NoError(t, err)
+	assert.Equal(t, store.ClaimReleased, run.Claim)
 }
