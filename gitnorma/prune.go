@@ -96,7 +96,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		scan.violated[v.RunID] = true
 	}
 	remove := func(r store.Run) error {
-		why, err := p.pruneRun(ctx, st, r, o.DryRun)
+		why, err := p.pruneRun(ctx, st, r, o.DryRun, false)
 		if why != "" {
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 		} else if err == nil {
@@ -158,6 +158,12 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 				return rep, err
 			}
 		default:
+			// Only the record is needed: the worktree (its work saved) and the files go.
+			if stays, err := p.pruneRun(ctx, st, r, o.DryRun, true); err != nil {
+				return rep, err
+			} else if stays != "" {
+				why = stays
+			}
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 		}
 	}
@@ -307,7 +313,11 @@ func (s *pruneScan) liveRun(repo *Repo, taskID string) string {
 	}
 	return run
 }
-func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool) (string, error) {
+
+// pruneRun removes a finished run: its worktree (uncommitted work saved onto its task branch
+// first), its directory and, unless keepRecord, its rows. It returns why the run stays ("" once
+// removed): a worktree git cannot save is kept, and the rest of the prune goes on.
+func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dryRun, keepRecord bool) (string, error) {
 	dir := filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir))
 	if !strings.HasPrefix(dir, p.repo.Path("runs")+string(filepath.Separator)) {
 		return "", fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
@@ -329,7 +339,7 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 			return "", err
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(dir); err != nil || keepRecord {
 		return "", err
 	}
 	return "", st.DeleteRun(ctx, r.ID)

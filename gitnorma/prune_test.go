@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,10 +173,15 @@ func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
 		require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: secret, Started: id == older, Target: "main"}))
 	}
 
+	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", newer, "steps"), 0o700))
+
 	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{older}, rep.Runs, "one row per fork point is enough")
 	assert.Contains(t, strings.Join(rep.Kept, "\n"), "run "+newer+": norma/task/norma-t1 is built on "+secret[:10])
+	assert.NoDirExists(t, a.Repo.Path("runs", newer), "only its record is needed")
+	_, err = st.Run(ctx, newer)
+	require.NoError(t, err)
 
 	repo.Must("reset", "-q", "--hard", clean) // the user takes the secret off main
 	err = a.lander().checkForkPoints(ctx, st, landRequest{runID: newer, task: tracker.Task{ID: "norma-t1"}, target: "main"}, head)
