@@ -137,14 +137,26 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, req landRe
 		return err
 	}
 	g := &guard.Guard{Places: ld.repo.guarded(), Now: ld.now, Store: st, RunID: req.runID, TaskID: req.task.ID, Target: req.target,
-		LiveTasks: ld.repo.liveTasks, HoldsLanding: true}
-	snap, err := g.Snapshot(ctx)
+		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: true}
+	// The backlog and the run dir are watched as around a step (workspace.OutsideChanges): a
+	// check command could rewrite another task's Verify line, or file a task no one reviews.
+	w := workspace{root: ld.repo.Root, runDir: ld.repo.Path("runs", req.runID), guard: g}
+	if err := os.MkdirAll(filepath.Join(w.runDir, "recheck"), 0o700); err != nil { // the checks' log: git-norma's own
+		return err
+	}
+	w.linkBacklog()
+	snap := loop.Snapshot{Outside: w.fingerprint()}
+	gs, err := g.Snapshot(ctx)
 	if err != nil {
 		return err
 	}
+	snap.Guard = gs
 	err = checks()
-	if found := g.Check(ctx, snap); len(found) > 0 {
-		recordViolation(ctx, g, found)
+	found, cerr := w.OutsideChanges(context.WithoutCancel(ctx), snap) // records the violation; looks after Ctrl-C too
+	if cerr != nil {
+		return cerr
+	}
+	if len(found) > 0 {
 		return &Error{Kind: ErrStopped, Err: fmt.Errorf("the checks run before landing %s wrote outside the places they may write: %s", req.task.ID, strings.Join(found, ", ")),
 			Hint: "nothing landed; look at what its code does (git norma status " + req.runID + "), then clear it: git norma resume"}
 	}
