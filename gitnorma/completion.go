@@ -14,7 +14,8 @@ import (
 // epic, and so on up) whose children are all closed is closed when its own Verify commands
 // pass on the landed commit. Without Verify commands its acceptance cannot be checked, so it is
 // left open with a note saying so — git-norma never closes on an unverified claim.
-func (ld *lander) completeParents(ctx context.Context, st *store.Store, runID, taskID, commit string) {
+func (ld *lander) completeParents(ctx context.Context, st *store.Store, run guardedRun, commit string) {
+	runID, taskID := run.runID, run.taskID
 	tr, err := ld.tracker()
 	if err != nil {
 		return
@@ -38,7 +39,7 @@ func (ld *lander) completeParents(ctx context.Context, st *store.Store, runID, t
 		if parent.Status == tracker.StatusClosed || openChild {
 			return
 		}
-		outcome, closed := ld.completeOne(ctx, tr, runID, parent, len(children[id]), commit)
+		outcome, closed := ld.completeOne(ctx, st, tr, run, parent, len(children[id]), commit)
 		_ = st.AppendEvent(ctx, runID, store.Event{TS: ld.now(), Type: "parent_completion", Message: outcome,
 			Data: map[string]any{"task": id, "closed": closed}})
 		if !closed {
@@ -55,14 +56,15 @@ func withStatus(t tracker.Task, s string) tracker.Task {
 
 // completeOne verifies and closes one parent, or leaves it open with a note. It returns what
 // happened and whether the parent was closed.
-func (ld *lander) completeOne(ctx context.Context, tr tracker.Tracker, runID string, p tracker.Task, n int, commit string) (string, bool) {
+func (ld *lander) completeOne(ctx context.Context, st *store.Store, tr tracker.Tracker, run guardedRun, p tracker.Task, n int, commit string) (string, bool) {
+	runID := run.runID
 	verify := loop.ParseReadyContract(p.Description).Verify
 	if len(verify) == 0 {
 		msg := fmt.Sprintf("all %d children are closed; its own acceptance has no Verify command, so git-norma leaves closing it to you", n)
 		ld.noteCompletion(ctx, tr, p, msg)
 		return p.ID + ": " + msg, false
 	}
-	failing, err := ld.verifyAt(ctx, runID, p, verify, commit)
+	failing, err := ld.verifyAt(ctx, st, run, p, verify, commit)
 	if err != nil || failing != "" {
 		if err != nil {
 			failing = err.Error()
@@ -80,12 +82,24 @@ func (ld *lander) completeOne(ctx context.Context, tr tracker.Tracker, runID str
 
 // verifyAt runs the parent's Verify commands in a throwaway detached worktree of commit and
 // returns the first failing command ("" when all pass).
-func (ld *lander) verifyAt(ctx context.Context, runID string, p tracker.Task, verify []string, commit string) (string, error) {
+// Unconfined, the commands run the landed code, the agent's, under the fallback guard.
+func (ld *lander) verifyAt(ctx context.Context, st *store.Store, run guardedRun, p tracker.Task, verify []string, commit string) (string, error) {
 	ac := loop.EffectiveCriterion{ID: "AC-" + p.ID, Checks: make([]loop.CheckSpec, len(verify))}
 	for i, cmd := range verify {
 		ac.Checks[i] = loop.CheckSpec{ID: fmt.Sprintf("CHK-%d", i+1), Cmd: cmd, ExpectExitCodes: []int{0}}
 	}
-	evidence, _, err := ld.checker().checksAt(ctx, ld.repo.Path("runs", runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
+	var evidence []loop.Evidence
+	checks := func() (err error) {
+		evidence, _, err = ld.checker().checksAt(ctx, ld.repo.Path("runs", run.runID, "completion", p.ID), commit, []loop.EffectiveCriterion{ac})
+		return err
+	}
+	var err error
+	if ld.shieldedNow() {
+		err = checks()
+	} else {
+		run.logDir = "completion"
+		err = ld.guardedChecks(ctx, st, run, checks, "the Verify of "+p.ID+" run after "+run.taskID+" landed", p.ID+" stays open")
+	}
 	if err != nil {
 		return "", err
 	}

@@ -108,7 +108,8 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	if ld.shieldedNow() {
 		err = checks()
 	} else {
-		err = ld.guardedChecks(ctx, st, req, checks)
+		err = ld.guardedChecks(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target, logDir: "recheck", holdsLanding: true}, checks,
+			"the checks run before landing "+req.task.ID, "nothing landed")
 	}
 	if err != nil {
 		return "", err
@@ -128,20 +129,29 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 	return tree, nil
 }
 
+// guardedRun is whose code checks run unconfined outside a step: the run and its task, the
+// target, the directory of the run dir their log goes to, and whether the caller holds the
+// landing lock already.
+type guardedRun struct {
+	runID, taskID, target, logDir string
+	holdsLanding                  bool
+}
+
 // guardedChecks runs checks, whose commands run the agent's code unconfined, under the
 // fallback guard, as a Check step's are: what they changed of the user's refs, config, hooks,
-// checkout or store is reported, set back where it can be, recorded as the run's violation
-// (no run starts until the user has seen it), and refuses the landing.
-func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, req landRequest, checks func() error) error {
-	if err := markUnshielded(ctx, st, ld.now(), "a check before landing "+req.task.ID+" with its commands unconfined"); err != nil {
+// checkout, backlog or store is reported, set back where it can be, recorded as the run's
+// violation (no run starts until the user has seen it), and is the error (what names the
+// checks, done says what became of the work).
+func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedRun, checks func() error, what, done string) error {
+	if err := markUnshielded(ctx, st, ld.now(), what+" with its commands unconfined"); err != nil {
 		return err
 	}
-	g := &guard.Guard{Places: ld.repo.guarded(), Now: ld.now, Store: st, RunID: req.runID, TaskID: req.task.ID, Target: req.target,
-		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: true}
+	g := &guard.Guard{Places: ld.repo.guarded(), Now: ld.now, Store: st, RunID: r.runID, TaskID: r.taskID, Target: r.target,
+		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: r.holdsLanding}
 	// The backlog and the run dir are watched as around a step (workspace.OutsideChanges): a
 	// check command could rewrite another task's Verify line, or file a task no one reviews.
-	w := workspace{root: ld.repo.Root, runDir: ld.repo.Path("runs", req.runID), guard: g}
-	if err := os.MkdirAll(filepath.Join(w.runDir, "recheck"), 0o700); err != nil { // the checks' log: git-norma's own
+	w := workspace{root: ld.repo.Root, runDir: ld.repo.Path("runs", r.runID), guard: g}
+	if err := os.MkdirAll(filepath.Join(w.runDir, r.logDir), 0o700); err != nil { // the checks' log: git-norma's own
 		return err
 	}
 	w.linkBacklog()
@@ -157,8 +167,8 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, req landRe
 		return cerr
 	}
 	if len(found) > 0 {
-		return &Error{Kind: ErrStopped, Err: fmt.Errorf("the checks run before landing %s wrote outside the places they may write: %s", req.task.ID, strings.Join(found, ", ")),
-			Hint: "nothing landed; look at what its code does (git norma status " + req.runID + "), then clear it: git norma resume"}
+		return &Error{Kind: ErrStopped, Err: fmt.Errorf("%s wrote outside the places they may write: %s", what, strings.Join(found, ", ")),
+			Hint: done + "; look at what its code does (git norma status " + r.runID + "), then clear it: git norma resume"}
 	}
 	return err
 }
