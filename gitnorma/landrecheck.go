@@ -155,9 +155,18 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedR
 		return err
 	}
 	w.linkBacklog()
+	// Until the guard has looked, a landing killed meanwhile leaves this mark, in the run dir
+	// and the store, for the next run (recordUnguardedChecks): what the checks wrote went
+	// unchecked. (Made before the fingerprint and the snapshot, which see it both times.)
+	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
+		return err
+	}
+	markPending(ctx, g, true)
 	snap := loop.Snapshot{Outside: w.fingerprint()}
 	gs, err := g.Snapshot(ctx)
 	if err != nil {
+		_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
+		markPending(ctx, g, false)
 		return err
 	}
 	snap.Guard = gs

@@ -107,16 +107,21 @@ type run struct {
 // Run runs the loop on one task until PASS, a failure or a stop rule, and lands a PASS.
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
-	if !o.Force && !o.IgnoreViolation {
-		var err error
-		if o.store != nil {
-			err = refuseViolated(ctx, o.store)
-		} else { // opened only if there is one: a repository without a store has no violation
-			err = a.Repo.withStore(ctx, func(st *store.Store) error { return refuseViolated(ctx, st) })
+	violated := func(st *store.Store) error {
+		a.Repo.recordUnguardedChecks(ctx, st, a.Now) // a landing killed while its checks ran
+		if o.Force || o.IgnoreViolation {
+			return nil
 		}
-		if err != nil {
-			return RunReport{}, err
-		}
+		return refuseViolated(ctx, st)
+	}
+	var err error
+	if o.store != nil {
+		err = violated(o.store)
+	} else { // opened only if there is one: a repository without a store has no violation
+		err = a.Repo.withStore(ctx, violated)
+	}
+	if err != nil {
+		return RunReport{}, err
 	}
 	rep, err := a.runOnce(ctx, o)
 	if rep.Status != StatusAlreadyLanded { // nothing ran

@@ -188,6 +188,27 @@ func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	markPending(ctx, g, false)
 }
 
+// recordUnguardedChecks records a guard violation for each ended run whose landing (or a
+// parent's Verify run after it) died while the checks it ran unconfined awaited the guard
+// (guardedChecks), once no process holds the run's task: what they wrote was neither checked
+// nor undone.
+func (r *Repo) recordUnguardedChecks(ctx context.Context, st *store.Store, now func() time.Time) {
+	runs, err := st.EndedRunsGuardPending(ctx)
+	if err != nil || len(runs) == 0 {
+		return
+	}
+	live := r.liveTasks()
+	for _, run := range runs {
+		if live[run.TaskID] {
+			continue // its landing may be under way
+		}
+		g := &guard.Guard{Places: r.guarded(), Now: now, Store: st, RunID: run.ID, TaskID: run.TaskID}
+		recordViolation(ctx, g, []string{"the process died while the checks it ran unconfined for this run's landing ran, so what they changed outside their worktree (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
+		_ = os.Remove(filepath.Join(r.Root, filepath.FromSlash(run.RunDir), guardPendingFile))
+		markPending(ctx, g, false)
+	}
+}
+
 // markPending records in the store (guardPendingFile's copy there) whether an unconfined
 // agent's step awaits the guard.
 func markPending(ctx context.Context, g *guard.Guard, pending bool) {

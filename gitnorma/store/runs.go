@@ -164,6 +164,13 @@ func (s *Store) SetGuardPending(ctx context.Context, runID string, pending bool)
 	return s.setColumns(ctx, runID, "guard_pending = ?", pending)
 }
 
+// EndedRunsGuardPending lists the runs no longer running whose guard_pending is set: checks a
+// landing of theirs ran unconfined (or a parent's Verify after it), which the fallback guard
+// has not looked after yet.
+func (s *Store) EndedRunsGuardPending(ctx context.Context) ([]Run, error) {
+	return s.queryRuns(ctx, runSelect+`WHERE guard_pending = 1 AND status <> ?`, StatusRunning)
+}
+
 func (s *Store) setColumns(ctx context.Context, runID, set string, args ...any) error {
 	return s.immediate(ctx, func(conn *sql.Conn) error {
 		res, err := conn.ExecContext(ctx, `UPDATE runs SET `+set+` WHERE run_id = ?`, append(args, runID)...)
