@@ -107,21 +107,61 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return rep, err
 	}
 	defer turn()
-	cctx, done := cf.confineChecksAs(ctx, c, logDir, log)
-	if rep.Recorded {
-		var ct loop.CheckTree
-		ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)
-		rep.Tree = ct.Tree
-	} else {
-		rep.Evidence, err = loop.RunChecks(cctx, top, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+	checks := func() (err error) {
+		cctx, done := cf.confineChecksAs(ctx, c, logDir, log)
+		defer done() // what they left running ends before the guard looks
+		if rep.Recorded {
+			var ct loop.CheckTree
+			ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)
+			rep.Tree = ct.Tree
+		} else {
+			rep.Evidence, err = loop.RunChecks(cctx, top, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+		}
+		return err
 	}
-	done()
+	created := false
+	if rep.Recorded && !cf.shieldsNow() {
+		// Unconfined, the agent's code runs as in a Check step, under the fallback guard. (A
+		// check in a worktree of yours runs there, which is yours to judge.)
+		created, err = true, a.guardedCheck(ctx, rep, started, checks)
+	} else {
+		err = checks()
+	}
 	if err != nil {
 		return rep, err
 	}
 	rep.Results = loop.ResultsFromEvidence(effective, rep.Evidence)
 	rep.Verdict = loop.ComputeVerdict(effective, rep.Results, loop.PlanMatch{}).Status
-	return rep, a.recordCheck(ctx, rep, started)
+	return rep, a.recordCheck(ctx, rep, started, created)
+}
+
+// guardedCheck runs a recorded check's commands under the fallback guard, its run created
+// first (the violation is the run's; a check killed meanwhile is a dead run whose guard never
+// looked); a violation, or a failure, ends the run stopped.
+func (a *App) guardedCheck(ctx context.Context, rep CheckReport, started time.Time, checks func() error) error {
+	target, err := a.targetBranch(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := a.Repo.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := a.createCheckRun(ctx, st, rep, started); err != nil {
+		return err
+	}
+	run := guardedRun{runID: rep.RunID, taskID: rep.TaskID, target: target, runDir: a.Repo.Path("runs", rep.RunID, "guard")}
+	if err = a.lander().guardedChecks(ctx, st, run, checks, "the checks of "+rep.TaskID, "nothing was recorded"); err != nil {
+		now := a.Now()
+		_ = st.FinishRun(context.WithoutCancel(ctx), rep.RunID, store.StatusStopped, "", "", now, store.Event{TS: now, Type: "check", Message: err.Error()})
+	}
+	return err
+}
+
+func (a *App) createCheckRun(ctx context.Context, st *store.Store, rep CheckReport, started time.Time) error {
+	return st.CreateRun(ctx, store.Run{ID: rep.RunID, Kind: store.KindCheck, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
+		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID, Head: rep.Head}, nil)
 }
 
 // taskCriteria are a task's own criteria (its Verify commands) and the project gates: what
@@ -136,17 +176,18 @@ func taskCriteria(gates []loop.Gate, task tracker.Task) []loop.EffectiveCriterio
 
 // recordCheck stores a check as a run of its task (kind check), with the PASS recorded when
 // it counts, and notes the result on the checked commit.
-func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time) error {
+// created says its run is in the store already (guardedCheck).
+func (a *App) recordCheck(ctx context.Context, rep CheckReport, started time.Time, created bool) error {
 	st, err := a.Repo.OpenStore(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	now := a.Now()
-	err = st.CreateRun(ctx, store.Run{ID: rep.RunID, Kind: store.KindCheck, CreatedAt: started, Goal: "check of " + rep.TaskID + " at " + short10(rep.Head),
-		Status: store.StatusRunning, RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", rep.RunID)), TaskID: rep.TaskID, Head: rep.Head}, nil)
-	if err != nil {
-		return err
+	if !created {
+		if err := a.createCheckRun(ctx, st, rep, started); err != nil {
+			return err
+		}
 	}
 	status, verdict := store.StatusFailed, "FAIL"
 	if rep.Verdict == loop.VerdictPass {

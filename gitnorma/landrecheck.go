@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,8 @@ func (ld *lander) recheck(ctx context.Context, st *store.Store, req landRequest,
 type guardedRun struct {
 	runID, taskID, target, logDir string
 	holdsLanding                  bool
+	// runDir is the directory watched as the run dir (default: the run's).
+	runDir string
 }
 
 // guardedChecks runs checks, whose commands run the agent's code unconfined, under the
@@ -150,7 +153,7 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedR
 		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: r.holdsLanding}
 	// The backlog and the run dir are watched as around a step (workspace.OutsideChanges): a
 	// check command could rewrite another task's Verify line, or file a task no one reviews.
-	w := workspace{root: ld.repo.Root, runDir: ld.repo.Path("runs", r.runID), guard: g}
+	w := workspace{root: ld.repo.Root, runDir: cmp.Or(r.runDir, ld.repo.Path("runs", r.runID)), guard: g}
 	if err := os.MkdirAll(filepath.Join(w.runDir, r.logDir), 0o700); err != nil { // the checks' log: git-norma's own
 		return err
 	}
