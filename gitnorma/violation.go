@@ -188,10 +188,10 @@ func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 	markPending(ctx, g, false)
 }
 
-// recordUnguardedChecks records a guard violation for each ended run whose landing (or a
-// parent's Verify run after it) died while the checks it ran unconfined awaited the guard
-// (guardedChecks), once no process holds the run's task: what they wrote was neither checked
-// nor undone.
+// recordUnguardedChecks records a guard violation for each ended run still marked as awaiting
+// the guard, once no process holds the run's task: its landing (or a parent's Verify run after
+// it) died while the checks it ran unconfined awaited the guard (guardedChecks), or a step
+// ended without the guard's look. What they wrote was neither checked nor undone.
 func (r *Repo) recordUnguardedChecks(ctx context.Context, st *store.Store, now func() time.Time) {
 	runs, err := st.EndedRunsGuardPending(ctx)
 	if err != nil || len(runs) == 0 {
@@ -203,7 +203,7 @@ func (r *Repo) recordUnguardedChecks(ctx context.Context, st *store.Store, now f
 			continue // its landing may be under way
 		}
 		g := &guard.Guard{Places: r.guarded(), Now: now, Store: st, RunID: run.ID, TaskID: run.TaskID}
-		recordViolation(ctx, g, []string{"the process died while the checks it ran unconfined for this run's landing ran, so what they changed outside their worktree (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
+		recordViolation(ctx, g, []string{"the guard never looked after what the run's unconfined processes (the checks of its landing, or a step's) changed outside their worktree (the repository's config, hooks and refs, your checkout, the backlog): its process died, or the step ended before; look at them"})
 		_ = os.Remove(filepath.Join(r.Root, filepath.FromSlash(run.RunDir), guardPendingFile))
 		markPending(ctx, g, false)
 	}

@@ -115,6 +115,15 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 			return RunChecks(ctx, dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
 		}
 		ct, evidence, confirmed, err := VerifyTree(checkScope(ctx), bring, run)
+		if err != nil && !isPure {
+			// The check worktree's setup and the commands ran the agent's code: what they wrote
+			// outside the places they may write is caught before the step ends, as after an agent.
+			if outside, oerr := e.o.Workspace.OutsideChanges(context.WithoutCancel(ctx), s.snap); oerr != nil {
+				return nil, oerr
+			} else if len(outside) > 0 {
+				return protocolErrorf(ErrKindGuard, "the checks wrote outside the places they may write: %s", strings.Join(outside, ", ")), nil
+			}
+		}
 		if bringErr != nil {
 			return runErr(ctx, fmt.Errorf("prepare the check worktree: %w", err))
 		}
