@@ -23,6 +23,19 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	if err := lock.Record(r.id, r.started); err != nil {
 		return err
 	}
+	// Unconfined, the task branch is made or moved (a dead run's work committed, the remote's
+	// copy taken, the target merged in) once no landing re-checks under the fallback guard,
+	// which takes a task branch moved by no live run for its checks' doing.
+	unlockLanding := func() {}
+	if !r.app.confiner().shields(r.pre.sandbox) {
+		unlock, err := r.app.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s making its branch (process %d)", r.pre.task.ID, os.Getpid()),
+			"make the branch of "+r.pre.task.ID, r.live, r.pre.task.ID)
+		if err != nil {
+			return err
+		}
+		unlockLanding = unlock
+	}
+	defer func() { unlockLanding() }()
 	if err := r.freeBranch(ctx); err != nil {
 		return err
 	}
@@ -61,6 +74,8 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 			return err
 		})
 	}
+	unlockLanding()
+	unlockLanding = func() {}
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return err
