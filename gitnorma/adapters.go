@@ -156,6 +156,10 @@ func (w workspace) CheckTree(ctx context.Context, commit string, fresh bool) (lo
 	return w.checks(ctx, commit, fresh)
 }
 
+// Head is the workspace's HEAD, with nothing of the outside places snapshotted (see
+// loop.headReader).
+func (w workspace) Head(ctx context.Context) (string, error) { return w.ws.Head(ctx) }
+
 func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, error) {
 	var s worktree.State
 	var err error

@@ -170,8 +170,16 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 }
 
 // snapshot records the workspace before s. When nothing s runs touches the workspace (reuse),
-// the HEAD the engine last saw serves.
+// the HEAD the engine last saw serves, or the one the workspace tells (headReader): no
+// snapshot of the outside places is taken for a step no OutsideChanges looks after.
 func (e *engine) snapshot(ctx context.Context, s *stepRun, reuse bool) error {
+	if h, ok := e.o.Workspace.(headReader); ok && reuse && e.head == "" {
+		head, err := h.Head(ctx)
+		if err != nil {
+			return fmt.Errorf("snapshot workspace: %w", err)
+		}
+		e.head = head
+	}
 	if reuse && e.head != "" {
 		s.snap = Snapshot{Head: e.head}
 		return nil

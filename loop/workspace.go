@@ -34,6 +34,13 @@ type Workspace interface {
 	OutsideChanges(ctx context.Context, snap Snapshot) ([]string, error)
 }
 
+// headReader is a Workspace that tells its HEAD alone: what a step that runs none of an agent's
+// code (a built-in Plan or Act) needs first, without a Snapshot, whose fallback guard would
+// owe a look no OutsideChanges gives.
+type headReader interface {
+	Head(ctx context.Context) (string, error)
+}
+
 // CheckTree is a checkout of exactly one commit, where the check commands run.
 type CheckTree struct {
 	Dir string
