@@ -205,6 +205,11 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// Its row carries the violation: deleting it would let run and loop start again.
 		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
 	}
+	if r.GuardPending {
+		// Its row carries the mark that the guard never looked after its unconfined processes
+		// (a landing killed while its checks ran), which the next run records as a violation.
+		return "the guard never looked after its unconfined processes (the next git norma run reports it)", nil
+	}
 	fork, err := p.forkPointNeeded(ctx, r, scan)
 	if err != nil || fork != "" && !scan.forkOnly[r.ID] {
 		return fork, err

@@ -102,6 +102,31 @@ func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 	assert.Equal(t, []string{violated}, rep.Runs, "cleared: retention applies again")
 }
 
+// prune keeps an ended run still marked as awaiting the guard (a landing killed while its
+// unconfined checks ran): the mark lives with the run's row, and deleting it would lose the
+// violation the next run records for what those checks wrote.
+func TestPruneKeepsARunAwaitingTheGuard(t *testing.T) {
+	ctx := context.Background()
+	a, _ := initApp(t)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
+		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	}
+	marked := "r-20260101-000000-000-000001"
+	require.NoError(t, st.SetGuardPending(ctx, marked, true))
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"r-20260101-000000-000-000002"}, rep.Runs)
+	require.Len(t, rep.Kept, 1)
+	assert.Contains(t, rep.Kept[0], "run "+marked+": ")
+
+	a.Repo.recordUnguardedChecks(ctx, st, a.Now)
+	require.Error(t, refuseViolated(ctx, st), "the next run records it, and refuses")
+}
+
 // prune keeps a run whose fork point git cannot judge just now (the commit missing: an object
 // moved aside, alternates on a disk not mounted): the row is what refuses a landing that would
 // bring that commit back once it is there again.
