@@ -96,8 +96,7 @@ func (g *Guard) replaces(ctx context.Context, viaGit bool) (map[string]string, e
 //   - The target cannot have moved by a landing: Snapshot held the landing lock.
 //   - Another task's branch may be moved by a run of that task going on meanwhile (its lock
 //     held before or after the step). A deleted one was landed or pruned, unless it held a PASS
-//     not landed yet: that one is put back. A new one at a commit of the target adds nothing
-//     (a run that began meanwhile forks it so, and may have ended since): it stays.
+//     not landed yet: that one is put back.
 //
 // What decides is the task locks and the store as it was before the step, never records
 // written during it, which the agent could have written.
@@ -127,11 +126,6 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add fun
 				continue
 			}
 			if after == "" || isBusy(task) {
-				continue
-			}
-			if before == "" && g.forksTarget(ctx, after, s.refs["refs/heads/"+g.Target]) {
-				// A fork of the target, which adds no commit: what a run of that task makes
-				// first, one that began (and ended) meanwhile while a landing's checks ran.
 				continue
 			}
 		}
@@ -348,14 +342,4 @@ func (g *Guard) checkRefLinks(s *Snapshot, add func(path, fate string)) {
 		}
 		add(p, fate)
 	}
-}
-
-// forksTarget says commit is one of the target's (at tip, its value before the step): a task
-// branch there holds nothing the target lacks.
-func (g *Guard) forksTarget(ctx context.Context, commit, tip string) bool {
-	if tip == "" || strings.HasPrefix(commit, "ref:") || strings.HasPrefix(tip, "ref:") {
-		return false
-	}
-	ok, err := g.Git.IsAncestor(ctx, commit, tip)
-	return err == nil && ok
 }
