@@ -36,6 +36,14 @@ type CheckReport struct {
 // Check runs a task's checks in the worktree containing dir — the same built-in Check the loop
 // uses. Without a task id it takes the task of the checked-out norma/task/<id> branch.
 func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error) {
+	return a.check(ctx, dir, taskID, true)
+}
+
+// check is Check; guarded says an unconfined recorded check runs under the fallback guard,
+// which the post-commit hook's check in the background cannot: the user goes on working
+// meanwhile, and the guard would take their commits and edits for the checks' (its PASS is
+// a hint all the same: the store is marked as written by unconfined processes).
+func (a *App) check(ctx context.Context, dir, taskID string, guarded bool) (CheckReport, error) {
 	// A run's workspace or check worktree could point its .git at a repository of an agent's
 	// making, whose config (core.fsmonitor, filters) git would run unconfined: refused before
 	// any git runs there.
@@ -120,7 +128,7 @@ func (a *App) Check(ctx context.Context, dir, taskID string) (CheckReport, error
 		return err
 	}
 	created := false
-	if rep.Recorded && !cf.shieldsNow() {
+	if guarded && rep.Recorded && !cf.shieldsNow() {
 		// Unconfined, the agent's code runs as in a Check step, under the fallback guard. (A
 		// check in a worktree of yours runs there, which is yours to judge.)
 		created, err = true, a.guardedCheck(ctx, rep, started, checks)

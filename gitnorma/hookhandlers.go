@@ -78,7 +78,7 @@ func (h *hookHandler) Committed(ctx context.Context, wait bool) error {
 	}
 	head, _ := h.git.ShortID(ctx, "HEAD")
 	if wait {
-		rep, err := h.a.Check(ctx, h.dir, task)
+		rep, err := h.a.check(ctx, h.dir, task, false)
 		if err == nil {
 			fmt.Fprintf(h.out, "git-norma: %s at %s: %s\n", task, head, rep.Verdict)
 		}
