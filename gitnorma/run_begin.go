@@ -183,9 +183,21 @@ func (r *run) setUpWorkspace(ctx context.Context) error {
 	log := &lazyLog{path: filepath.Join(r.dir, "setup.txt")}
 	defer log.Close()
 	setup := checkerOf(r.app.Repo, r.app.Config, r.app.crash).worktreeSetup(log)
-	err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
-	if err == nil && len(setup.Commands) > 0 {
-		err = r.setupWroteOnlyIgnored(ctx)
+	setUp := func() error {
+		err := r.wm.SetUp(ctx, r.ws.Dir(), setup)
+		if err == nil && len(setup.Commands) > 0 {
+			err = r.setupWroteOnlyIgnored(ctx)
+		}
+		return err
+	}
+	var err error
+	if len(setup.Commands) > 0 && !r.app.confiner().shields(r.pre.sandbox) {
+		// A resumed run's workspace holds the agent's commits: setup starts the agent's code
+		// (a deps script it changed), unconfined, under the fallback guard as a step's agent.
+		err = r.app.lander().guardedChecks(ctx, r.st, guardedRun{runID: r.id, taskID: r.pre.task.ID, target: r.pre.target}, setUp,
+			"worktree.setup of the run of "+r.pre.task.ID, "the run stops")
+	} else {
+		err = setUp()
 	}
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
