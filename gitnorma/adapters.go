@@ -186,7 +186,7 @@ func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, e
 	snap.Outside = w.fingerprint()
 	if w.guard.Active() {
 		if snap.Guard, err = w.guard.Snapshot(ctx); err != nil {
-			// Nothing of the step ran: no look is owed (recordUnguardedChecks).
+			// Nothing of the step ran: no look is owed (recordEndedUnguarded).
 			_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
 			markPending(ctx, w.guard, false)
 			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)

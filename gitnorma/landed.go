@@ -216,7 +216,7 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	// takes what they wrote for how things were, would erase: recorded first, as run and loop
 	// do (before the task's lock, which would keep the mark for a landing under way).
 	if err := a.Repo.withStore(ctx, func(st *store.Store) error {
-		a.Repo.recordUnguardedChecks(ctx, st, a.Now)
+		a.Repo.recordEndedUnguarded(ctx, st, a.Now)
 		return nil
 	}); err != nil {
 		return LandReport{}, err

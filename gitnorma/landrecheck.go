@@ -159,7 +159,7 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedR
 	}
 	w.linkBacklog()
 	// Until the guard has looked, a landing killed meanwhile leaves this mark, in the run dir
-	// and the store, for the next run (recordUnguardedChecks): what the checks wrote went
+	// and the store, for the next run (recordEndedUnguarded): what the checks wrote went
 	// unchecked. (Made before the fingerprint and the snapshot, which see it both times.)
 	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
 		return err

@@ -71,7 +71,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 		return LoopReport{}, err
 	}
 	defer st.Close()
-	a.Repo.recordUnguardedChecks(ctx, st, a.Now) // a landing killed while its checks ran
+	a.Repo.recordEndedUnguarded(ctx, st, a.Now) // a landing killed while its checks ran
 	if !o.Force {
 		if err := refuseViolated(ctx, st); err != nil {
 			return LoopReport{}, err

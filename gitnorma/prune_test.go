@@ -123,7 +123,7 @@ func TestPruneKeepsARunAwaitingTheGuard(t *testing.T) {
 	require.Len(t, rep.Kept, 1)
 	assert.Contains(t, rep.Kept[0], "run "+marked+": ")
 
-	a.Repo.recordUnguardedChecks(ctx, st, a.Now)
+	a.Repo.recordEndedUnguarded(ctx, st, a.Now)
 	require.Error(t, refuseViolated(ctx, st), "the next run records it, and refuses")
 }
 

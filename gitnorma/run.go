@@ -108,7 +108,7 @@ type run struct {
 // Everything that can be checked is checked before anything is created.
 func (a *App) Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	violated := func(st *store.Store) error {
-		a.Repo.recordUnguardedChecks(ctx, st, a.Now) // a landing killed while its checks ran
+		a.Repo.recordEndedUnguarded(ctx, st, a.Now) // a landing killed while its checks ran
 		if o.Force || o.IgnoreViolation {
 			return nil
 		}

@@ -182,31 +182,37 @@ func (r *run) recordUnguarded(ctx context.Context, dead store.Run) {
 			return
 		}
 	}
-	g := &guard.Guard{Places: r.app.Repo.guarded(), Now: r.app.Now, Store: r.st, RunID: dead.ID, TaskID: dead.TaskID}
-	recordViolation(ctx, g, []string{"the run's process died while its unconfined agent ran, so what the agent changed outside its workspace (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
-	_ = os.Remove(mark)
-	markPending(ctx, g, false)
+	r.app.Repo.recordUnlooked(ctx, r.st, r.app.Now, dead, "the run's process died while its unconfined agent ran")
 }
 
-// recordUnguardedChecks records a guard violation for each ended run still marked as awaiting
+// recordEndedUnguarded records a guard violation for each ended run still marked as awaiting
 // the guard, once no process holds the run's task: its landing (or a parent's Verify run after
-// it) died while the checks it ran unconfined awaited the guard (guardedChecks), or a step
-// ended without the guard's look. What they wrote was neither checked nor undone.
-func (r *Repo) recordUnguardedChecks(ctx context.Context, st *store.Store, now func() time.Time) {
+// it, or a git norma check) died while the checks it ran unconfined awaited the guard
+// (guardedChecks), or a step ended without the guard's look.
+func (r *Repo) recordEndedUnguarded(ctx context.Context, st *store.Store, now func() time.Time) {
 	runs, err := st.EndedRunsGuardPending(ctx)
 	if err != nil || len(runs) == 0 {
 		return
 	}
 	live := r.liveTasks()
 	for _, run := range runs {
-		if live[run.TaskID] {
-			continue // its landing may be under way
+		if !live[run.TaskID] { // else its landing may be under way
+			r.recordUnlooked(ctx, st, now, run, "the guard never looked after the run's unconfined processes (the checks of its landing, or a step's): its process died, or the step ended before")
 		}
-		g := &guard.Guard{Places: r.guarded(), Now: now, Store: st, RunID: run.ID, TaskID: run.TaskID}
-		recordViolation(ctx, g, []string{"the guard never looked after what the run's unconfined processes (the checks of its landing, or a step's) changed outside their worktree (the repository's config, hooks and refs, your checkout, the backlog): its process died, or the step ended before; look at them"})
-		_ = os.Remove(filepath.Join(r.Root, filepath.FromSlash(run.RunDir), guardPendingFile))
-		markPending(ctx, g, false)
 	}
+}
+
+// recordUnlooked records run's violation: what its unconfined processes changed outside their
+// worktree was neither checked nor undone (why says how that came about), so no run starts
+// until the user has looked (git norma resume). The marks that said the guard owed a look go.
+func (r *Repo) recordUnlooked(ctx context.Context, st *store.Store, now func() time.Time, run store.Run, why string) {
+	g := &guard.Guard{Places: r.guarded(), Now: now, Store: st, RunID: run.ID, TaskID: run.TaskID}
+	recordViolation(ctx, g, []string{why + ", so what they changed outside their worktree (the repository's config, hooks and refs, your checkout, the backlog) was neither checked nor undone: look at them"})
+	dir := filepath.Join(r.Root, filepath.FromSlash(run.RunDir))
+	for _, mark := range []string{filepath.Join(dir, guardPendingFile), filepath.Join(dir, "guard", guardPendingFile)} { // a check's is under guard/
+		_ = os.Remove(mark)
+	}
+	markPending(ctx, g, false)
 }
 
 // markPending records in the store (guardPendingFile's copy there) whether an unconfined
