@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
 	retained := map[string]string{} // task → a run of it that is kept
-	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}}
+	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}, unlandedPass: map[string]bool{}}
 	for _, v := range violations {
 		scan.violated[v.RunID] = true
 	}
@@ -104,9 +105,10 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		}
 		return err
 	}
-	// Runs kept only for a fork point the target has too, with why: decided once prune knows
-	// whether their branch goes (then nothing of theirs can land).
-	forkOnly := map[string]string{}
+	// Runs kept only for a fork point the target has too, or for a PASS not landed yet, with
+	// why: decided once prune knows whether their branch goes (--force: then nothing of
+	// theirs can land).
+	forkOnly, passKept := map[string]string{}, map[string]string{}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
@@ -114,9 +116,12 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			if err != nil {
 				return rep, err
 			}
-			if keep = why != ""; keep && scan.forkOnly[r.ID] {
+			switch keep = why != ""; {
+			case keep && scan.forkOnly[r.ID]:
 				forkOnly[r.ID] = why
-			} else if keep {
+			case keep && scan.unlandedPass[r.ID]:
+				passKept[r.ID] = why
+			case keep:
 				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 			}
 		}
@@ -151,12 +156,14 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		return rep, err
 	}
 	for _, r := range runs {
-		switch why := forkOnly[r.ID]; {
+		switch why := cmp.Or(forkOnly[r.ID], passKept[r.ID]); {
 		case why == "":
 		case slices.Contains(rep.Branches, worktree.TaskBranch(r.TaskID)):
 			if err := remove(r); err != nil {
 				return rep, err
 			}
+		case passKept[r.ID] != "":
+			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 		default:
 			// Only the record is needed: the worktree (its work saved) and the files go.
 			if stays, err := p.pruneRun(ctx, st, r, o.DryRun, true); err != nil {
@@ -228,6 +235,7 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		return "", err // not knowing is no reason to drop a verified record
 	}
 	delete(scan.forkOnly, r.ID) // kept for its PASS, which keeps its branch too
+	scan.unlandedPass[r.ID] = true
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
 }
 
@@ -295,6 +303,8 @@ type pruneScan struct {
 	forkDone map[string]bool
 	// forkOnly holds the runs kept for a fork point the target has too (forkPointNeeded).
 	forkOnly map[string]bool
+	// unlandedPass holds the runs kept for their PASS not landed yet.
+	unlandedPass map[string]bool
 	// target is the target branch, asked once (targetErr if it could not be told).
 	target    *string
 	targetErr error
