@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,17 +163,24 @@ func (j *JSONL) view(ctx context.Context, fn func(*issueFile) error) error {
 
 // update runs a whole read-modify-write under the exclusive lock, so concurrent writers never
 // lose each other's changes. Nothing is written when fn fails.
+// Someone who takes no lock (an editor's save, a git pull) may replace the file meanwhile:
+// the update is made again on their version rather than written over it.
 func (j *JSONL) update(ctx context.Context, fn func(*issueFile) error) error {
-	return j.locked(ctx, flock.Exclusive, func(f *issueFile, id string) error {
-		if !j.checkedBefore(id) {
-			f.records()
-			f.checkUnique()
-		}
-		if err := fn(f); err != nil || f.err != nil {
+	for attempt := 1; ; attempt++ {
+		err := j.locked(ctx, flock.Exclusive, func(f *issueFile, id string) error {
+			if !j.checkedBefore(id) {
+				f.records()
+				f.checkUnique()
+			}
+			if err := fn(f); err != nil || f.err != nil {
+				return err
+			}
+			return j.save(f, id)
+		})
+		if !errors.Is(err, errChangedMeanwhile) || attempt == 3 {
 			return err
 		}
-		return j.save(f)
-	})
+	}
 }
 
 // updateTask is update of the task with id, given the time to record as its update.

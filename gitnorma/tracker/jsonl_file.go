@@ -212,9 +212,13 @@ func (j *JSONL) load() (*issueFile, string, error) {
 	return f, fileID(fi), nil
 }
 
+// errChangedMeanwhile: the file is no longer the version an update read.
+var errChangedMeanwhile = errors.New("the backlog file changed while git-norma wrote it (an editor's save, a git pull?): try again")
+
 // save replaces the file atomically: a crash leaves either the old or the new backlog, never a
 // torn one, because the synced temp file is renamed over the original in the same directory.
-func (j *JSONL) save(f *issueFile) error {
+// It does not if the file is no longer read, the version read (errChangedMeanwhile).
+func (j *JSONL) save(f *issueFile, read string) error {
 	lines := make([][]byte, len(f.lines))
 	for i, l := range f.lines {
 		lines[i] = l.raw
@@ -225,7 +229,13 @@ func (j *JSONL) save(f *issueFile) error {
 			}
 		}
 	}
-	written, err := writeAtomic(j.path, lines)
+	written, err := writeAtomic(j.path, lines, func() bool {
+		now := "" // absent
+		if fi, err := os.Stat(j.path); err == nil {
+			now = fileID(fi)
+		}
+		return now == read
+	})
 	if err != nil {
 		return err
 	}
@@ -239,8 +249,9 @@ func (j *JSONL) save(f *issueFile) error {
 
 // writeAtomic replaces path with lines, each ended by a newline, through a synced temporary
 // file, and returns the file it wrote (nil if unknown). The lines go out through one buffer,
-// never joined into a copy of the whole backlog.
-func writeAtomic(path string, lines [][]byte) (_ fs.FileInfo, err error) {
+// never joined into a copy of the whole backlog. unchanged, asked last before the rename,
+// says the file there is still the one the lines were made from.
+func writeAtomic(path string, lines [][]byte, unchanged func() bool) (_ fs.FileInfo, err error) {
 	// A link there, or as its directory (.beads), is refused, not replaced (the backlog it
 	// names would miss every change) nor written through (a link a pull brought in would have
 	// git-norma write outside the repository).
@@ -281,6 +292,9 @@ func writeAtomic(path string, lines [][]byte) (_ fs.FileInfo, err error) {
 	written, _ := tmp.Stat()
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && !unchanged() {
+		return nil, errChangedMeanwhile
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
