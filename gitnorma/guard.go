@@ -43,7 +43,8 @@ func (w workspace) fingerprint() string {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			entries, _ := os.ReadDir(p)
 			for _, e := range entries {
-				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" || e.Name() == backlogLinkName || e.Name() == "setup.txt" {
+				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" || e.Name() == backlogLinkName ||
+					e.Name() == "setup.txt" || strings.HasPrefix(e.Name(), guard.KeptPrefix) {
 					continue // the agent's own places, the orchestrator's between steps, the guard's, the log of a guarded worktree.setup
 				}
 				lines = append(lines, guard.StatLine(filepath.Join(p, e.Name())))

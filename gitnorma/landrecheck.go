@@ -150,7 +150,8 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedR
 		return err
 	}
 	g := &guard.Guard{Places: ld.repo.guarded(), Now: ld.now, Store: st, RunID: r.runID, TaskID: r.taskID, Target: r.target,
-		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: r.holdsLanding}
+		JSONLBacklog: ld.kind() == "jsonl", LiveTasks: ld.repo.liveTasks, HoldsLanding: r.holdsLanding,
+		KeepDir: ld.repo.Path("runs", r.runID)}
 	// The backlog and the run dir are watched as around a step (workspace.OutsideChanges): a
 	// check command could rewrite another task's Verify line, or file a task no one reviews.
 	w := workspace{root: ld.repo.Root, runDir: cmp.Or(r.runDir, ld.repo.Path("runs", r.runID)), guard: g}

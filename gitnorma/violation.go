@@ -133,7 +133,7 @@ func (r *run) haltReason() (reason, why string) {
 func (r *run) newGuard() *guard.Guard {
 	return &guard.Guard{Places: r.app.Repo.guarded(), Now: r.app.Now, Store: r.st, RunID: r.id, TaskID: r.pre.task.ID, Target: r.pre.target,
 		JSONLBacklog: r.app.TrackerKind() == "jsonl", Confined: func() bool { return r.app.confiner().shields(r.pre.sandbox) },
-		LiveTasks: r.app.Repo.liveTasks}
+		LiveTasks: r.app.Repo.liveTasks, KeepDir: r.dir}
 }
 
 // guarded are the repository's places the fallback guard watches.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/loop"
 )
 
@@ -160,9 +161,10 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
 }
 
-// noticeEvents are the events the run view shows under the steps: what the sandbox did, and
-// a task the run blocked.
-var noticeEvents = map[string]bool{loop.KilledEvent: true, loop.DeniedEvent: true, loop.TamperedEvent: true, "sandbox_unavailable": true, "task_blocked": true}
+// noticeEvents are the events the run view shows under the steps: what the sandbox did, where
+// the fallback guard kept what it replaced, and a task the run blocked.
+var noticeEvents = map[string]bool{loop.KilledEvent: true, loop.DeniedEvent: true, loop.TamperedEvent: true, "sandbox_unavailable": true,
+	guard.KeptEvent: true, "task_blocked": true}
 
 // printFindings lists the events that record something an agent tried and the orchestrator
 // undid, such as a plan that weakened the task's checks.

@@ -125,6 +125,7 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 		if saved.link != now.link {
 			what = "a symbolic link made, moved or removed"
 		}
+		g.keep(now)
 		return fmt.Sprintf("%s: %s (%s)", g.rel(saved.path), what, outcome(saved.restore(), "restored", "could not restore: "))
 	}
 	keys := configChanges(before, after)
@@ -137,6 +138,7 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 		return fmt.Sprintf("%s: mode %v, was %v (%s)", g.rel(saved.path), now.mode, saved.mode, fate)
 	}
 	fate, err := "set back", error(nil)
+	g.keep(now)
 	if now.absent {
 		fate, err = "restored", saved.restore() // removed: nothing to set keys in
 	} else if err = restoreConfig(ctx, g.Git, saved.path, before, keys); err != nil {

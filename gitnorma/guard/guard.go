@@ -7,10 +7,12 @@ package guard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,8 +49,57 @@ type Guard struct {
 	// HoldsLanding: the caller holds the landing lock already (a landing's own checks), so
 	// Snapshot does not take it (a second flock of it in this process would wait forever).
 	HoldsLanding bool
+	// KeepDir is where a restore keeps the file it replaces or removes (the run's directory),
+	// in a directory of its own (KeptPrefix): the guard cannot tell an agent's change from a
+	// person's made in the main checkout during the step (a line of .git/info/exclude, a hook
+	// installed, a setting). "" keeps nothing.
+	KeepDir string
 	// landing releases the landing lock Snapshot took for the step (nil when not held).
 	landing func()
+	// kept is the directory Check keeps replaced files in ("" until the first).
+	kept string
+}
+
+// KeptPrefix starts the name of the directory, in KeepDir, where one Check keeps what its
+// restores replaced; each file is named by its path, relative to the repository, escaped as
+// one name (.git%2Finfo%2Fexclude).
+const KeptPrefix = "guard.replaced-"
+
+// keep saves, before a restore replaces or removes it, the file found at f.path (f): in a
+// directory made afresh for this Check, each file created new, so that nothing an agent left
+// in the run dir (a symbolic link into the hooks) decides where it goes.
+func (g *Guard) keep(f savedFile) {
+	if g.KeepDir == "" || f.absent || f.irregular {
+		return
+	}
+	if g.kept == "" {
+		dir, err := os.MkdirTemp(g.KeepDir, KeptPrefix)
+		if err != nil {
+			return
+		}
+		g.kept = dir
+	}
+	name := url.PathEscape(strings.TrimPrefix(filepath.ToSlash(g.rel(f.path)), "/"))
+	file, err := os.OpenFile(filepath.Join(g.kept, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	_, err = file.Write(f.data)
+	if err = cmp.Or(err, file.Close()); err != nil {
+		_ = os.Remove(file.Name())
+	}
+}
+
+// KeptEvent is the run's event saying where a Check kept what its restores replaced.
+const KeptEvent = "guard_kept"
+
+// noteKept records in the run's events where Check kept what it replaced, if anywhere.
+func (g *Guard) noteKept(ctx context.Context) {
+	if g.kept == "" || g.Store == nil {
+		return
+	}
+	_ = g.Store.AppendEvent(ctx, g.RunID, store.Event{TS: g.Now(), Type: KeptEvent,
+		Message: "what the guard replaced is kept in " + g.rel(g.kept) + " (each file named by its path)"})
 }
 
 // Places are where the repository keeps what the guard watches.
@@ -178,6 +229,8 @@ func (g *Guard) snapshot(ctx context.Context) (s *Snapshot, err error) {
 // line per change: the path (relative to the repository) and what became of it.
 func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 	defer g.Release()
+	g.kept = ""
+	defer g.noteKept(ctx)
 	var found []string
 	add := func(path, fate string) { found = append(found, fmt.Sprintf("%s (%s)", g.rel(path), fate)) }
 	// Before any git command: a named pipe put where git opens a file of its own would hang it.
@@ -189,7 +242,8 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 		}
 	}
 	for _, f := range s.files {
-		if !f.same(saveFile(f.path)) {
+		if now := saveFile(f.path); !f.same(now) {
+			g.keep(now)
 			add(f.path, outcome(f.restore(), "restored", "could not restore: "))
 		}
 	}
@@ -200,8 +254,10 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 			after, has := now[name]
 			switch {
 			case !had:
+				g.keep(after)
 				add(after.path, outcome(os.Remove(after.path), "removed", "could not restore: "))
 			case !has || !before.same(after):
+				g.keep(after)
 				add(before.path, outcome(before.restore(), "restored", "could not restore: "))
 			}
 		}
