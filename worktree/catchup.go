@@ -57,6 +57,11 @@ func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (
 		return CatchUp{Merged: merged}, m.Git.Run(ctx, "update-ref", "-m", "norma: catch up with "+o.Target, ref, merged, old)
 	case errors.As(err, &le):
 		kept := KeptPrefix + o.TaskID + "/" + o.RunID
+		if m.refAt(ctx, kept) != "" {
+			// The run kept this clone's own copy there already: it went its own way from the
+			// remote's, which it took (Remote.FetchTaskBranch) and which conflicts now.
+			kept += "-conflict"
+		}
 		if err := m.Git.Run(ctx, "update-ref", "-m", "norma: keep conflicting branch", kept, old, ""); err != nil {
 			return CatchUp{}, err
 		}

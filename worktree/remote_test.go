@@ -314,3 +314,30 @@ func TestPushTaskBranchLeaseOfAnUpgradedClone(t *testing.T) {
 	require.ErrorIs(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", third), ErrBranchTaken)
 	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), theirs)
 }
+
+// A run whose clone went its own way from the remote's copy of the task branch (kept under
+// the run's name, FetchTaskBranch) and whose remote copy then conflicts with the target keeps
+// that copy as well, and starts over from the target: the two kept branches do not collide.
+func TestFetchedBranchThatConflictsIsKeptBesideTheClonesOwn(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	branch := TaskBranch("norma-a")
+	f.pushFrom(other, "refs/heads/"+branch, "a.txt", "step 1\n")
+	_, err := f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-1")
+	require.NoError(t, err)
+	ours := f.commitOn(branch, branch, map[string]string{"a.txt": "step 2\n"}, "ours")
+	theirs := f.pushFrom(other, "refs/heads/"+branch, "shared.txt", "another worker\n")
+	f.repo.WriteFile("shared.txt", "landed meanwhile\n")
+	moved := f.repo.Commit("another task lands")
+
+	kept, err := f.m.Remote("origin").FetchTaskBranch(f.ctx, "norma-a", "r-2")
+	require.NoError(t, err)
+	assert.Equal(t, KeptPrefix+"norma-a/r-2", kept)
+	ws := f.createCatchingUp("norma-a", "r-2")
+
+	assert.Equal(t, ours, f.rev(kept), "this clone's work is still kept")
+	require.NotEmpty(t, ws.CaughtUp.Kept)
+	assert.NotEqual(t, kept, ws.CaughtUp.Kept)
+	assert.Equal(t, theirs, f.rev(ws.CaughtUp.Kept), "the remote's copy, which conflicts, is kept too")
+	assert.Equal(t, moved, f.gitIn(ws.Dir(), "rev-parse", "HEAD"), "the run starts over from the target")
+}
