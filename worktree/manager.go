@@ -252,6 +252,9 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 // another repository. It returns the stale locks it removed ("" when none).
 func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (staleLock string, err error) {
 	if exists(path) {
+		// What the agent's tools made read-only (a module cache, a test's fixture) would keep
+		// git from removing the worktree: it would forget it, and leave its files to you.
+		giveBackModes(path)
 		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
 			return staleLock, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
