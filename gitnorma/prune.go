@@ -354,6 +354,9 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 			return "", err
 		}
 	}
+	// What a step's tools made read-only there (its own step directory, a parent's checks'
+	// scratch worktree) would fail this prune, and every one after it, halfway.
+	worktree.GiveBackModes(dir)
 	if err := os.RemoveAll(dir); err != nil || keepRecord {
 		return "", err
 	}

@@ -132,9 +132,10 @@ func clearUntracked(ctx context.Context, g git.Runner, dir string) (leftovers bo
 // errUnreadable: the check worktree holds a directory git could not read; it is made again.
 var errUnreadable = errors.New("a check left a directory git cannot read")
 
-// giveBackModes gives every directory under dir (never through a link) its owner's read,
-// write and search back, so that a removal can look inside: a check could have taken them.
-func giveBackModes(dir string) {
+// GiveBackModes gives every directory under dir (never through a link) its owner's read,
+// write and search back, so that a removal can look inside: a check, or an agent's tools (a
+// module cache, a test's fixture), could have taken them.
+func GiveBackModes(dir string) {
 	st, err := os.Lstat(dir)
 	if err != nil || !st.IsDir() {
 		return
@@ -145,7 +146,7 @@ func giveBackModes(dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if e.IsDir() {
-			giveBackModes(filepath.Join(dir, e.Name()))
+			GiveBackModes(filepath.Join(dir, e.Name()))
 		}
 	}
 }
@@ -170,7 +171,7 @@ func emptyGitlinks(ctx context.Context, g git.Runner, dir string) error {
 		if !realDirs(dir, path) {
 			return fmt.Errorf("%w: %s is not a directory of the worktree's own all the way down", errUnreadable, path)
 		}
-		giveBackModes(sub)
+		GiveBackModes(sub)
 		entries, err := os.ReadDir(sub)
 		if err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("%w: %v", errUnreadable, err)
@@ -201,7 +202,7 @@ func (m *Manager) addCheckTree(ctx context.Context, o CheckTreeOptions) error {
 // RemoveCheckTree removes a task's check worktree and everything in it (the checks' outputs
 // and caches; nothing there is anyone's work), whatever state it is in. A missing one is fine.
 func (m *Manager) RemoveCheckTree(ctx context.Context, path string) error {
-	giveBackModes(path)
+	GiveBackModes(path)
 	admin, err := m.AdminDir(ctx, path)
 	if err == nil {
 		// Twice forced: once for what the checks left, once for the lock. Should git still
@@ -240,6 +241,7 @@ func (m *Manager) addDetached(ctx context.Context, path, commit string, opts ...
 
 // RemoveScratch removes a scratch worktree and all its checks left: nothing there is anyone's.
 func (m *Manager) RemoveScratch(ctx context.Context, path string) error {
+	GiveBackModes(path)
 	if err := m.Git.Run(ctx, "worktree", "remove", "--force", path); err != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, err)
 	}
@@ -256,6 +258,7 @@ func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 		}
 		return false, nil
 	}
+	GiveBackModes(path)
 	if m.Git.Run(ctx, "worktree", "remove", "--force", path) == nil {
 		return true, nil
 	}

@@ -254,7 +254,7 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (stale
 	if exists(path) {
 		// What the agent's tools made read-only (a module cache, a test's fixture) would keep
 		// git from removing the worktree: it would forget it, and leave its files to you.
-		giveBackModes(path)
+		GiveBackModes(path)
 		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
 			return staleLock, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
