@@ -201,14 +201,20 @@ func chainAside(path, name, why string) (Action, error) {
 	if err := os.Rename(path, aside); err != nil {
 		return Action{}, err
 	}
-	run := fmt.Sprintf("\"$(dirname \"$0\")/%s%s\"", name, chainedSuffix)
-	shim := "#!/bin/sh\n" + Block(name) + "[ -x " + run + " ] || exit 0\nexec " + run + " \"$@\"\n"
+	shim := "#!/bin/sh\n" + Block(name) + chainCommands(name)
 	return Action{Hook: name, Path: path, Result: "chained", Detail: "moved the existing hook (" + why + ") to " + aside}, writeKeepingMode(path, []byte(shim), 0o755)
 }
 
+// chainCommands are the lines of chainAside's shim after git-norma's block: they run the hook
+// moved aside when git would.
+func chainCommands(name string) string {
+	run := fmt.Sprintf("\"$(dirname \"$0\")/%s%s\"", name, chainedSuffix)
+	return "[ -x " + run + " ] || exit 0\nexec " + run + " \"$@\"\n"
+}
+
 // Uninstall removes git-norma's block from each hook, leaving every other byte and the mode as
-// they were; a file left with nothing but its shebang is removed, and a hook --force moved
-// aside is put back.
+// they were; a file left with nothing but its shebang is removed, and a hook install moved
+// aside is put back (when the shim was edited since, its lines stay, still running that hook).
 func Uninstall(dir string) ([]Action, error) {
 	return eachHook(dir, uninstallOne)
 }
@@ -223,14 +229,16 @@ func uninstallOne(path, name string) (Action, error) {
 		return a, err
 	}
 	loc := blockRE().FindIndex(data)
-	if _, err := os.Lstat(path + chainedSuffix); err == nil && loc != nil {
-		a.Result = "restored"
-		return a, os.Rename(path+chainedSuffix, path)
-	}
 	if loc == nil {
 		return a, nil
 	}
 	rest := splice(data, loc[0], loc[1], "")
+	if _, err := os.Lstat(path + chainedSuffix); err == nil && string(rest) == "#!/bin/sh\n"+chainCommands(name) {
+		// The shim as chainAside wrote it: the hook it moved aside goes back. A shim someone
+		// edited since keeps their lines, and still runs the hook moved aside (below).
+		a.Result = "restored"
+		return a, os.Rename(path+chainedSuffix, path)
+	}
 	if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
 		a.Result = "removed"
 		return a, os.Remove(path)

@@ -409,3 +409,31 @@ func TestDisabledHookWithOurBlock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, st.Mode().Perm()&0o111, "still disabled")
 }
+
+// A hook the user edited after install moved theirs aside (lines added to the shim) keeps
+// those lines on uninstall: only git-norma's block goes, and the hook moved aside stays
+// chained. (A red-team finding: uninstall renamed the moved hook over the edited one.)
+func TestUninstallKeepsEditsOfTheShim(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "post-commit")
+	orig := []byte("#!/usr/bin/env python3\nprint('hi')\n")
+	require.NoError(t, os.WriteFile(path, orig, 0o755))
+	_, err := Install(dir, true)
+	require.NoError(t, err)
+	shim, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edited := strings.Replace(string(shim), "[ -x ", "echo my own line\n[ -x ", 1)
+	require.NoError(t, os.WriteFile(path, []byte(edited), 0o755))
+
+	actions, err := Uninstall(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "removed block", actions[1].Result)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "echo my own line\n", "the user's edit is kept")
+	assert.NotContains(t, string(data), beginMarker)
+	aside, err := os.ReadFile(path + chainedSuffix)
+	require.NoError(t, err, "the hook moved aside is still there, and still chained")
+	assert.Equal(t, orig, aside)
+	assert.Contains(t, string(data), `exec "$(dirname "$0")/post-commit.norma-chained" "$@"`)
+}
