@@ -105,7 +105,12 @@ func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) 
 	edit := func(current string) (string, error) {
 		now, err := DecodeTaskState(current)
 		if err != nil {
-			return text, nil // what does not read is replaced, as Notes would
+			// People's text past what git-norma carries along, added while the run worked, is
+			// kept whole (the next run asks to move it); a state that does not read is replaced,
+			// as Notes would.
+			if now, err = decodeNotes(current, 0); err != nil {
+				return text, nil
+			}
 		}
 		st := s.TaskState
 		if change != nil {

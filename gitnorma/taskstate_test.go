@@ -179,3 +179,26 @@ func TestReadStateApart(t *testing.T) {
 		})
 	}
 }
+
+// A person's note added to the task while a run works is kept by the run's next write, even
+// one that takes people's text past what git-norma carries along: the write keeps it whole
+// (the next run says to move it), never the notes as they were when the run started.
+func TestStateWriteKeepsALongNoteAddedMeanwhile(t *testing.T) {
+	st := storedState{TaskState: TaskState{Version: taskStateVersion, RunID: "r-1"}}
+	st.ForeignNotes = "Ann: short note"
+	before, err := st.Encode()
+	require.NoError(t, err)
+	long := "Bob: " + strings.Repeat("a log pasted in while the run worked\n", 600)
+	require.Greater(t, len(long), maxForeignNotes)
+	current := before + "\n\n" + long
+
+	st.FailedRuns = 2
+	u, _, err := stateWrite(st, redact.Redactor{}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, u.EditNotes)
+	got, err := u.EditNotes(current)
+	require.NoError(t, err)
+	assert.Contains(t, got, `"failed_runs":2`)
+	assert.True(t, strings.Contains(got, strings.TrimSpace(long)), "Bob's note is kept: %.200q", got)
+	assert.Contains(t, got, "Ann: short note")
+}
