@@ -48,6 +48,9 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 	}
 	if now.state.Head != since.Head {
 		if res.AgentCommits, err = w.foldAgentCommits(ctx, since.Head, now.state.Head); err != nil {
+			if errors.Is(err, ErrHistoryRewritten) {
+				err = w.undoRewrite(context.WithoutCancel(ctx), since.Head, err)
+			}
 			return res, err
 		}
 	}
@@ -178,6 +181,22 @@ func (w *Workspace) resetClean(ctx context.Context, to string) error {
 		return err
 	}
 	return w.git.Run(ctx, "clean", "-fdq")
+}
+
+// undoRewrite puts the task branch, which the agent moved to a commit not built on from (a
+// reset, an amend), back at from, and the worktree with it: what the branch held before the
+// step is the task's work (earlier steps', earlier runs'), which the next run goes on from.
+// The agent's history is kept under AttemptsPrefix, as a rollback keeps it; what it left
+// uncommitted goes. It returns rewritten, saying where the branch and the history are.
+func (w *Workspace) undoRewrite(ctx context.Context, from string, rewritten error) error {
+	kept, err := w.Rollback(ctx, from)
+	if err == nil {
+		err = w.syncAgentView()
+	}
+	if err != nil {
+		return errors.Join(rewritten, fmt.Errorf("move the task branch back to %.10s: %w", from, err))
+	}
+	return fmt.Errorf("%w; the task branch is back at %.10s, the agent's history kept as %s", rewritten, from, kept)
 }
 
 // foldAgentCommits soft-resets the agent's commits on top of from into the orchestrator's.

@@ -259,7 +259,9 @@ func TestCommitRefusesHistoryRewrite(t *testing.T) {
 				_, err = ws.Commit(f.ctx, since, StepCommit{Role: "do", StepIndex: 2, Iteration: 1, ExpectChanges: expect})
 				require.ErrorIs(t, err, ErrHistoryRewritten)
 				assert.NotErrorIs(t, err, ErrBranchSwitched)
-				assert.Equal(t, rewritten, f.rev("refs/heads/norma/task/T-1"), "nothing committed or reset")
+				assert.Equal(t, since.Head, f.rev("refs/heads/norma/task/T-1"), "nothing committed; the branch is back where the step began")
+				assert.Equal(t, rewritten, f.rev(AttemptsPrefix+"T-1/1"), "the agent's history is kept")
+				assert.Equal(t, "one\n", readFile(t, ws.Dir(), "step1.txt"), "and the worktree is the branch's")
 			})
 		}
 	})
