@@ -217,8 +217,8 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	}
 	git("update-ref", "refs/heads/norma/task/norma-new", other)
 	assert.Equal(t, []string{
-		"refs/heads/main (moved back)", "refs/heads/norma/task/norma-idle (moved back)", "refs/heads/norma/task/norma-new (removed)",
-		"refs/heads/norma/task/norma-recent (moved back)",
+		"refs/heads/main (moved back from " + other[:10] + ")", "refs/heads/norma/task/norma-idle (moved back from " + other[:10] + ")",
+		"refs/heads/norma/task/norma-new (removed)", "refs/heads/norma/task/norma-recent (moved back from " + other[:10] + ")",
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a live run of that task moved it")
@@ -233,7 +233,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	}
 	git("update-ref", "refs/heads/main", other)
 	require.NoError(t, st.SetLanded(ctx, "r-recent", other))
-	assert.Equal(t, []string{"refs/heads/main (moved back)"}, g.Check(ctx, snap), "a landing record the agent could have written")
+	assert.Equal(t, []string{"refs/heads/main (moved back from " + other[:10] + ")"}, g.Check(ctx, snap), "a landing record the agent could have written")
 	landing, err = flock.Acquire(ctx, app.Repo.Path("locks", "land.lock"), 0o600, flock.Exclusive|syscall.LOCK_NB)
 	require.NoError(t, err, "released by the check")
 	landing()
@@ -461,7 +461,7 @@ func TestGuardJudgesLandingsAndDeletionsByTheirTasks(t *testing.T) {
 		git("update-ref", "-d", "refs/heads/norma/task/"+task)
 	}
 	assert.Equal(t, []string{
-		"refs/heads/main (moved back)",
+		"refs/heads/main (moved back from " + other[:10] + ")",
 		"refs/heads/norma/task/norma-pass (restored: it holds the task's PASS, not landed yet)",
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
@@ -494,7 +494,7 @@ func TestGuardCatchesLinksInTheRefs(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(refs, ".h", "main"), []byte(other+"\n"), 0o644))
 	assert.Equal(t, []string{
 		".git/refs/heads (not removed: a symbolic link makes git read refs from elsewhere; look at it, then remove it yourself)",
-		"refs/heads/main (moved back)",
+		"refs/heads/main (moved back from " + other[:10] + ")",
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"), "as git reads it, through the link")
 }

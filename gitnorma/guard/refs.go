@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -129,7 +130,12 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add fun
 				continue
 			}
 		}
+		// Where it was is said: it may be a commit of yours made meanwhile (git reflog has it,
+		// not any branch), which the guard cannot tell from an agent's.
 		fate := "moved back"
+		if after != "" && !strings.HasPrefix(after, "ref:") {
+			fate = fmt.Sprintf("moved back from %.10s", after)
+		}
 		if before == "" {
 			fate, err = "removed", g.Git.DeleteRef(ctx, name, after)
 		} else {
