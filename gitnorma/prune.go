@@ -15,6 +15,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -351,7 +352,10 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 				wsDir + ", then delete " + dir, nil
 		}
 		if err != nil {
-			return "", err
+			// Kept, and the rest pruned: one worktree git cannot save (a file its owner may
+			// not read) must not stop every prune, and the retention after every run.
+			return "its worktree could not be saved and removed (" + loop.OneLine(err.Error(), 300) + "); look at " +
+				wsDir + ", then run git norma prune again", nil
 		}
 	}
 	// What a step's tools made read-only there (its own step directory, a parent's checks'
