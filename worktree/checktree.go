@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,6 +150,22 @@ func GiveBackModes(dir string) {
 			GiveBackModes(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// giveBackReads gives every regular file under dir (never through a link) that its owner may
+// not read its owner's read back, and says how many it changed.
+func giveBackReads(dir string) int {
+	n := 0
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.Mode().Perm()&0o400 == 0 && os.Chmod(path, info.Mode().Perm()|0o400) == nil {
+			n++
+		}
+		return nil
+	})
+	return n
 }
 
 // emptyGitlinks empties the directory of every submodule (gitlink) of the worktree dir's index.
