@@ -187,9 +187,14 @@ func (w *Workspace) resetClean(ctx context.Context, to string) error {
 // reset, an amend), back at from, and the worktree with it: what the branch held before the
 // step is the task's work (earlier steps', earlier runs'), which the next run goes on from.
 // The agent's history is kept under AttemptsPrefix, as a rollback keeps it; what it left
-// uncommitted goes. It returns rewritten, saying where the branch and the history are.
+// uncommitted is committed on top of it first, not deleted by the reset (unsaved, the branch
+// stays as the agent left it). It returns rewritten, saying where the branch and history are.
 func (w *Workspace) undoRewrite(ctx context.Context, from string, rewritten error) error {
-	kept, err := w.Rollback(ctx, from)
+	var kept string
+	err := w.commitUncommitted(ctx, "The agent rewrote the task branch; these changes it left uncommitted are kept with its history.")
+	if err == nil {
+		kept, err = w.Rollback(ctx, from)
+	}
 	if err == nil {
 		err = w.syncAgentView()
 	}
@@ -228,6 +233,12 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	if _, err := w.relinkCommon(); err != nil {
 		return err
 	}
+	return w.commitUncommitted(ctx, "The run ended before its orchestrator commit; these changes were saved instead of discarded.")
+}
+
+// commitUncommitted commits what is uncommitted onto the task branch, why saying why in the
+// commit's message; nothing when nothing is.
+func (w *Workspace) commitUncommitted(ctx context.Context, why string) error {
 	// Only ever onto the run's task branch: git-norma's own git directory is out of a confined
 	// agent's reach, but an unconfined one could have pointed its HEAD at your branch, or
 	// another task's.
@@ -255,8 +266,8 @@ func (w *Workspace) rescue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\nThe run ended before its orchestrator commit; these changes were saved instead of discarded.\n\nNorma-Task: %s\nNorma-Run: %s\nNorma-Role: rescue\n",
-		w.runID, strings.TrimPrefix(w.branch, BranchPrefix), w.runID)
+	msg := fmt.Sprintf("chore(norma): keep uncommitted changes of run %s\n\n%s\n\nNorma-Task: %s\nNorma-Run: %s\nNorma-Role: rescue\n",
+		w.runID, why, strings.TrimPrefix(w.branch, BranchPrefix), w.runID)
 	_, err = w.commitIndex(ctx, head, msg)
 	return err
 }
