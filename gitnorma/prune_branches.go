@@ -12,7 +12,7 @@ import (
 	"github.com/git-norma/git-norma/worktree"
 )
 
-// pruneKept deletes the branches runs set aside (refs/norma/kept/<task>/<run>) once that run
+// pruneKept deletes the branches runs set aside (refs/norma/kept/<task>/<run>[-...]) once that run
 // is pruned, its task closed and all of it on the target. Being work that did not land, a
 // kept branch usually stays until --force.
 func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run, pruned []string, rep *PruneReport) error {
@@ -38,6 +38,8 @@ func (p *pruner) pruneKept(ctx context.Context, o PruneOptions, runs []store.Run
 	for _, line := range strings.Split(out, "\n") {
 		head, ref, _ := strings.Cut(line, " ")
 		task, runID, ok := strings.Cut(strings.TrimPrefix(ref, worktree.KeptPrefix), "/")
+		// The run's own, under a name of its: <run>-conflict, <run>-overwritten-<sha>.
+		runID, _, _ = strings.Cut(strings.TrimSuffix(runID, "-conflict"), "-overwritten-")
 		if !ok || retainedRuns[runID] {
 			continue // its run is retained
 		}
