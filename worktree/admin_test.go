@@ -253,3 +253,31 @@ func TestRemoveDropsTheRecord(t *testing.T) {
 	assert.NoFileExists(t, record)
 	assert.Empty(t, f.m.records())
 }
+
+// Remove gives modes back only in the run's own worktree (RunsDir/<run>/workspace), never
+// through a path from git's list that leads elsewhere: by .. or by a link in a workspace, to
+// your checkout or your home, whose read-only directories stay read-only.
+func TestRemoveGivesBackModesOnlyInItsRunWorktree(t *testing.T) {
+	f := newFixture(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	f.m.RunsDir = runs
+	victim := t.TempDir()
+	ro := filepath.Join(victim, "sub", "ro")
+	require.NoError(t, os.MkdirAll(ro, 0o755))
+	require.NoError(t, os.Chmod(ro, 0o500))
+	t.Cleanup(func() { _ = os.Chmod(ro, 0o700) })
+	ws := filepath.Join(runs, "R-1", "workspace")
+	require.NoError(t, os.MkdirAll(ws, 0o755))
+	require.NoError(t, os.Symlink(victim, filepath.Join(ws, "link")))
+	rel, err := filepath.Rel(runs, victim)
+	require.NoError(t, err)
+
+	for _, path := range []string{filepath.Join(ws, "link", "sub"), runs + "/" + rel + "/sub"} {
+		require.NoError(t, os.Chmod(ro, 0o500))
+		_, err := f.m.Remove(f.ctx, path, "R-1", "T-1")
+		require.Error(t, err, path)
+		st, err := os.Stat(ro)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o500), st.Mode().Perm(), "a directory %s leads to keeps its mode", path)
+	}
+}

@@ -253,8 +253,12 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (staleLock string, err error) {
 	if exists(path) {
 		// What the agent's tools made read-only (a module cache, a test's fixture) would keep
-		// git from removing the worktree: it would forget it, and leave its files to you.
-		GiveBackModes(path)
+		// git from removing the worktree: it would forget it, and leave its files to you. Only
+		// in the run's own worktree, spelt as open does: a path from git's list could lead (by
+		// .. or a link in a workspace) to your checkout.
+		if own := m.ownSpelling(path); own != "" {
+			GiveBackModes(own)
+		}
 		ws, err := m.open(ctx, path, runID, false)
 		if err != nil {
 			return staleLock, fmt.Errorf("save uncommitted changes in %s before removing it: %w", path, err)
@@ -265,7 +269,7 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (stale
 			return staleLock, err
 		}
 		err = ws.rescue(ctx)
-		if err != nil && giveBackReads(path) > 0 {
+		if err != nil && giveBackReads(ws.dir) > 0 {
 			// A file its owner may not read (a test's fixture): git could not add it. Readable
 			// again, it is saved; else no later run of the task could free its branch.
 			err = ws.rescue(ctx)

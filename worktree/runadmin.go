@@ -204,6 +204,19 @@ func (m *Manager) runDir(path string) string {
 	return ""
 }
 
+// ownSpelling is the run's own spelling (RunsDir/<run>/workspace) of the run worktree at
+// path, or "" when path is not one (runDir). Without RunsDir (tests), path.
+func (m *Manager) ownSpelling(path string) string {
+	switch run := m.runDir(path); {
+	case run == "":
+		return ""
+	case m.RunsDir == "":
+		return path
+	default:
+		return filepath.Join(run, runWorkspaceName)
+	}
+}
+
 // runOf is the run whose worktree path is (runs/<run>/workspace, nothing else), or "".
 func runOf(runs, path string) string {
 	rel, err := filepath.Rel(runs, path)
