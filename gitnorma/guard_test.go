@@ -218,7 +218,7 @@ func TestGuardMovesBackRefsTheAgentMoved(t *testing.T) {
 	git("update-ref", "refs/heads/norma/task/norma-new", other)
 	assert.Equal(t, []string{
 		"refs/heads/main (moved back from " + other[:10] + ")", "refs/heads/norma/task/norma-idle (moved back from " + other[:10] + ")",
-		"refs/heads/norma/task/norma-new (removed)", "refs/heads/norma/task/norma-recent (moved back from " + other[:10] + ")",
+		"refs/heads/norma/task/norma-new (removed; it was at " + other[:10] + ")", "refs/heads/norma/task/norma-recent (moved back from " + other[:10] + ")",
 	}, g.Check(ctx, snap))
 	assert.Equal(t, main, git("rev-parse", "main"))
 	assert.Equal(t, other, git("rev-parse", "norma/task/norma-busy"), "a live run of that task moved it")

@@ -137,7 +137,8 @@ func (g *Guard) checkRefs(ctx context.Context, s *Snapshot, viaGit bool, add fun
 			fate = fmt.Sprintf("moved back from %.10s", after)
 		}
 		if before == "" {
-			fate, err = "removed", g.Git.DeleteRef(ctx, name, after)
+			// Its commits stay in the repository until git's gc: the id finds them.
+			fate, err = fmt.Sprintf("removed; it was at %.10s", after), g.Git.DeleteRef(ctx, name, after)
 		} else {
 			err = g.Git.UpdateRef(ctx, name, before, cmp.Or(after, absent(before)), "")
 		}
