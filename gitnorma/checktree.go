@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
@@ -102,7 +103,8 @@ func (l *lazyLog) Write(p []byte) (int, error) {
 		if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 			return 0, err
 		}
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		// Never through a link an agent put there (a run dir's setup.txt, see fingerprint).
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 		if err != nil {
 			return 0, err
 		}

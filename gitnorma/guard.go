@@ -44,8 +44,11 @@ func (w workspace) fingerprint() string {
 			entries, _ := os.ReadDir(p)
 			for _, e := range entries {
 				if e.Name() == "workspace" || e.Name() == "steps" || e.Name() == "artifacts" || e.Name() == backlogLinkName ||
-					e.Name() == "setup.txt" || strings.HasPrefix(e.Name(), guard.KeptPrefix) {
-					continue // the agent's own places, the orchestrator's between steps, the guard's, the log of a guarded worktree.setup
+					e.Name() == "setup.txt" && e.Type().IsRegular() || strings.HasPrefix(e.Name(), guard.KeptPrefix) {
+					// The agent's own places, the orchestrator's between steps, the guard's, the
+					// log of a guarded worktree.setup (as a file only: a link, a FIFO or a
+					// directory in its place is an agent's, which that log would go through).
+					continue
 				}
 				lines = append(lines, guard.StatLine(filepath.Join(p, e.Name())))
 			}

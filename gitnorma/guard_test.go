@@ -568,3 +568,37 @@ func TestGuardRestoredBacklogKeepsTheReplacedFile(t *testing.T) {
 	rel, _ := filepath.Rel(ws.root, kept)
 	assert.Equal(t, ".beads/issues.jsonl (restored; the file it replaced is kept as "+rel+")", changed[0])
 }
+
+// An agent may not plant a link, a FIFO or a directory where a guarded worktree.setup writes
+// its log (the run dir's setup.txt, skipped by the fingerprint for that log's sake): a resumed
+// run's setup would append its output wherever the link points, or hang on the FIFO.
+func TestGuardCatchesALinkPlantedAsTheSetupLog(t *testing.T) {
+	ctx := context.Background()
+	_, ws := guardFixture(t)
+	setupLog := filepath.Join(ws.runDir, "setup.txt")
+	t.Run("a log git-norma writes is no change", func(t *testing.T) {
+		snap := loopSnapshot(ws.fingerprint())
+		log := &lazyLog{path: setupLog}
+		_, err := log.Write([]byte("setting up\n"))
+		require.NoError(t, err)
+		log.Close()
+		changed, err := ws.OutsideChanges(ctx, snap)
+		require.NoError(t, err)
+		assert.Empty(t, changed)
+		require.NoError(t, os.Remove(setupLog))
+	})
+	t.Run("a link is", func(t *testing.T) {
+		snap := loopSnapshot(ws.fingerprint())
+		require.NoError(t, os.Symlink(filepath.Join(ws.root, ".git", "config"), setupLog))
+		changed, err := ws.OutsideChanges(ctx, snap)
+		require.NoError(t, err)
+		assert.NotEmpty(t, changed)
+		log := &lazyLog{path: setupLog}
+		_, err = log.Write([]byte("[alias]\n\tst = !touch pwned\n"))
+		log.Close()
+		assert.Error(t, err, "the log is never written through a link")
+		config, err := os.ReadFile(filepath.Join(ws.root, ".git", "config"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(config), "pwned")
+	})
+}
