@@ -119,7 +119,14 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			}
 			switch keep = why != ""; {
 			case keep && scan.forkOnly[r.ID]:
-				forkOnly[r.ID] = why
+				// Only the record is needed: the worktree (its work saved) and the files go,
+				// now, before the branches are judged: a worktree left would keep its branch
+				// checked out, even with --force.
+				stays, err := p.pruneRun(ctx, st, r, o.DryRun, true)
+				if err != nil {
+					return rep, err
+				}
+				forkOnly[r.ID] = cmp.Or(stays, why)
 			case keep && scan.unlandedPass[r.ID]:
 				passKept[r.ID] = why
 			case keep:
@@ -165,13 +172,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			}
 		case passKept[r.ID] != "":
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
-		default:
-			// Only the record is needed: the worktree (its work saved) and the files go.
-			if stays, err := p.pruneRun(ctx, st, r, o.DryRun, true); err != nil {
-				return rep, err
-			} else if stays != "" {
-				why = stays
-			}
+		default: // its worktree and files went above
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 		}
 	}

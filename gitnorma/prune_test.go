@@ -213,3 +213,28 @@ func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
 	var refusal *landRefusal
 	require.ErrorAs(t, err, &refusal, "the landing would bring the secret back")
 }
+
+// A killed run kept only for its fork point leaves its worktree behind, checked out on the
+// task branch. prune --force removes that worktree (the record stays for the landing) and
+// deletes the branch in the same prune, and with the branch the run goes: no second prune,
+// and no "checked out in" a worktree prune itself removed.
+func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	base := repo.Must("rev-parse", "HEAD")
+	repo.Must("branch", "norma/task/norma-t1", base)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	id := "r-20260101-000000-000-000001"
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: base, Started: true, Target: "main"}))
+	ws := a.Repo.Path("runs", id, "workspace")
+	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{Force: true})
+	require.NoError(t, err)
+	assert.NoDirExists(t, ws)
+	assert.Equal(t, []string{"norma/task/norma-t1"}, rep.Branches, "kept: %v", rep.Kept)
+	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
+}
