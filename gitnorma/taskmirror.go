@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -412,6 +413,13 @@ func (m *taskMirror) keepLease(ctx context.Context, failed func(error)) (stop fu
 				if heartbeats {
 					sent := m.now()
 					if err := leaser.Heartbeat(ctx, m.taskID); err != nil {
+						if tracker.LeaseLost(err) {
+							// bd gave the claim back (reclaimed, another's): as for claimTaken,
+							// the writes stop here, the last one's too (finishRun).
+							m.mu.Lock()
+							m.lostTo = cmp.Or(m.lostTo, "reclaimed")
+							m.mu.Unlock()
+						}
 						failed(err)
 					} else {
 						m.mu.Lock()
