@@ -110,6 +110,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	// why: decided once prune knows whether their branch goes (--force: then nothing of
 	// theirs can land).
 	forkOnly, passKept := map[string]string{}, map[string]string{}
+	cleared := 0 // runs kept for their fork point whose files went now: their branch may go too
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
@@ -122,9 +123,13 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 				// Only the record is needed: the worktree (its work saved) and the files go,
 				// now, before the branches are judged: a worktree left would keep its branch
 				// checked out, even with --force.
+				_, had := os.Lstat(filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir)))
 				stays, err := p.pruneRun(ctx, st, r, o.DryRun, true)
 				if err != nil {
 					return rep, err
+				}
+				if had == nil {
+					cleared++
 				}
 				forkOnly[r.ID] = cmp.Or(stays, why)
 			case keep && scan.unlandedPass[r.ID]:
@@ -149,7 +154,7 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			return rep, err
 		}
 	}
-	if o.auto && len(rep.Runs)+len(forkOnly) == 0 {
+	if o.auto && len(rep.Runs)+cleared == 0 {
 		return rep, nil
 	}
 	if !o.DryRun {

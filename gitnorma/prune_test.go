@@ -238,3 +238,36 @@ func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
 	assert.Equal(t, []string{"norma/task/norma-t1"}, rep.Branches, "kept: %v", rep.Kept)
 	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
 }
+
+// The retention after every run looks at the branches only when runs went: a run kept for
+// its fork point, its record only, is no run going at every pass after the one that removed
+// its files (each would list the whole backlog, through bd a process, after every run).
+func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	base := repo.Must("rev-parse", "HEAD")
+	repo.Must("branch", "norma/task/norma-t1", base)
+	st, err := a.Repo.OpenStore(ctx)
+	require.NoError(t, err)
+	defer st.Close()
+	id := "r-20260101-000000-000-000001"
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: base, Started: true, Target: "main"}))
+	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", id, "steps"), 0o700))
+	p := a.pruner()
+	listed := 0
+	p.tracker = func() (tracker.Tracker, error) { listed++; return a.Tracker() }
+	o := PruneOptions{KeepLast: 0, KeepDays: 0, auto: true}
+
+	_, err = p.prune(ctx, st, o)
+	require.NoError(t, err)
+	assert.NoDirExists(t, a.Repo.Path("runs", id))
+	assert.Equal(t, 1, listed, "its files went: its branch may have lost its last retained run")
+
+	rep, err := p.prune(ctx, st, o)
+	require.NoError(t, err)
+	assert.Equal(t, 1, listed, "nothing went since")
+	assert.Empty(t, rep.Runs)
+	_, err = st.Run(ctx, id)
+	require.NoError(t, err, "the record stays")
+}
