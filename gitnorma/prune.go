@@ -175,6 +175,9 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 			if err := remove(r); err != nil {
 				return rep, err
 			}
+			if retained[r.TaskID] == r.ID {
+				delete(retained, r.TaskID) // a PASS --force took the branch of: its check worktree goes too
+			}
 		case passKept[r.ID] != "":
 			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 		default: // its worktree and files went above
