@@ -309,8 +309,11 @@ func (m *taskMirror) record(rec loop.StepRecord) {
 func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blocked string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lostTo != "" {
-		return "", nil // reaped or claimed by another since (claimTaken): no longer this run's to write
+	if m.lostTo != "" && !m.closedByLanding {
+		// Reaped or claimed by another since (claimTaken, a heartbeat): no longer this run's
+		// to write. (A landing that closed the task held the claim then: a heartbeat refused
+		// once bd saw it closed is no loss.)
+		return "", nil
 	}
 	var add, remove []string
 	switch {
