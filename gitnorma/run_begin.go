@@ -200,7 +200,11 @@ func (r *run) setUpWorkspace(ctx context.Context) error {
 		err = setUp()
 	}
 	if err != nil {
-		r.finish(ctx, store.StatusFailed, "", "", err.Error())
+		status, reason := store.StatusFailed, ""
+		if errors.Is(err, ErrStopped) { // the guard's violation, as a step's would be
+			status, reason = store.StatusStopped, loop.StopGuardViolation
+		}
+		r.finish(ctx, status, "", reason, err.Error())
 		r.removeWorktree(ctx)
 		return err
 	}
