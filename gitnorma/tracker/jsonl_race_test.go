@@ -41,3 +41,22 @@ func TestUpdateKeepsAnOutsideEditMadeMeanwhile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Ours, renamed", got.Title)
 }
+
+// A second name made for the backlog meanwhile (the fallback guard's, before a step) changes its
+// ctime alone: no reason to make the update again.
+func TestUpdateIgnoresANewLinkToTheBacklog(t *testing.T) {
+	ctx := context.Background()
+	j, path := newTestJSONL(t)
+	id := mustCreate(t, j, NewTask{Title: "Ours"}).ID
+	attempts := 0
+	err := j.updateTask(ctx, id, func(rec *record, _ time.Time) error {
+		if attempts++; attempts == 1 {
+			require.NoError(t, os.Link(path, path+".guard"))
+		}
+		rec.wire.Title = "renamed"
+		rec.dirty = true
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, attempts)
+}
