@@ -36,8 +36,8 @@ func RunProcess(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (Proc
 	if err != nil {
 		return ProcessResult{ExitCode: -1}, err
 	}
+	start := time.Now() // before the timeout's clock starts: a timed-out command took it all
 	dctx, cancel := withTimeout(ctx, timeout)
-	start := time.Now()
 	code, rep, err := srv.Run(cmd, p, dctx.Done())
 	if errors.Is(err, sandbox.ErrTampered) {
 		// An earlier command changed the launcher for good; it ended without starting this
