@@ -84,7 +84,7 @@ func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
-		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+		failedRun(t, st, id, store.ForkPoint{})
 	}
 	violated := "r-20260101-000000-000-000001"
 	require.NoError(t, st.RecordViolation(ctx, store.Violation{RunID: violated, TaskID: "norma-t1", Paths: []string{".git/config"}, At: a.Now()}))
@@ -112,7 +112,7 @@ func TestPruneKeepsARunAwaitingTheGuard(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
-		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+		failedRun(t, st, id, store.ForkPoint{})
 	}
 	marked := "r-20260101-000000-000-000001"
 	require.NoError(t, st.SetGuardPending(ctx, marked, true))
@@ -138,9 +138,8 @@ func TestPruneKeepsAForkPointGitCannotJudge(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	const id = "r-20260101-000000-000-000001"
-	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
 	missing := strings.Repeat("e", 40)
-	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: missing, Target: "main"}))
+	failedRun(t, st, id, store.ForkPoint{Base: missing, Target: "main"})
 
 	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
 	require.NoError(t, err)
@@ -194,8 +193,7 @@ func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
 	defer st.Close()
 	older, newer := "r-20260101-000000-000-000001", "r-20260101-000000-000-000002"
 	for _, id := range []string{older, newer} {
-		require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
-		require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: secret, Started: id == older, Target: "main"}))
+		failedRun(t, st, id, store.ForkPoint{Base: secret, Started: id == older, Target: "main"})
 	}
 
 	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", newer, "steps"), 0o700))
@@ -227,8 +225,7 @@ func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	id := "r-20260101-000000-000-000001"
-	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
-	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: base, Started: true, Target: "main"}))
+	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
 	ws := a.Repo.Path("runs", id, "workspace")
 	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
 
@@ -251,8 +248,7 @@ func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	id := "r-20260101-000000-000-000001"
-	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
-	require.NoError(t, st.SetForkPoint(ctx, id, store.ForkPoint{Base: base, Started: true, Target: "main"}))
+	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
 	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", id, "steps"), 0o700))
 	p := a.pruner()
 	listed := 0
@@ -270,4 +266,14 @@ func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
 	assert.Empty(t, rep.Runs)
 	_, err = st.Run(ctx, id)
 	require.NoError(t, err, "the record stays")
+}
+
+// failedRun records a failed run of task norma-t1, built on fork (none when its Base is empty).
+func failedRun(t *testing.T, st *store.Store, id string, fork store.ForkPoint) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: id, Goal: "g", RunDir: ".norma/runs/" + id, TaskID: "norma-t1", Status: store.StatusFailed}, nil))
+	if fork.Base != "" {
+		require.NoError(t, st.SetForkPoint(ctx, id, fork))
+	}
 }
