@@ -139,6 +139,9 @@ func (g *Guard) configChange(ctx context.Context, saved savedFile) string {
 	}
 	fate, err := "set back", error(nil)
 	g.keep(now)
+	// Setting a key back unsets it, then adds its old values: killed between the two, the
+	// guard would leave the old values nowhere but here.
+	g.keepAs(saved, ".before-the-step")
 	if now.absent {
 		fate, err = "restored", saved.restore() // removed: nothing to set keys in
 	} else if err = restoreConfig(ctx, g.Git, saved.path, before, keys); err != nil {

@@ -19,7 +19,10 @@ const KeptPrefix = "guard.replaced-"
 // keep saves, before a restore replaces or removes it, the file found at f.path (f): in a
 // directory made afresh for this Check, each file created new, so that nothing an agent left
 // in the run dir (a symbolic link into the hooks) decides where it goes.
-func (g *Guard) keep(f savedFile) {
+func (g *Guard) keep(f savedFile) { g.keepAs(f, "") }
+
+// keepAs is keep, the kept file's name ending in suffix.
+func (g *Guard) keepAs(f savedFile, suffix string) {
 	if g.KeepDir == "" || f.absent || f.irregular {
 		return
 	}
@@ -30,7 +33,7 @@ func (g *Guard) keep(f savedFile) {
 		}
 		g.kept = dir
 	}
-	name := url.PathEscape(strings.TrimPrefix(filepath.ToSlash(g.rel(f.path)), "/"))
+	name := url.PathEscape(strings.TrimPrefix(filepath.ToSlash(g.rel(f.path)), "/")) + suffix
 	file, err := os.OpenFile(filepath.Join(g.kept, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return
