@@ -87,36 +87,74 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 	if err != nil {
 		return rep, err
 	}
-	violations, err := st.PendingViolations(ctx)
-	if err != nil {
+	judged, err := p.judgeRuns(ctx, st, o, runs, &rep)
+	if err != nil || o.auto && len(rep.Runs)+judged.cleared == 0 {
 		return rep, err
 	}
+	if !o.DryRun {
+		// A run worktree whose directory someone deleted is still locked (see
+		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
+		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees(ctx).ForgetVanished(ctx) })
+		if err != nil {
+			return rep, err
+		}
+	}
+	if err := p.pruneBranches(ctx, o, judged.retained, &rep); err != nil {
+		return rep, err
+	}
+	for _, r := range runs {
+		switch why := judged.deferred[r.ID]; {
+		case why == "":
+		case slices.Contains(rep.Branches, worktree.TaskBranch(r.TaskID)):
+			if err := p.removeRun(ctx, st, r, o.DryRun, &rep); err != nil {
+				return rep, err
+			}
+			if judged.retained[r.TaskID] == r.ID {
+				delete(judged.retained, r.TaskID) // a PASS --force took the branch of: its check worktree goes too
+			}
+		default:
+			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+		}
+	}
+	if !o.DryRun {
+		p.pruneCheckTrees(ctx, judged.retained)
+		p.pruneLeases(ctx)
+	}
+	return rep, p.pruneKept(ctx, o, runs, rep.Runs, &rep)
+}
+
+// judgedRuns is what prune's first pass over the runs, newest first, left to decide.
+type judgedRuns struct {
+	// retained maps a task to a run of it that is kept (its branch and check worktree stay).
+	retained map[string]string
+	// deferred are the runs kept only for a fork point the target has too, or for a PASS not
+	// landed yet, with why: decided once prune knows whether their branch goes (--force: then
+	// nothing of theirs can land).
+	deferred map[string]string
+	// cleared counts the runs kept for their fork point whose files went now: their branch may
+	// go too.
+	cleared int
+}
+
+// judgeRuns removes the runs retention lets go and nothing needs, reports those kept, and
+// returns what is left to decide.
+func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions, runs []store.Run, rep *PruneReport) (judgedRuns, error) {
+	judged := judgedRuns{retained: map[string]string{}, deferred: map[string]string{}}
+	violations, err := st.PendingViolations(ctx)
+	if err != nil {
+		return judged, err
+	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
-	retained := map[string]string{} // task → a run of it that is kept
 	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}, unlandedPass: map[string]bool{}}
 	for _, v := range violations {
 		scan.violated[v.RunID] = true
 	}
-	remove := func(r store.Run) error {
-		why, err := p.pruneRun(ctx, st, r, o.DryRun, false)
-		if why != "" {
-			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
-		} else if err == nil {
-			rep.Runs = append(rep.Runs, r.ID)
-		}
-		return err
-	}
-	// Runs kept only for a fork point the target has too, or for a PASS not landed yet, with
-	// why: decided once prune knows whether their branch goes (--force: then nothing of
-	// theirs can land).
-	forkOnly, passKept := map[string]string{}, map[string]string{}
-	cleared := 0 // runs kept for their fork point whose files went now: their branch may go too
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
 			why, err := p.stillNeeded(ctx, st, r, scan)
 			if err != nil {
-				return rep, err
+				return judged, err
 			}
 			switch keep = why != ""; {
 			case keep && scan.forkOnly[r.ID]:
@@ -126,14 +164,14 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 				_, had := os.Lstat(filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir)))
 				stays, err := p.pruneRun(ctx, st, r, o.DryRun, true)
 				if err != nil {
-					return rep, err
+					return judged, err
 				}
 				if had == nil {
-					cleared++
+					judged.cleared++
 				}
-				forkOnly[r.ID] = cmp.Or(stays, why)
+				judged.deferred[r.ID] = cmp.Or(stays, why)
 			case keep && scan.unlandedPass[r.ID]:
-				passKept[r.ID] = why
+				judged.deferred[r.ID] = why
 			case keep:
 				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 			}
@@ -145,50 +183,27 @@ func (p *pruner) prune(ctx context.Context, st *store.Store, o PruneOptions) (Pr
 		}
 		if keep {
 			scan.forkDone[forkKey(r)] = true // older runs built there need not stay for it
-			if retained[r.TaskID] == "" && forkOnly[r.ID] == "" {
-				retained[r.TaskID] = r.ID
+			if judged.retained[r.TaskID] == "" && !scan.forkOnly[r.ID] {
+				judged.retained[r.TaskID] = r.ID
 			}
 			continue
 		}
-		if err := remove(r); err != nil {
-			return rep, err
+		if err := p.removeRun(ctx, st, r, o.DryRun, rep); err != nil {
+			return judged, err
 		}
 	}
-	if o.auto && len(rep.Runs)+cleared == 0 {
-		return rep, nil
+	return judged, nil
+}
+
+// removeRun prunes r whole and reports it, removed or kept (pruneRun).
+func (p *pruner) removeRun(ctx context.Context, st *store.Store, r store.Run, dryRun bool, rep *PruneReport) error {
+	why, err := p.pruneRun(ctx, st, r, dryRun, false)
+	if why != "" {
+		rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+	} else if err == nil {
+		rep.Runs = append(rep.Runs, r.ID)
 	}
-	if !o.DryRun {
-		// A run worktree whose directory someone deleted is still locked (see
-		// worktree.Manager.Create) and keeps its branch checked out: forget it first.
-		err := p.repo.withWorktreeLock(ctx, func() error { return p.repo.Worktrees(ctx).ForgetVanished(ctx) })
-		if err != nil {
-			return rep, err
-		}
-	}
-	if err := p.pruneBranches(ctx, o, retained, &rep); err != nil {
-		return rep, err
-	}
-	for _, r := range runs {
-		switch why := cmp.Or(forkOnly[r.ID], passKept[r.ID]); {
-		case why == "":
-		case slices.Contains(rep.Branches, worktree.TaskBranch(r.TaskID)):
-			if err := remove(r); err != nil {
-				return rep, err
-			}
-			if retained[r.TaskID] == r.ID {
-				delete(retained, r.TaskID) // a PASS --force took the branch of: its check worktree goes too
-			}
-		case passKept[r.ID] != "":
-			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
-		default: // its worktree and files went above
-			rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
-		}
-	}
-	if !o.DryRun {
-		p.pruneCheckTrees(ctx, retained)
-		p.pruneLeases(ctx)
-	}
-	return rep, p.pruneKept(ctx, o, runs, rep.Runs, &rep)
+	return err
 }
 
 // pruneCheckTrees removes, each under its task's lock, the check worktrees of tasks none of
