@@ -34,7 +34,8 @@ func (g *Guard) keepAs(f savedFile, suffix string) {
 		g.kept = dir
 	}
 	name := url.PathEscape(strings.TrimPrefix(filepath.ToSlash(g.rel(f.path)), "/")) + suffix
-	file, err := os.OpenFile(filepath.Join(g.kept, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Yours alone, and executable if it was (a hook copied back must run).
+	file, err := os.OpenFile(filepath.Join(g.kept, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600|f.mode.Perm()&0o100)
 	if err != nil {
 		return
 	}
