@@ -20,9 +20,7 @@ import (
 func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 
 	commitAt := func(when time.Time, msg string) string {
 		t.Setenv("GIT_COMMITTER_DATE", when.Format(time.RFC3339))
@@ -56,9 +54,7 @@ func TestLandedBeforeReadsExactTrailersSinceCreation(t *testing.T) {
 func TestStoreLandingPastManyLaterRuns(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	landed := repo.Must("rev-parse", "HEAD")
 	task := tracker.Task{ID: "norma-a1", CreatedAt: time.Now().Add(-time.Hour)}
 	start := time.Now().Add(-30 * time.Minute)

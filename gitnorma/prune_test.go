@@ -80,9 +80,7 @@ func TestPruneDeletesABranchOnlyAsJudged(t *testing.T) {
 func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 	ctx := context.Background()
 	a, _ := initApp(t)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
 		failedRun(t, st, id, store.ForkPoint{})
 	}
@@ -108,9 +106,7 @@ func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 func TestPruneKeepsARunAwaitingTheGuard(t *testing.T) {
 	ctx := context.Background()
 	a, _ := initApp(t)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
 		failedRun(t, st, id, store.ForkPoint{})
 	}
@@ -134,9 +130,7 @@ func TestPruneKeepsAForkPointGitCannotJudge(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
 	repo.Must("branch", "norma/task/norma-t1")
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	const id = "r-20260101-000000-000-000001"
 	missing := strings.Repeat("e", 40)
 	failedRun(t, st, id, store.ForkPoint{Base: missing, Target: "main"})
@@ -188,9 +182,7 @@ func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
 	repo.WriteFile("work.txt", "the task's work\n")
 	head := repo.Commit("work")
 	repo.Must("switch", "-q", "main")
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	older, newer := "r-20260101-000000-000-000001", "r-20260101-000000-000-000002"
 	for _, id := range []string{older, newer} {
 		failedRun(t, st, id, store.ForkPoint{Base: secret, Started: id == older, Target: "main"})
@@ -221,9 +213,7 @@ func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
 	a, repo := initApp(t)
 	base := repo.Must("rev-parse", "HEAD")
 	repo.Must("branch", "norma/task/norma-t1", base)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	id := "r-20260101-000000-000-000001"
 	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
 	ws := a.Repo.Path("runs", id, "workspace")
@@ -244,9 +234,7 @@ func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
 	a, repo := initApp(t)
 	base := repo.Must("rev-parse", "HEAD")
 	repo.Must("branch", "norma/task/norma-t1", base)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	id := "r-20260101-000000-000-000001"
 	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
 	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", id, "steps"), 0o700))
@@ -255,7 +243,7 @@ func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
 	p.tracker = func() (tracker.Tracker, error) { listed++; return a.Tracker() }
 	o := PruneOptions{KeepLast: 0, KeepDays: 0, auto: true}
 
-	_, err = p.prune(ctx, st, o)
+	_, err := p.prune(ctx, st, o)
 	require.NoError(t, err)
 	assert.NoDirExists(t, a.Repo.Path("runs", id))
 	assert.Equal(t, 1, listed, "its files went: its branch may have lost its last retained run")
@@ -276,4 +264,13 @@ func failedRun(t *testing.T, st *store.Store, id string, fork store.ForkPoint) {
 	if fork.Base != "" {
 		require.NoError(t, st.SetForkPoint(ctx, id, fork))
 	}
+}
+
+// openStore opens a's run store for the test.
+func openStore(t *testing.T, a *App) *store.Store {
+	t.Helper()
+	st, err := a.Repo.OpenStore(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
 }

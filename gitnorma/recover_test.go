@@ -73,9 +73,7 @@ func TestRecoveryReopensAClaimPastManyLaterChecks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tr.Claim(ctx, task.ID, "")
 	require.NoError(t, err)
-	st, err := a.Repo.OpenStore(ctx)
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t, a)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	dead := "r-20260101-000000-000-000000"
 	require.NoError(t, st.CreateRun(ctx, store.Run{ID: dead, Goal: "g", RunDir: ".norma/runs/" + dead, TaskID: task.ID,

@@ -36,6 +36,17 @@ func (f *fixture) pushFrom(other, ref, file, content string) string {
 	return f.gitIn(other, "rev-parse", "HEAD")
 }
 
+// pushedFirstStep gives the fixture a remote, with a second clone of it (other), and pushes
+// there the first step of task norma-b's branch: the opening of the remote task-branch tests.
+func (f *fixture) pushedFirstStep() (other, branch string) {
+	f.t.Helper()
+	other = f.withRemote()
+	branch = TaskBranch("norma-b")
+	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
+	require.NoError(f.t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+	return other, branch
+}
+
 // takeOver is another worker taking a task branch over from other's clone: it fetches the
 // branch, commits file on it and pushes; it returns that commit.
 func (f *fixture) takeOver(other, branch, file, content string) string {
@@ -126,10 +137,7 @@ func TestFetchTaskBranch(t *testing.T) {
 
 func TestPushTaskBranchLease(t *testing.T) {
 	f := newFixture(t)
-	other := f.withRemote()
-	branch := TaskBranch("norma-b")
-	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+	other, branch := f.pushedFirstStep()
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "on top of what this clone pushed")
 
@@ -159,10 +167,7 @@ func TestPushTaskBranchLease(t *testing.T) {
 // claim may have moved on meanwhile) is refused again, not overwritten.
 func TestTakeBackOnlyWhatWasJudged(t *testing.T) {
 	f := newFixture(t)
-	other := f.withRemote()
-	branch := TaskBranch("norma-b")
-	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c1))
+	other, branch := f.pushedFirstStep()
 	zombie := f.takeOver(other, branch, "z.txt", "zombie\n")
 	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2)
@@ -180,10 +185,7 @@ func TestTakeBackOnlyWhatWasJudged(t *testing.T) {
 // next push create it again.
 func TestTakeBackOfADeletedBranch(t *testing.T) {
 	f := newFixture(t)
-	other := f.withRemote()
-	branch := TaskBranch("norma-b")
-	c1 := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c1))
+	other, branch := f.pushedFirstStep()
 	f.gitIn(other, "push", "-q", "origin", ":refs/heads/"+branch)
 	c2 := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	err := f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", c2)
@@ -280,10 +282,7 @@ func TestPushLandingMeetsAnotherAtTheRemote(t *testing.T) {
 // lease: another worker's push it brought in is still not overwritten.
 func TestPushTaskBranchLeaseSurvivesAFetch(t *testing.T) {
 	f := newFixture(t)
-	other := f.withRemote()
-	branch := TaskBranch("norma-b")
-	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+	other, branch := f.pushedFirstStep()
 
 	theirs := f.takeOver(other, branch, "c.txt", "theirs\n")
 	f.git("fetch", "-q", "origin")
@@ -298,10 +297,7 @@ func TestPushTaskBranchLeaseSurvivesAFetch(t *testing.T) {
 // goes on from what it pushed, but never over another's work a fetch brought in.
 func TestPushTaskBranchLeaseOfAnUpgradedClone(t *testing.T) {
 	f := newFixture(t)
-	other := f.withRemote()
-	branch := TaskBranch("norma-b")
-	first := f.commitOn(branch, "main", map[string]string{"b.txt": "1\n"}, "step 1")
-	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", first))
+	other, branch := f.pushedFirstStep()
 	f.git("update-ref", "-d", LeaseRef("origin", branch))
 	second := f.commitOn(branch, branch, map[string]string{"b.txt": "2\n"}, "step 2")
 	require.NoError(t, f.m.Remote("origin").PushTaskBranch(f.ctx, "norma-b", second), "on top of what it pushed")
