@@ -171,22 +171,30 @@ func (w workspace) Snapshot(ctx context.Context, writing bool) (loop.Snapshot, e
 	if err != nil {
 		return loop.Snapshot{}, err
 	}
-	snap := loop.Snapshot{Head: s.Head, Status: s.Status}
 	if w.confined {
-		return snap, nil
+		return loop.Snapshot{Head: s.Head, Status: s.Status}, nil
 	}
+	snap, err := w.snapshotOutside(ctx)
+	snap.Head, snap.Status = s.Head, s.Status
+	return snap, err
+}
+
+// snapshotOutside is the state, before unconfined processes run, of what they may not write
+// (OutsideChanges compares it after). Until the guard has looked, a process killed meanwhile
+// (by an agent, to escape the guard) leaves a mark, in the run dir and in the store, for the
+// next run (reconcileOne, recordEndedUnguarded): what they wrote went unchecked.
+func (w workspace) snapshotOutside(ctx context.Context) (loop.Snapshot, error) {
 	w.linkBacklog()
-	// Until the guard has looked after the step, a process killed by its unconfined agent
-	// leaves this mark for recovery (reconcileOne): the agent's writes went unchecked. (Made
-	// before the fingerprint, which sees it both times.)
+	// Made before the fingerprint, which sees it both times; an agent must erase both.
 	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
 		return loop.Snapshot{}, err
 	}
-	markPending(ctx, w.guard, true) // and in the store: an agent must erase both
-	snap.Outside = w.fingerprint()
+	markPending(ctx, w.guard, true)
+	snap := loop.Snapshot{Outside: w.fingerprint()}
 	if w.guard.Active() {
+		var err error
 		if snap.Guard, err = w.guard.Snapshot(ctx); err != nil {
-			// Nothing of the step ran: no look is owed (recordEndedUnguarded).
+			// Nothing ran yet: no look is owed.
 			_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
 			markPending(ctx, w.guard, false)
 			return loop.Snapshot{}, fmt.Errorf("snapshot the guarded places: %w", err)

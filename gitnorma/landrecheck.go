@@ -158,22 +158,10 @@ func (ld *lander) guardedChecks(ctx context.Context, st *store.Store, r guardedR
 	if err := os.MkdirAll(filepath.Join(w.runDir, r.logDir), 0o700); err != nil { // the checks' log: git-norma's own
 		return err
 	}
-	w.linkBacklog()
-	// Until the guard has looked, a landing killed meanwhile leaves this mark, in the run dir
-	// and the store, for the next run (recordEndedUnguarded): what the checks wrote went
-	// unchecked. (Made before the fingerprint and the snapshot, which see it both times.)
-	if err := os.WriteFile(filepath.Join(w.runDir, guardPendingFile), nil, 0o600); err != nil {
-		return err
-	}
-	markPending(ctx, g, true)
-	snap := loop.Snapshot{Outside: w.fingerprint()}
-	gs, err := g.Snapshot(ctx)
+	snap, err := w.snapshotOutside(ctx)
 	if err != nil {
-		_ = os.Remove(filepath.Join(w.runDir, guardPendingFile))
-		markPending(ctx, g, false)
 		return err
 	}
-	snap.Guard = gs
 	err = checks()
 	found, cerr := w.OutsideChanges(context.WithoutCancel(ctx), snap) // records the violation; looks after Ctrl-C too
 	if cerr != nil {
