@@ -132,7 +132,7 @@ func (a *App) doctorTracker(ctx context.Context, rep *DoctorReport) {
 func doctorAgents(ctx context.Context, repo *Repo, agents config.Agents, rep *DoctorReport) {
 	for _, ra := range agents.ByRole() {
 		check := "agent " + ra.Role
-		_, name, err := repo.agentFor(loop.Role(ra.Role), ra.Agent)
+		_, name, err := agentFor(repo.Root, loop.Role(ra.Role), ra.Agent)
 		switch {
 		case err != nil:
 			rep.add(check, "fail", err.Error(), hintOf(err))

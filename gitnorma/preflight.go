@@ -62,7 +62,7 @@ func (a *App) prepare(ctx context.Context, taskID string, live loop.LiveFunc) (*
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
 			"git has no identity to commit with")
 	}
-	agents, err := a.Repo.buildAgents(a.Config.Agents)
+	agents, err := buildAgents(a.Repo.Root, a.Config.Agents)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,11 +131,11 @@ func (a *App) targetBranch(ctx context.Context) (string, error) {
 }
 
 // buildAgents turns the agents' config into an agent per role, refusing what cannot run.
-func (r *Repo) buildAgents(cfg config.Agents) (map[loop.Role]loop.RoleAgent, error) {
+func buildAgents(root string, cfg config.Agents) (map[loop.Role]loop.RoleAgent, error) {
 	agents := map[loop.Role]loop.RoleAgent{}
 	for _, ra := range cfg.ByRole() {
 		role := loop.Role(ra.Role)
-		agent, name, err := r.agentFor(role, ra.Agent)
+		agent, name, err := agentFor(root, role, ra.Agent)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (r *Repo) buildAgents(cfg config.Agents) (map[loop.Role]loop.RoleAgent, err
 }
 
 // agentFor is the agent c configures for role, and its name.
-func (r *Repo) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, error) {
+func agentFor(root string, role loop.Role, c config.Agent) (loop.Agent, string, error) {
 	switch c.Type {
 	case config.AgentBuiltin:
 		builtin := map[loop.Role]loop.Agent{loop.RolePlan: loop.BuiltinPlan{}, loop.RoleCheck: loop.BuiltinCheck{}, loop.RoleAct: loop.BuiltinAct{}}
@@ -153,13 +153,13 @@ func (r *Repo) agentFor(role loop.Role, c config.Agent) (loop.Agent, string, err
 			return agent, "builtin", nil
 		}
 	case config.AgentExec:
-		argv, err := r.resolveArgv(role, c.Cmd)
+		argv, err := resolveArgv(root, role, c.Cmd)
 		if err != nil {
 			return nil, "", err
 		}
 		return loop.ExecAgent{Argv: argv}, "exec " + strings.Join(c.Cmd, " "), nil
 	case config.AgentClaude, config.AgentCodex, config.AgentGemini, config.AgentOpencode:
-		return r.cliAgent(role, c)
+		return cliAgent(root, role, c)
 	}
 	return nil, "", fatalf("fix agents."+string(role)+".type in .norma/config.json",
 		"agents.%s.type %q cannot play the %s role", role, c.Type, role)
@@ -173,8 +173,8 @@ var npmPackages = map[string]string{
 
 // cliAgent builds a CLI agent, refusing a missing binary or a flag combination that would give
 // the role more than it may have.
-func (r *Repo) cliAgent(role loop.Role, c config.Agent) (loop.Agent, string, error) {
-	bin := repoProgram(r.Root, cmp.Or(c.Path, c.Type))
+func cliAgent(root string, role loop.Role, c config.Agent) (loop.Agent, string, error) {
+	bin := repoProgram(root, cmp.Or(c.Path, c.Type))
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, "", fatalf(fmt.Sprintf("install it (npm install -g %s), or set agents.%s.path to where it is", npmPackages[c.Type], role),
 			"the %s agent %s is not installed or not on PATH", role, c.Type)
@@ -188,13 +188,13 @@ func (r *Repo) cliAgent(role loop.Role, c config.Agent) (loop.Agent, string, err
 }
 
 // resolveArgv finds an exec agent's program (see repoProgram).
-func (r *Repo) resolveArgv(role loop.Role, cmd []string) ([]string, error) {
+func resolveArgv(root string, role loop.Role, cmd []string) ([]string, error) {
 	if len(cmd) == 0 || strings.TrimSpace(cmd[0]) == "" {
 		return nil, fatalf(fmt.Sprintf(`set it in .norma/config.json, e.g. "%s": {"type": "exec", "cmd": ["./my-agent"]}`, role),
 			"agents.%s.cmd is empty: git-norma needs a program to play the %s role", role, role)
 	}
 	argv := append([]string(nil), cmd...)
-	prog := repoProgram(r.Root, argv[0])
+	prog := repoProgram(root, argv[0])
 	if strings.Contains(prog, "/") {
 		if _, err := os.Stat(prog); err != nil {
 			return nil, fatalf("fix agents."+string(role)+".cmd in .norma/config.json", "the %s agent %s does not exist", role, prog)
