@@ -19,7 +19,7 @@ var ErrNotWorktree = errors.New("git does not know it as a worktree of this repo
 // place). Never from path/.git: what runs there may rewrite or delete it, and git, not finding
 // it, would take the main checkout's repository for the worktree's.
 func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
-	if run := m.runDir(path); run != "" {
+	if run := runsDir(m.RunsDir).runDir(path); run != "" {
 		if r, ok := readRecord(run); ok {
 			if !r.live() { // its git directory was pruned
 				return "", fmt.Errorf("%s: %w", path, ErrNotWorktree)
@@ -36,7 +36,7 @@ func (m *Manager) AdminDir(ctx context.Context, path string) (string, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
 	}
-	agents := m.agentGitDirs()
+	agents := runsDir(m.RunsDir).agentGitDirs()
 	for _, e := range entries {
 		admin := filepath.Join(worktrees, e.Name())
 		if linked, ok := linkedPath(admin); ok && sameDir(linked, path) && !isAgentGitDir(admin, agents) {

@@ -251,7 +251,7 @@ func TestRemoveDropsTheRecord(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.NoFileExists(t, record)
-	assert.Empty(t, f.m.records())
+	assert.Empty(t, runsDir(f.m.RunsDir).records())
 }
 
 // Remove gives modes back only in the run's own worktree (RunsDir/<run>/workspace), never

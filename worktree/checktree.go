@@ -270,7 +270,7 @@ func (m *Manager) RemoveScratch(ctx context.Context, path string) error {
 func (m *Manager) ClearScratch(ctx context.Context, path string) (bool, error) {
 	if !exists(path) {
 		// Its directory gone, git may still know it (and refuse to add it again).
-		if admin, err := m.AdminDir(ctx, path); err == nil && m.vanished(admin) {
+		if admin, err := m.AdminDir(ctx, path); err == nil && runsDir(m.RunsDir).vanished(admin) {
 			return true, m.forget(ctx, admin)
 		}
 		return false, nil

@@ -113,7 +113,7 @@ func (m *Manager) landOnce(ctx context.Context, o LandOptions) (LandResult, erro
 	if err != nil {
 		return LandResult{}, err
 	}
-	if op := branchOperation(common, o.Target, m.agentGitDirs()); op != "" {
+	if op := branchOperation(common, o.Target, runsDir(m.RunsDir).agentGitDirs()); op != "" {
 		return LandResult{}, &LandError{Err: ErrTargetBusy, Detail: op}
 	}
 	tree, err := m.mergeTree(ctx, tip.commit, head)

@@ -140,7 +140,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Workspace, erro
 // open is the workspace of the run worktree at path, its git pinned to git-norma's own git
 // directory (owngit.go), made afresh when fresh says git has just made the worktree.
 func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Workspace, error) {
-	run := m.runDir(path)
+	run := runsDir(m.RunsDir).runDir(path)
 	if run == "" {
 		return nil, fmt.Errorf("%s is not a run worktree (%s/<run>/%s): %w", path, m.RunsDir, runWorkspaceName, ErrNotWorktree)
 	}
@@ -205,7 +205,7 @@ func (m *Manager) Holder(ctx context.Context, branch string) (string, error) {
 		// git's list repeats each git directory, and a run worktree's is its agent's: a run
 		// worktree holds the branch git-norma's own git directory for it is on, any other only
 		// what git directories no agent writes say.
-		if run := m.runDir(wt.Path); run != "" && m.RunsDir != "" {
+		if run := runsDir(m.RunsDir).runDir(wt.Path); run != "" && m.RunsDir != "" {
 			if held, _, ok := git.ReadHeadAt(filepath.Join(run, ownGitDirName)); ok && held != "refs/heads/"+branch {
 				continue
 			}
@@ -236,7 +236,7 @@ func (m *Manager) ForgetVanished(ctx context.Context) error {
 		if (wt.LockedByRun() || wt.LockedForChecks()) && !exists(wt.Path) {
 			// The list's lock and path may be an agent's word: the git directory found for the
 			// path must be locked by git-norma, or it is not its to forget (yours, unmounted).
-			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) && m.vanished(admin) {
+			if admin, err := m.AdminDir(ctx, wt.Path); err == nil && lockedByNorma(admin) && runsDir(m.RunsDir).vanished(admin) {
 				if err := m.forget(ctx, admin); err != nil {
 					return err
 				}
@@ -256,7 +256,7 @@ func (m *Manager) Remove(ctx context.Context, path, runID, taskID string) (stale
 		// git from removing the worktree: it would forget it, and leave its files to you. Only
 		// in the run's own worktree, spelt as open does: a path from git's list could lead (by
 		// .. or a link in a workspace) to your checkout.
-		if own := m.ownSpelling(path); own != "" {
+		if own := runsDir(m.RunsDir).ownSpelling(path); own != "" {
 			GiveBackModes(own)
 		}
 		ws, err := m.open(ctx, path, runID, false)

@@ -128,7 +128,7 @@ func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
 	}
 	if common, err := m.commonDir(ctx); err == nil {
 		// A rebase or bisect of the target would finish by moving it, over the fast-forward.
-		if op := branchOperation(common, target, m.agentGitDirs()); op != "" {
+		if op := branchOperation(common, target, runsDir(m.RunsDir).agentGitDirs()); op != "" {
 			return "", &LandError{Err: ErrTargetBusy, Detail: op}
 		}
 	}

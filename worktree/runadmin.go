@@ -89,13 +89,17 @@ func (r record) live() bool {
 	return err == nil && id == r.id
 }
 
+// runsDir is the directory of the runs' directories (Manager.RunsDir), and what its records
+// say of run worktrees.
+type runsDir string
+
 // records are the live records of every run directory.
-func (m *Manager) records() map[string]record {
+func (d runsDir) records() map[string]record {
 	recs := map[string]record{}
-	if m.RunsDir == "" {
+	if d == "" {
 		return recs
 	}
-	files, _ := filepath.Glob(filepath.Join(m.RunsDir, "*", ownGitDirName, recordFile))
+	files, _ := filepath.Glob(filepath.Join(string(d), "*", ownGitDirName, recordFile))
 	for _, f := range files {
 		run := filepath.Dir(filepath.Dir(f))
 		if r, ok := readRecord(run); ok && r.live() && r.names(run) {
@@ -106,9 +110,9 @@ func (m *Manager) records() map[string]record {
 }
 
 // agentGitDirs are the git directories agents may write: run worktrees' still as recorded.
-func (m *Manager) agentGitDirs() []string {
+func (d runsDir) agentGitDirs() []string {
 	var dirs []string
-	for _, r := range m.records() {
+	for _, r := range d.records() {
 		dirs = append(dirs, r.admin)
 	}
 	return dirs
@@ -123,9 +127,9 @@ func isAgentGitDir(dir string, agents []string) bool {
 // record's word for a run worktree (an agent's gitdir may name <a live worktree>/x/.., gone
 // only in name) and by its gitdir file for any other. Any record naming an existing worktree
 // for it wins: an ended run's may name a git directory whose name and inode a later run reused.
-func (m *Manager) vanished(admin string) bool {
+func (d runsDir) vanished(admin string) bool {
 	var lines []string
-	for _, r := range m.records() {
+	for _, r := range d.records() {
 		if sameDir(r.admin, admin) {
 			lines = append(lines, r.gitdir)
 		}
@@ -185,32 +189,32 @@ func (m *Manager) forget(ctx context.Context, admin string) error {
 // path is not exactly one: an agent could name .norma/runs/../../x or a directory in its
 // workspace, beside which the git directory is its own making. Without RunsDir (tests), any
 // path's parent.
-func (m *Manager) runDir(path string) string {
-	if m.RunsDir == "" {
+func (d runsDir) runDir(path string) string {
+	if d == "" {
 		return filepath.Dir(path)
 	}
-	if run := runOf(m.RunsDir, filepath.Clean(path)); run != "" {
-		return filepath.Join(m.RunsDir, run)
+	if run := runOf(string(d), filepath.Clean(path)); run != "" {
+		return filepath.Join(string(d), run)
 	}
 	// git names worktrees by their real paths: the same place, reached without links.
-	runs, err1 := filepath.EvalSymlinks(m.RunsDir)
+	runs, err1 := filepath.EvalSymlinks(string(d))
 	real, err2 := filepath.EvalSymlinks(path)
 	if err1 != nil || err2 != nil {
 		return ""
 	}
 	if run := runOf(runs, real); run != "" {
-		return filepath.Join(m.RunsDir, run)
+		return filepath.Join(string(d), run)
 	}
 	return ""
 }
 
 // ownSpelling is the run's own spelling (RunsDir/<run>/workspace) of the run worktree at
 // path, or "" when path is not one (runDir). Without RunsDir (tests), path.
-func (m *Manager) ownSpelling(path string) string {
-	switch run := m.runDir(path); {
+func (d runsDir) ownSpelling(path string) string {
+	switch run := d.runDir(path); {
 	case run == "":
 		return ""
-	case m.RunsDir == "":
+	case d == "":
 		return path
 	default:
 		return filepath.Join(run, runWorkspaceName)
@@ -261,7 +265,7 @@ func (m *Manager) listJudged(ctx context.Context) ([]Info, string, []string, err
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return list, common, m.agentGitDirs(), nil
+	return list, common, runsDir(m.RunsDir).agentGitDirs(), nil
 }
 
 // checkoutOf is the directory where branch is checked out, "" when none is. git's answer comes
