@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -175,7 +176,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "the extras count too")
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
-	_, err = st.DB().ExecContext(ctx, `UPDATE runs SET redo = 1 WHERE run_id = 'r-1'`)
+	_, err = agentDB(t, app).ExecContext(ctx, `UPDATE runs SET redo = 1 WHERE run_id = 'r-1'`)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "a forged --force, which lands over an earlier landing")
 
@@ -184,7 +185,7 @@ func TestGuardCatchesForgedRecordsOfItsTask(t *testing.T) {
 		Status: "ok", Dir: "d", StartedAt: time.Now(), Output: `{"plan":{"criteria":"test -f x"}}`}, Iteration: 1, CurrentStepIndex: 1}))
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
-	_, err = st.DB().ExecContext(ctx, `UPDATE steps SET output_json = '{"plan":{"criteria":"true"}}' WHERE run_id = 'r-1'`)
+	_, err = agentDB(t, app).ExecContext(ctx, `UPDATE steps SET output_json = '{"plan":{"criteria":"true"}}' WHERE run_id = 'r-1'`)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".norma/norma.db: records of runs r-1 (not restored)"}, g.Check(ctx, snap), "a step's output counts too")
 }
@@ -383,16 +384,16 @@ func TestGuardUndoesStoreSchemaChanges(t *testing.T) {
 
 	snap, err := g.Snapshot(ctx)
 	require.NoError(t, err)
-	_, err = st.DB().ExecContext(ctx, `CREATE TRIGGER forge AFTER UPDATE ON runs BEGIN DELETE FROM store_facts; END`)
+	_, err = agentDB(t, app).ExecContext(ctx, `CREATE TRIGGER forge AFTER UPDATE ON runs BEGIN DELETE FROM store_facts; END`)
 	require.NoError(t, err)
 	assert.Equal(t, []string{".norma/norma.db: its schema changed (triggers forge dropped)"}, g.Check(ctx, snap))
 	var n int
-	require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
+	require.NoError(t, agentDB(t, app).QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
 	assert.Zero(t, n)
 
 	snap, err = g.Snapshot(ctx)
 	require.NoError(t, err)
-	_, err = st.DB().ExecContext(ctx, `DROP TABLE store_facts`)
+	_, err = agentDB(t, app).ExecContext(ctx, `DROP TABLE store_facts`)
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		".norma/norma.db: its schema changed (not restored: look at it with sqlite3)",
@@ -601,4 +602,13 @@ func TestGuardCatchesALinkPlantedAsTheSetupLog(t *testing.T) {
 		require.NoError(t, err)
 		assert.NotContains(t, string(config), "pwned")
 	})
+}
+
+// agentDB is a connection of its own to the run store, as an unconfined agent would open one.
+func agentDB(t *testing.T, app *App) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", app.Repo.Path("norma.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
 }

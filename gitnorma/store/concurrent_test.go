@@ -76,6 +76,6 @@ func TestConcurrentStoresOnSameFile(t *testing.T) {
 	assert.Equal(t, fmt.Sprint(perWorker-1), string(kv["k1-3"]))
 
 	var n int
-	require.NoError(t, stores[0].DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
+	require.NoError(t, stores[0].db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
 	assert.Equal(t, SchemaVersion, n, "concurrent opens migrate once")
 }

@@ -26,7 +26,7 @@ func TestDeleteRunCascadesAndSparesRunning(t *testing.T) {
 	_, err = s.Run(ctx, "r-old")
 	assert.ErrorIs(t, err, ErrNotFound)
 	var n int
-	require.NoError(t, s.DB().QueryRow(`SELECT (SELECT count(*) FROM steps) + (SELECT count(*) FROM events WHERE run_id='r-old') + (SELECT count(*) FROM kv_run WHERE run_id='r-old')`).Scan(&n))
+	require.NoError(t, s.db.QueryRow(`SELECT (SELECT count(*) FROM steps) + (SELECT count(*) FROM events WHERE run_id='r-old') + (SELECT count(*) FROM kv_run WHERE run_id='r-old')`).Scan(&n))
 	assert.Zero(t, n)
 
 	assert.ErrorIs(t, s.DeleteRun(ctx, "r-live"), ErrNotFound, "a running run is never deleted")

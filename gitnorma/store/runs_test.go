@@ -137,14 +137,14 @@ func TestCascadingDelete(t *testing.T) {
 	require.NoError(t, s.CommitStep(ctx, StepCommit{Step: Step{RunID: "r1", Index: 1, Role: "plan",
 		Iteration: 1, Status: "ok", Dir: "d", StartedAt: t0}, Events: []Event{{Type: "x", Message: "m"}}}))
 
-	_, err := s.DB().ExecContext(ctx, `DELETE FROM runs WHERE run_id = 'r1'`)
+	_, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE run_id = 'r1'`)
 	require.NoError(t, err)
 	for _, table := range []string{"steps", "events", "kv_run"} {
 		var n int
-		require.NoError(t, s.DB().QueryRowContext(ctx,
+		require.NoError(t, s.db.QueryRowContext(ctx,
 			fmt.Sprintf(`SELECT count(*) FROM %s WHERE run_id = 'r1'`, table)).Scan(&n))
 		assert.Zero(t, n, table)
-		require.NoError(t, s.DB().QueryRowContext(ctx,
+		require.NoError(t, s.db.QueryRowContext(ctx,
 			fmt.Sprintf(`SELECT count(*) FROM %s WHERE run_id = 'r2'`, table)).Scan(&n))
 		if table != "steps" {
 			assert.NotZero(t, n, "other run's %s must survive", table)
@@ -154,7 +154,7 @@ func TestCascadingDelete(t *testing.T) {
 
 func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
 	t.Helper()
-	rows, err := s.DB().QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	rows, err := s.db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
 	require.NoError(t, err)
 	defer rows.Close()
 	var lines []string

@@ -171,7 +171,7 @@ func (s *Store) migrate(ctx context.Context) error {
 				return err
 			}
 			if v > SchemaVersion {
-				return s.tooNew(v)
+				return schemaTooNew(s.path, v)
 			}
 			if v >= target {
 				return nil

@@ -68,26 +68,27 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // init checks the version first because both WAL and migrations write to the file, and a
 // refused file must stay byte-for-byte unchanged.
-func (s *Store) init(ctx context.Context) error {
+func (s *Store) init(ctx context.Context) (err error) {
+	defer func() { err = classify(s.path, err) }()
 	v, err := readVersion(ctx, s.db)
 	if err != nil {
-		return s.classify(err)
+		return err
 	}
 	if v > SchemaVersion {
-		return s.tooNew(v)
+		return schemaTooNew(s.path, v)
 	}
 
 	var mode string
 	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
 		// Spec §2: proceed in the default journal mode when WAL fails.
 		if qerr := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); qerr != nil {
-			return s.classify(qerr)
+			return qerr
 		}
 	}
 	s.journalMode = strings.ToLower(mode)
 	if s.journalMode == "wal" {
 		if err := s.keepWALFiles(ctx); err != nil {
-			return s.classify(err)
+			return err
 		}
 	}
 
@@ -95,13 +96,10 @@ func (s *Store) init(ctx context.Context) error {
 	// not queue behind a running loop.
 	if v < SchemaVersion {
 		if err := s.migrate(ctx); err != nil {
-			return s.classify(err)
+			return err
 		}
 	}
-	if err := s.carryLegacyKV(ctx); err != nil {
-		return s.classify(err)
-	}
-	return nil
+	return s.carryLegacyKV(ctx)
 }
 
 // keepWALFiles has the last connection to close leave norma.db-wal (emptied: the DSN's
@@ -134,15 +132,16 @@ func dsn(path string) string {
 	return "file:" + u.EscapedPath() + "?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_size_limit(4194304)"
 }
 
-func (s *Store) tooNew(v int) error {
+// schemaTooNew refuses a store a newer git-norma made.
+func schemaTooNew(path string, v int) error {
 	return fmt.Errorf("%s has schema version %d but this git-norma knows only up to %d: upgrade git-norma: %w",
-		s.path, v, SchemaVersion, ErrSchemaTooNew)
+		path, v, SchemaVersion, ErrSchemaTooNew)
 }
 
 // classify turns SQLite's "not a database"/"corrupt" codes into ErrCorrupt with an actionable
 // message; other errors are only annotated.
-func (s *Store) classify(err error) error {
-	if errors.Is(err, ErrSchemaTooNew) {
+func classify(path string, err error) error {
+	if err == nil || errors.Is(err, ErrSchemaTooNew) {
 		return err
 	}
 	var se *sqlite.Error
@@ -150,10 +149,10 @@ func (s *Store) classify(err error) error {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 			return fmt.Errorf("%s is not a usable SQLite database (%v); move it aside (e.g. mv %s %s.bad) and rerun: %w",
-				s.path, err, s.path, s.path, ErrCorrupt)
+				path, err, path, path, ErrCorrupt)
 		}
 	}
-	return fmt.Errorf("store: %s: %w", s.path, err)
+	return fmt.Errorf("store: %s: %w", path, err)
 }
 
 // Close releases the database; SQLite checkpoints the WAL.
@@ -164,10 +163,6 @@ func (s *Store) Close() error {
 // JournalMode is the journal mode in effect: "wal", unless WAL is unavailable (some network
 // file systems).
 func (s *Store) JournalMode() string { return s.journalMode }
-
-// DB is the underlying handle, for tests and diagnostic tools; writers must not bypass the
-// transactional methods with it.
-func (s *Store) DB() *sql.DB { return s.db }
 
 // SchemaVersion is the schema version recorded in the database: the SchemaVersion constant
 // after Open, unless a newer binary has migrated the file since.

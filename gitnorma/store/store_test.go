@@ -90,7 +90,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 		},
 	}
 
-	rows, err := s.DB().QueryContext(ctx,
+	rows, err := s.db.QueryContext(ctx,
 		`SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
 	require.NoError(t, err)
 	var tables []string
@@ -104,7 +104,7 @@ func TestSchemaMatchesSpec(t *testing.T) {
 
 	for table, cols := range want {
 		t.Run(table, func(t *testing.T) {
-			rows, err := s.DB().QueryContext(ctx, "PRAGMA table_info("+table+")")
+			rows, err := s.db.QueryContext(ctx, "PRAGMA table_info("+table+")")
 			require.NoError(t, err)
 			defer rows.Close()
 			var got []column
@@ -121,13 +121,13 @@ func TestSchemaMatchesSpec(t *testing.T) {
 
 	for table, fk := range map[string]int{"steps": 1, "events": 1, "kv_run": 1, "guard_violations": 1} {
 		var n int
-		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_list(?)
+		require.NoError(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_list(?)
 			WHERE "table" = 'runs' AND "from" = 'run_id' AND on_delete = 'CASCADE'`, table).Scan(&n))
 		assert.Equal(t, fk, n, table)
 	}
 
 	var versions []int
-	rows, err = s.DB().QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	rows, err = s.db.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var v int
@@ -152,7 +152,7 @@ func TestOnlyStepCommitsGoUnsynced(t *testing.T) {
 	ctx := context.Background()
 	level := func() int {
 		var l int
-		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA synchronous").Scan(&l))
+		require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&l))
 		return l
 	}
 	require.Equal(t, 2, level(), "FULL by default")
@@ -174,16 +174,16 @@ func TestPragmasOnEveryConnection(t *testing.T) {
 	check := func() {
 		var fk, busy int
 		var mode string
-		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk))
-		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy))
-		require.NoError(t, s.DB().QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
+		require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk))
+		require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy))
+		require.NoError(t, s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode))
 		assert.Equal(t, 1, fk)
 		assert.Equal(t, 5000, busy)
 		assert.Equal(t, "wal", mode)
 	}
 	check()
 	// Discard the pooled connection so the next query dials a fresh one.
-	conn, err := s.DB().Conn(ctx)
+	conn, err := s.db.Conn(ctx)
 	require.NoError(t, err)
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	_ = conn.Close()
@@ -200,7 +200,7 @@ func TestReopenIsIdempotent(t *testing.T) {
 		s2, err := Open(ctx, path)
 		require.NoError(t, err)
 		var n int
-		require.NoError(t, s2.DB().QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
+		require.NoError(t, s2.db.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&n))
 		assert.Equal(t, SchemaVersion, n)
 		_, err = s2.Run(ctx, "r1")
 		assert.NoError(t, err)
@@ -246,7 +246,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		{"wal db written by newer git-norma", func(t *testing.T, path string) {
 			s, err := Open(ctx, path)
 			require.NoError(t, err)
-			_, err = s.DB().ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, 'x')`, newer)
+			_, err = s.db.ExecContext(ctx, `INSERT INTO schema_migrations VALUES (?, 'x')`, newer)
 			require.NoError(t, err)
 			require.NoError(t, s.Close())
 		}},
@@ -426,7 +426,7 @@ func TestUnshieldedRecord(t *testing.T) {
 	assert.Equal(t, first.What, got.What, "the first mark stays")
 	assert.True(t, first.At.Equal(got.At))
 
-	_, err = s.DB().ExecContext(ctx, `UPDATE store_facts SET value_json = '"x"'`)
+	_, err = s.db.ExecContext(ctx, `UPDATE store_facts SET value_json = '"x"'`)
 	require.NoError(t, err)
 	got, ok, err = s.Facts().UnshieldedSince(ctx)
 	require.NoError(t, err)
@@ -448,13 +448,13 @@ func TestUnshieldedRecord(t *testing.T) {
 func TestOpenDropsTriggers(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)
-	_, err := s.DB().ExecContext(ctx, `CREATE TRIGGER forge AFTER INSERT ON runs BEGIN UPDATE runs SET status = 'passed'; END`)
+	_, err := s.db.ExecContext(ctx, `CREATE TRIGGER forge AFTER INSERT ON runs BEGIN UPDATE runs SET status = 'passed'; END`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	s, err = Open(ctx, path)
 	require.NoError(t, err)
 	defer s.Close()
 	var n int
-	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
+	require.NoError(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'trigger'`).Scan(&n))
 	assert.Zero(t, n)
 }

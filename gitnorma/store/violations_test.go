@@ -178,7 +178,7 @@ func TestOpenCarriesAnOlderGitNormasRecords(t *testing.T) {
 		{"r-2", "fork_point", `{"base":"HEAD~1"}`}, {"r-2", "guard_violation", `{"paths":"z"}`},
 		{"r-3", "guard_pending", `true`},
 	} {
-		_, err := s.DB().ExecContext(ctx, `INSERT INTO kv_run(run_id, key, value_json) VALUES (?, ?, ?)`, kv[0], kv[1], kv[2])
+		_, err := s.db.ExecContext(ctx, `INSERT INTO kv_run(run_id, key, value_json) VALUES (?, ?, ?)`, kv[0], kv[1], kv[2])
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.Close())
