@@ -129,27 +129,27 @@ func (r Runner) Pinned(gitDir, dir string) Runner {
 // non-zero exit.
 func (r Runner) Output(ctx context.Context, args ...string) (string, error) {
 	var out bytes.Buffer
-	err := r.run(ctx, nil, &out, nil, args)
+	err := run(ctx, r, nil, &out, nil, args)
 	return strings.TrimRight(out.String(), "\n"), err
 }
 
 // Run runs git and discards its stdout.
 func (r Runner) Run(ctx context.Context, args ...string) error {
-	return r.run(ctx, nil, io.Discard, nil, args)
+	return run(ctx, r, nil, io.Discard, nil, args)
 }
 
 // OutputAndStderr is Output with what git said on stderr, which some commands use for
 // warnings they do not fail on.
 func (r Runner) OutputAndStderr(ctx context.Context, args ...string) (string, string, error) {
 	var out, warnings bytes.Buffer
-	err := r.run(ctx, nil, &out, &warnings, args)
+	err := run(ctx, r, nil, &out, &warnings, args)
 	return strings.TrimRight(out.String(), "\n"), warnings.String(), err
 }
 
 // Input runs git with stdin and returns its trimmed stdout.
 func (r Runner) Input(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
 	var out bytes.Buffer
-	if err := r.run(ctx, stdin, &out, nil, args); err != nil {
+	if err := run(ctx, r, stdin, &out, nil, args); err != nil {
 		return "", err
 	}
 	return strings.TrimRight(out.String(), "\n"), nil
@@ -157,14 +157,14 @@ func (r Runner) Input(ctx context.Context, stdin io.Reader, args ...string) (str
 
 // Stream runs git with its stdout written to w (for outputs too large to hold in memory).
 func (r Runner) Stream(ctx context.Context, w io.Writer, args ...string) error {
-	return r.run(ctx, nil, w, nil, args)
+	return run(ctx, r, nil, w, nil, args)
 }
 
 // killedWait bounds how long a killed git's output may stay open (exec.Cmd.WaitDelay).
 const killedWait = 2 * time.Second
 
-// run runs git; its stderr goes into the error, and to stderrCopy when that is not nil.
-func (r Runner) run(ctx context.Context, stdin io.Reader, stdout, stderrCopy io.Writer, args []string) error {
+// run runs git as r says; its stderr goes into the error, and to stderrCopy when that is not nil.
+func run(ctx context.Context, r Runner, stdin io.Reader, stdout, stderrCopy io.Writer, args []string) error {
 	argv := args
 	if r.NoHooks {
 		argv = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
