@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -205,62 +202,6 @@ func settledElsewhere(rec loop.StepRecord) bool {
 func closes(rec loop.StepRecord) bool {
 	return rec.Role == loop.RoleAct && rec.Output.Act != nil && rec.Output.Act.Decision == loop.DecisionClose
 }
-
-// catchUp adds to the journal, in time order and once, the lines of steps a dead run recorded
-// but never got into the task state (a built-in Plan or Act rides on the next write, which
-// never came); they go out with this run's first write. The resume data and labels stay as
-// the last write put them: a step they do not include is simply run again.
-func (m *taskMirror) catchUp(lines []JournalLine) {
-	have := map[[2]string]bool{}
-	for _, l := range m.state.Journal {
-		have[journalKey(l)] = true
-	}
-	// Lines older than the journal's oldest may have been folded into its summary already.
-	var oldest string
-	if m.state.Folded != "" && len(m.state.Journal) > 0 {
-		oldest = m.state.Journal[0].TS
-	}
-	added := false
-	for _, l := range lines {
-		if !have[journalKey(l)] && l.TS >= oldest {
-			m.state.Journal = append(m.state.Journal, l)
-			have[journalKey(l)] = true
-			added = true
-		}
-	}
-	if added {
-		slices.SortStableFunc(m.state.Journal, func(a, b JournalLine) int { return strings.Compare(a.TS, b.TS) })
-	}
-}
-
-// priorProgress renders the task's journal (its earlier runs' steps) in progress.md's
-// template, with what was folded away said first.
-func (m *taskMirror) priorProgress() string {
-	var b strings.Builder
-	if m.state.Folded != "" {
-		fmt.Fprintf(&b, "_Earlier: %s._\n\n", m.state.Folded)
-	}
-	entries := make([]JournalEntry, 0, len(m.state.Journal))
-	for _, l := range m.state.Journal {
-		ts, _ := time.Parse(time.RFC3339Nano, l.TS)
-		entries = append(entries, JournalEntry{TS: ts, Kind: notes.KindStep, Task: m.taskID, Run: l.Run, Step: l.Step,
-			Role: l.Role, Status: l.Status, Summary: l.Summary,
-			Stdout: stepLogPath(l, "stdout.txt"), Stderr: stepLogPath(l, "stderr.txt")})
-	}
-	b.WriteString(RenderJournal(entries))
-	return b.String()
-}
-
-// stepLogPath is an earlier run's step log, relative to the repository root ("" for a line
-// that is no step's, such as a lease that ran out).
-func stepLogPath(l JournalLine, name string) string {
-	if l.Step == 0 {
-		return ""
-	}
-	return filepath.ToSlash(filepath.Join(".norma", "runs", l.Run, "steps", loop.StepDirName(l.Step, loop.Role(l.Role)), "logs", name))
-}
-
-func journalKey(l JournalLine) [2]string { return [2]string{l.Run, strconv.Itoa(l.Step)} }
 
 func laterLabels(role loop.Role) []string {
 	switch role {
