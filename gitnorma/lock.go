@@ -25,11 +25,12 @@ type RunLock struct {
 	Previous LockHolder
 }
 
-// LockHolder is what the lock file records about its holder.
+// LockHolder is what the lock file records about its holder: for a task's lock, the run a
+// live process is executing (status's live runs).
 type LockHolder struct {
+	RunID   string    `json:"run_id"`
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
-	RunID   string    `json:"run_id"`
 	Started time.Time `json:"started"`
 }
 

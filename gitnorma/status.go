@@ -20,20 +20,12 @@ import (
 // StatusReport is `git norma status`: the live run, recent runs and the task branches.
 type StatusReport struct {
 	// Live is the newest live run (null when none); LiveRuns lists every one.
-	Live     *LiveRun    `json:"live"`
-	LiveRuns []LiveRun   `json:"live_runs"`
-	Runs     []RunRow    `json:"runs"`
-	Branches []BranchRow `json:"task_branches"`
+	Live     *LockHolder  `json:"live"`
+	LiveRuns []LockHolder `json:"live_runs"`
+	Runs     []RunRow     `json:"runs"`
+	Branches []BranchRow  `json:"task_branches"`
 	// Violations are the guard violations the user has not cleared (git norma resume).
 	Violations []Violation `json:"guard_violations"`
-}
-
-// LiveRun is the run a live process is executing right now.
-type LiveRun struct {
-	RunID   string    `json:"run_id"`
-	PID     int       `json:"pid"`
-	Host    string    `json:"host"`
-	Started time.Time `json:"started"`
 }
 
 // RunRow is one run in the status list.
@@ -82,13 +74,9 @@ func (a *App) History() *History {
 
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
-	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LiveRun{}, Violations: []Violation{}}
-	for _, holder := range h.repo.LiveRuns() {
-		live := LiveRun{RunID: holder.RunID, PID: holder.PID, Host: holder.Host, Started: holder.Started}
-		rep.LiveRuns = append(rep.LiveRuns, live)
-		if rep.Live == nil {
-			rep.Live = &live
-		}
+	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LockHolder{}, Violations: []Violation{}}
+	if live := h.repo.LiveRuns(); len(live) > 0 {
+		rep.LiveRuns, rep.Live = live, &live[0]
 	}
 	st, err := h.repo.OpenStore(ctx)
 	if err != nil {
