@@ -107,10 +107,48 @@ func mergedCommits(ctx context.Context, inv Invocation) []string {
 	}
 	if path, err := inv.Git.GitPath(ctx, "SQUASH_MSG"); err == nil {
 		if data, err := os.ReadFile(path); err == nil {
-			shas = append(shas, squashedCommits(string(data))...)
+			if squashed := squashedCommits(string(data)); !squashGivenUp(ctx, inv, squashed) {
+				shas = append(shas, squashed...)
+			}
 		}
 	}
 	return shas
+}
+
+// squashGivenUp says whether nothing of the squash of squashed is left to commit: no path it
+// changes differs from HEAD in the index or the work tree, which is all any commit takes
+// (git commit -a, git commit <paths>). git restore takes a squash back but leaves SQUASH_MSG,
+// which git drops only on a commit or a reset: the next commit is then not the squash's. Any
+// doubt (no HEAD, an unknown commit) keeps the squash judged.
+func squashGivenUp(ctx context.Context, inv Invocation, squashed []string) bool {
+	if len(squashed) == 0 {
+		return false
+	}
+	// A path the squash changes differs between HEAD and the squashed tips.
+	tips, err := inv.Git.Output(ctx, append([]string{"merge-base", "--independent"}, squashed...)...)
+	if err != nil {
+		return false
+	}
+	changes := map[string]bool{}
+	for _, tip := range strings.Fields(tips) {
+		out, err := inv.Git.Output(ctx, "diff", "--no-renames", "--name-only", "-z", "HEAD", tip, "--")
+		if err != nil {
+			return false
+		}
+		for _, p := range strings.Split(out, "\x00") {
+			changes[p] = true
+		}
+	}
+	status, err := inv.Git.Output(ctx, "--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(status, "\x00") {
+		if len(e) > 3 && changes[e[3:]] { // "XY path"
+			return false
+		}
+	}
+	return true
 }
 
 // squashedCommits are the commits a SQUASH_MSG lists: git writes each as a "commit <id>" line,
