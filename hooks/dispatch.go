@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -61,8 +62,8 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 		}
 		// A push to a URL names its remote by that URL: the remote configured with it is
 		// the one pushed to, and what it has was judged there.
-		if len(inv.Args) > 1 && inv.Args[0] == inv.Args[1] {
-			if name := remoteWithURL(ctx, inv.Git, inv.Args[1]); name != "" {
+		if len(inv.Args) > 1 {
+			if name := remoteWithURL(ctx, inv.Git, inv.Args[0], inv.Args[1]); name != "" {
 				remote = name
 			}
 		}
@@ -70,19 +71,41 @@ func Dispatch(ctx context.Context, inv Invocation, h Handler) error {
 	}
 }
 
-// remoteWithURL is the configured remote whose url or pushurl is url as the configuration
-// spells it ("" when none is): git names a remote given by its URL (git push <url>) by that
-// URL.
-func remoteWithURL(ctx context.Context, g git.Runner, url string) string {
+// remoteWithURL is the configured remote a push names given and sends to url ("" when given
+// names a remote, or no remote has that URL). git names a remote given by its URL
+// (git push <url>) by that URL as typed, and url is where it pushes, after url.<base>.insteadOf
+// or pushInsteadOf: a remote has it when its url or pushurl is either as the configuration
+// spells it, or is url once git rewrites it.
+func remoteWithURL(ctx context.Context, g git.Runner, given, url string) string {
 	out, err := g.ConfigMatching(ctx, `^remote\..+\.(push)?url$`)
 	if err != nil {
 		return ""
 	}
+	var names, spelled []string // spelled[i]: a URL remote names[i] is configured with
 	for _, line := range strings.Split(out, "\n") {
 		key, value, _ := strings.Cut(line, " ")
 		name, ok := strings.CutPrefix(key, "remote.")
-		if i := strings.LastIndexByte(name, '.'); ok && i > 0 && value == url {
-			return name[:i]
+		if i := strings.LastIndexByte(name, '.'); ok && i > 0 {
+			names, spelled = append(names, name[:i]), append(spelled, value)
+		}
+	}
+	if slices.Contains(names, given) {
+		return ""
+	}
+	for i, name := range names {
+		if spelled[i] == given || spelled[i] == url {
+			return name
+		}
+	}
+	for i, name := range names {
+		if slices.Index(names, name) < i {
+			continue // asked already
+		}
+		for _, args := range [][]string{{"--all"}, {"--all", "--push"}} {
+			urls, err := g.Output(ctx, append(append([]string{"remote", "get-url"}, args...), "--", name)...)
+			if err == nil && slices.Contains(strings.Split(urls, "\n"), url) {
+				return name
+			}
 		}
 	}
 	return ""

@@ -166,13 +166,24 @@ func (r *recorder) Pushing(_ context.Context, remote string, updates []PushUpdat
 }
 
 // A push to a URL is a push to the remote configured with it, by url or pushurl, as the
-// configuration spells it.
+// configuration spells it or as git rewrites it (url.<base>.insteadOf, pushInsteadOf); a push
+// to a remote by name keeps its name.
 func TestRemoteWithURL(t *testing.T) {
 	ctx := context.Background()
 	r := gittest.NewRepo(t)
 	r.Must("remote", "add", "my.fork", "../fork.git")
 	r.Must("config", "remote.my.fork.pushurl", "git@host:me/fork.git")
-	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "../fork.git"))
-	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "git@host:me/fork.git"))
-	assert.Equal(t, "", remoteWithURL(ctx, r.Git, "../other.git"))
+	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "../fork.git", "../fork.git"))
+	assert.Equal(t, "my.fork", remoteWithURL(ctx, r.Git, "git@host:me/fork.git", "git@host:me/fork.git"))
+	assert.Equal(t, "", remoteWithURL(ctx, r.Git, "../other.git", "../other.git"))
+	assert.Equal(t, "", remoteWithURL(ctx, r.Git, "my.fork", "../fork.git"), "named")
+
+	r.Must("remote", "add", "up", "gh:team/repo.git")
+	r.Must("config", "url.https://host/.insteadOf", "gh:")
+	r.Must("config", "url.ssh://host/.pushInsteadOf", "ghp:")
+	assert.Equal(t, "up", remoteWithURL(ctx, r.Git, "https://host/team/repo.git", "https://host/team/repo.git"))
+	assert.Equal(t, "up", remoteWithURL(ctx, r.Git, "gh:team/repo.git", "https://host/team/repo.git"))
+	r.Must("remote", "set-url", "up", "ghp:team/repo.git")
+	assert.Equal(t, "up", remoteWithURL(ctx, r.Git, "ssh://host/team/repo.git", "ssh://host/team/repo.git"))
+	assert.Equal(t, "", remoteWithURL(ctx, r.Git, "https://host/other.git", "https://host/other.git"))
 }
