@@ -97,15 +97,9 @@ func remoteWithURL(ctx context.Context, g git.Runner, given, url string) string 
 			return name
 		}
 	}
-	for i, name := range names {
-		if slices.Index(names, name) < i {
-			continue // asked already
-		}
-		for _, args := range [][]string{{"--all"}, {"--all", "--push"}} {
-			urls, err := g.Output(ctx, append(append([]string{"remote", "get-url"}, args...), "--", name)...)
-			if err == nil && slices.Contains(strings.Split(urls, "\n"), url) {
-				return name
-			}
+	for _, name := range slices.Compact(slices.Clone(names)) {
+		if urls, err := git.RemoteURLs(ctx, g, name); err == nil && slices.Contains(urls, url) {
+			return name
 		}
 	}
 	return ""
@@ -148,30 +142,22 @@ func squashGivenUp(ctx context.Context, inv Invocation, squashed []string) bool 
 		return false
 	}
 	// A path the squash changes differs between HEAD and the squashed tips.
-	tips, err := inv.Git.Output(ctx, append([]string{"merge-base", "--independent"}, squashed...)...)
+	tips, err := git.IndependentCommits(ctx, inv.Git, squashed)
 	if err != nil {
 		return false
 	}
 	changes := map[string]bool{}
-	for _, tip := range strings.Fields(tips) {
-		out, err := inv.Git.Output(ctx, "diff", "--no-renames", "--name-only", "-z", "HEAD", tip, "--")
+	for _, tip := range tips {
+		paths, err := git.PathsChanged(ctx, inv.Git, "HEAD", tip)
 		if err != nil {
 			return false
 		}
-		for _, p := range strings.Split(out, "\x00") {
+		for _, p := range paths {
 			changes[p] = true
 		}
 	}
-	status, err := inv.Git.Output(ctx, "--no-optional-locks", "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
-	if err != nil {
-		return false
-	}
-	for _, e := range strings.Split(status, "\x00") {
-		if len(e) > 3 && changes[e[3:]] { // "XY path"
-			return false
-		}
-	}
-	return true
+	status, err := git.StatusPaths(ctx, inv.Git)
+	return err == nil && !slices.ContainsFunc(status, func(p string) bool { return changes[p] })
 }
 
 // squashedCommits are the commits a SQUASH_MSG lists: git writes each as a "commit <id>" line,
