@@ -32,18 +32,36 @@ func landRetryPause() time.Duration {
 // syncTarget brings the local target to the remote's, when landing through a remote (config
 // "remote", --remote): runs fork from it and landings are built on it.
 func (ld *lander) syncTarget(ctx context.Context, target string) error {
-	remote := ld.cfg.Remote
-	if remote == "" {
+	if ld.cfg.Remote == "" {
 		return nil
 	}
+	if err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).FetchTarget(ctx, target); err != nil {
+		return ld.syncRefused(target, err)
+	}
+	return ld.followTarget(ctx, target)
+}
+
+// followTarget fast-forwards the local target to the remote's as last fetched, under the
+// worktree lock: it reads which worktree has the target checked out.
+func (ld *lander) followTarget(ctx context.Context, target string) error {
 	var err error
 	lockErr := ld.repo.withWorktreeLock(ctx, func() error {
-		_, err = ld.repo.Worktrees(ctx).Remote(remote).SyncTarget(ctx, target)
+		_, err = ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).FollowTarget(ctx, target)
 		return nil
 	})
-	if lockErr != nil || err == nil {
+	if lockErr != nil {
 		return lockErr
 	}
+	return ld.syncRefused(target, err)
+}
+
+// syncRefused is err, a failure to bring target up to the remote's, as the refusal that says
+// what to do.
+func (ld *lander) syncRefused(target string, err error) error {
+	if err == nil {
+		return nil
+	}
+	remote := ld.cfg.Remote
 	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
 	switch {
 	case errors.Is(err, worktree.ErrTargetAhead):
@@ -62,12 +80,18 @@ func publishCommits(remote, target string) string {
 	return fmt.Sprintf("git pull --rebase %s %s && git push %s %s", remote, target, remote, target)
 }
 
-// syncTargetLocked is syncTarget under the landing lock: every move of the target by git-norma
+// syncTargetLocked is syncTarget for a run's start: every move of the target by git-norma
 // waits for a landing under way (which builds on the tip it checked) and for an unconfined
-// step's fallback guard (which takes any move of the target meanwhile for the agent's).
+// step's fallback guard (which takes any move of the target meanwhile for the agent's), so the
+// move is under the landing lock. The fetch is not: a remote slow to answer would hold up
+// every other run's landing and guard.
 func (a *App) syncTargetLocked(ctx context.Context, target string, live loop.LiveFunc, taskID string) error {
 	if a.Config.Remote == "" {
 		return nil
+	}
+	ld := a.lander()
+	if err := a.Repo.Worktrees(ctx).Remote(a.Config.Remote).FetchTarget(ctx, target); err != nil {
+		return ld.syncRefused(target, err)
 	}
 	unlock, err := a.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s bringing %s up to %s/%s (process %d)", taskID, target, a.Config.Remote, target, os.Getpid()),
 		fmt.Sprintf("bring %s up to %s/%s", target, a.Config.Remote, target), live, taskID)
@@ -75,7 +99,13 @@ func (a *App) syncTargetLocked(ctx context.Context, target string, live loop.Liv
 		return err
 	}
 	defer unlock()
-	return a.lander().syncTarget(ctx, target)
+	err = ld.followTarget(ctx, target)
+	if r := (*landRefusal)(nil); errors.As(err, &r) && errors.Is(r.reason, worktree.ErrTargetAhead) {
+		// The fetch may have read the remote before another run's landing moved it and the
+		// local target on: fetch again, now that no landing can come in between.
+		return ld.syncTarget(ctx, target)
+	}
+	return err
 }
 
 // UseRemote makes git-norma land through remote (the --remote flag), in place of the

@@ -105,17 +105,32 @@ func (r Remote) pushedAt(ctx context.Context, branch, commit string) error {
 	return nil
 }
 
-// SyncTarget fetches the remote's target and fast-forwards the local one there (its checkout
-// through `git merge --ff-only`, which refuses to overwrite local edits), so task branches fork
-// from and landings build on what the remote has. A local target with commits the remote
-// lacks is left alone (ErrTargetAhead). It returns the remote's tip.
+// SyncTarget fetches the remote's target (FetchTarget) and fast-forwards the local one there
+// (FollowTarget), so task branches fork from and landings build on what the remote has. It
+// returns the remote's tip.
 func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
-	m, remote := r.m, r.Name
-	tracking := TrackingRef(remote, target)
-	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/"+target+":"+tracking); err != nil {
-		return "", remoteErr(fmt.Sprintf("fetch %s from %s", target, remote), err)
+	if err := r.FetchTarget(ctx, target); err != nil {
+		return "", err
 	}
-	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", tracking)
+	return r.FollowTarget(ctx, target)
+}
+
+// FetchTarget fetches the remote's target into its remote-tracking ref. It moves nothing
+// else, so it needs none of git-norma's locks: a remote slow to answer holds up nobody.
+func (r Remote) FetchTarget(ctx context.Context, target string) error {
+	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", r.Name, "+refs/heads/"+target+":"+TrackingRef(r.Name, target)); err != nil {
+		return remoteErr(fmt.Sprintf("fetch %s from %s", target, r.Name), err)
+	}
+	return nil
+}
+
+// FollowTarget fast-forwards the local target to the remote's as last fetched (its checkout
+// through `git merge --ff-only`, which refuses to overwrite local edits), from the tip it
+// reads now. A local target with commits the remote lacks is left alone (ErrTargetAhead). It
+// returns the remote's tip.
+func (r Remote) FollowTarget(ctx context.Context, target string) (string, error) {
+	m, remote := r.m, r.Name
+	remoteTip, err := m.Git.Output(ctx, "rev-parse", "--verify", TrackingRef(remote, target))
 	if err != nil {
 		return "", err
 	}
