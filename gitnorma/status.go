@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,6 +160,9 @@ type RunDetail struct {
 	Failure *loop.Failure `json:"failure,omitempty"`
 	// Running is the step under way, while the run runs.
 	Running *RunningStep `json:"running,omitempty"`
+	// FilesRemoved: the run dir is gone, the run kept only as a record (prune keeps the newest
+	// run built on a fork point so, see pruneRun).
+	FilesRemoved bool `json:"-"`
 }
 
 // RunningStep is a step under way: started, not recorded yet.
@@ -236,6 +240,8 @@ func (h *History) RunDetail(ctx context.Context, runID string) (RunDetail, error
 	}
 	if r.Status == store.StatusRunning {
 		d.Running = h.runningStep(runID)
+	} else if _, err := os.Lstat(filepath.Join(h.repo.Root, filepath.FromSlash(r.RunDir))); errors.Is(err, fs.ErrNotExist) {
+		d.FilesRemoved = true
 	}
 	for _, e := range events {
 		row := EventRow{Seq: e.Seq, TS: e.TS, Type: e.Type, Message: e.Message}

@@ -158,6 +158,10 @@ func printRunDetail(out io.Writer, d gitnorma.RunDetail) {
 		}
 	}
 	printFindings(out, d.Events)
+	if d.FilesRemoved {
+		fmt.Fprintln(out, "\nfiles: removed by git norma prune, which keeps only the run's record")
+		return
+	}
 	fmt.Fprintf(out, "\nfiles: %s\n", r.RunDir)
 }
 
