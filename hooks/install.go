@@ -233,17 +233,28 @@ func uninstallOne(path, name string) (Action, error) {
 		return a, nil
 	}
 	rest := splice(data, loc[0], loc[1], "")
-	if _, err := os.Lstat(path + chainedSuffix); err == nil && string(rest) == "#!/bin/sh\n"+chainCommands(name) {
+	aside := path + chainedSuffix
+	_, err = os.Lstat(aside)
+	chained := err == nil
+	if chained && string(rest) == "#!/bin/sh\n"+chainCommands(name) {
 		// The shim as chainAside wrote it: the hook it moved aside goes back. A shim someone
 		// edited since keeps their lines, and still runs the hook moved aside (below).
 		a.Result = "restored"
-		return a, os.Rename(path+chainedSuffix, path)
+		return a, os.Rename(aside, path)
 	}
 	if len(bytes.TrimSpace(rest)) == 0 || string(bytes.TrimSpace(rest)) == "#!/bin/sh" {
 		a.Result = "removed"
+		if chained {
+			// The user took the lines that ran it out of the shim: it is theirs to put back.
+			a.Detail = fmt.Sprintf("the hook install moved aside is still in %s, and git does not run it; to put it back: mv %s %s", aside, aside, path)
+		}
 		return a, os.Remove(path)
 	}
 	a.Result = "removed block"
+	if chained {
+		// Left to the lines the user edited: removing them would silently stop it.
+		a.Detail = fmt.Sprintf("kept your edits; the hook install moved aside is in %s and runs only from the lines left in %s; to put it back instead: mv %s %s", aside, name, aside, path)
+	}
 	return a, writeKeepingMode(path, rest, 0)
 }
 

@@ -436,4 +436,30 @@ func TestUninstallKeepsEditsOfTheShim(t *testing.T) {
 	require.NoError(t, err, "the hook moved aside is still there, and still chained")
 	assert.Equal(t, orig, aside)
 	assert.Contains(t, string(data), `exec "$(dirname "$0")/post-commit.norma-chained" "$@"`)
+	// Removing the chain lines later would silently stop it: uninstall says where it is.
+	assert.Contains(t, actions[1].Detail, path+chainedSuffix)
+	assert.Contains(t, actions[1].Detail, "mv "+path+chainedSuffix+" "+path)
+}
+
+// A shim whose chain lines the user took out goes on uninstall, and the hook install moved
+// aside, which git no longer runs, is named with how to put it back.
+func TestUninstallNamesTheHookMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "post-commit")
+	orig := []byte("#!/usr/bin/env python3\nprint('hi')\n")
+	require.NoError(t, os.WriteFile(path, orig, 0o755))
+	_, err := Install(dir, true)
+	require.NoError(t, err)
+	shim, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(shim), chainCommands("post-commit"), "", 1)), 0o755))
+
+	actions, err := Uninstall(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "removed", actions[1].Result)
+	assert.NoFileExists(t, path)
+	aside, err := os.ReadFile(path + chainedSuffix)
+	require.NoError(t, err, "kept as it was")
+	assert.Equal(t, orig, aside)
+	assert.Contains(t, actions[1].Detail, "mv "+path+chainedSuffix+" "+path)
 }
