@@ -93,7 +93,7 @@ var blockRE = sync.OnceValue(func() *regexp.Regexp {
 type Action struct {
 	Hook   string `json:"hook"`
 	Path   string `json:"path"`
-	Result string `json:"result"` // created | chained | upgraded | unchanged | skipped | removed | restored
+	Result string `json:"result"` // created | chained | upgraded | unchanged | skipped | removed | removed block | restored
 	Detail string `json:"detail,omitempty"`
 }
 
