@@ -31,7 +31,11 @@ func (r *Repo) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, er
 	if err != nil {
 		return nil, err
 	}
-	return hooks.Install(dir, force)
+	actions, err := hooks.Install(dir, force)
+	if taken := (*hooks.AsideTakenError)(nil); errors.As(err, &taken) {
+		err = failf(fmt.Sprintf("compare the two; if you no longer need %s: rm %s, then git norma hooks install --force again", filepath.Base(taken.Aside), taken.Aside), "%v", err)
+	}
+	return actions, err
 }
 
 // UninstallHooks removes git-norma's hook blocks, leaving everything else as it was.

@@ -190,13 +190,21 @@ func installOne(path, name string, force bool) (Action, error) {
 	return a, writeKeepingMode(path, splice(data, at, at, block), 0)
 }
 
+// AsideTakenError is a hook chainAside would move to Aside, where a file is already (an earlier
+// install's copy, say, after another tool replaced the hook): neither is touched.
+type AsideTakenError struct{ Hook, Aside string }
+
+func (e *AsideTakenError) Error() string {
+	return e.Aside + " exists already: git-norma moves " + filepath.Base(e.Hook) + " there to chain it"
+}
+
 // chainAside moves a hook that cannot be edited in place (why says why) out of the way and
 // installs a shim that runs it after git-norma's block, with the same arguments and stdin,
 // when git would (it is executable).
 func chainAside(path, name, why string) (Action, error) {
 	aside := path + chainedSuffix
 	if _, err := os.Lstat(aside); err == nil {
-		return Action{Hook: name, Path: path}, fmt.Errorf("%s exists already: remove it or restore it by hand", aside)
+		return Action{Hook: name, Path: path}, &AsideTakenError{Hook: path, Aside: aside}
 	}
 	if err := os.Rename(path, aside); err != nil {
 		return Action{}, err

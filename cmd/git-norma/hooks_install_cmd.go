@@ -24,6 +24,9 @@ func (c *hooksInstallCmd) Run(env *Env) error {
 	}
 	actions, err := app.Repo.InstallHooks(env.Ctx, c.Force)
 	if err != nil {
+		if len(actions) > 0 && !c.JSON {
+			printActions(env, actions, false) //nolint:errcheck // err is what the command reports
+		}
 		return err
 	}
 	return printActions(env, actions, c.JSON)
