@@ -66,6 +66,9 @@ type pruner struct {
 	tracker   func() (tracker.Tracker, error)
 	validID   func(id string) error
 	target    func(ctx context.Context) (string, error)
+	// heldTask is the task whose lock the caller holds for its run heldRun (the retention
+	// after a run).
+	heldTask, heldRun string
 }
 
 func (a *App) pruner() *pruner {
@@ -145,35 +148,16 @@ func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions,
 		return judged, err
 	}
 	cutoff := p.now().Add(-time.Duration(o.KeepDays) * 24 * time.Hour)
-	scan := &pruneScan{newestPass: map[string]bool{}, live: map[string]string{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}, unlandedPass: map[string]bool{}}
+	scan := &pruneScan{newestPass: map[string]bool{}, violated: map[string]bool{}, forkDone: map[string]bool{}, forkOnly: map[string]bool{}, unlandedPass: map[string]bool{}}
 	for _, v := range violations {
 		scan.violated[v.RunID] = true
 	}
 	for i, r := range runs {
 		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
-			why, err := p.stillNeeded(ctx, st, r, scan)
-			if err != nil {
+			var err error
+			if keep, err = p.judgeRun(ctx, st, o, r, scan, &judged, rep); err != nil {
 				return judged, err
-			}
-			switch keep = why != ""; {
-			case keep && scan.forkOnly[r.ID]:
-				// Only the record is needed: the worktree (its work saved) and the files go,
-				// now, before the branches are judged: a worktree left would keep its branch
-				// checked out, even with --force.
-				_, had := os.Lstat(filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir)))
-				stays, err := p.pruneRun(ctx, st, r, o.DryRun, true)
-				if err != nil {
-					return judged, err
-				}
-				if had == nil {
-					judged.cleared++
-				}
-				judged.deferred[r.ID] = cmp.Or(stays, why)
-			case keep && scan.unlandedPass[r.ID]:
-				judged.deferred[r.ID] = why
-			case keep:
-				rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
 			}
 		}
 		if r.Status == store.StatusPassed && r.PassHead != "" {
@@ -186,13 +170,89 @@ func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions,
 			if judged.retained[r.TaskID] == "" && !scan.forkOnly[r.ID] {
 				judged.retained[r.TaskID] = r.ID
 			}
-			continue
-		}
-		if err := p.removeRun(ctx, st, r, o.DryRun, rep); err != nil {
-			return judged, err
 		}
 	}
 	return judged, nil
+}
+
+// judgeRun removes r, which retention lets go, unless it is still needed; it says whether r
+// stays. Under its task's lock: a run of the task starting meanwhile (freeing the branch from
+// r's worktree, resuming from r's work) or landing it would have them moved or removed
+// underneath it. While a live process holds the lock, r stays.
+func (p *pruner) judgeRun(ctx context.Context, st *store.Store, o PruneOptions, r store.Run, scan *pruneScan, judged *judgedRuns, rep *PruneReport) (bool, error) {
+	unlock, busy, err := p.lockTask(r, o.DryRun)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if busy != "" {
+		rep.Kept = append(rep.Kept, "run "+r.ID+": "+busy)
+		return true, nil
+	}
+	why, err := p.stillNeeded(ctx, st, r, scan)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case why != "" && scan.forkOnly[r.ID]:
+		// Only the record is needed: the worktree (its work saved) and the files go,
+		// now, before the branches are judged: a worktree left would keep its branch
+		// checked out, even with --force.
+		_, had := os.Lstat(filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir)))
+		stays, err := p.pruneRun(ctx, st, r, o.DryRun, true)
+		if err != nil {
+			return false, err
+		}
+		if had == nil {
+			judged.cleared++
+		}
+		judged.deferred[r.ID] = cmp.Or(stays, why)
+	case why != "" && scan.unlandedPass[r.ID]:
+		judged.deferred[r.ID] = why
+	case why != "":
+		rep.Kept = append(rep.Kept, "run "+r.ID+": "+why)
+	default:
+		return false, p.removeRun(ctx, st, r, o.DryRun, rep)
+	}
+	return true, nil
+}
+
+// lockTask takes the lock of r's task for prune to decide on r and remove it, and returns its
+// release; or why r stays when a live process holds it ("" otherwise): its process finishing
+// it (landing), or another run of its task. A dry run only looks: its lock would keep a run of
+// the task from starting.
+func (p *pruner) lockTask(r store.Run, dryRun bool) (func(), string, error) {
+	path := p.repo.TaskLockPath(r.TaskID)
+	switch {
+	case r.TaskID != "" && r.TaskID == p.heldTask: // the caller's: only its own run is live
+		if r.ID == p.heldRun {
+			return func() {}, busyTask(r, LockHolder{RunID: r.ID}), nil
+		}
+		return func() {}, "", nil
+	case r.TaskID == "" || p.validID(r.TaskID) != nil:
+		return func() {}, "", nil // no task: no run of it to lock out
+	case dryRun:
+		if h, live := LiveLockHolder(path); live {
+			return func() {}, busyTask(r, h), nil
+		}
+		return func() {}, "", nil
+	}
+	lock, err := p.repo.acquireTaskLock(r.TaskID)
+	if errors.Is(err, ErrLocked) {
+		h, _ := ReadLockHolder(path)
+		return func() {}, busyTask(r, h), nil
+	} else if err != nil {
+		return nil, "", err
+	}
+	return lock.Release, "", nil
+}
+
+// busyTask says why r stays while h holds its task's lock.
+func busyTask(r store.Run, h LockHolder) string {
+	if h.RunID == r.ID {
+		return "its process is still finishing it"
+	}
+	return "a run of its task is in progress"
 }
 
 // removeRun prunes r whole and reports it, removed or kept (pruneRun).
@@ -226,13 +286,11 @@ func (p *pruner) pruneCheckTrees(ctx context.Context, retained map[string]string
 }
 
 // stillNeeded says why a finished run that retention would remove has to stay, or "": its
-// process is still finishing it (landing), or it is its task's newest PASS, not landed, and
+// guard violation or mark is pending, its record keeps a landing from bringing back its fork
+// point (forkPointNeeded), or it is its task's newest PASS, not landed, and
 // its branch is still at the verified commit (`git norma land` needs its record). scan
 // carries what the runs before r told (runs go newest first).
 func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
-	if scan.liveRun(p.repo, r.TaskID) == r.ID {
-		return "its process is still finishing it", nil
-	}
 	if scan.violated[r.ID] {
 		// Its row carries the violation: deleting it would let run and loop start again.
 		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
@@ -319,8 +377,6 @@ func (p *pruner) forkPointKept(ctx context.Context, task, base string, scan *pru
 type pruneScan struct {
 	// newestPass holds the tasks whose newest passed run has been seen.
 	newestPass map[string]bool
-	// live maps a task to the run a live process holds its lock for ("" for none), asked once.
-	live map[string]string
 	// violated holds the runs whose guard violation the user has not cleared.
 	violated map[string]bool
 	// forkDone holds the fork points (forkKey) an older run need not stay for: a newer run
@@ -341,17 +397,6 @@ func (s *pruneScan) targetOf(ctx context.Context, p *pruner) (string, error) {
 		s.target, s.targetErr = &t, err
 	}
 	return *s.target, s.targetErr
-}
-
-func (s *pruneScan) liveRun(repo *Repo, taskID string) string {
-	run, known := s.live[taskID]
-	if !known {
-		if h, live := LiveLockHolder(repo.TaskLockPath(taskID)); live {
-			run = h.RunID
-		}
-		s.live[taskID] = run
-	}
-	return run
 }
 
 // pruneRun removes a finished run: its worktree (uncommitted work saved onto its task branch

@@ -274,3 +274,33 @@ func openStore(t *testing.T, a *App) *store.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// prune decides on and removes a run of a task under that task's lock: a run of the task that
+// starts meanwhile (it frees the branch from this worktree, resumes from its work) must not
+// have it removed underneath it. While a live process holds the lock, the run is kept.
+func TestPruneLeavesARunToTheLiveRunOfItsTask(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	repo.Must("branch", "norma/task/norma-t1")
+	st := openStore(t, a)
+	id := "r-20260101-000000-000-000001"
+	failedRun(t, st, id, store.ForkPoint{})
+	ws := a.Repo.Path("runs", id, "workspace")
+	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("the dead run's uncommitted work\n"), 0o600))
+	lock, err := a.Repo.acquireTaskLock("norma-t1") // a new run of the task has just begun
+	require.NoError(t, err)
+	require.NoError(t, lock.Record("r-20260101-000000-000-000002", a.Now()))
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Runs)
+	assert.Contains(t, rep.Kept, "run "+id+": a run of its task is in progress")
+	assert.FileExists(t, filepath.Join(ws, "wip.txt"), "the live run's to deal with")
+
+	lock.Release()
+	rep, err = a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
+	assert.NoDirExists(t, ws)
+}
