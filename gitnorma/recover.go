@@ -204,7 +204,22 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID 
 func (r *run) removeDeadWorktree(ctx context.Context, dead store.Run) {
 	path := filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir), "workspace")
 	if _, err := os.Stat(path); err == nil {
-		r.removeRunWorktree(ctx, path, dead.ID, dead.TaskID, "a process of this run, which died")
+		r.savingDeadWork(ctx, dead.TaskID, func() {
+			r.removeRunWorktree(ctx, path, dead.ID, dead.TaskID, "a process of this run, which died")
+		})
+	}
+}
+
+// savingDeadWork runs save, which commits what a dead run of task left uncommitted onto its
+// branch, under the landing lock, as every move of a task branch by git-norma: an unconfined
+// step's fallback guard, or a landing re-checking under it, takes a task branch moved by no
+// live run for its agent's doing, and moves it back. Interrupted, nothing is saved or removed.
+func (r *run) savingDeadWork(ctx context.Context, task string, save func()) {
+	unlock, err := r.app.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s saving the work of a run that died (process %d)", task, os.Getpid()),
+		"save the work of a run of "+task+" that died", r.live, task)
+	if err == nil {
+		save()
+		unlock()
 	}
 }
 

@@ -3,14 +3,19 @@ package gitnorma
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // claimedBy takes a claim for a dead run's only when the store says the run holds it, or the
@@ -92,4 +97,50 @@ func TestRecoveryReopensAClaimPastManyLaterChecks(t *testing.T) {
 	run, err := st.Run(ctx, dead)
 	require.NoError(t, err)
 	assert.Equal(t, store.ClaimReleased, run.Claim)
+}
+
+// Recovery commits a dead run's uncommitted work onto its task branch under the landing lock,
+// as every move of a task branch by git-norma: an unconfined step's fallback guard (or a
+// landing re-checking under it) holds that lock and takes a task branch moved meanwhile by no
+// live run for its agent's doing, and moves it back. While the lock is held, the branch stays.
+func TestRecoveryRescuesUnderTheLandingLock(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	tr, err := a.Tracker()
+	require.NoError(t, err)
+	task, err := tr.Create(ctx, tracker.NewTask{Title: "passed by a run that died"})
+	require.NoError(t, err)
+	_, err = tr.Claim(ctx, task.ID, "")
+	require.NoError(t, err)
+	branch := "refs/heads/norma/task/" + task.ID
+	repo.Must("branch", "norma/task/"+task.ID)
+	head := repo.Must("rev-parse", branch)
+	st := openStore(t, a)
+	dead := "r-20260101-000000-000-000001"
+	require.NoError(t, st.CreateRun(ctx, store.Run{ID: dead, Goal: "g", RunDir: ".norma/runs/" + dead, TaskID: task.ID, Status: store.StatusPassed}, nil))
+	require.NoError(t, st.SetClaim(ctx, dead, store.ClaimHeld))
+	ws := a.Repo.Path("runs", dead, "workspace")
+	repo.Must("worktree", "add", "-q", ws, "norma/task/"+task.ID)
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("the dead run's uncommitted work\n"), 0o600))
+
+	unlock, err := flock.Wait(ctx, a.Repo.Path("locks", "land.lock")) // an unconfined step's guard
+	require.NoError(t, err)
+	waiting, done := make(chan struct{}), make(chan error, 1)
+	live := func(l loop.Live) {
+		if strings.HasPrefix(l.Text, "waiting to ") {
+			close(waiting)
+		}
+	}
+	go func() { done <- a.recoverCrashed(ctx, st, true, live) }()
+	select {
+	case <-waiting:
+	case err := <-done:
+		unlock()
+		t.Fatalf("recovery did not wait for the landing lock (err %v); the branch went from %.10s to %.10s", err, head, repo.Must("rev-parse", branch))
+	}
+	assert.Equal(t, head, repo.Must("rev-parse", branch), "moved while the guard held the landing lock")
+	unlock()
+	require.NoError(t, <-done)
+	assert.NotEqual(t, head, repo.Must("rev-parse", branch), "the dead run's work is saved on its branch")
+	assert.NoDirExists(t, ws)
 }

@@ -192,7 +192,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 			// A dead run of the task (a killed --force) may have left its worktree holding the
 			// branch, which nothing else frees until retention: git would refuse to check the
 			// branch out or delete it meanwhile. Its uncommitted work is committed on the branch.
-			_ = r.freeBranch(ctx)
+			r.savingDeadWork(ctx, r.pre.task.ID, func() { _ = r.freeBranch(ctx) })
 			return r.alreadyLanded(ctx, p)
 		}
 		if err := refuseBlocked(ctx, tr, r.pre.task); err != nil {
