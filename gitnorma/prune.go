@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
@@ -25,7 +27,8 @@ type PruneOptions struct {
 	KeepLast int
 	KeepDays int
 	DryRun   bool
-	// Force also deletes task branches whose work never landed.
+	// Force also deletes task branches whose work never landed, and runs whose directory
+	// keeps what the fallback guard replaced.
 	Force bool
 	// auto is the pass after every run: branches are only looked at when runs went (only then
 	// can a branch lose its last retained run).
@@ -43,7 +46,8 @@ type PruneReport struct {
 // Prune applies retention: old finished runs (their dirs, rows and worktrees — uncommitted
 // work in a worktree is committed to its branch first) and task branches whose task is
 // closed and whose changes are all on the target. A running run is never touched, and a
-// branch holding work that never landed is kept unless Force.
+// branch holding work that never landed, or a run dir holding what the fallback guard
+// replaced, is kept unless Force.
 func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 	lock, err := acquireLock(a.Repo.Path("locks", "prune.lock"), "another git norma prune is running")
 	if err != nil {
@@ -189,7 +193,7 @@ func (p *pruner) judgeRun(ctx context.Context, st *store.Store, o PruneOptions, 
 		rep.Kept = append(rep.Kept, "run "+r.ID+": "+busy)
 		return true, nil
 	}
-	why, err := p.stillNeeded(ctx, st, r, scan)
+	why, err := p.stillNeeded(ctx, st, r, scan, o.Force)
 	if err != nil {
 		return false, err
 	}
@@ -222,7 +226,7 @@ func (p *pruner) judgeRun(ctx context.Context, st *store.Store, o PruneOptions, 
 // it (landing), or another run of its task. A dry run only looks: its lock would keep a run of
 // the task from starting.
 func (p *pruner) lockTask(r store.Run, dryRun bool) (func(), string, error) {
-	path := p.repo.TaskLockPath(r.TaskID)
+	lockPath := p.repo.TaskLockPath(r.TaskID)
 	switch {
 	case r.TaskID != "" && r.TaskID == p.heldTask: // the caller's: only its own run is live
 		if r.ID == p.heldRun {
@@ -232,14 +236,14 @@ func (p *pruner) lockTask(r store.Run, dryRun bool) (func(), string, error) {
 	case r.TaskID == "" || p.validID(r.TaskID) != nil:
 		return func() {}, "", nil // no task: no run of it to lock out
 	case dryRun:
-		if h, live := LiveLockHolder(path); live {
+		if h, live := LiveLockHolder(lockPath); live {
 			return func() {}, busyTask(r, h), nil
 		}
 		return func() {}, "", nil
 	}
 	lock, err := p.repo.acquireTaskLock(r.TaskID)
 	if errors.Is(err, ErrLocked) {
-		h, _ := ReadLockHolder(path)
+		h, _ := ReadLockHolder(lockPath)
 		return func() {}, busyTask(r, h), nil
 	} else if err != nil {
 		return nil, "", err
@@ -286,11 +290,12 @@ func (p *pruner) pruneCheckTrees(ctx context.Context, retained map[string]string
 }
 
 // stillNeeded says why a finished run that retention would remove has to stay, or "": its
-// guard violation or mark is pending, its record keeps a landing from bringing back its fork
-// point (forkPointNeeded), or it is its task's newest PASS, not landed, and
-// its branch is still at the verified commit (`git norma land` needs its record). scan
-// carries what the runs before r told (runs go newest first).
-func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan) (string, error) {
+// guard violation or mark is pending, its directory keeps what the guard replaced (unless
+// force), its record keeps a landing from bringing back its fork point (forkPointNeeded), or
+// it is its task's newest PASS, not landed, and its branch is still at the verified commit
+// (`git norma land` needs its record). scan carries what the runs before r told (runs go
+// newest first).
+func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, scan *pruneScan, force bool) (string, error) {
 	if scan.violated[r.ID] {
 		// Its row carries the violation: deleting it would let run and loop start again.
 		return "its guard violation is pending (look at it: git norma status " + r.ID + "; then: git norma resume)", nil
@@ -299,6 +304,12 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// Its row carries the mark that the guard never looked after its unconfined processes
 		// (a landing killed while its checks ran), which the next run records as a violation.
 		return "the guard never looked after its unconfined processes (the next git norma run reports it)", nil
+	}
+	if kept := p.guardKept(r); len(kept) > 0 && !force {
+		// What a restore replaced may be the user's edit made during the step: theirs, not the
+		// run's, to drop (its fork-point record alone would not keep its directory either).
+		return "the fallback guard kept there what it replaced, which may be your edit made during the run (look at " +
+			strings.Join(kept, ", ") + " and delete it once you have what you need; or use --force to delete it with the run)", nil
 	}
 	fork, err := p.forkPointNeeded(ctx, r, scan)
 	if err != nil || fork != "" && !scan.forkOnly[r.ID] {
@@ -320,6 +331,19 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	delete(scan.forkOnly, r.ID) // kept for its PASS, which keeps its branch too
 	scan.unlandedPass[r.ID] = true
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
+}
+
+// guardKept lists, relative to the repository, what the fallback guard kept in r's directory
+// of the files its restores replaced (guard.KeptPrefix, backlogReplacedName).
+func (p *pruner) guardKept(r store.Run) []string {
+	entries, _ := os.ReadDir(filepath.Join(p.repo.Root, filepath.FromSlash(r.RunDir)))
+	var kept []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), guard.KeptPrefix) || e.Name() == backlogReplacedName {
+			kept = append(kept, path.Join(r.RunDir, e.Name()))
+		}
+	}
+	return kept
 }
 
 // forkPointNeeded says why r's row must stay for its fork point ("" when it need not): its

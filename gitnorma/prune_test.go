@@ -304,3 +304,31 @@ func TestPruneLeavesARunToTheLiveRunOfItsTask(t *testing.T) {
 	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
 	assert.NoDirExists(t, ws)
 }
+
+// What the fallback guard replaced when it restored a file, kept in the run dir, may be the
+// user's own edit made during the step: retention keeps the run until the user has dropped it
+// (or --force), saying where it is.
+func TestPruneKeepsWhatTheGuardReplaced(t *testing.T) {
+	ctx := context.Background()
+	a, _ := initApp(t)
+	st := openStore(t, a)
+	id, bare := "r-20260101-000000-000-000001", "r-20260101-000000-000-000002"
+	failedRun(t, st, id, store.ForkPoint{})
+	failedRun(t, st, bare, store.ForkPoint{})
+	kept := a.Repo.Path("runs", id, "guard.replaced-123")
+	require.NoError(t, os.MkdirAll(kept, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(kept, ".git%2Finfo%2Fexclude"), []byte("your line\n"), 0o600))
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{bare}, rep.Runs)
+	require.Len(t, rep.Kept, 1)
+	assert.Contains(t, rep.Kept[0], "run "+id+": ")
+	assert.Contains(t, rep.Kept[0], ".norma/runs/"+id+"/guard.replaced-123")
+	assert.FileExists(t, filepath.Join(kept, ".git%2Finfo%2Fexclude"))
+
+	rep, err = a.pruner().prune(ctx, st, PruneOptions{Force: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, rep.Runs)
+	assert.NoDirExists(t, a.Repo.Path("runs", id))
+}

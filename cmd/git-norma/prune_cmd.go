@@ -11,7 +11,7 @@ type pruneCmd struct {
 	KeepLast *int `help:"Keep the newest N runs (default: retention.keep_last; 0 turns this rule off)." placeholder:"N"`
 	KeepDays *int `help:"Keep runs younger than N days (default: retention.keep_days; 0 turns this rule off)." placeholder:"N"`
 	DryRun   bool `help:"Only say what would be removed."`
-	Force    bool `help:"Also delete task branches whose work never landed."`
+	Force    bool `help:"Also delete task branches whose work never landed, and runs whose directory keeps what the fallback guard replaced."`
 	JSON     bool `help:"Print the report as JSON."`
 }
 
