@@ -436,8 +436,22 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 	}
 	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
+		// Its uncommitted work is saved onto the task branch under the landing lock, as every
+		// move of a task branch by git-norma: an unconfined step's fallback guard holds it, and
+		// takes a task branch moved by no live run for its agent's doing. Not waited for: a
+		// step may take minutes, and the next prune comes.
+		now, cancel := context.WithCancel(ctx)
+		cancel()
+		unlock, err := p.repo.takeLandLock(now, fmt.Sprintf("git norma prune saving the work of run %s (process %d)", r.ID, os.Getpid()), "", nil, r.TaskID)
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			return "its worktree's work is saved onto its branch under the landing lock, which " +
+				lockHolder(p.repo.Path("locks", "land.lock")) + " holds; the next git norma prune does it", nil
+		} else if err != nil {
+			return "", err
+		}
 		// A stale index.lock is removed on the way; the run's events go with it.
-		err := p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees(ctx).Remove(ctx, wsDir, r.ID, r.TaskID); return err })
+		err = p.repo.withWorktreeLock(ctx, func() error { _, err := p.repo.Worktrees(ctx).Remove(ctx, wsDir, r.ID, r.TaskID); return err })
+		unlock()
 		if errors.Is(err, worktree.ErrNotWorktree) {
 			// Its .git file went and git forgot it: its uncommitted files cannot be committed
 			// anywhere, and deleting them would lose them.

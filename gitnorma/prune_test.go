@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/stretchr/testify/assert"
@@ -331,4 +332,36 @@ func TestPruneKeepsWhatTheGuardReplaced(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{id}, rep.Runs)
 	assert.NoDirExists(t, a.Repo.Path("runs", id))
+}
+
+// prune saves a run worktree's uncommitted work onto its task branch only under the landing
+// lock, as every move of a task branch by git-norma: an unconfined step's fallback guard holds
+// it, and would take the branch moved meanwhile by no live run for its agent's doing. prune
+// does not wait for a step: the run is kept for the next prune.
+func TestPruneSavesAWorktreeUnderTheLandingLock(t *testing.T) {
+	ctx := context.Background()
+	a, repo := initApp(t)
+	repo.Must("branch", "norma/task/norma-t1")
+	head := repo.Must("rev-parse", "norma/task/norma-t1")
+	st := openStore(t, a)
+	id := "r-20260101-000000-000-000001"
+	failedRun(t, st, id, store.ForkPoint{})
+	ws := a.Repo.Path("runs", id, "workspace")
+	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("a killed run's uncommitted work\n"), 0o600))
+	unlock, err := flock.Wait(ctx, a.Repo.Path("locks", "land.lock")) // an unconfined step's guard
+	require.NoError(t, err)
+
+	rep, err := a.pruner().prune(ctx, st, PruneOptions{})
+	unlock()
+	require.NoError(t, err)
+	assert.Empty(t, rep.Runs)
+	assert.Contains(t, strings.Join(rep.Kept, "\n"), "run "+id+": its worktree's work is saved onto its branch under the landing lock")
+	assert.Equal(t, head, repo.Must("rev-parse", "norma/task/norma-t1"))
+	assert.FileExists(t, filepath.Join(ws, "wip.txt"))
+
+	rep, err = a.pruner().prune(ctx, st, PruneOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
+	assert.NotEqual(t, head, repo.Must("rev-parse", "norma/task/norma-t1"), "its work saved")
 }
