@@ -33,6 +33,9 @@ type PruneOptions struct {
 	// auto is the pass after every run: branches are only looked at when runs went (only then
 	// can a branch lose its last retained run).
 	auto bool
+	// heldTask is the task whose lock the caller holds for its run heldRun (the pass after a
+	// run): that run is live, the task's others are prune's to judge.
+	heldTask, heldRun string
 }
 
 // PruneReport lists what was (or, with DryRun, would be) removed and what was kept and why.
@@ -70,9 +73,6 @@ type pruner struct {
 	tracker   func() (tracker.Tracker, error)
 	validID   func(id string) error
 	target    func(ctx context.Context) (string, error)
-	// heldTask is the task whose lock the caller holds for its run heldRun (the retention
-	// after a run).
-	heldTask, heldRun string
 }
 
 func (a *App) pruner() *pruner {
@@ -184,7 +184,7 @@ func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions,
 // r's worktree, resuming from r's work) or landing it would have them moved or removed
 // underneath it. While a live process holds the lock, r stays.
 func (p *pruner) judgeRun(ctx context.Context, st *store.Store, o PruneOptions, r store.Run, scan *pruneScan, judged *judgedRuns, rep *PruneReport) (bool, error) {
-	unlock, busy, err := p.lockTask(r, o.DryRun)
+	unlock, busy, err := p.lockTask(r, o)
 	if err != nil {
 		return false, err
 	}
@@ -225,17 +225,17 @@ func (p *pruner) judgeRun(ctx context.Context, st *store.Store, o PruneOptions, 
 // release; or why r stays when a live process holds it ("" otherwise): its process finishing
 // it (landing), or another run of its task. A dry run only looks: its lock would keep a run of
 // the task from starting.
-func (p *pruner) lockTask(r store.Run, dryRun bool) (func(), string, error) {
+func (p *pruner) lockTask(r store.Run, o PruneOptions) (func(), string, error) {
 	lockPath := p.repo.TaskLockPath(r.TaskID)
 	switch {
-	case r.TaskID != "" && r.TaskID == p.heldTask: // the caller's: only its own run is live
-		if r.ID == p.heldRun {
+	case r.TaskID != "" && r.TaskID == o.heldTask: // the caller's: only its own run is live
+		if r.ID == o.heldRun {
 			return func() {}, busyTask(r, LockHolder{RunID: r.ID}), nil
 		}
 		return func() {}, "", nil
 	case r.TaskID == "" || p.validID(r.TaskID) != nil:
 		return func() {}, "", nil // no task: no run of it to lock out
-	case dryRun:
+	case o.DryRun:
 		if h, live := LiveLockHolder(lockPath); live {
 			return func() {}, busyTask(r, h), nil
 		}

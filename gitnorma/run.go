@@ -242,9 +242,7 @@ func (r *run) autoPrune(ctx context.Context) {
 		return
 	}
 	defer lock.Release()
-	p := r.app.pruner()
-	p.heldTask, p.heldRun = r.pre.task.ID, r.id // this run's lock: its other runs are prune's to judge
-	rep, err := p.prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true})
+	rep, err := r.app.pruner().prune(ctx, r.st, PruneOptions{KeepLast: -1, KeepDays: -1, auto: true, heldTask: r.pre.task.ID, heldRun: r.id})
 	msg := fmt.Sprintf("retention removed %d run(s) and %d branch(es)", len(rep.Runs), len(rep.Branches))
 	if err != nil {
 		msg = "retention failed: " + err.Error()
