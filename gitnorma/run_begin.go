@@ -10,11 +10,28 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
+
+// guardedBranchLock waits until this run may make or move its task branch (see begin) and
+// returns the release.
+func (r *run) guardedBranchLock(ctx context.Context) (func(), error) {
+	doing := "make the branch of " + r.pre.task.ID
+	holder := fmt.Sprintf("a run of %s making its branch (process %d)", r.pre.task.ID, os.Getpid())
+	if !r.app.confiner().shields(r.pre.sandbox) {
+		return r.app.Repo.takeLandLock(ctx, holder, doing, r.live, r.pre.task.ID)
+	}
+	// Shared: confined runs do not wait for one another.
+	path := r.app.Repo.Path("locks", guard.LockFile)
+	return flock.WaitShared(ctx, path, func() {
+		say(r.live, r.pre.task.ID, "waiting to %s: %s holds the fallback guard's lock", doing, lockHolder(path))
+	})
+}
 
 // begin creates the run: id, directory, row, worktree, and the task claim.
 func (r *run) begin(ctx context.Context, lock *RunLock) error {
@@ -23,19 +40,15 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	if err := lock.Record(r.id, r.started); err != nil {
 		return err
 	}
-	// Unconfined, the task branch is made or moved (a dead run's work committed, the remote's
-	// copy taken, the target merged in) once no landing re-checks under the fallback guard,
-	// which takes a task branch moved by no live run for its checks' doing.
-	unlockLanding := func() {}
-	if !r.app.confiner().shields(r.pre.sandbox) {
-		unlock, err := r.app.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s making its branch (process %d)", r.pre.task.ID, os.Getpid()),
-			"make the branch of "+r.pre.task.ID, r.live, r.pre.task.ID)
-		if err != nil {
-			return err
-		}
-		unlockLanding = unlock
+	// The task branch is made or moved (a dead run's work committed, the remote's copy taken,
+	// the target merged in) once no fallback guard looks, which takes a task branch moved by
+	// no live run for its agent's or checks' doing. Unconfined, also once no landing goes on
+	// (its guard would take this run's moves the same way): under the landing lock.
+	unlockBranch, err := r.guardedBranchLock(ctx)
+	if err != nil {
+		return err
 	}
-	defer func() { unlockLanding() }()
+	defer func() { unlockBranch() }()
 	if err := r.freeBranch(ctx); err != nil {
 		return err
 	}
@@ -53,7 +66,7 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	if r.app.TrackerKind() == "beads" {
 		actor = r.app.Config.WorkerID() // bd's claim assigns the task to it (see App.Tracker)
 	}
-	err := r.st.CreateRun(ctx, store.Run{
+	err = r.st.CreateRun(ctx, store.Run{
 		ID: r.id, CreatedAt: r.started, Goal: r.pre.task.Title, Status: store.StatusRunning,
 		RunDir: filepath.ToSlash(filepath.Join(".norma", "runs", r.id)), TaskID: r.pre.task.ID, Actor: actor, Redo: r.forced,
 	}, map[string]any{"target_branch": r.pre.target, "branch": worktree.TaskBranch(r.pre.task.ID), "pid": os.Getpid(), "host": host})
@@ -74,8 +87,8 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 			return err
 		})
 	}
-	unlockLanding()
-	unlockLanding = func() {}
+	unlockBranch()
+	unlockBranch = func() {}
 	if err != nil {
 		r.finish(ctx, store.StatusFailed, "", "", err.Error())
 		return err

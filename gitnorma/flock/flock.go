@@ -95,13 +95,7 @@ func Wait(ctx context.Context, path string) (func(), error) {
 // WaitFor is Wait for a lock people wait on: holder says who takes it (kept beside the lock,
 // in HolderPath), and busy, when another holds it, is called before the wait.
 func WaitFor(ctx context.Context, path, holder string, busy func()) (func(), error) {
-	release, err := acquire(ctx, path, 0o600, Exclusive, busy)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-		release, err = acquire(ctx, path, 0o600, Exclusive, busy)
-	}
+	release, err := wait(ctx, path, Exclusive, busy)
 	if err == nil && holder != "" {
 		// Renamed into place: a link left there is replaced, never written through.
 		if f, err := os.CreateTemp(filepath.Dir(path), ".holder-*"); err == nil {
@@ -110,6 +104,24 @@ func WaitFor(ctx context.Context, path, holder string, busy func()) (func(), err
 				os.Remove(f.Name())
 			}
 		}
+	}
+	return release, err
+}
+
+// WaitShared is Wait for the shared lock: busy, when an exclusive holder has it, is called
+// before the wait.
+func WaitShared(ctx context.Context, path string, busy func()) (func(), error) {
+	return wait(ctx, path, Shared, busy)
+}
+
+// wait takes the lock how at path, making its directory when missing.
+func wait(ctx context.Context, path string, how int, busy func()) (func(), error) {
+	release, err := acquire(ctx, path, 0o600, how, busy)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		release, err = acquire(ctx, path, 0o600, how, busy)
 	}
 	return release, err
 }

@@ -52,8 +52,8 @@ type Guard struct {
 	// person's made in the main checkout during the step (a line of .git/info/exclude, a hook
 	// installed, a setting). "" keeps nothing.
 	KeepDir string
-	// landing releases the landing lock Snapshot took for the step (nil when not held).
-	landing func()
+	// locks releases the locks Snapshot took for the step (nil when not held).
+	locks func()
 	// kept is the directory Check keeps replaced files in ("" until the first).
 	kept string
 }
@@ -108,20 +108,33 @@ type Snapshot struct {
 	schema     string // store.Facts.Schema
 }
 
+// LockFile, in .norma/locks, is held by every guard from Snapshot to Check. A confined run
+// makes its task branch only while no guard holds it: a guard takes a task branch made during
+// the step by a run that ended before Check for its agent's doing. (Unconfined runs make theirs
+// under the landing lock, which a step's guard holds too.)
+const LockFile = "guard.lock"
+
 // Snapshot copies what is small and fingerprints the rest. It holds the landing lock until
 // Check (or Release): no landing moves the target while the agent works, so a target that moved
 // is the agent's doing — a landing record in the store, which the agent can write as well,
-// never excuses it.
+// never excuses it. It holds LockFile as long.
 func (g *Guard) Snapshot(ctx context.Context) (*Snapshot, error) {
 	g.Release() // a step that ended without its Check
+	holder := fmt.Sprintf("run %s of %s, whose unconfined agent works (the fallback guard, process %d)", g.RunID, g.TaskID, os.Getpid())
+	landing := func() {}
 	if !g.HoldsLanding {
-		unlock, err := flock.WaitFor(ctx, g.normaPath("locks", "land.lock"),
-			fmt.Sprintf("run %s of %s, whose unconfined agent works (the fallback guard, process %d)", g.RunID, g.TaskID, os.Getpid()), nil)
+		unlock, err := flock.WaitFor(ctx, g.normaPath("locks", "land.lock"), holder, nil)
 		if err != nil {
 			return nil, err
 		}
-		g.landing = unlock
+		landing = unlock
 	}
+	unguard, err := flock.WaitFor(ctx, g.normaPath("locks", LockFile), holder, nil)
+	if err != nil {
+		landing()
+		return nil, err
+	}
+	g.locks = func() { unguard(); landing() }
 	s, err := g.snapshot(ctx)
 	if err != nil {
 		g.Release()
@@ -233,11 +246,11 @@ func (g *Guard) Check(ctx context.Context, s *Snapshot) []string {
 	return found
 }
 
-// Release lets go of the landing lock Snapshot took, if still held.
+// Release lets go of the locks Snapshot took, if still held.
 func (g *Guard) Release() {
-	if g != nil && g.landing != nil {
-		g.landing()
-		g.landing = nil
+	if g != nil && g.locks != nil {
+		g.locks()
+		g.locks = nil
 	}
 }
 
