@@ -123,7 +123,8 @@ func (a *App) check(ctx context.Context, dir, taskID string, guarded bool) (Chec
 			ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)
 			rep.Tree = ct.Tree
 		} else {
-			rep.Evidence, err = loop.RunChecks(cctx, top, effective, log, rep.Log, time.Duration(a.Config.Agents.Check.Timeout), processEnv())
+			// In your own checkout: what the commands change there is yours.
+			rep.Evidence, err = loop.RunChecks(cctx, loop.Checks{Dir: top, Log: log, LogRef: rep.Log, Timeout: time.Duration(a.Config.Agents.Check.Timeout), Env: processEnv()}, effective)
 		}
 		return err
 	}

@@ -54,7 +54,7 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 	if err != nil {
 		return loop.CheckTree{}, err
 	}
-	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree, Leftovers: ct.Leftovers}, nil
+	return loop.CheckTree{Dir: ct.Dir, Tree: ct.Tree, Leftovers: ct.Leftovers, Checkout: ck.repo.Worktrees(ctx).Checkout(ct.Dir, commit)}, nil
 }
 
 // verify runs the criteria's checks on commit in the task's check worktree under runCtx
@@ -63,9 +63,9 @@ func (ck checker) checkTree(ctx context.Context, taskID, commit string, fresh bo
 // task's lock.
 func (ck checker) verify(ctx, runCtx context.Context, taskID, commit string, effective []loop.EffectiveCriterion, log *os.File, logRef string) (loop.CheckTree, []loop.Evidence, bool, error) {
 	bring := func(fresh bool) (loop.CheckTree, error) { return ck.checkTree(ctx, taskID, commit, fresh) }
-	run := func(ctx context.Context, dir string) ([]loop.Evidence, error) {
+	run := func(ctx context.Context, ct loop.CheckTree) ([]loop.Evidence, error) {
 		ck.crash.reach("rechecking")
-		return loop.RunChecks(ctx, dir, effective, log, logRef, ck.timeout, processEnv())
+		return loop.RunChecks(ctx, loop.Checks{Dir: ct.Dir, Log: log, LogRef: logRef, Timeout: ck.timeout, Env: processEnv(), Checkout: ct.Checkout}, effective)
 	}
 	return loop.VerifyTree(runCtx, bring, run)
 }

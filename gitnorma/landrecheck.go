@@ -307,7 +307,7 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	ck.crash.reach("rechecking")
 	// An empty cache home of their own: what earlier checks cached there ran code no one
 	// verified, and nothing confirms this verdict again.
-	evidence, err := loop.RunChecks(loop.FreshCaches(cctx), scratch, effective, log, "checks.txt", ck.timeout, processEnv())
+	evidence, err := loop.RunChecks(loop.FreshCaches(cctx), loop.Checks{Dir: scratch, Log: log, LogRef: "checks.txt", Timeout: ck.timeout, Env: processEnv(), Checkout: wm.Checkout(scratch, commit)}, effective)
 	return evidence, logPath, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -19,73 +20,151 @@ type checkRun struct {
 	res    ProcessResult
 	tail   string
 	offset int64
+	// changed says what it changed of the tree it checks ("" for nothing; see Checks.Checkout).
+	changed string
 }
 
-// RunChecks runs every check of every effective criterion in workDir with `sh -c` — the only
+// Checks says where RunChecks runs the commands and where their output goes.
+type Checks struct {
+	// Dir is where the commands run.
+	Dir string
+	// Log gets their combined output; LogRef is how evidence refers to it (relative to the run
+	// dir).
+	Log    *os.File
+	LogRef string
+	// Timeout bounds each command.
+	Timeout time.Duration
+	// Env is what the commands' environment starts from (see Options.Env).
+	Env []string
+	// Checkout, when set, is the commit checked out in Dir, which is what lands: it is asked
+	// after each command whether the tree still holds it.
+	Checkout Checkout
+}
+
+// Checkout is a commit checked out in a worktree of git-norma's (a check or scratch worktree).
+type Checkout interface {
+	// Changes lists the tracked files that differ from the commit.
+	Changes(ctx context.Context) ([]string, error)
+	// Restore puts the tree back as the commit has it.
+	Restore(ctx context.Context) error
+}
+
+// RunChecks runs every check of every effective criterion in c.Dir with `sh -c` — the only
 // place git-norma uses a shell, because these are the user's own commands — each bounded by
-// timeout, and appends their combined output to log. A command shared by several criteria
-// runs once. logRef is how evidence refers to the log (relative to the run dir); env is what
-// the commands' environment starts from (see Options.Env).
-func RunChecks(ctx context.Context, workDir string, effective []EffectiveCriterion, log *os.File, logRef string, timeout time.Duration, env []string) ([]Evidence, error) {
+// c.Timeout, and appends their combined output to c.Log. A command shared by several criteria
+// runs once. A command that changes the tree it checks (c.Checkout) fails, and the tree is put
+// back: the commands after it would check another tree than the one that lands, and what a
+// formatter or generator run by a check changed is not in what lands.
+func RunChecks(ctx context.Context, c Checks, effective []EffectiveCriterion) ([]Evidence, error) {
 	var evidence []Evidence
 	ran := map[string]checkRun{}
+	var unsettled map[string]bool
+	if c.Checkout != nil {
+		// What differs already before any command ran is git's, not theirs: a file committed
+		// with line endings .gitattributes now converts reads as changed right after checkout.
+		paths, err := c.Checkout.Changes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		unsettled = map[string]bool{}
+		for _, p := range paths {
+			unsettled[p] = true
+		}
+	}
 	for _, ac := range effective {
-		for _, c := range ac.Checks {
-			r, ok := ran[c.Cmd]
+		for _, spec := range ac.Checks {
+			r, ok := ran[spec.Cmd]
 			if !ok {
 				var err error
-				if r, err = runCheck(ctx, workDir, c, log, timeout, env); err != nil {
+				if r, err = runCheck(ctx, c, spec, unsettled); err != nil {
 					return evidence, err
 				}
-				ran[c.Cmd] = r
+				ran[spec.Cmd] = r
 			}
-			expect := c.ExpectExitCodes
+			expect := spec.ExpectExitCodes
 			if len(expect) == 0 {
 				expect = []int{0}
 			}
 			evidence = append(evidence, Evidence{
-				CheckID: c.ID, ACID: ac.ID, Cmd: c.Cmd,
+				CheckID: spec.ID, ACID: ac.ID, Cmd: spec.Cmd,
 				ExitCode:   r.res.ExitCode,
-				Passed:     !r.res.TimedOut && slices.Contains(expect, r.res.ExitCode),
+				Passed:     !r.res.TimedOut && r.changed == "" && slices.Contains(expect, r.res.ExitCode),
 				TimedOut:   r.res.TimedOut,
 				DurationMS: r.res.Duration.Milliseconds(),
 				OutputTail: r.tail,
-				LogRef:     fmt.Sprintf("%s#offset=%d", logRef, r.offset),
+				LogRef:     fmt.Sprintf("%s#offset=%d", c.LogRef, r.offset),
 			})
 		}
 	}
 	return evidence, nil
 }
 
-func runCheck(ctx context.Context, workDir string, c CheckSpec, log *os.File, timeout time.Duration, env []string) (checkRun, error) {
-	if _, err := fmt.Fprintf(log, "==> %s: %s\n", c.ID, c.Cmd); err != nil {
+func runCheck(ctx context.Context, c Checks, spec CheckSpec, unsettled map[string]bool) (checkRun, error) {
+	if _, err := fmt.Fprintf(c.Log, "==> %s: %s\n", spec.ID, spec.Cmd); err != nil {
 		return checkRun{}, err
 	}
-	start, err := log.Seek(0, io.SeekCurrent)
+	start, err := c.Log.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return checkRun{}, err
 	}
-	cmd := exec.Command("sh", "-c", c.Cmd)
-	cmd.Dir = workDir
-	cmd.Stdout = log
-	cmd.Stderr = log
-	cmd.Env = append(BaseEnv(env), CeilingEnv(workDir))
-	res, err := RunProcess(ctx, cmd, timeout)
+	cmd := exec.Command("sh", "-c", spec.Cmd)
+	cmd.Dir = c.Dir
+	cmd.Stdout = c.Log
+	cmd.Stderr = c.Log
+	cmd.Env = append(BaseEnv(c.Env), CeilingEnv(c.Dir))
+	res, err := RunProcess(ctx, cmd, c.Timeout)
 	if err != nil {
 		return checkRun{}, err
 	}
-	tail, err := readTail(log, start)
+	changed, err := changedBy(ctx, c.Checkout, unsettled)
+	if err != nil {
+		return checkRun{}, err
+	}
+	if changed != "" {
+		if _, err := fmt.Fprintf(c.Log, "\ngit-norma: %s changed the tree it checks (%s): what lands is the commit as it is, so this fails (commit the change, or write elsewhere); put back for the next check\n",
+			spec.ID, changed); err != nil {
+			return checkRun{}, err
+		}
+	}
+	tail, err := readTail(c.Log, start)
 	if err != nil {
 		return checkRun{}, err
 	}
 	status := fmt.Sprintf("exit %d", res.ExitCode)
-	if res.TimedOut {
-		status = fmt.Sprintf("timed out after %s, killed", timeout)
+	switch {
+	case res.TimedOut:
+		status = fmt.Sprintf("timed out after %s, killed", c.Timeout)
+	case changed != "":
+		status += ", changed the tree"
 	}
-	if _, err := fmt.Fprintf(log, "\n<== %s: %s in %s\n", c.ID, status, res.Duration.Round(time.Millisecond)); err != nil {
+	if _, err := fmt.Fprintf(c.Log, "\n<== %s: %s in %s\n", spec.ID, status, res.Duration.Round(time.Millisecond)); err != nil {
 		return checkRun{}, err
 	}
-	return checkRun{res: res, tail: tail, offset: start}, nil
+	return checkRun{res: res, tail: tail, offset: start, changed: changed}, nil
+}
+
+// changedBy says what the command just run changed of the tree it checks — tracked files but
+// those in unsettled — and puts the tree back ("" when nothing, or no checkout to compare).
+// A tree git can no longer read (the command broke its .git link) counts as changed; only an
+// interruption is an error.
+func changedBy(ctx context.Context, co Checkout, unsettled map[string]bool) (string, error) {
+	if co == nil {
+		return "", nil
+	}
+	paths, err := co.Changes(ctx)
+	if err == nil {
+		if paths = slices.DeleteFunc(paths, func(p string) bool { return unsettled[p] }); len(paths) == 0 {
+			return "", nil
+		}
+		err = co.Restore(ctx)
+	}
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if err != nil {
+		return fmt.Sprintf("git could not compare it with the commit: %s", OneLine(err.Error(), 200)), nil
+	}
+	return strings.Join(paths, ", "), nil
 }
 
 // readTail returns up to tailBytes of f written since offset start, leaving f at its end.
@@ -112,12 +191,12 @@ const EventCheckConfirmed = "check_confirmed_fresh"
 // checks write it too) — once more in a fresh worktree with an empty cache home: those
 // commands ran the code of earlier commits or other tasks, which agents wrote, so only a PASS
 // that needs none of it counts. The evidence is the last run's; confirmed says there were two.
-func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), run func(ctx context.Context, dir string) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
+func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), run func(ctx context.Context, ct CheckTree) ([]Evidence, error)) (ct CheckTree, evidence []Evidence, confirmed bool, err error) {
 	cachedBefore, changedBefore := checksCache(ctx)
 	if ct, err = bring(false); err != nil {
 		return ct, nil, false, err
 	}
-	evidence, err = run(ctx, ct.Dir)
+	evidence, err = run(ctx, ct)
 	cachedAfter, changedAfter := checksCache(ctx)
 	cached := cachedBefore || cachedAfter || changedAfter != changedBefore
 	if err != nil || !(ct.Leftovers || cached) || !allPassed(evidence) {
@@ -126,7 +205,7 @@ func VerifyTree(ctx context.Context, bring func(fresh bool) (CheckTree, error), 
 	if ct, err = bring(true); err != nil {
 		return ct, nil, true, err
 	}
-	evidence, err = run(FreshCaches(ctx), ct.Dir)
+	evidence, err = run(FreshCaches(ctx), ct)
 	return ct, evidence, true, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +46,7 @@ func TestRunChecksExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := RunChecks(stepCtx(t), t.TempDir(), oneCheck(tc.cmd, tc.expect...), checkLog(t), "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
+			ev, err := RunChecks(stepCtx(t), Checks{Dir: t.TempDir(), Log: checkLog(t), LogRef: "steps/003-check/logs/stdout.txt", Timeout: 10 * time.Second}, oneCheck(tc.cmd, tc.expect...))
 			require.NoError(t, err)
 			require.Len(t, ev, 1)
 			e := ev[0]
@@ -68,8 +69,8 @@ func TestRunChecksRunsInWorkDirWithTheGivenEnv(t *testing.T) {
 	work := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
 	env := []string{"PATH=" + os.Getenv("PATH"), "GIVEN=yes"}
-	ev, err := RunChecks(stepCtx(t), work,
-		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE" && test "$GIVEN" = yes`), checkLog(t), "log", 10*time.Second, env)
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: work, Log: checkLog(t), LogRef: "log", Timeout: 10 * time.Second, Env: env},
+		oneCheck(`test -f marker && test -z "$GIT_DIR" && test -z "$GIT_INDEX_FILE" && test "$GIVEN" = yes`))
 	require.NoError(t, err)
 	require.Len(t, ev, 1)
 	assert.True(t, ev[0].Passed, "exit %d: %s", ev[0].ExitCode, ev[0].OutputTail)
@@ -79,10 +80,10 @@ func TestRunChecksTimeout(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	work := t.TempDir()
 	start := time.Now()
-	ev, err := RunChecks(stepCtx(t), work, []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: work, Log: checkLog(t), LogRef: "log", Timeout: timeout}, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-SLOW", Cmd: "echo started; sleep 30 & echo $! > child.pid; wait"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-FAST", Cmd: "true"}}},
-	}, checkLog(t), "log", timeout, nil)
+	})
 	elapsed := time.Since(start)
 	require.NoError(t, err)
 	require.Len(t, ev, 2)
@@ -102,10 +103,10 @@ func TestRunChecksTimeout(t *testing.T) {
 func TestRunChecksOutputTailAndLog(t *testing.T) {
 	log := checkLog(t)
 	big := strings.Repeat("x", 5000)
-	ev, err := RunChecks(stepCtx(t), t.TempDir(), []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: t.TempDir(), Log: log, LogRef: "steps/003-check/logs/stdout.txt", Timeout: 10 * time.Second}, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "echo hello; echo oops >&2"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "printf '%s' " + big + "; echo END; exit 4"}}},
-	}, log, "steps/003-check/logs/stdout.txt", 10*time.Second, nil)
+	})
 	require.NoError(t, err)
 	require.Len(t, ev, 2)
 
@@ -136,10 +137,10 @@ func TestRunChecksOutputTailAndLog(t *testing.T) {
 func TestRunChecksSharedCommandRunsOnce(t *testing.T) {
 	work := t.TempDir()
 	shared := "echo run >> counter.txt; exit 2"
-	ev, err := RunChecks(stepCtx(t), work, []EffectiveCriterion{
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: work, Log: checkLog(t), LogRef: "log", Timeout: 10 * time.Second}, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-AC-1-1", Cmd: shared, ExpectExitCodes: []int{2}}, {ID: "CHK-AC-1-2", Cmd: "echo other >> counter.txt"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-AC-2-1", Cmd: shared}}},
-	}, checkLog(t), "log", 10*time.Second, nil)
+	})
 	require.NoError(t, err)
 	data, err := os.ReadFile(filepath.Join(work, "counter.txt"))
 	require.NoError(t, err)
@@ -163,11 +164,11 @@ func TestRunChecksCancelled(t *testing.T) {
 	}()
 	work := t.TempDir()
 	start := time.Now()
-	ev, err := RunChecks(ctx, work, []EffectiveCriterion{
+	ev, err := RunChecks(ctx, Checks{Dir: work, Log: checkLog(t), LogRef: "log"}, []EffectiveCriterion{
 		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "true"}}},
 		{ID: "AC-2", Checks: []CheckSpec{{ID: "CHK-2", Cmd: "sleep 30 & echo $! > child.pid; wait"}}},
 		{ID: "AC-3", Checks: []CheckSpec{{ID: "CHK-3", Cmd: "touch ran-after-cancel"}}},
-	}, checkLog(t), "log", 0, nil)
+	})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 3*time.Second)
 	assert.Len(t, ev, 1, "evidence gathered before the cancel is returned")
@@ -195,10 +196,10 @@ func TestVerifyTreeConfirmsAPassThatMayHaveNeededLeftovers(t *testing.T) {
 				brought = append(brought, fresh)
 				return CheckTree{Dir: strconv.FormatBool(fresh), Tree: "t", Leftovers: c.leftovers && !fresh}, nil
 			}
-			run := func(_ context.Context, dir string) ([]Evidence, error) {
+			run := func(_ context.Context, ct CheckTree) ([]Evidence, error) {
 				var ev []Evidence
 				for _, p := range c.first {
-					ev = append(ev, Evidence{Passed: p && dir == "false"})
+					ev = append(ev, Evidence{Passed: p && ct.Dir == "false"})
 				}
 				return ev, nil
 			}
@@ -225,8 +226,8 @@ func TestVerifyTreeSeesTheCacheChangedWhileChecksRan(t *testing.T) {
 			s := &stepSandbox{cfg: &Sandbox{Landlock: true, CacheDir: cache}, private: &privateDir{}}
 			ctx := withStepSandbox(context.Background(), s)
 			bring := func(fresh bool) (CheckTree, error) { return CheckTree{Dir: strconv.FormatBool(fresh)}, nil }
-			run := func(_ context.Context, dir string) ([]Evidence, error) {
-				if meddle && dir == "false" {
+			run := func(_ context.Context, ct CheckTree) ([]Evidence, error) {
+				if meddle && ct.Dir == "false" {
 					// ... and sets the home's time back (Landlock does not govern utimensat).
 					st, err := os.Stat(home)
 					require.NoError(t, err)
@@ -243,4 +244,50 @@ func TestVerifyTreeSeesTheCacheChangedWhileChecksRan(t *testing.T) {
 			assert.Equal(t, meddle, confirmed)
 		})
 	}
+}
+
+// A command that changes the tree it checks fails, whatever its exit code, and says which
+// files; the tree is put back before the next command, whose evidence stands on its own. What
+// differed before any command ran (git's renormalisation of a file) is no command's doing.
+func TestRunChecksFailsACommandThatChangesTheTree(t *testing.T) {
+	work := t.TempDir()
+	co := &fakeCheckout{dir: work, always: []string{"crlf.txt"}}
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: work, Log: checkLog(t), LogRef: "log", Timeout: 10 * time.Second, Checkout: co}, []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "touch a.go b.go"}, {ID: "CHK-2", Cmd: "true"}}},
+	})
+	require.NoError(t, err)
+	require.Len(t, ev, 2)
+	assert.False(t, ev[0].Passed)
+	assert.Equal(t, 0, ev[0].ExitCode)
+	assert.Contains(t, ev[0].OutputTail, "CHK-1 changed the tree it checks (a.go, b.go)")
+	assert.True(t, ev[1].Passed)
+	assert.Equal(t, 1, co.restored)
+}
+
+// fakeCheckout reports the files of dir other than the ones a checkout starts with (always
+// differ, as git's renormalised ones do), and removes them on Restore.
+type fakeCheckout struct {
+	dir      string
+	always   []string
+	restored int
+}
+
+func (f *fakeCheckout) Changes(context.Context) ([]string, error) {
+	entries, err := os.ReadDir(f.dir)
+	paths := slices.Clone(f.always)
+	for _, e := range entries {
+		paths = append(paths, e.Name())
+	}
+	return paths, err
+}
+
+func (f *fakeCheckout) Restore(context.Context) error {
+	f.restored++
+	entries, _ := os.ReadDir(f.dir)
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(f.dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -111,8 +111,8 @@ func (e *engine) execute(ctx context.Context, s *stepRun) (error, error) {
 			bringErr = err
 			return ct, err
 		}
-		run := func(ctx context.Context, dir string) ([]Evidence, error) {
-			return RunChecks(ctx, dir, e.plan.AcceptanceCriteria.Effective, s.stdout, ref, timeout, e.o.Env)
+		run := func(ctx context.Context, ct CheckTree) ([]Evidence, error) {
+			return RunChecks(ctx, Checks{Dir: ct.Dir, Log: s.stdout, LogRef: ref, Timeout: timeout, Env: e.o.Env, Checkout: ct.Checkout}, e.plan.AcceptanceCriteria.Effective)
 		}
 		ct, evidence, confirmed, err := VerifyTree(checkScope(ctx), bring, run)
 		if err != nil && !isPure {

@@ -48,6 +48,8 @@ type CheckTree struct {
 	Tree string
 	// Leftovers says files earlier check or setup commands made (ignored caches) are there.
 	Leftovers bool
+	// Checkout compares the tree with the commit and puts it back (Checks.Checkout).
+	Checkout Checkout
 }
 
 // Snapshot is a workspace state: its HEAD commit and a fingerprint of its uncommitted state.

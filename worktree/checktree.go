@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -95,6 +96,76 @@ func (m *Manager) CheckTree(ctx context.Context, o CheckTreeOptions) (CheckedOut
 		err = treeErr
 	}
 	return out, err
+}
+
+// Checkout is commit checked out in git-norma's check or scratch worktree at dir (see
+// loop.Checkout).
+func (m *Manager) Checkout(dir, commit string) Checkout {
+	return Checkout{m: m, dir: dir, commit: commit}
+}
+
+// Checkout is a commit checked out in a worktree of git-norma's, whose check commands may
+// change it.
+type Checkout struct {
+	m           *Manager
+	dir, commit string
+}
+
+// Changes lists the tracked files that differ from the commit.
+func (c Checkout) Changes(ctx context.Context) ([]string, error) {
+	g, err := c.git(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The index's stat data brought up to date first (hashing files through the user's clean
+	// filters: git-norma's confined git), so that diff-index, which hashes nothing, reads it.
+	if err := g.Run(ctx, "update-index", "-q", "--refresh"); err != nil && git.ExitCodeOf(err) != 1 {
+		return nil, err
+	}
+	out, err := g.Output(ctx, "diff-index", "--name-only", "-z", "--no-renames", c.commit, "--")
+	if out = strings.TrimSuffix(out, "\x00"); err != nil || out == "" {
+		return nil, err
+	}
+	paths := strings.Split(out, "\x00")
+	// git compares what its filters make of a file: one committed with line endings that
+	// .gitattributes now converts reads as changed once its time changes, though its bytes
+	// are still the commit's. Those are not changes.
+	entries, err := g.Output(ctx, append([]string{"ls-tree", "-z", "--full-tree", "--format=%(objectname) %(path)", c.commit, "--"}, paths...)...)
+	if err != nil {
+		return nil, err
+	}
+	committed := map[string]string{} // path: blob id
+	for _, e := range strings.Split(entries, "\x00") {
+		if id, path, ok := strings.Cut(e, " "); ok {
+			committed[path] = id
+		}
+	}
+	return slices.DeleteFunc(paths, func(p string) bool {
+		// Regular files only: a pipe a check left there would hold hash-object for ever.
+		if st, err := os.Lstat(filepath.Join(c.dir, p)); err != nil || !st.Mode().IsRegular() {
+			return false
+		}
+		id, err := g.Output(ctx, "hash-object", "--no-filters", "--", p)
+		return err == nil && id == committed[p]
+	}), nil
+}
+
+// Restore puts the tree (and the index) back as the commit has it.
+func (c Checkout) Restore(ctx context.Context) error {
+	g, err := c.git(ctx)
+	if err != nil {
+		return err
+	}
+	return g.Run(ctx, "read-tree", "--reset", "-u", c.commit)
+}
+
+// git runs git-norma's git in the worktree, confined where the user's filter drivers run.
+func (c Checkout) git(ctx context.Context) (git.Runner, error) {
+	admin, err := c.m.AdminDir(ctx, c.dir)
+	if err != nil {
+		return git.Runner{}, err
+	}
+	return c.m.treeGit(c.dir, admin), nil
 }
 
 // clearUntracked removes what is untracked and not ignored in dir as `git clean -ffd` would

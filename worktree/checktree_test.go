@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +283,46 @@ func TestCheckTreeNeverEmptiesThroughALink(t *testing.T) {
 	st, err := os.Lstat(filepath.Join(path, "a"))
 	require.NoError(t, err)
 	assert.True(t, st.IsDir(), "the gitlink's parent is a directory again")
+}
+
+// A checkout's changes are the tracked files whose bytes differ from the commit's, or that
+// went or came: a file committed with line endings .gitattributes now converts, which git
+// reads as changed whatever its bytes, is not one. Restore puts the tree back.
+func TestCheckoutChanges(t *testing.T) {
+	f := newFixture(t)
+	f.repo.WriteFile("crlf.txt", "a\r\nb\r\n")
+	f.repo.WriteFile("keep.txt", "keep\n")
+	f.repo.Commit("crlf")
+	f.repo.WriteFile(".gitattributes", "crlf.txt text eol=lf\n")
+	f.repo.Must("add", ".gitattributes") // only: add -A could renormalise crlf.txt
+	f.repo.Must("commit", "-q", "-m", "attributes")
+	head := f.rev("HEAD")
+	path := filepath.Join(t.TempDir(), "scratch")
+	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
+	co := f.m.Checkout(path, head)
+	later := time.Now().Add(time.Hour) // touched: git reads it again
+	require.NoError(t, os.Chtimes(filepath.Join(path, "crlf.txt"), later, later))
+	require.Contains(t, f.gitIn(path, "diff", "--name-only", head), "crlf.txt", "git reads it as changed")
+
+	changes, err := co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, changes)
+
+	require.NoError(t, os.WriteFile(filepath.Join(path, "keep.txt"), []byte("changed\n"), 0o644))
+	require.NoError(t, os.Remove(filepath.Join(path, ".gitattributes")))
+	f.gitIn(path, "add", "-N", ".")
+	require.NoError(t, os.WriteFile(filepath.Join(path, "new.txt"), []byte("new\n"), 0o644))
+	f.gitIn(path, "add", "new.txt")
+	changes, err = co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{".gitattributes", "keep.txt", "new.txt"}, changes)
+
+	require.NoError(t, co.Restore(f.ctx))
+	changes, err = co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, changes)
+	data, err := os.ReadFile(filepath.Join(path, "keep.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(data))
+	assert.NoFileExists(t, filepath.Join(path, "new.txt"))
 }
