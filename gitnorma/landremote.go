@@ -35,7 +35,7 @@ func (ld *lander) syncTarget(ctx context.Context, target string) error {
 	if ld.cfg.Remote == "" {
 		return nil
 	}
-	if err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).FetchTarget(ctx, target); err != nil {
+	if err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).FetchTarget(ctx, target, true); err != nil {
 		return ld.syncRefused(target, err)
 	}
 	return ld.followTarget(ctx, target)
@@ -84,21 +84,24 @@ func publishCommits(remote, target string) string {
 // waits for a landing under way (which builds on the tip it checked) and for an unconfined
 // step's fallback guard (which takes any move of the target meanwhile for the agent's), so the
 // move is under the landing lock. The fetch is not: a remote slow to answer would hold up
-// every other run's landing and guard.
+// every other run's landing and guard. Unforced, it cannot set the remote-tracking ref back
+// when it read the remote before another run's landing moved both on; when it fails (that, a
+// force-push, or no answer) the fetch is made again under the lock, forced, as a landing's.
 func (a *App) syncTargetLocked(ctx context.Context, target string, live loop.LiveFunc, taskID string) error {
 	if a.Config.Remote == "" {
 		return nil
 	}
 	ld := a.lander()
-	if err := a.Repo.Worktrees(ctx).Remote(a.Config.Remote).FetchTarget(ctx, target); err != nil {
-		return ld.syncRefused(target, err)
-	}
+	fetchErr := a.Repo.Worktrees(ctx).Remote(a.Config.Remote).FetchTarget(ctx, target, false)
 	unlock, err := a.Repo.takeLandLock(ctx, fmt.Sprintf("a run of %s bringing %s up to %s/%s (process %d)", taskID, target, a.Config.Remote, target, os.Getpid()),
 		fmt.Sprintf("bring %s up to %s/%s", target, a.Config.Remote, target), live, taskID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if fetchErr != nil {
+		return ld.syncTarget(ctx, target)
+	}
 	err = ld.followTarget(ctx, target)
 	if r := (*landRefusal)(nil); errors.As(err, &r) && errors.Is(r.reason, worktree.ErrTargetAhead) {
 		// The fetch may have read the remote before another run's landing moved it and the

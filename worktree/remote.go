@@ -109,16 +109,21 @@ func (r Remote) pushedAt(ctx context.Context, branch, commit string) error {
 // (FollowTarget), so task branches fork from and landings build on what the remote has. It
 // returns the remote's tip.
 func (r Remote) SyncTarget(ctx context.Context, target string) (string, error) {
-	if err := r.FetchTarget(ctx, target); err != nil {
+	if err := r.FetchTarget(ctx, target, true); err != nil {
 		return "", err
 	}
 	return r.FollowTarget(ctx, target)
 }
 
-// FetchTarget fetches the remote's target into its remote-tracking ref. It moves nothing
-// else, so it needs none of git-norma's locks: a remote slow to answer holds up nobody.
-func (r Remote) FetchTarget(ctx context.Context, target string) error {
-	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", r.Name, "+refs/heads/"+target+":"+TrackingRef(r.Name, target)); err != nil {
+// FetchTarget fetches the remote's target into its remote-tracking ref, also where that is no
+// fast-forward when force. It moves nothing else, so it needs none of git-norma's locks: a
+// remote slow to answer holds up nobody.
+func (r Remote) FetchTarget(ctx context.Context, target string, force bool) error {
+	refspec := "refs/heads/" + target + ":" + TrackingRef(r.Name, target)
+	if force {
+		refspec = "+" + refspec
+	}
+	if err := r.run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", r.Name, refspec); err != nil {
 		return remoteErr(fmt.Sprintf("fetch %s from %s", target, r.Name), err)
 	}
 	return nil

@@ -337,3 +337,22 @@ func TestFetchedBranchThatConflictsIsKeptBesideTheClonesOwn(t *testing.T) {
 	assert.Equal(t, theirs, f.rev(ws.CaughtUp.Kept), "the remote's copy, which conflicts, is kept too")
 	assert.Equal(t, moved, f.gitIn(ws.Dir(), "rev-parse", "HEAD"), "the run starts over from the target")
 }
+
+// A fetch that read the remote before another worker moved it and the remote-tracking ref on
+// (here: the tracking ref is ahead of what the remote serves) must not set the ref back unless
+// forced: a run's start fetches without the landing lock.
+func TestFetchTargetUnforcedNeverSetsTheTrackingRefBack(t *testing.T) {
+	f := newFixture(t)
+	other := f.withRemote()
+	before := f.rev("main")
+	ahead := f.pushFrom(other, "refs/heads/main", "a.txt", "landed\n")
+	remote := f.m.Remote("origin")
+	require.NoError(t, remote.FetchTarget(f.ctx, "main", false))
+	require.Equal(t, ahead, f.rev(TrackingRef("origin", "main")))
+	f.gitIn(other, "push", "-q", "-f", "origin", before+":refs/heads/main") // what a stale read saw
+
+	require.Error(t, remote.FetchTarget(f.ctx, "main", false))
+	assert.Equal(t, ahead, f.rev(TrackingRef("origin", "main")), "not set back")
+	require.NoError(t, remote.FetchTarget(f.ctx, "main", true))
+	assert.Equal(t, before, f.rev(TrackingRef("origin", "main")), "forced: the remote's, whatever it is")
+}
