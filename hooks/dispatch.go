@@ -124,40 +124,10 @@ func mergedCommits(ctx context.Context, inv Invocation) []string {
 	}
 	if path, err := inv.Git.GitPath(ctx, "SQUASH_MSG"); err == nil {
 		if data, err := os.ReadFile(path); err == nil {
-			if squashed := squashedCommits(string(data)); !squashGivenUp(ctx, inv, squashed) {
-				shas = append(shas, squashed...)
-			}
+			shas = append(shas, squashedCommits(string(data))...)
 		}
 	}
 	return shas
-}
-
-// squashGivenUp says whether nothing of the squash of squashed is left to commit: no path it
-// changes differs from HEAD in the index or the work tree, which is all any commit takes
-// (git commit -a, git commit <paths>). git restore takes a squash back but leaves SQUASH_MSG,
-// which git drops only on a commit or a reset: the next commit is then not the squash's. Any
-// doubt (no HEAD, an unknown commit) keeps the squash judged.
-func squashGivenUp(ctx context.Context, inv Invocation, squashed []string) bool {
-	if len(squashed) == 0 {
-		return false
-	}
-	// A path the squash changes differs between HEAD and the squashed tips.
-	tips, err := git.IndependentCommits(ctx, inv.Git, squashed)
-	if err != nil {
-		return false
-	}
-	changes := map[string]bool{}
-	for _, tip := range tips {
-		paths, err := git.PathsChanged(ctx, inv.Git, "HEAD", tip)
-		if err != nil {
-			return false
-		}
-		for _, p := range paths {
-			changes[p] = true
-		}
-	}
-	status, err := git.StatusPaths(ctx, inv.Git)
-	return err == nil && !slices.ContainsFunc(status, func(p string) bool { return changes[p] })
 }
 
 // squashedCommits are the commits a SQUASH_MSG lists: git writes each as a "commit <id>" line,

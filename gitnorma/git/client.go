@@ -77,6 +77,21 @@ func (r Runner) ConfigMatching(ctx context.Context, pattern string) (string, err
 	return r.Output(ctx, "config", "--get-regexp", pattern)
 }
 
+// RemoteURLs are the URLs git fetches from and pushes to for the remote name, as
+// url.<base>.insteadOf and pushInsteadOf rewrite them. (A function, not a method: Runner keeps
+// to 40.)
+func RemoteURLs(ctx context.Context, r Runner, name string) ([]string, error) {
+	var urls []string
+	for _, args := range [][]string{{"--all"}, {"--all", "--push"}} {
+		out, err := r.Output(ctx, append(append([]string{"remote", "get-url"}, args...), "--", name)...)
+		if err != nil {
+			return nil, err
+		}
+		urls = append(urls, strings.Split(out, "\n")...)
+	}
+	return urls, nil
+}
+
 // ConfigFiles are the files the settings in force come from, includes followed, one entry per
 // setting in the order git reads them (config --includes --list --show-origin).
 func (r Runner) ConfigFiles(ctx context.Context) ([]string, error) {
