@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
+
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -111,49 +111,53 @@ type Checkout struct {
 	dir, commit string
 }
 
-// Changes lists the tracked files that differ from the commit.
+// Changes lists the tracked files that differ from the commit, and HEAD when the worktree's
+// HEAD moved off it: one git status, which brings the index's stat data up to date (hashing
+// files through the user's clean filters: git-norma's confined git).
 func (c Checkout) Changes(ctx context.Context) ([]string, error) {
 	g, err := c.git(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The index's stat data brought up to date first (hashing files through the user's clean
-	// filters: git-norma's confined git), so that diff-index, which hashes nothing, reads it.
-	if err := g.Run(ctx, "update-index", "-q", "--refresh"); err != nil && git.ExitCodeOf(err) != 1 {
-		return nil, err
-	}
-	out, err := g.Output(ctx, "diff-index", "--name-only", "-z", "--no-renames", c.commit, "--")
-	if out = strings.TrimSuffix(out, "\x00"); err != nil || out == "" {
-		return nil, err
-	}
-	paths := strings.Split(out, "\x00")
-	// git compares what its filters make of a file: one committed with line endings that
-	// .gitattributes now converts reads as changed once its time changes, though its bytes
-	// are still the commit's. Those are not changes.
-	entries, err := g.Output(ctx, append([]string{"ls-tree", "-z", "--full-tree", "--format=%(objectname) %(path)", c.commit, "--"}, paths...)...)
+	out, err := g.Output(ctx, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=no", "--no-renames")
 	if err != nil {
 		return nil, err
 	}
-	committed := map[string]string{} // path: blob id
-	for _, e := range strings.Split(entries, "\x00") {
-		if id, path, ok := strings.Cut(e, " "); ok {
-			committed[path] = id
+	var changed []string
+	for _, e := range strings.Split(out, "\x00") {
+		// "1 XY sub mH mI mW hH hI path"; an unmerged "u" entry has three stages' fields.
+		f := strings.SplitN(e, " ", 11)
+		switch {
+		case strings.HasPrefix(e, "# branch.oid ") && f[2] != c.commit:
+			changed = append(changed, "HEAD")
+		case f[0] == "1" && len(f) >= 9 && !sameBytes(ctx, g, c.dir, strings.Join(f[8:], " "), f[6]):
+			changed = append(changed, strings.Join(f[8:], " "))
+		case f[0] == "u" && len(f) == 11:
+			changed = append(changed, f[10])
 		}
 	}
-	return slices.DeleteFunc(paths, func(p string) bool {
-		// Regular files only: a pipe a check left there would hold hash-object for ever.
-		if st, err := os.Lstat(filepath.Join(c.dir, p)); err != nil || !st.Mode().IsRegular() {
-			return false
-		}
-		id, err := g.Output(ctx, "hash-object", "--no-filters", "--", p)
-		return err == nil && id == committed[p]
-	}), nil
+	return changed, nil
 }
 
-// Restore puts the tree (and the index) back as the commit has it.
+// sameBytes says the file at path (in dir) holds exactly the blob committed: git compares what
+// its filters make of a file, and one committed with line endings .gitattributes now converts
+// reads as changed once its time changes, though its bytes are still the commit's.
+func sameBytes(ctx context.Context, g git.Runner, dir, path, committed string) bool {
+	// Regular files only: a pipe a check left there would hold hash-object for ever.
+	if st, err := os.Lstat(filepath.Join(dir, path)); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	id, err := g.Output(ctx, "hash-object", "--no-filters", "--", path)
+	return err == nil && id == committed
+}
+
+// Restore puts the tree, the index and HEAD back as the commit has them.
 func (c Checkout) Restore(ctx context.Context) error {
 	g, err := c.git(ctx)
 	if err != nil {
+		return err
+	}
+	if err := g.Run(ctx, "update-ref", "--no-deref", "HEAD", c.commit); err != nil {
 		return err
 	}
 	return g.Run(ctx, "read-tree", "--reset", "-u", c.commit)

@@ -286,8 +286,9 @@ func TestCheckTreeNeverEmptiesThroughALink(t *testing.T) {
 }
 
 // A checkout's changes are the tracked files whose bytes differ from the commit's, or that
-// went or came: a file committed with line endings .gitattributes now converts, which git
-// reads as changed whatever its bytes, is not one. Restore puts the tree back.
+// went or came, and HEAD moved off the commit: a file committed with line endings
+// .gitattributes now converts, which git reads as changed whatever its bytes, is not one.
+// Restore puts them back.
 func TestCheckoutChanges(t *testing.T) {
 	f := newFixture(t)
 	f.repo.WriteFile("crlf.txt", "a\r\nb\r\n")
@@ -325,4 +326,12 @@ func TestCheckoutChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "keep\n", string(data))
 	assert.NoFileExists(t, filepath.Join(path, "new.txt"))
+
+	// a check that commits there moves HEAD off the commit: put back too
+	f.gitIn(path, "-c", "user.name=c", "-c", "user.email=c@example.com", "commit", "-q", "--allow-empty", "-m", "a check's")
+	changes, err = co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"HEAD"}, changes)
+	require.NoError(t, co.Restore(f.ctx))
+	assert.Equal(t, head, f.gitIn(path, "rev-parse", "HEAD"))
 }

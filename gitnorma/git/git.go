@@ -57,7 +57,6 @@ var filtering = map[string]bool{
 	"add": true, "checkout": true, "cherry-pick": true, "commit": true, "merge": true, "read-tree": true, "rebase": true,
 	"reset": true, "restore": true, "stash": true, "status": true, "switch": true, "update-index": true,
 	"write-tree": true, // writing the index, it hashes racily clean files again
-	"diff-index": true, // against the work tree, it hashes racily clean files again
 }
 
 // subcommand is the git command args run: the first argument that is neither an option nor
