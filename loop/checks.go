@@ -58,25 +58,12 @@ type Checkout interface {
 func RunChecks(ctx context.Context, c Checks, effective []EffectiveCriterion) ([]Evidence, error) {
 	var evidence []Evidence
 	ran := map[string]checkRun{}
-	var unsettled map[string]bool
-	if c.Checkout != nil {
-		// What differs already before any command ran is git's, not theirs: a file committed
-		// with line endings .gitattributes now converts reads as changed right after checkout.
-		paths, err := c.Checkout.Changes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		unsettled = map[string]bool{}
-		for _, p := range paths {
-			unsettled[p] = true
-		}
-	}
 	for _, ac := range effective {
 		for _, spec := range ac.Checks {
 			r, ok := ran[spec.Cmd]
 			if !ok {
 				var err error
-				if r, err = runCheck(ctx, c, spec, unsettled); err != nil {
+				if r, err = runCheck(ctx, c, spec); err != nil {
 					return evidence, err
 				}
 				ran[spec.Cmd] = r
@@ -99,7 +86,7 @@ func RunChecks(ctx context.Context, c Checks, effective []EffectiveCriterion) ([
 	return evidence, nil
 }
 
-func runCheck(ctx context.Context, c Checks, spec CheckSpec, unsettled map[string]bool) (checkRun, error) {
+func runCheck(ctx context.Context, c Checks, spec CheckSpec) (checkRun, error) {
 	if _, err := fmt.Fprintf(c.Log, "==> %s: %s\n", spec.ID, spec.Cmd); err != nil {
 		return checkRun{}, err
 	}
@@ -116,7 +103,7 @@ func runCheck(ctx context.Context, c Checks, spec CheckSpec, unsettled map[strin
 	if err != nil {
 		return checkRun{}, err
 	}
-	changed, err := changedBy(ctx, c.Checkout, unsettled)
+	changed, err := changedBy(ctx, c.Checkout)
 	if err != nil {
 		return checkRun{}, err
 	}
@@ -143,17 +130,16 @@ func runCheck(ctx context.Context, c Checks, spec CheckSpec, unsettled map[strin
 	return checkRun{res: res, tail: tail, offset: start, changed: changed}, nil
 }
 
-// changedBy says what the command just run changed of the tree it checks — tracked files but
-// those in unsettled — and puts the tree back ("" when nothing, or no checkout to compare).
-// A tree git can no longer read (the command broke its .git link) counts as changed; only an
-// interruption is an error.
-func changedBy(ctx context.Context, co Checkout, unsettled map[string]bool) (string, error) {
+// changedBy says what the command just run changed of the tree it checks, and puts the tree
+// back ("" when nothing, or no checkout to compare). A tree git can no longer read (the command
+// broke its .git link) counts as changed; only an interruption is an error.
+func changedBy(ctx context.Context, co Checkout) (string, error) {
 	if co == nil {
 		return "", nil
 	}
 	paths, err := co.Changes(ctx)
 	if err == nil {
-		if paths = slices.DeleteFunc(paths, func(p string) bool { return unsettled[p] }); len(paths) == 0 {
+		if len(paths) == 0 {
 			return "", nil
 		}
 		err = co.Restore(ctx)
