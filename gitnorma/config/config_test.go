@@ -233,6 +233,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"negative max_failed_checks", `{"budgets": {"max_failed_checks": -2}}`, []string{`budgets.max_failed_checks: must be 0 (no limit) or more, got -2`}},
 		{"several negative budgets: the first is named", `{"budgets": {"max_retries": -1, "max_iterations": -3, "max_patch_kb": -2}}`, []string{`budgets.max_iterations: must be 0 (no limit) or more, got -3`}},
 		{"negative max_patch_kb", `{"budgets": {"max_patch_kb": -1024}}`, []string{`budgets.max_patch_kb: must be 0 (no limit) or more, got -1024`}},
+		{"negative keep_last", `{"retention": {"keep_last": -5}}`, []string{`retention.keep_last: must be 0 (rule off) or more, got -5`}},
+		{"negative keep_days", `{"retention": {"keep_days": -1}}`, []string{`retention.keep_days: must be 0 (rule off) or more, got -1`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -138,6 +138,15 @@ func (c *Config) validate() error {
 	if c.MaxParallel < 1 {
 		return fmt.Errorf("max_parallel: must be 1 or more, got %d", c.MaxParallel)
 	}
+	// Negative retention would keep nothing by that rule, as 0 does: refused, as the prune flags are.
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"keep_last", c.Retention.KeepLast}, {"keep_days", c.Retention.KeepDays}} {
+		if f.v < 0 {
+			return fmt.Errorf("retention.%s: must be 0 (rule off) or more, got %d", f.name, f.v)
+		}
+	}
 	b := c.Budgets
 	if b.MaxCostUSD < 0 {
 		return fmt.Errorf("budgets.max_cost_usd: must be 0 (no limit) or more, got %g", b.MaxCostUSD)
