@@ -174,7 +174,7 @@ func doctorStore(ctx context.Context, st *store.Store, repo *Repo, rep *DoctorRe
 func doctorRuntime(ctx context.Context, repo *Repo, rep *DoctorReport) {
 	if runs := repo.LiveRuns(); len(runs) > 0 {
 		for _, h := range runs {
-			rep.add("live run", "ok", fmt.Sprintf("run %s (pid %d on %s, since %s)", h.RunID, h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
+			rep.add("live run", "ok", fmt.Sprintf("%s (pid %d on %s, since %s)", h.What(), h.PID, h.Host, h.Started.Format(time.RFC3339)), "")
 		}
 	} else {
 		rep.add("live runs", "ok", "none", "")

@@ -34,6 +34,15 @@ type LockHolder struct {
 	Started time.Time `json:"started"`
 }
 
+// What names the holder: its run, or, for a check (the post-commit hook's), which holds its
+// task's lock under no run id, the process.
+func (h LockHolder) What() string {
+	if h.RunID == "" {
+		return "a git norma process"
+	}
+	return "run " + h.RunID
+}
+
 // ErrLocked means another live git-norma process holds the lock.
 var ErrLocked = errors.New("another git norma run is in progress in this repository")
 
@@ -76,12 +85,8 @@ func lockedError(path, busy string) error {
 		return &Error{Err: lockError(busy + " (held by another git norma process)"),
 			Hint: "wait for it to finish; git norma status shows the live runs"}
 	}
-	what := "a git norma process"
-	if h.RunID != "" {
-		what = "run " + h.RunID
-	}
 	return &Error{
-		Err:  lockError(fmt.Sprintf("%s (%s, pid %d on %s, since %s)", busy, what, h.PID, h.Host, h.Started.Format(time.RFC3339))),
+		Err:  lockError(fmt.Sprintf("%s (%s, pid %d on %s, since %s)", busy, h.What(), h.PID, h.Host, h.Started.Format(time.RFC3339))),
 		Hint: fmt.Sprintf("wait for it to finish, or stop it with: kill -INT %d", h.PID)}
 }
 

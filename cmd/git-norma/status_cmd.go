@@ -65,7 +65,7 @@ func printStatus(out io.Writer, rep gitnorma.StatusReport) {
 		fmt.Fprintf(out, "guard violation pending: %s\n  no run or loop starts until you clear it: git norma resume\n", v.Summary())
 	}
 	for _, l := range rep.LiveRuns { // every run going on, parallel ones included
-		fmt.Fprintf(out, "live: run %s (pid %d on %s, since %s)\n", l.RunID, l.PID, l.Host, l.Started.Local().Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(out, "live: %s (pid %d on %s, since %s)\n", l.What(), l.PID, l.Host, l.Started.Local().Format("2006-01-02 15:04:05"))
 	}
 	if len(rep.LiveRuns) > 0 {
 		fmt.Fprintln(out)
