@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/commitmsg"
@@ -300,6 +301,9 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 		return fmt.Sprintf("commit or stash your edits to those files in your checkout of %s, then: git norma land %s", req.target, req.task.ID)
 	case errors.Is(le, worktree.ErrTargetBusy):
 		return fmt.Sprintf("finish (or abort) it, then: git norma land %s", req.task.ID)
+	case errors.Is(le, worktree.ErrCheckoutBusy) && strings.Contains(le.Detail, "index.lock"):
+		// The landing waited for it: a lock still there may be one a killed git left.
+		return fmt.Sprintf("a git command holds the index of your checkout of %s; once none runs there, remove the index.lock git names (a killed git leaves it behind), then: git norma land %s", req.target, req.task.ID)
 	case errors.Is(le, worktree.ErrCheckoutBusy):
 		return fmt.Sprintf("finish (or abort) the merge in your checkout of %s, or wait for the git command holding it, then: git norma land %s", req.target, req.task.ID)
 	default:
