@@ -89,7 +89,13 @@ func Main(args []string, stdio IO) (code int) {
 	if len(args) > 0 && args[0] == sandbox.Entry {
 		return sandbox.Main(args[1:])
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopOn := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	// A closed terminal stops a run as Ctrl-C does, instead of killing it between two writes;
+	// under nohup (SIGHUP ignored) catching it would undo the nohup.
+	if !signal.Ignored(syscall.SIGHUP) {
+		stopOn = append(stopOn, syscall.SIGHUP)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopOn...)
 	defer stop()
 	go func() {
 		<-ctx.Done()

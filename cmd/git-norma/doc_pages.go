@@ -285,7 +285,7 @@ func exitStatus() section {
 		item(gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task (`--force` runs it)."),
 		item(gitnorma.ExitFatal, "fatal: not a git repository, not initialised, malformed config, corrupt or newer database, git too old."),
 		item(gitnorma.ExitUsage, "usage error, including an invalid task id."),
-		item(gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM)."),
+		item(gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM, or SIGHUP: the terminal closed)."),
 	}}
 }
 
