@@ -105,6 +105,10 @@ func (h *History) logsRun(ctx context.Context, target string) (string, error) {
 		return "", err
 	}
 	if len(runs) == 0 {
+		// A mistyped id must not look like a task that never ran (as in TaskRuns).
+		if _, err := h.backlog.Show(ctx, target); err != nil {
+			return "", err
+		}
 		return "", failf("run it with: git norma run "+target, "task %s has no run", target)
 	}
 	return runs[0].ID, nil
