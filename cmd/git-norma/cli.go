@@ -76,6 +76,20 @@ const (
 // exitRequest is how kong's exit (after --help) unwinds without ending the process.
 type exitRequest int
 
+// pipeStops is an output stream that calls stop once its reader went away.
+type pipeStops struct {
+	w    io.Writer
+	stop func()
+}
+
+func (p pipeStops) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.stop()
+	}
+	return n, err
+}
+
 // silentExit is an exit code whose message was already printed.
 type silentExit int
 
@@ -101,6 +115,18 @@ func Main(args []string, stdio IO) (code int) {
 		<-ctx.Done()
 		stop() // a second Ctrl-C gets the default behaviour: exit at once
 	}()
+	// A reader of the output that went away (head had enough, a pager quit) stops the command
+	// as Ctrl-C does. By default the next write would kill the process with SIGPIPE, wherever
+	// that came: between a run's PASS and its landing, say. Asked for, SIGPIPE only makes the
+	// write fail (EPIPE), which the streams turn into the stop.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	defer signal.Stop(pipes)
+	go func() {
+		for range pipes {
+		}
+	}()
+	stdio.Out, stdio.Err = pipeStops{stdio.Out, stop}, pipeStops{stdio.Err, stop}
 	defer func() {
 		if r := recover(); r != nil {
 			c, ok := r.(exitRequest)

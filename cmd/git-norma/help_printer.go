@@ -87,11 +87,11 @@ func printExamples(w io.Writer, app *kong.Application, sel *kong.Node, topic str
 // pager shows text the way git shows long output: through git's pager (core.pager, GIT_PAGER,
 // PAGER; less -FRX by default) on a terminal, straight to w otherwise.
 func pager(w io.Writer, text string) error {
-	if isTerminal(w) {
+	if term, ok := fileOf(w); ok && isTerminal(term) {
 		prog, err := git.Runner{}.Var(context.Background(), "GIT_PAGER")
 		if err == nil && prog != "" && prog != "cat" {
 			cmd := exec.Command("sh", "-c", prog)
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), w, os.Stderr
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(text), term, os.Stderr
 			cmd.Env = os.Environ()
 			if os.Getenv("LESS") == "" {
 				cmd.Env = append(cmd.Env, "LESS=FRX")

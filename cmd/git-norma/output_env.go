@@ -183,6 +183,15 @@ func (p palette) status(s string) string {
 	return s
 }
 
+// fileOf is the file an output stream writes to, if it is one.
+func fileOf(w io.Writer) (*os.File, bool) {
+	if p, ok := w.(pipeStops); ok {
+		w = p.w
+	}
+	f, ok := w.(*os.File)
+	return f, ok
+}
+
 // colorEnabled is git's rule for colour: only on a terminal, never with --no-color, NO_COLOR
 // (any non-empty value) or TERM=dumb, and not when git's color.norma (or color.ui) says never.
 func colorEnabled(tty, noColor bool, getenv func(string) string, gitColor func() bool) bool {
@@ -194,7 +203,7 @@ func colorEnabled(tty, noColor bool, getenv func(string) string, gitColor func()
 
 // isTerminal says whether w is a character device other than /dev/null.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	if !ok {
 		return false
 	}

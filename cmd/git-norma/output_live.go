@@ -227,7 +227,7 @@ func (r *runningStep) newOutput(final bool) []string {
 
 // terminalWidth is out's width in columns (80 when it cannot be asked).
 func terminalWidth(out io.Writer) int {
-	if f, ok := out.(*os.File); ok {
+	if f, ok := fileOf(out); ok {
 		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 20 {
 			return int(ws.Col)
 		}
