@@ -2,10 +2,12 @@ package loop
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -58,12 +60,27 @@ type Checkout interface {
 func RunChecks(ctx context.Context, c Checks, effective []EffectiveCriterion) ([]Evidence, error) {
 	var evidence []Evidence
 	ran := map[string]checkRun{}
+	var unsettled map[string]string
+	if c.Checkout != nil {
+		// What differs already before any command ran is git's, not theirs: a file committed
+		// with mixed line endings that .gitattributes now converts reads as changed right after
+		// checkout. It is left out only as it is then (its fingerprint): a command that
+		// rewrites it changes it all the same.
+		paths, err := c.Checkout.Changes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		unsettled = map[string]string{}
+		for _, p := range paths {
+			unsettled[p] = fingerprint(c.Dir, p)
+		}
+	}
 	for _, ac := range effective {
 		for _, spec := range ac.Checks {
 			r, ok := ran[spec.Cmd]
 			if !ok {
 				var err error
-				if r, err = runCheck(ctx, c, spec); err != nil {
+				if r, err = runCheck(ctx, c, spec, unsettled); err != nil {
 					return evidence, err
 				}
 				ran[spec.Cmd] = r
@@ -86,7 +103,7 @@ func RunChecks(ctx context.Context, c Checks, effective []EffectiveCriterion) ([
 	return evidence, nil
 }
 
-func runCheck(ctx context.Context, c Checks, spec CheckSpec) (checkRun, error) {
+func runCheck(ctx context.Context, c Checks, spec CheckSpec, unsettled map[string]string) (checkRun, error) {
 	if _, err := fmt.Fprintf(c.Log, "==> %s: %s\n", spec.ID, spec.Cmd); err != nil {
 		return checkRun{}, err
 	}
@@ -103,7 +120,7 @@ func runCheck(ctx context.Context, c Checks, spec CheckSpec) (checkRun, error) {
 	if err != nil {
 		return checkRun{}, err
 	}
-	changed, err := changedBy(ctx, c.Checkout)
+	changed, err := changedBy(ctx, c, unsettled)
 	if err != nil {
 		return checkRun{}, err
 	}
@@ -130,19 +147,27 @@ func runCheck(ctx context.Context, c Checks, spec CheckSpec) (checkRun, error) {
 	return checkRun{res: res, tail: tail, offset: start, changed: changed}, nil
 }
 
-// changedBy says what the command just run changed of the tree it checks, and puts the tree
-// back ("" when nothing, or no checkout to compare). A tree git can no longer read (the command
-// broke its .git link) counts as changed; only an interruption is an error.
-func changedBy(ctx context.Context, co Checkout) (string, error) {
+// changedBy says what the command just run changed of the tree c.Checkout holds — tracked
+// files but those in unsettled, as long as they are as they were — and puts the tree back (""
+// when nothing, or no checkout to compare). A tree git can no longer read (the command broke
+// its .git link) counts as changed; only an interruption is an error.
+func changedBy(ctx context.Context, c Checks, unsettled map[string]string) (string, error) {
+	co := c.Checkout
 	if co == nil {
 		return "", nil
 	}
 	paths, err := co.Changes(ctx)
 	if err == nil {
-		if len(paths) == 0 {
+		if paths = slices.DeleteFunc(paths, func(p string) bool {
+			was, ok := unsettled[p]
+			return ok && fingerprint(c.Dir, p) == was
+		}); len(paths) == 0 {
 			return "", nil
 		}
 		err = co.Restore(ctx)
+		for p := range unsettled { // as the checkout writes them again
+			unsettled[p] = fingerprint(c.Dir, p)
+		}
 	}
 	if ctx.Err() != nil {
 		return "", ctx.Err()
@@ -151,6 +176,32 @@ func changedBy(ctx context.Context, co Checkout) (string, error) {
 		return fmt.Sprintf("git could not compare it with the commit: %s", OneLine(err.Error(), 200)), nil
 	}
 	return strings.Join(paths, ", "), nil
+}
+
+// fingerprint tells the file at path in dir from any other content, mode or kind of file.
+func fingerprint(dir, path string) string {
+	name := filepath.Join(dir, path)
+	st, err := os.Lstat(name)
+	if err != nil {
+		return "absent"
+	}
+	h := sha256.New()
+	switch {
+	case st.Mode().IsRegular(): // not a pipe, which would hold the read for ever
+		f, err := os.Open(name)
+		if err != nil {
+			return "unreadable"
+		}
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "unreadable"
+		}
+	case st.Mode()&os.ModeSymlink != 0:
+		target, _ := os.Readlink(name)
+		h.Write([]byte(target))
+	}
+	return fmt.Sprintf("%s %x", st.Mode(), h.Sum(nil))
 }
 
 // readTail returns up to tailBytes of f written since offset start, leaving f at its end.

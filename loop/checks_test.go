@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -262,17 +263,29 @@ func TestRunChecksFailsACommandThatChangesTheTree(t *testing.T) {
 	assert.Equal(t, 1, co.restored)
 }
 
-// fakeCheckout reports the files of dir as changes, and removes them on Restore.
+// fakeCheckout reports the files of dir but the ones a checkout starts with (always, which
+// differ as git's renormalised ones do, and are reported each time), and removes them on
+// Restore; always are files of dir, put back as they were first seen.
 type fakeCheckout struct {
 	dir      string
+	always   []string
+	kept     map[string][]byte
 	restored int
 }
 
 func (f *fakeCheckout) Changes(context.Context) ([]string, error) {
 	entries, err := os.ReadDir(f.dir)
-	var paths []string
+	paths := slices.Clone(f.always)
 	for _, e := range entries {
-		paths = append(paths, e.Name())
+		if !slices.Contains(f.always, e.Name()) {
+			paths = append(paths, e.Name())
+		}
+	}
+	if f.kept == nil {
+		f.kept = map[string][]byte{}
+		for _, p := range f.always {
+			f.kept[p], _ = os.ReadFile(filepath.Join(f.dir, p))
+		}
 	}
 	return paths, err
 }
@@ -281,9 +294,33 @@ func (f *fakeCheckout) Restore(context.Context) error {
 	f.restored++
 	entries, _ := os.ReadDir(f.dir)
 	for _, e := range entries {
+		if data, ok := f.kept[e.Name()]; ok {
+			if err := os.WriteFile(filepath.Join(f.dir, e.Name()), data, 0o644); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := os.Remove(filepath.Join(f.dir, e.Name())); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// A file that differed before any command ran (git's renormalisation, which no command did)
+// is left out only while it stays as it was: a command that rewrites it changes what the
+// next one checks as much as one that rewrites any other file.
+func TestRunChecksFailsACommandThatChangesAFileDifferingBefore(t *testing.T) {
+	work := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(work, "app.conf"), []byte("port=80\r\n"), 0o644))
+	co := &fakeCheckout{dir: work, always: []string{"app.conf"}}
+	ev, err := RunChecks(stepCtx(t), Checks{Dir: work, Log: checkLog(t), LogRef: "log", Timeout: 10 * time.Second, Checkout: co}, []EffectiveCriterion{
+		{ID: "AC-1", Checks: []CheckSpec{{ID: "CHK-1", Cmd: "touch app.conf"}, {ID: "CHK-2", Cmd: "printf 'port=8080\\r\\n' > app.conf"}, {ID: "CHK-3", Cmd: "true"}}},
+	})
+	require.NoError(t, err)
+	require.Len(t, ev, 3)
+	assert.True(t, ev[0].Passed, "the same bytes: %s", ev[0].OutputTail)
+	assert.False(t, ev[1].Passed)
+	assert.Contains(t, ev[1].OutputTail, "CHK-2 changed the tree it checks (app.conf)")
+	assert.True(t, ev[2].Passed, ev[2].OutputTail)
 }

@@ -130,7 +130,9 @@ func (c Checkout) Changes(ctx context.Context) ([]string, error) {
 		switch {
 		case strings.HasPrefix(e, "# branch.oid ") && f[2] != c.commit:
 			changed = append(changed, "HEAD")
-		case f[0] == "1" && len(f) >= 9 && !sameBytes(ctx, g, c.dir, strings.Join(f[8:], " "), f[6]):
+		case f[0] == "1" && len(f) >= 9 && !(f[3] == f[4] && f[4] == f[5] && f[6] == f[7] && sameBytes(ctx, g, c.dir, strings.Join(f[8:], " "), f[6])):
+			// Forgiven only when the index and the mode as git reads it (mW) are the
+			// commit's too: a script made executable, or no longer, is a change.
 			changed = append(changed, strings.Join(f[8:], " "))
 		case f[0] == "u" && len(f) == 11:
 			changed = append(changed, f[10])

@@ -335,3 +335,32 @@ func TestCheckoutChanges(t *testing.T) {
 	require.NoError(t, co.Restore(f.ctx))
 	assert.Equal(t, head, f.gitIn(path, "rev-parse", "HEAD"))
 }
+
+// A file made executable (or no longer) is a change, though its bytes are the commit's: the
+// next check would run (or fail to run) a script that lands as it was committed.
+func TestCheckoutChangesSeesAModeChange(t *testing.T) {
+	f := newFixture(t)
+	f.repo.WriteFile("test.sh", "exit 0\n")
+	f.repo.WriteFile("tool.sh", "exit 0\n")
+	f.repo.Commit("scripts")
+	f.repo.Must("update-index", "--chmod=+x", "tool.sh")
+	f.repo.Must("commit", "-q", "-m", "tool is executable")
+	head := f.rev("HEAD")
+	path := filepath.Join(t.TempDir(), "scratch")
+	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
+	co := f.m.Checkout(path, head)
+	require.NoError(t, os.Chmod(filepath.Join(path, "test.sh"), 0o755))
+	require.NoError(t, os.Chmod(filepath.Join(path, "tool.sh"), 0o644))
+
+	changes, err := co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"test.sh", "tool.sh"}, changes)
+
+	require.NoError(t, co.Restore(f.ctx))
+	changes, err = co.Changes(f.ctx)
+	require.NoError(t, err)
+	assert.Empty(t, changes)
+	st, err := os.Stat(filepath.Join(path, "test.sh"))
+	require.NoError(t, err)
+	assert.Zero(t, st.Mode()&0o111, "not executable again")
+}
