@@ -35,6 +35,17 @@ func (r *Repo) InstallHooks(ctx context.Context, force bool) ([]hooks.Action, er
 	if taken := (*hooks.AsideTakenError)(nil); errors.As(err, &taken) {
 		err = failf(fmt.Sprintf("compare the two; if you no longer need %s: rm %s, then git norma hooks install --force again", filepath.Base(taken.Aside), taken.Aside), "%v", err)
 	}
+	// core.hooksPath in the work tree (.husky, say, often tracked): what install wrote is a
+	// change to your project, which git status shows.
+	if rel, relErr := filepath.Rel(r.Root, dir); relErr == nil && filepath.IsLocal(rel) && !strings.HasPrefix(filepath.ToSlash(rel), ".git/") {
+		for i, a := range actions {
+			if a.Result == "created" || a.Result == "chained" || a.Result == "upgraded" {
+				note := fmt.Sprintf("%s is in your work tree (core.hooksPath): git status shows the change; commit it to share the hook with your team, or leave it out of your commits",
+					filepath.ToSlash(filepath.Join(rel, a.Hook)))
+				actions[i].Detail = strings.TrimPrefix(actions[i].Detail+"; "+note, "; ")
+			}
+		}
+	}
 	return actions, err
 }
 
