@@ -177,7 +177,14 @@ func (g Gate) Refused(ctx context.Context, tips, over []string) ([]string, error
 			continue
 		}
 		slices.SortFunc(open, func(x, y string) int { return order[x] - order[y] })
-		refused = append(refused, v.why(g.BranchPrefix+task, open[0]))
+		why := v.why(g.BranchPrefix+task, open[0])
+		if seen[task] != nil && !seen[task][open[0]] {
+			// Never on the task branch, which is there: a copy of its work, with the task's
+			// verdicts, which are for the commits it copies, beside the point.
+			why = fmt.Sprintf("%.10s, a copy of %s%s's work, has no recorded PASS: a rebase or a cherry-pick copies verified commits into new ones, which no PASS covers; merge or push the verified commits themselves",
+				open[0], g.BranchPrefix, task)
+		}
+		refused = append(refused, why)
 	}
 	return refused, nil
 }
