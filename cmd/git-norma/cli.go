@@ -174,10 +174,19 @@ func Main(args []string, stdio IO) (code int) {
 
 // parseArgs parses args with kong against the whole command tree, into cli.
 func parseArgs(cli *CLI, args []string, stdio IO) (*kong.Context, error) {
+	// kong sizes its help to the terminal only when it writes to one (an *os.File): it gets the
+	// files under the streams' wrapper (pipeStops).
+	out, errOut := stdio.Out, stdio.Err
+	if f, ok := fileOf(out); ok {
+		out = f
+	}
+	if f, ok := fileOf(errOut); ok {
+		errOut = f
+	}
 	parser, err := kong.New(cli,
 		kong.Name(appName),
 		kong.Description(appDescription),
-		kong.Writers(stdio.Out, stdio.Err),
+		kong.Writers(out, errOut),
 		kong.Exit(func(c int) { panic(exitRequest(c)) }),
 		kong.UsageOnError(),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),

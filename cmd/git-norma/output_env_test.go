@@ -206,3 +206,13 @@ func TestHelpConventions(t *testing.T) {
 		assert.NotContains(t, s, "\x1b")
 	}
 }
+
+// kong sizes -h to the terminal only when it writes to an *os.File: it gets the files under
+// the streams' SIGPIPE wrapper.
+func TestParseArgsGivesKongTheFiles(t *testing.T) {
+	var cli CLI
+	kctx, err := parseArgs(&cli, []string{"version"}, IO{Out: pipeStops{os.Stdout, func() {}}, Err: pipeStops{os.Stderr, func() {}}})
+	require.NoError(t, err)
+	assert.Same(t, os.Stdout, kctx.Stdout)
+	assert.Same(t, os.Stderr, kctx.Stderr)
+}
