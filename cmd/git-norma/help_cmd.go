@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -27,7 +28,10 @@ func showManual(env *Env, app *kong.Application, topic string) error {
 	if p == nil {
 		var names []string
 		for _, p := range pages {
-			names = append(names, strings.TrimPrefix(strings.TrimPrefix(p.name, "git-norma-"), "gitnorma-"))
+			// The config command's page and the config file's are both "config".
+			if name := strings.TrimPrefix(strings.TrimPrefix(p.name, "git-norma-"), "gitnorma-"); !slices.Contains(names, name) {
+				names = append(names, name)
+			}
 		}
 		return &gitnorma.Error{Kind: gitnorma.ErrUsage, Err: fmt.Errorf("no manual page for %q", topic),
 			Hint: "try one of: " + strings.Join(names[1:], ", ")}

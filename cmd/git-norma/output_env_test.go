@@ -198,6 +198,7 @@ func TestHelpConventions(t *testing.T) {
 	_, errOut, code = run("help", "nope")
 	assert.Equal(t, 129, code)
 	assert.Contains(t, errOut, "hint: try one of: init, task, run,")
+	assert.Equal(t, 1, strings.Count(errOut, "config"), "the config command's page and the config file's are one topic: %s", errOut)
 
 	out, _, code = run("version", "--json")
 	assert.Equal(t, 0, code)
