@@ -33,6 +33,8 @@ type InitResult struct {
 	Hint    string `json:"hint,omitempty"`
 	// Chose says which agent a new config got from what is installed.
 	Chose string `json:"chose,omitempty"`
+	// NeedsAgent says agents.do is still to be set: the default exec agent names no program.
+	NeedsAgent bool `json:"-"`
 }
 
 // cliState are the places each agent CLI keeps its own state (login, sessions, settings),
@@ -102,6 +104,7 @@ func Init(ctx context.Context, dir string, o InitOptions) (InitResult, error) {
 	if err != nil {
 		return res, err
 	}
+	res.NeedsAgent = cfg.Agents.Do.Type == config.AgentExec && len(cfg.Agents.Do.Cmd) == 0
 	if err := notes.Configure(ctx, repo.Git); err != nil {
 		return res, withKind(ErrEnvironment, fmt.Errorf("configure git notes: %w", err))
 	}

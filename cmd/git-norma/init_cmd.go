@@ -36,6 +36,10 @@ func (c *initCmd) Run(env *Env) error {
 	if res.Hint != "" {
 		fmt.Fprintln(env.IO.Err, "hint: "+res.Hint)
 	}
-	fmt.Fprintln(env.IO.Err, `next: set agents.do in .norma/config.json, add a task (git norma task add "Title" --verify "make test"), then: git norma run <task>`)
+	next := `add a task (git norma task add "Title" --verify "make test"), then: git norma run <task>`
+	if res.NeedsAgent {
+		next = "set agents.do in .norma/config.json, " + next
+	}
+	fmt.Fprintln(env.IO.Err, "next: "+next)
 	return nil
 }
