@@ -27,6 +27,8 @@ type StatusReport struct {
 	Branches []BranchRow  `json:"task_branches"`
 	// Violations are the guard violations the user has not cleared (git norma resume).
 	Violations []Violation `json:"guard_violations"`
+	// Paused is why git norma pause stopped new work ("" when it did not).
+	Paused string `json:"paused,omitempty"`
 }
 
 // RunRow is one run in the status list.
@@ -76,6 +78,7 @@ func (a *App) History() *History {
 // Status reports recent runs (newest first, at most limit), the live run and task branches.
 func (h *History) Status(ctx context.Context, limit int) (StatusReport, error) {
 	rep := StatusReport{Runs: []RunRow{}, Branches: []BranchRow{}, LiveRuns: []LockHolder{}, Violations: []Violation{}}
+	rep.Paused = h.repo.PauseReason()
 	if live := h.repo.LiveRuns(); len(live) > 0 {
 		rep.LiveRuns, rep.Live = live, &live[0]
 	}

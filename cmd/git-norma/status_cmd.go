@@ -61,6 +61,9 @@ func jsonOr(env *Env, v any, err error) error {
 }
 
 func printStatus(out io.Writer, rep gitnorma.StatusReport) {
+	if rep.Paused != "" {
+		fmt.Fprintf(out, "paused: %s\n  runs stop before their next step and loop starts no new task; undo with: git norma resume\n", rep.Paused)
+	}
 	for _, v := range rep.Violations {
 		fmt.Fprintf(out, "guard violation pending: %s\n  no run or loop starts until you clear it: git norma resume\n", v.Summary())
 	}
