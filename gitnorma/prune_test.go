@@ -79,12 +79,7 @@ func TestPruneDeletesABranchOnlyAsJudged(t *testing.T) {
 // prune keeps a run whose guard violation the user has not cleared: the violation lives with
 // the run's row, and deleting it would let run and loop start again unseen.
 func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
-	ctx := context.Background()
-	a, _ := initApp(t)
-	st := openStore(t, a)
-	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
-		failedRun(t, st, id, store.ForkPoint{})
-	}
+	ctx, a, st := twoFailedRuns(t)
 	violated := "r-20260101-000000-000-000001"
 	require.NoError(t, st.RecordViolation(ctx, store.Violation{RunID: violated, TaskID: "norma-t1", Paths: []string{".git/config"}, At: a.Now()}))
 
@@ -105,12 +100,7 @@ func TestPruneKeepsARunWithAPendingViolation(t *testing.T) {
 // unconfined checks ran): the mark lives with the run's row, and deleting it would lose the
 // violation the next run records for what those checks wrote.
 func TestPruneKeepsARunAwaitingTheGuard(t *testing.T) {
-	ctx := context.Background()
-	a, _ := initApp(t)
-	st := openStore(t, a)
-	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
-		failedRun(t, st, id, store.ForkPoint{})
-	}
+	ctx, a, st := twoFailedRuns(t)
 	marked := "r-20260101-000000-000-000001"
 	require.NoError(t, st.SetGuardPending(ctx, marked, true))
 
@@ -364,4 +354,16 @@ func TestPruneSavesAWorktreeUnderTheLandingLock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{id}, rep.Runs, "kept: %v", rep.Kept)
 	assert.NotEqual(t, head, repo.Must("rev-parse", "norma/task/norma-t1"), "its work saved")
+}
+
+// twoFailedRuns is an initialised repository whose store holds two failed runs,
+// r-20260101-000000-000-000001 and …002, of no fork point.
+func twoFailedRuns(t *testing.T) (context.Context, *App, *store.Store) {
+	t.Helper()
+	a, _ := initApp(t)
+	st := openStore(t, a)
+	for _, id := range []string{"r-20260101-000000-000-000001", "r-20260101-000000-000-000002"} {
+		failedRun(t, st, id, store.ForkPoint{})
+	}
+	return context.Background(), a, st
 }

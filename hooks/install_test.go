@@ -414,15 +414,8 @@ func TestDisabledHookWithOurBlock(t *testing.T) {
 // those lines on uninstall: only git-norma's block goes, and the hook moved aside stays
 // chained. (A red-team finding: uninstall renamed the moved hook over the edited one.)
 func TestUninstallKeepsEditsOfTheShim(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "post-commit")
-	orig := []byte("#!/usr/bin/env python3\nprint('hi')\n")
-	require.NoError(t, os.WriteFile(path, orig, 0o755))
-	_, err := Install(dir, true)
-	require.NoError(t, err)
-	shim, err := os.ReadFile(path)
-	require.NoError(t, err)
-	edited := strings.Replace(string(shim), "[ -x ", "echo my own line\n[ -x ", 1)
+	dir, path, orig, shim := chainedPythonHook(t)
+	edited := strings.Replace(shim, "[ -x ", "echo my own line\n[ -x ", 1)
 	require.NoError(t, os.WriteFile(path, []byte(edited), 0o755))
 
 	actions, err := Uninstall(dir)
@@ -444,15 +437,8 @@ func TestUninstallKeepsEditsOfTheShim(t *testing.T) {
 // A shim whose chain lines the user took out goes on uninstall, and the hook install moved
 // aside, which git no longer runs, is named with how to put it back.
 func TestUninstallNamesTheHookMovedAside(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "post-commit")
-	orig := []byte("#!/usr/bin/env python3\nprint('hi')\n")
-	require.NoError(t, os.WriteFile(path, orig, 0o755))
-	_, err := Install(dir, true)
-	require.NoError(t, err)
-	shim, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(shim), chainCommands("post-commit"), "", 1)), 0o755))
+	dir, path, orig, shim := chainedPythonHook(t)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(shim, chainCommands("post-commit"), "", 1)), 0o755))
 
 	actions, err := Uninstall(dir)
 	require.NoError(t, err)
@@ -462,4 +448,19 @@ func TestUninstallNamesTheHookMovedAside(t *testing.T) {
 	require.NoError(t, err, "kept as it was")
 	assert.Equal(t, orig, aside)
 	assert.Contains(t, actions[1].Detail, "mv "+path+chainedSuffix+" "+path)
+}
+
+// chainedPythonHook is a hooks dir whose post-commit, a python script (orig), install --force
+// moved aside and chained from its shim: the dir, the hook's path, orig and the shim.
+func chainedPythonHook(t *testing.T) (dir, path string, orig []byte, shim string) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "post-commit")
+	orig = []byte("#!/usr/bin/env python3\nprint('hi')\n")
+	require.NoError(t, os.WriteFile(path, orig, 0o755))
+	_, err := Install(dir, true)
+	require.NoError(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return dir, path, orig, string(data)
 }

@@ -297,10 +297,7 @@ func TestCheckoutChanges(t *testing.T) {
 	f.repo.WriteFile(".gitattributes", "crlf.txt text eol=lf\n")
 	f.repo.Must("add", ".gitattributes") // only: add -A could renormalise crlf.txt
 	f.repo.Must("commit", "-q", "-m", "attributes")
-	head := f.rev("HEAD")
-	path := filepath.Join(t.TempDir(), "scratch")
-	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
-	co := f.m.Checkout(path, head)
+	path, head, co := f.scratchCheckout()
 	later := time.Now().Add(time.Hour) // touched: git reads it again
 	require.NoError(t, os.Chtimes(filepath.Join(path, "crlf.txt"), later, later))
 	require.Contains(t, f.gitIn(path, "diff", "--name-only", head), "crlf.txt", "git reads it as changed")
@@ -318,10 +315,7 @@ func TestCheckoutChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{".gitattributes", "keep.txt", "new.txt"}, changes)
 
-	require.NoError(t, co.Restore(f.ctx))
-	changes, err = co.Changes(f.ctx)
-	require.NoError(t, err)
-	assert.Empty(t, changes)
+	f.restored(co)
 	data, err := os.ReadFile(filepath.Join(path, "keep.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "keep\n", string(data))
@@ -345,10 +339,7 @@ func TestCheckoutChangesSeesAModeChange(t *testing.T) {
 	f.repo.Commit("scripts")
 	f.repo.Must("update-index", "--chmod=+x", "tool.sh")
 	f.repo.Must("commit", "-q", "-m", "tool is executable")
-	head := f.rev("HEAD")
-	path := filepath.Join(t.TempDir(), "scratch")
-	require.NoError(t, f.m.AddScratch(f.ctx, path, head))
-	co := f.m.Checkout(path, head)
+	path, _, co := f.scratchCheckout()
 	require.NoError(t, os.Chmod(filepath.Join(path, "test.sh"), 0o755))
 	require.NoError(t, os.Chmod(filepath.Join(path, "tool.sh"), 0o644))
 
@@ -356,11 +347,26 @@ func TestCheckoutChangesSeesAModeChange(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"test.sh", "tool.sh"}, changes)
 
-	require.NoError(t, co.Restore(f.ctx))
-	changes, err = co.Changes(f.ctx)
-	require.NoError(t, err)
-	assert.Empty(t, changes)
+	f.restored(co)
 	st, err := os.Stat(filepath.Join(path, "test.sh"))
 	require.NoError(t, err)
 	assert.Zero(t, st.Mode()&0o111, "not executable again")
+}
+
+// scratchCheckout checks HEAD out in a scratch worktree: its path, the commit, its Checkout.
+func (f *fixture) scratchCheckout() (path, head string, co Checkout) {
+	f.t.Helper()
+	head = f.rev("HEAD")
+	path = filepath.Join(f.t.TempDir(), "scratch")
+	require.NoError(f.t, f.m.AddScratch(f.ctx, path, head))
+	return path, head, f.m.Checkout(path, head)
+}
+
+// restored puts co back and sees nothing changed after.
+func (f *fixture) restored(co Checkout) {
+	f.t.Helper()
+	require.NoError(f.t, co.Restore(f.ctx))
+	changes, err := co.Changes(f.ctx)
+	require.NoError(f.t, err)
+	assert.Empty(f.t, changes)
 }
