@@ -74,6 +74,9 @@ type landRefusal struct {
 	reason error
 	paths  []string
 	hint   string
+	// contended: verified, and the landing lost the race for the remote every time; the
+	// same tree lands after another Check (no agent need work on it again).
+	contended bool
 }
 
 func (e *landRefusal) Error() string { return e.reason.Error() }
@@ -184,6 +187,9 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
 	ld.crash.reach("closed")
+	if slices.Contains(req.task.Labels, LabelLandContended) {
+		landedAfterAll(ctx, tr, req.task.ID)
+	}
 	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
 		ld.completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target, holdsLanding: true}, cmp.Or(res.Commit, res.Parent))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,7 +176,21 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 		_ = tr.Update(ctx, req.task.ID, tracker.Update{AddLabels: []string{LabelLandContended}})
 	}
 	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, ld.cfg.Remote, req.target, last, pushed),
-		hint: "land it when the remote is quieter: git norma land " + req.task.ID}
+		hint: "land it when the remote is quieter: git norma land " + req.task.ID, contended: true}
+}
+
+// landedAfterAll takes off a task that landed after all the labels its contended landing left:
+// LabelLandContended, and the resume labels (a `git norma land` took the place of the run that
+// would have resumed), which would have a person's reopening of the task resume stale work.
+func landedAfterAll(ctx context.Context, tr tracker.Tracker, taskID string) {
+	t, err := tr.Get(ctx, taskID)
+	if err != nil {
+		return
+	}
+	drop := slices.DeleteFunc([]string{LabelLandContended, LabelHasPlan, LabelHasDo, LabelHasCheck}, func(l string) bool { return !slices.Contains(t.Labels, l) })
+	if len(drop) > 0 {
+		_ = tr.Update(ctx, taskID, tracker.Update{RemoveLabels: drop})
+	}
 }
 
 // doctorRemote checks a configured remote: git knows and reaches it, the backlog can be

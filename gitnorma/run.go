@@ -277,6 +277,11 @@ func (r *run) loopOptions(ctx context.Context) loop.Options {
 	}
 	r.noteUnconfined(ctx, r.live)
 	if head, err := r.app.Repo.Git.Resolve(ctx, "refs/heads/"+r.ws.Branch()); err == nil {
+		if c := r.ws.CaughtUp; c.Merged == head && c.From != "" {
+			// This run merged what landed meanwhile into the branch: the work on it is as the
+			// last run left it, and the Check to come checks the merge.
+			head = c.From
+		}
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
 			ok, _ := r.app.Repo.Git.IsAncestor(ctx, a, b)
 			return ok

@@ -113,10 +113,14 @@ func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error
 	commit, err := r.app.lander().land(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: rep.Target, claimedByUs: r.claimed, forced: r.forced, checkedHere: true,
 		leaseLost: r.leaseLost != nil && r.leaseLost.Load() != nil, stepNotes: r.rec.notes, live: r.live})
 	r.closedByLanding = err == nil
+	var le *landRefusal
+	if errors.As(err, &le) && le.contended {
+		// Each attempt checked the branch merged with the remote's target, and left it there.
+		r.mirror.resumeAt, _ = r.app.Repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.pre.task.ID))
+	}
 	r.release(ctx, false)
 	if err != nil {
-		var le *landRefusal
-		if errors.As(err, &le) {
+		if le != nil {
 			rep.ExitCode, rep.LandError, rep.LandPaths, rep.LandHint = ExitLandRefused, le.Error(), le.paths, le.hint
 			rep.Message = "PASS, but landing was refused: " + le.Error()
 			return rep, nil

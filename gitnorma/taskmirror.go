@@ -62,6 +62,9 @@ type taskMirror struct {
 	// the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
 	closedByLanding bool
+	// resumeAt, when set, is the task branch's head after the run's PASS lost the race for
+	// the remote at every landing attempt (see finishRun).
+	resumeAt string
 	// takenBy, when set, is who holds the task's claim now if not the run ("" while the run
 	// does): asked before a leased write once the run's lease has run out (heldUntil, its last
 	// claim, write or heartbeat), since bd 1.0.5 has no conditional update: a run that was
@@ -87,7 +90,8 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redact.Redactor) (
 // resume returns what the last run completed of its unfinished iteration, when the labels say
 // so and the task branch agrees: a plan holds if the branch only moved forward since (an
 // interrupted Do's work rescued on top); a Do result only if the branch is exactly where that
-// step left it. The notes and labels are hints anyone with the backlog can edit: they say
+// step left it (branchHead is the head before the run merged its target in, if it did: that
+// merge is git-norma's, not work). The notes and labels are hints anyone with the backlog can edit: they say
 // where to resume, never what was verified — a Check is never resumed, and the restored plan
 // gets the task's Verify commands and the gates enforced like any plan.
 func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
@@ -261,6 +265,14 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 	case verdict == loop.VerdictPass:
 		m.state.FailedRuns, m.state.Blocked, m.state.LastFailure = 0, "", nil
 		remove = []string{LabelBlocked}
+		if m.resumeAt != "" && m.state.Plan != nil && m.state.Do != nil {
+			// Only other workers' landings kept it off the remote: the next run, here or on
+			// another worker, resumes the plan and Do's work on the branch as the landing left
+			// it (Do's commits merged with the target), checks that tree again (a Check is never
+			// resumed) and lands it. No agent works on it twice.
+			m.state.Head = m.resumeAt
+			add = []string{LabelHasPlan, LabelHasDo}
+		}
 	case verdict != "":
 		m.state.FailedRuns++
 		if m.state.FailedRuns >= blockAfter {

@@ -13,8 +13,10 @@ const KeptPrefix = "refs/norma/kept/"
 
 // CatchUp is what bringing an existing task branch up to date with its target did.
 type CatchUp struct {
-	// Merged is the merge commit that brought the target's new commits into the branch.
+	// Merged is the merge commit that brought the target's new commits into the branch, From
+	// the branch's head before (the merge's first parent).
 	Merged string `json:"merged,omitempty"`
+	From   string `json:"from,omitempty"`
 	// Kept is where the branch was saved when it conflicted (Conflicts) and restarted.
 	Kept      string   `json:"kept,omitempty"`
 	Conflicts []string `json:"conflicts,omitempty"`
@@ -54,7 +56,7 @@ func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (
 	var le *LandError
 	switch {
 	case err == nil:
-		return CatchUp{Merged: merged}, m.Git.Run(ctx, "update-ref", "-m", "norma: catch up with "+o.Target, ref, merged, old)
+		return CatchUp{Merged: merged, From: old}, m.Git.Run(ctx, "update-ref", "-m", "norma: catch up with "+o.Target, ref, merged, old)
 	case errors.As(err, &le):
 		kept := KeptPrefix + o.TaskID + "/" + o.RunID
 		if m.refAt(ctx, kept) != "" {

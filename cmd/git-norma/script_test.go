@@ -146,13 +146,16 @@ func setupScript(t *testing.T) func(env *testscript.Env) error {
 	}
 }
 
-// buildExampleAgent builds examples/do-agent for one TestScripts run (go build's cache makes a
-// second one, under -count, cheap); the directory goes with the test.
+// buildExampleAgent builds examples/do-agent and the stateful fake bd (testdata/bdstate, as
+// bdstate: a script that wants it copies it to bd) for one TestScripts run (go build's cache
+// makes a second one, under -count, cheap); the directory goes with the test.
 func buildExampleAgent(t *testing.T) string {
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "norma-example-agent"), "../../examples/do-agent").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build example agent: %v\n%s", err, out)
+	for name, pkg := range map[string]string{"norma-example-agent": "../../examples/do-agent", "bdstate": "./testdata/bdstate"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
 	}
 	return dir
 }
