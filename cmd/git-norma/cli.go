@@ -149,7 +149,7 @@ func Main(args []string, stdio IO) (code int) {
 		fmt.Fprintf(stdio.Err, "git norma: %v\n", err)
 		var pe *kong.ParseError
 		if errors.As(err, &pe) {
-			fmt.Fprintf(stdio.Err, "hint: see %s -h\n", usageOf(pe))
+			fmt.Fprintf(stdio.Err, "hint: %s\n", parseHint(pe, args))
 			return gitnorma.ExitUsage
 		}
 		return gitnorma.ExitFatal // the model itself is broken, or the working directory is gone

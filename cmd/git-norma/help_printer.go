@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -106,6 +107,20 @@ func pager(w io.Writer, text string) error {
 }
 
 // usageOf names the command a parse error is about, for the hint to its -h.
+// parseHint is what to do about a command line kong refused: a negative number read as a flag
+// (config set retention.keep_days -1) goes after --; anything else, see the command's help.
+func parseHint(pe *kong.ParseError, args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if _, err := strconv.ParseFloat(a, 64); err == nil && strings.HasPrefix(a, "-") && strings.Contains(pe.Error(), "unknown flag "+a[:2]) { // -10 is kong's -1
+			return fmt.Sprintf("%s is read as a flag; to give it as a value, put -- before the arguments: %s -- …", a, usageOf(pe))
+		}
+	}
+	return "see " + usageOf(pe) + " -h"
+}
+
 func usageOf(pe *kong.ParseError) string {
 	if pe.Context != nil {
 		if sel := pe.Context.Selected(); sel != nil {
