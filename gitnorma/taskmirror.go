@@ -265,11 +265,12 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 	case verdict == loop.VerdictPass:
 		m.state.FailedRuns, m.state.Blocked, m.state.LastFailure = 0, "", nil
 		remove = []string{LabelBlocked}
-		if m.resumeAt != "" && m.state.Plan != nil && m.state.Do != nil {
+		if m.resumeAt != "" && status == tracker.StatusOpen && m.state.Plan != nil && m.state.Do != nil {
 			// Only other workers' landings kept it off the remote: the next run, here or on
 			// another worker, resumes the plan and Do's work on the branch as the landing left
 			// it (Do's commits merged with the target), checks that tree again (a Check is never
-			// resumed) and lands it. No agent works on it twice.
+			// resumed) and lands it. No agent works on it twice. Only on a task handed back: one
+			// a person closed (or moved) meanwhile is worked afresh if they reopen it.
 			m.state.Head = m.resumeAt
 			add = []string{LabelHasPlan, LabelHasDo}
 		}
