@@ -177,6 +177,11 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		ld.deleteTaskBranch(ctx, st, req, branch, head)
 	}
 	tr, err := ld.tracker()
+	if err == nil && slices.ContainsFunc(req.task.Labels, isLandedAfterAll) {
+		// Before the close: a task closed with them on, by a process that died right after,
+		// would resume stale work once reopened.
+		landedAfterAll(ctx, tr, req.task.ID)
+	}
 	if fc, ok := tr.(tracker.ForceCloser); ok && err == nil && req.forced {
 		err = fc.CloseForced(ctx, req.task.ID, reason)
 	} else if err == nil {
@@ -187,9 +192,6 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			"landed %.10s on %s, but closing task %s failed: %v", res.Commit, req.target, req.task.ID, err)
 	}
 	ld.crash.reach("closed")
-	if slices.Contains(req.task.Labels, LabelLandContended) {
-		landedAfterAll(ctx, tr, req.task.ID)
-	}
 	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
 		ld.completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target, holdsLanding: true}, cmp.Or(res.Commit, res.Parent))

@@ -187,10 +187,16 @@ func landedAfterAll(ctx context.Context, tr tracker.Tracker, taskID string) {
 	if err != nil {
 		return
 	}
-	drop := slices.DeleteFunc([]string{LabelLandContended, LabelHasPlan, LabelHasDo, LabelHasCheck}, func(l string) bool { return !slices.Contains(t.Labels, l) })
+	drop := slices.DeleteFunc(slices.Clone(t.Labels), func(l string) bool { return !isLandedAfterAll(l) })
 	if len(drop) > 0 {
 		_ = tr.Update(ctx, taskID, tracker.Update{RemoveLabels: drop})
 	}
+}
+
+// isLandedAfterAll says landedAfterAll takes label off. Any of them on the task calls it: the
+// contended label is a hint a teammate may have taken off alone.
+func isLandedAfterAll(label string) bool {
+	return slices.Contains([]string{LabelLandContended, LabelHasPlan, LabelHasDo, LabelHasCheck}, label)
 }
 
 // doctorRemote checks a configured remote: git knows and reaches it, the backlog can be
