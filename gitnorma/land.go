@@ -177,10 +177,8 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		ld.deleteTaskBranch(ctx, st, req, branch, head)
 	}
 	tr, err := ld.tracker()
-	if err == nil && slices.ContainsFunc(req.task.Labels, isLandedAfterAll) {
-		// Before the close: a task closed with them on, by a process that died right after,
-		// would resume stale work once reopened.
-		landedAfterAll(ctx, tr, req.task.ID)
+	if err == nil {
+		landedAfterAll(ctx, tr, req.task)
 	}
 	if fc, ok := tr.(tracker.ForceCloser); ok && err == nil && req.forced {
 		err = fc.CloseForced(ctx, req.task.ID, reason)

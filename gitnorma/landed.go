@@ -127,6 +127,7 @@ func landingReason(commit, target, runID string) string {
 // closeLanded closes a task whose work is already on the target, as its landing would have.
 func closeLanded(ctx context.Context, tr tracker.Tracker, task tracker.Task, target string, p priorLanding) error {
 	reason := landingReason(p.Commit, target, p.RunID)
+	landedAfterAll(ctx, tr, task)
 	if err := tr.SetStatus(ctx, task.ID, tracker.StatusClosed, reason); err != nil {
 		return failf(fmt.Sprintf("close it by hand with the reason %q", reason),
 			"task %s already landed as %.10s on %s, but closing it failed: %v", task.ID, p.Commit, target, err)

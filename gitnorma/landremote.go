@@ -182,21 +182,24 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 // landedAfterAll takes off a task that landed after all the labels its contended landing left:
 // LabelLandContended, and the resume labels (a `git norma land` took the place of the run that
 // would have resumed), which would have a person's reopening of the task resume stale work.
-func landedAfterAll(ctx context.Context, tr tracker.Tracker, taskID string) {
-	t, err := tr.Get(ctx, taskID)
+// Called before the task is closed (a process killed in between would leave them on a closed
+// task), whenever task, as read before the landing, has any of them: the contended label is a
+// hint a teammate may have taken off alone.
+func landedAfterAll(ctx context.Context, tr tracker.Tracker, task tracker.Task) {
+	left := func(l string) bool {
+		return slices.Contains([]string{LabelLandContended, LabelHasPlan, LabelHasDo, LabelHasCheck}, l)
+	}
+	if !slices.ContainsFunc(task.Labels, left) {
+		return
+	}
+	t, err := tr.Get(ctx, task.ID)
 	if err != nil {
 		return
 	}
-	drop := slices.DeleteFunc(slices.Clone(t.Labels), func(l string) bool { return !isLandedAfterAll(l) })
+	drop := slices.DeleteFunc(slices.Clone(t.Labels), func(l string) bool { return !left(l) })
 	if len(drop) > 0 {
-		_ = tr.Update(ctx, taskID, tracker.Update{RemoveLabels: drop})
+		_ = tr.Update(ctx, task.ID, tracker.Update{RemoveLabels: drop})
 	}
-}
-
-// isLandedAfterAll says landedAfterAll takes label off. Any of them on the task calls it: the
-// contended label is a hint a teammate may have taken off alone.
-func isLandedAfterAll(label string) bool {
-	return slices.Contains([]string{LabelLandContended, LabelHasPlan, LabelHasDo, LabelHasCheck}, label)
 }
 
 // doctorRemote checks a configured remote: git knows and reaches it, the backlog can be

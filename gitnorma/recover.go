@@ -170,6 +170,7 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 	reason := landingReason(commit, req.target, req.runID)
 	tr, err := a.Tracker()
 	if err == nil {
+		landedAfterAll(ctx, tr, req.task)
 		err = tr.SetStatus(ctx, req.task.ID, tracker.StatusClosed, reason)
 	}
 	if err != nil {
