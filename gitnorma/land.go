@@ -74,9 +74,10 @@ type landRefusal struct {
 	reason error
 	paths  []string
 	hint   string
-	// contended: verified, and the landing lost the race for the remote every time; the
-	// same tree lands after another Check (no agent need work on it again).
-	contended bool
+	// contended, when set, is the branch head the landing verified before it lost the race
+	// for the remote every time: the same tree lands after another Check (no agent need
+	// work on it again), unless the branch moved since.
+	contended string
 }
 
 func (e *landRefusal) Error() string { return e.reason.Error() }
@@ -149,7 +150,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			if ld.cfg.Remote == "" {
 				return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, hint: resolveHint(req, le)})
 			}
-			return "", ld.refuse(ctx, st, req, ld.contended(ctx, req, attempt, err))
+			return "", ld.refuse(ctx, st, req, ld.contended(ctx, req, attempt, head, err))
 		}
 		return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
 	}

@@ -165,7 +165,7 @@ func (ld *lander) shareJournal(ctx context.Context, st *store.Store, req landReq
 
 // contended leaves a task whose landing kept losing the race for the remote to a person: it
 // gets LabelLandContended and its branch is pushed for review.
-func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, last error) error {
+func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, head string, last error) error {
 	branch := worktree.TaskBranch(req.task.ID)
 	pushed := ""
 	// Under the branch's lease, like every push of it: never over another worker's.
@@ -176,7 +176,7 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 		_ = tr.Update(ctx, req.task.ID, tracker.Update{AddLabels: []string{LabelLandContended}})
 	}
 	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, ld.cfg.Remote, req.target, last, pushed),
-		hint: "land it when the remote is quieter: git norma land " + req.task.ID, contended: true}
+		hint: "land it when the remote is quieter: git norma land " + req.task.ID, contended: head}
 }
 
 // landedAfterAll takes off a task that landed after all the labels its contended landing left:

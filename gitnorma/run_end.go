@@ -114,9 +114,10 @@ func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error
 		leaseLost: r.leaseLost != nil && r.leaseLost.Load() != nil, stepNotes: r.rec.notes, live: r.live})
 	r.closedByLanding = err == nil
 	var le *landRefusal
-	if errors.As(err, &le) && le.contended {
-		// Each attempt checked the branch merged with the remote's target, and left it there.
-		r.mirror.resumeAt, _ = r.app.Repo.Git.Resolve(ctx, "refs/heads/"+worktree.TaskBranch(r.pre.task.ID))
+	if errors.As(err, &le) && le.contended != "" {
+		// Each attempt checked the branch merged with the remote's target, and left it there:
+		// the head it checked, not the branch's now (a commit on it since is no work of Do's).
+		r.mirror.resumeAt = le.contended
 	}
 	r.release(ctx, false)
 	if err != nil {
