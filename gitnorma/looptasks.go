@@ -107,6 +107,9 @@ type looper struct {
 	fatal error
 	// idle says a worker found nothing ready and said so (it says it once per idle spell).
 	idle bool
+	// later are the tasks a worker could not start for the moment (tryLater): nothing more
+	// starts until its next look, which tries them again.
+	later []string
 }
 
 // runResult is one run's report, and its error when it could not run.
@@ -145,6 +148,10 @@ func (l *looper) collect(r runResult) {
 		return
 	}
 	l.rep.Runs = append(l.rep.Runs, r.run)
+	if l.o.Poll > 0 && errors.As(r.err, new(tryLater)) {
+		say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %v; trying again in %s", r.run.TaskID, r.err, l.o.Poll)
+		l.later = append(l.later, r.run.TaskID)
+	}
 	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
 		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
 	}
@@ -172,7 +179,7 @@ func (l *looper) fill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if sel.TaskID == "" {
+		if sel.TaskID == "" || len(l.later) > 0 {
 			if len(l.running) > 0 {
 				return nil // the runs going on may unblock more
 			}
@@ -180,7 +187,7 @@ func (l *looper) fill(ctx context.Context) error {
 				l.stop("nothing_ready", "no ready task left"+scopeText(sel.Scope)+sel.ReviewHint(), 0)
 				return nil
 			}
-			if !l.idle {
+			if !l.idle && len(l.later) == 0 {
 				say(l.o.Live, "", "loop: nothing ready%s; waiting for work (every %s)", scopeText(sel.Scope), l.o.Poll)
 				l.idle = true
 			}
@@ -192,6 +199,8 @@ func (l *looper) fill(ctx context.Context) error {
 			case <-ctx.Done():
 			case <-time.After(l.o.Poll + rand.N(l.o.Poll/5+1)):
 			}
+			l.tried = slices.DeleteFunc(l.tried, func(id string) bool { return slices.Contains(l.later, id) })
+			l.later = nil
 			continue
 		}
 		l.idle = false

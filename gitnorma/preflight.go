@@ -52,11 +52,10 @@ func (a *App) prepare(ctx context.Context, taskID string, live loop.LiveFunc) (*
 		if !errors.As(err, &r) {
 			return nil, nil, err
 		}
-		var kind error
 		if errors.Is(r.reason, worktree.ErrTargetAhead) {
-			kind = ErrEnvironment
+			return nil, nil, &Error{Kind: ErrEnvironment, Err: r.reason, Hint: r.hint}
 		}
-		return nil, nil, &Error{Kind: kind, Err: r.reason, Hint: r.hint}
+		return nil, nil, &Error{Err: tryLater{r.reason}, Hint: r.hint}
 	}
 	if _, err := a.Repo.Git.Var(ctx, "GIT_COMMITTER_IDENT"); err != nil {
 		return nil, nil, fatalf(`git config --global user.name "Your Name" && git config --global user.email you@example.com`,
@@ -94,6 +93,12 @@ func (a *App) prepare(ctx context.Context, taskID string, live loop.LiveFunc) (*
 	}
 	return &preflight{task: task, target: target, agents: agents, sandbox: conf}, tr, nil
 }
+
+// tryLater is why a run could not start for the moment (the remote did not answer, the
+// target's checkout was busy): a worker loop tries the task again at its next look.
+type tryLater struct{ error }
+
+func (e tryLater) Unwrap() error { return e.error }
 
 // targetBranch is the configured target, or the branch checked out in the main worktree.
 func (a *App) targetBranch(ctx context.Context) (string, error) {
