@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/redact"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/loop/agent"
 	"github.com/git-norma/git-norma/worktree"
@@ -321,4 +323,25 @@ func (h *History) TaskRuns(ctx context.Context, taskID string, limit int) ([]Run
 		}
 	}
 	return rows, nil
+}
+
+// NoRunLine is what `status <task>` says of a task with no run in this clone.
+func (h *History) NoRunLine(ctx context.Context, taskID string) string {
+	t, err := h.backlog.Show(ctx, taskID)
+	if err != nil || t.Status == tracker.StatusOpen {
+		return fmt.Sprintf("task %s has no run yet; start one with: git norma run %s", taskID, taskID)
+	}
+	what, hint := noRun(t)
+	return what + "; " + hint
+}
+
+// noRun says of a task with no run in this clone what to do: run it while it is open. One
+// closed or claimed was run elsewhere (another worker, a teammate: `git norma run` would
+// refuse it), and its journal travels in refs/notes/norma.
+func noRun(t tracker.Task) (what, hint string) {
+	if t.Status == tracker.StatusOpen {
+		return fmt.Sprintf("task %s has no run", t.ID), "run it with: git norma run " + t.ID
+	}
+	return fmt.Sprintf("task %s has no run in this clone (it is %s)", t.ID, t.Status),
+		"see its runs made in other clones: git norma notes pull origin (or another remote), then: git norma log " + t.ID
 }

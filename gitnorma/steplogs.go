@@ -106,10 +106,12 @@ func (h *History) logsRun(ctx context.Context, target string) (string, error) {
 	}
 	if len(runs) == 0 {
 		// A mistyped id must not look like a task that never ran (as in TaskRuns).
-		if _, err := h.backlog.Show(ctx, target); err != nil {
+		t, err := h.backlog.Show(ctx, target)
+		if err != nil {
 			return "", err
 		}
-		return "", failf("run it with: git norma run "+target, "task %s has no run", target)
+		what, hint := noRun(t)
+		return "", failf(hint, "%s", what)
 	}
 	return runs[0].ID, nil
 }

@@ -39,7 +39,7 @@ func (c *statusCmd) Run(env *Env) error {
 			return jsonOr(env, runs, err)
 		}
 		if len(runs) == 0 {
-			fmt.Fprintf(env.IO.Out, "task %s has no run yet; start one with: git norma run %s\n", c.Target, c.Target)
+			fmt.Fprintln(env.IO.Out, app.History().NoRunLine(env.Ctx, c.Target))
 			return nil
 		}
 		printRuns(env.IO.Out, runs)
