@@ -23,13 +23,21 @@ import (
 // claimedBy reports whether run holds t's claim: t is in progress and the run recorded its
 // claim and never gave it back, or recorded its intent to claim (made before the tracker
 // claim) and died before recording the claim. In that second case the claim is ours only when
-// its assignee is the one our claim leaves: recovery never releases a person's claim.
+// its assignee is the one our claim leaves: recovery never releases a person's claim. With
+// bd, so it is in the first: the dead run's lease may have run out, and another worker
+// claimed the task since (reaper.go).
 func (a *App) claimedBy(ctx context.Context, run store.Run, t tracker.Task) bool {
 	if t.Status != tracker.StatusInProgress {
 		return false
 	}
-	return run.Claim == store.ClaimHeld ||
-		run.Claim == store.ClaimIntent && t.Assignee == a.lander().claimAssignee(ctx, run)
+	want := a.lander().claimAssignee(ctx, run)
+	switch run.Claim {
+	case store.ClaimHeld:
+		return want == "" || t.Assignee == want
+	case store.ClaimIntent:
+		return t.Assignee == want
+	}
+	return false
 }
 
 // claimAssignee is the assignee run's claim leaves on a task: none with the embedded backlog;
