@@ -166,7 +166,7 @@ func doctorStore(ctx context.Context, st *store.Store, repo *Repo, rep *DoctorRe
 	for _, r := range running {
 		if !live[r.ID] {
 			rep.add("run "+r.ID, "warn", "marked running, but no live process holds its task's lock (it crashed)",
-				"the next git norma run of "+r.TaskID+" reconciles it")
+				"git norma prune reconciles it (so does the next git norma run of "+r.TaskID+")")
 		}
 	}
 }

@@ -59,6 +59,17 @@ func (a *App) Prune(ctx context.Context, o PruneOptions) (PruneReport, error) {
 		return PruneReport{}, err
 	}
 	defer st.Close()
+	if !o.DryRun {
+		// Runs whose process died are reconciled first, as a run's or a loop's start does: in a
+		// clone whose dead run's task was closed elsewhere (another worker finished it), no run
+		// of that task ever comes to do it, and retention never judges a running run.
+		if tr, err := a.Tracker(); err == nil {
+			base := &run{app: a, pre: &preflight{}, tr: tr, st: st, wm: a.Repo.Worktrees(ctx)}
+			if err := base.reconcile(ctx); err != nil {
+				return PruneReport{}, err
+			}
+		}
+	}
 	return a.pruner().prune(ctx, st, o)
 }
 

@@ -98,7 +98,7 @@ func printRuns(out io.Writer, runs []gitnorma.RunRow) {
 			status += " (" + r.StopReason + ")"
 		}
 		if r.ProcessGone {
-			status += " (process gone; its next run recovers it)"
+			status += " (process gone; its next run or git norma prune recovers it)"
 		}
 		iter := strconv.Itoa(r.Iteration)
 		if r.Kind == "check" {
