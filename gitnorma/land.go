@@ -99,6 +99,11 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 	var head, tip string
 	for attempt := 1; ; attempt++ {
 		if err := ld.syncTarget(ctx, req.target); err != nil {
+			var r *landRefusal
+			if errors.As(err, &r) {
+				// The PASS stays recorded: once that is fixed, the same verified work lands.
+				r.hint += "; then land it: git norma land " + req.task.ID
+			}
 			return "", ld.refuse(ctx, st, req, err)
 		}
 		if p, err := ld.earlierLanding(ctx, st, req); err != nil {
