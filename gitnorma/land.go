@@ -138,8 +138,14 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 				}
 				continue // moved again since: the next try looks again
 			}
+			hint := "its new holder runs it; this run's work stays on the local " + branch
+			if !req.claimedByUs {
+				// git norma land of an open task: a teammate pushed, and no run will come by itself.
+				hint = fmt.Sprintf("nobody holds the task: run it again to check what is on %s and land it: git norma run %s (this run's work stays on the local %s)",
+					ld.cfg.Remote, req.task.ID, branch)
+			}
 			return "", ld.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
-				hint: "its new holder runs it; this run's work stays on the local " + branch})
+				hint: hint})
 		}
 		if errors.Is(err, worktree.ErrTargetMoved) {
 			// Another worker landed first, a run brought it up to the remote's, or someone
