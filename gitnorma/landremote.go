@@ -65,6 +65,9 @@ func (ld *lander) syncRefused(target string, err error) error {
 	remote := ld.cfg.Remote
 	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
 	switch {
+	case errors.Is(err, worktree.ErrTargetRewound):
+		hint = fmt.Sprintf("%s/%s was rewritten (force-pushed) since %s took these commits from it: to follow it, git switch %s && git reset --keep %s/%s; to put them back, %s",
+			remote, target, target, target, remote, target, publishCommits(remote, target))
 	case errors.Is(err, worktree.ErrTargetAhead):
 		hint = fmt.Sprintf("put your commits on the remote's first (%s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", publishCommits(remote, target), remote)
 	case errors.Is(err, worktree.ErrDirtyOverlap):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -12,6 +13,11 @@ import (
 // diverged). Landing through the remote would take them along; git-norma never pushes the
 // user's own commits, so it refuses.
 var ErrTargetAhead = errors.New("the local target branch has commits its remote lacks")
+
+// ErrTargetRewound is ErrTargetAhead where the remote had those commits: it was rewritten (a
+// force-push took them out) after the local target followed it. Pushing them again would undo
+// that; whether to is the user's call.
+var ErrTargetRewound = fmt.Errorf("%w, which it had before a force-push", ErrTargetAhead)
 
 // DefaultRemoteTimeout is how long one fetch, ls-remote or push may take.
 const DefaultRemoteTimeout = 10 * time.Minute
@@ -155,12 +161,23 @@ func (r Remote) FollowTarget(ctx context.Context, target string) (string, error)
 	if behind, err := m.Git.IsAncestor(ctx, tip.commit, remoteTip); err != nil {
 		return "", err
 	} else if !behind {
-		return "", &LandError{Err: ErrTargetAhead, Detail: fmt.Sprintf("%s is at %.10s, which %s/%s (%.10s) does not contain", target, tip.commit, remote, target, remoteTip)}
+		why := ErrTargetAhead
+		if r.hadTip(ctx, target, tip.commit) {
+			why = ErrTargetRewound
+		}
+		return "", &LandError{Err: why, Detail: fmt.Sprintf("%s is at %.10s, which %s/%s (%.10s) does not contain", target, tip.commit, remote, target, remoteTip)}
 	}
 	if tip.checkout, err = m.checkoutOf(ctx, target); err != nil {
 		return "", err
 	}
 	return remoteTip, m.fastForward(ctx, target, tip, remoteTip, "norma: fast-forward to "+remote+"/"+target)
+}
+
+// hadTip says whether the remote's target was once at commit, as the reflog of its
+// remote-tracking ref remembers (the local target only ever follows that ref, or lands there).
+func (r Remote) hadTip(ctx context.Context, target, commit string) bool {
+	out, err := r.m.Git.Output(ctx, "-c", "log.showSignature=false", "log", "-g", "--format=%H", TrackingRef(r.Name, target), "--")
+	return err == nil && slices.Contains(strings.Fields(out), commit)
 }
 
 // pushLanding moves the remote's target from parent to commit by a push with a lease on
