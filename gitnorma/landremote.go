@@ -66,8 +66,7 @@ func (ld *lander) syncRefused(target string, err error) error {
 	hint := fmt.Sprintf("check that the remote answers: git ls-remote %s %s", remote, target)
 	switch {
 	case errors.Is(err, worktree.ErrTargetRewound):
-		hint = fmt.Sprintf("%s/%s was rewritten (force-pushed) since %s took these commits from it: to follow it, git switch %s && git reset --keep %s/%s; to put them back, %s",
-			remote, target, target, target, remote, target, publishCommits(remote, target))
+		hint = rewoundHint(remote, target)
 	case errors.Is(err, worktree.ErrTargetAhead):
 		hint = fmt.Sprintf("put your commits on the remote's first (%s), or move them to a branch of their own: git-norma lands through %s and never pushes your commits", publishCommits(remote, target), remote)
 	case errors.Is(err, worktree.ErrDirtyOverlap):
@@ -82,6 +81,13 @@ func (ld *lander) syncRefused(target string, err error) error {
 // a plain push is refused once the remote moved on too (another worker landed meanwhile).
 func publishCommits(remote, target string) string {
 	return fmt.Sprintf("git pull --rebase %s %s && git push %s %s", remote, target, remote, target)
+}
+
+// rewoundHint is what to do when the local target has commits the remote had, and lost to a
+// force-push: not "your commits" to push (that would undo the rewrite), the user's call.
+func rewoundHint(remote, target string) string {
+	return fmt.Sprintf("%s/%s was rewritten (force-pushed) since %s took these commits from it: to follow it, git switch %s && git reset --keep %s/%s; to put them back, %s",
+		remote, target, target, target, remote, target, publishCommits(remote, target))
 }
 
 // syncTargetLocked is syncTarget for a run's start: every move of the target by git-norma
@@ -234,8 +240,11 @@ func (a *App) doctorRemote(ctx context.Context, rep *DoctorReport) {
 	if ours != theirs && a.Repo.Git.HasCommit(ctx, theirs) {
 		// The remote's tip is known here: the local target must be behind it, not ahead.
 		if behind, err := a.Repo.Git.IsAncestor(ctx, ours, theirs); err == nil && !behind {
-			rep.add("remote", "fail", fmt.Sprintf("the local %s has commits %s/%s lacks: runs and landings are refused", target, remote, target),
-				fmt.Sprintf("put them on the remote's (%s), or move them to a branch of their own", publishCommits(remote, target)))
+			fix := fmt.Sprintf("put them on the remote's (%s), or move them to a branch of their own", publishCommits(remote, target))
+			if a.Repo.Worktrees(ctx).Remote(remote).HadTip(ctx, target, ours) {
+				fix = rewoundHint(remote, target)
+			}
+			rep.add("remote", "fail", fmt.Sprintf("the local %s has commits %s/%s lacks: runs and landings are refused", target, remote, target), fix)
 			return
 		}
 	}

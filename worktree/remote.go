@@ -162,7 +162,7 @@ func (r Remote) FollowTarget(ctx context.Context, target string) (string, error)
 		return "", err
 	} else if !behind {
 		why := ErrTargetAhead
-		if r.hadTip(ctx, target, tip.commit) {
+		if r.HadTip(ctx, target, tip.commit) {
 			why = ErrTargetRewound
 		}
 		return "", &LandError{Err: why, Detail: fmt.Sprintf("%s is at %.10s, which %s/%s (%.10s) does not contain", target, tip.commit, remote, target, remoteTip)}
@@ -173,9 +173,9 @@ func (r Remote) FollowTarget(ctx context.Context, target string) (string, error)
 	return remoteTip, m.fastForward(ctx, target, tip, remoteTip, "norma: fast-forward to "+remote+"/"+target)
 }
 
-// hadTip says whether the remote's target was once at commit, as the reflog of its
+// HadTip says whether the remote's target was once at commit, as the reflog of its
 // remote-tracking ref remembers (the local target only ever follows that ref, or lands there).
-func (r Remote) hadTip(ctx context.Context, target, commit string) bool {
+func (r Remote) HadTip(ctx context.Context, target, commit string) bool {
 	out, err := r.m.Git.Output(ctx, "-c", "log.showSignature=false", "log", "-g", "--format=%H", TrackingRef(r.Name, target), "--")
 	return err == nil && slices.Contains(strings.Fields(out), commit)
 }
