@@ -233,6 +233,8 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 	case errors.Is(le, worktree.ErrCheckoutBusy) && strings.Contains(le.Detail, "index.lock"):
 		// The landing waited for it: a lock still there may be one a killed git left.
 		return fmt.Sprintf("a git command holds the index of your checkout of %s; once none runs there, remove the index.lock git names (a killed git leaves it behind), then: git norma land %s", req.target, req.task.ID)
+	case errors.Is(le, worktree.ErrPushRefused):
+		return "the remote said why above (branch protection, a token that may not push, or a hook of its own); once it takes this clone's pushes: git norma land " + req.task.ID
 	case errors.Is(le, worktree.ErrCheckoutBusy):
 		return fmt.Sprintf("finish (or abort) the merge in your checkout of %s, or wait for the git command holding it, then: git norma land %s", req.target, req.task.ID)
 	default:

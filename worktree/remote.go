@@ -208,7 +208,7 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", r.Name, o.Target)}
 		default:
-			return remoteErr("push the landing to "+r.Name, err)
+			return &LandError{Err: fmt.Errorf("%s %w", r.Name, ErrPushRefused), Detail: strings.TrimSpace(firstLine(errStderr(err)))}
 		}
 	}
 	// What the remote has now, so that the next look at it needs no fetch to agree.
@@ -216,6 +216,10 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 	_ = r.pushedAt(ctx, o.TaskBranch, head)
 	return nil
 }
+
+// ErrPushRefused: the remote refused a landing's push for a reason of its own (a protected
+// branch, a token that may not push, a hook), not a lease: the PASS lands once it takes it.
+var ErrPushRefused = errors.New("refused the push")
 
 // ErrBranchTaken: the remote's copy of a task branch is not the one this clone last pushed or
 // fetched — another worker pushed its own work there since, having taken the task over.
