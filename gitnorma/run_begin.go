@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/guard"
@@ -272,12 +274,7 @@ func (r *run) checkClaimable(ctx context.Context) error {
 		t.Status = tracker.StatusOpen
 	}
 	if t.Status != tracker.StatusOpen {
-		err := fmt.Errorf("task %s is %s (claimed by another run or person)", t.ID, t.Status)
-		if t.Status == tracker.StatusInProgress {
-			// Claimed since it was selected: for loop, a lost claim.
-			err = lostClaim{err}
-		}
-		return &Error{Err: err, Hint: "if nobody is working on it, set its status back to open in the tracker"}
+		return r.notClaimable(t)
 	}
 	r.pre.task = t
 	var err error
@@ -287,6 +284,26 @@ func (r *run) checkClaimable(ctx context.Context) error {
 	r.mirror.lease, r.mirror.now = r.app.leases().length, r.app.Now
 	r.mirror.catchUp(r.crashedJournal(ctx))
 	return nil
+}
+
+// notClaimable says who holds a task that is not open, and what to do: a worker's claim whose
+// lease still holds is not for anyone to take (its worker renews it while it works, and once
+// the worker stops, a loop reopens the task when the lease has run out).
+func (r *run) notClaimable(t tracker.Task) error {
+	who := cmp.Or(t.Assignee, "another run or person")
+	err := fmt.Errorf("task %s is %s (claimed by %s)", t.ID, t.Status, who)
+	hint := "if nobody is working on it, set its status back to open in the tracker"
+	if t.Status != tracker.StatusInProgress {
+		return &Error{Err: err, Hint: hint}
+	}
+	if st, e := readState(r.tr, t); e == nil && st.LeaseUntil != "" {
+		if until, e := time.Parse(time.RFC3339, st.LeaseUntil); e == nil && r.app.Now().Before(until) {
+			hint = fmt.Sprintf("%s holds it while it works, renewing its claim's lease (now until %s); once it stops, the next loop reopens the task when the lease has run out",
+				who, until.Local().Format(time.DateTime))
+		}
+	}
+	// Claimed since it was selected: for loop, a lost claim.
+	return &Error{Err: lostClaim{err}, Hint: hint}
 }
 
 // freeBranch makes sure no other worktree holds the task branch: a run worktree holding it
