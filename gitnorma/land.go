@@ -74,10 +74,11 @@ type landRefusal struct {
 	reason error
 	paths  []string
 	hint   string
-	// contended, when set, is the branch head the landing verified before it lost the race
-	// for the remote every time: the same tree lands after another Check (no agent need
-	// work on it again), unless the branch moved since.
-	contended string
+	// resumeAt, when set, is the branch head the landing verified, refused for a reason
+	// that leaves that work good (the remote did not answer, refused the push, or kept
+	// moving): the next run checks the same tree again and lands it, no agent working on it
+	// again (taskMirror.finishRun), unless the branch moved since.
+	resumeAt string
 }
 
 func (e *landRefusal) Error() string { return e.reason.Error() }
@@ -103,6 +104,11 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			if errors.As(err, &r) {
 				// The PASS stays recorded: once that is fixed, the same verified work lands.
 				r.hint += "; then land it: git norma land " + req.task.ID
+				if r.resumeAt = head; head == "" { // refused before any attempt checked it
+					if run, err := st.Run(ctx, req.runID); err == nil {
+						r.resumeAt = run.PassHead
+					}
+				}
 			}
 			return "", ld.refuse(ctx, st, req, err)
 		}
@@ -163,7 +169,11 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			}
 			return "", ld.refuse(ctx, st, req, ld.contended(ctx, req, attempt, head, err))
 		}
-		return "", ld.refuse(ctx, st, req, &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)})
+		refusal := &landRefusal{reason: err, paths: le.Paths, hint: resolveHint(req, le)}
+		if errors.Is(err, worktree.ErrPushRefused) {
+			refusal.resumeAt = head
+		}
+		return "", ld.refuse(ctx, st, req, refusal)
 	}
 	ld.crash.reach("landed")
 	reason, landed := landingReason(res.Commit, req.target, req.runID), res.Commit

@@ -185,7 +185,7 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 		_ = tr.Update(ctx, req.task.ID, tracker.Update{AddLabels: []string{LabelLandContended}})
 	}
 	return &landRefusal{reason: fmt.Errorf("%d landings on %s/%s lost the race to other workers (last: %v)%s", attempts, ld.cfg.Remote, req.target, last, pushed),
-		hint: "land it when the remote is quieter: git norma land " + req.task.ID, contended: head}
+		hint: "land it when the remote is quieter: git norma land " + req.task.ID, resumeAt: head}
 }
 
 // landedAfterAll takes off a task that landed after all the labels its contended landing left:

@@ -114,10 +114,11 @@ func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error
 		leaseLost: r.leaseLost != nil && r.leaseLost.Load() != nil, stepNotes: r.rec.notes, live: r.live})
 	r.closedByLanding = err == nil
 	var le *landRefusal
-	if errors.As(err, &le) && le.contended != "" {
-		// Each attempt checked the branch merged with the remote's target, and left it there:
-		// the head it checked, not the branch's now (a commit on it since is no work of Do's).
-		r.mirror.resumeAt = le.contended
+	if errors.As(err, &le) {
+		// The head the landing checked (each attempt checks the branch merged with the
+		// remote's target, and leaves it there), not the branch's now: a commit on it since is
+		// no work of Do's.
+		r.mirror.resumeAt = le.resumeAt
 	}
 	r.release(ctx, false)
 	if err != nil {

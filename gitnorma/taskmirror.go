@@ -62,8 +62,8 @@ type taskMirror struct {
 	// the task (its last write then keeps that lease: see finishRun).
 	lastLease       string
 	closedByLanding bool
-	// resumeAt, when set, is the task branch's head after the run's PASS lost the race for
-	// the remote at every landing attempt (see finishRun).
+	// resumeAt, when set, is the task branch's head the run's landing verified when it was
+	// refused for a reason that leaves that work good (see finishRun).
 	resumeAt string
 	// takenBy, when set, is who holds the task's claim now if not the run ("" while the run
 	// does): asked before a leased write once the run's lease has run out (heldUntil, its last
@@ -266,9 +266,10 @@ func (m *taskMirror) finishRun(ctx context.Context, verdict, status string) (blo
 		m.state.FailedRuns, m.state.Blocked, m.state.LastFailure = 0, "", nil
 		remove = []string{LabelBlocked}
 		if m.resumeAt != "" && status == tracker.StatusOpen && m.state.Plan != nil && m.state.Do != nil {
-			// Only other workers' landings kept it off the remote: the next run, here or on
-			// another worker, resumes the plan and Do's work on the branch as the landing left
-			// it (Do's commits merged with the target), checks that tree again (a Check is never
+			// Only the remote kept it off (it did not answer, refused the push, or other
+			// workers kept landing first): the next run, here or on another worker, resumes
+			// the plan and Do's work on the branch as the landing left it (Do's commits, merged
+			// with the target if an attempt did), checks that tree again (a Check is never
 			// resumed) and lands it. No agent works on it twice. Only on a task handed back: one
 			// a person closed (or moved) meanwhile is worked afresh if they reopen it.
 			m.state.Head = m.resumeAt
