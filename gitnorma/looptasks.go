@@ -148,9 +148,17 @@ func (l *looper) collect(r runResult) {
 		return
 	}
 	l.rep.Runs = append(l.rep.Runs, r.run)
-	if l.o.Poll > 0 && errors.As(r.err, new(tryLater)) {
+	switch {
+	case !errors.As(r.err, new(tryLater)):
+	case l.o.Poll > 0:
 		say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %v; trying again in %s", r.run.TaskID, r.err, l.o.Poll)
 		l.later = append(l.later, r.run.TaskID)
+	default:
+		// What kept it from starting (the remote, the target's checkout) keeps every other
+		// task from starting too; and a job that exits when idle must not pass for one that
+		// found nothing to do (a Kubernetes Job, a CI matrix).
+		l.rep.Runs[len(l.rep.Runs)-1].ExitCode = ExitFatal
+		l.stop("cannot_start", fmt.Sprintf("task %s could not start: %v", r.run.TaskID, r.err), ExitFatal)
 	}
 	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
 		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
