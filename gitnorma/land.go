@@ -339,6 +339,12 @@ func (ld *lander) deleteTaskBranch(ctx context.Context, st *store.Store, req lan
 		msg = fmt.Sprintf("kept %s: %v", branch, err)
 	} else if why != "" {
 		msg = fmt.Sprintf("kept %s: %s", branch, why)
+	} else if ld.cfg.Remote != "" {
+		// Its copy there too (the landing pushed it): the remote would keep every task's.
+		msg += " here and on " + ld.cfg.Remote
+		if err := ld.repo.Worktrees(ctx).Remote(ld.cfg.Remote).DeleteTaskBranch(ctx, req.task.ID, landed); err != nil {
+			msg = fmt.Sprintf("deleted %s here; kept on %s: %v", branch, ld.cfg.Remote, err)
+		}
 	}
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: ld.now(), Type: "branch_deleted", Message: msg})
 }

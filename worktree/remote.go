@@ -300,6 +300,24 @@ func (r Remote) PushTaskBranch(ctx context.Context, taskID, commit string) error
 	return r.pushedAt(ctx, branch, commit)
 }
 
+// DeleteTaskBranch deletes the remote's copy of a task's branch, under the lease of the copy
+// this clone pushed (head, the one that landed): a copy another worker or person pushed since
+// stays (ErrBranchTaken). This clone's lease and tracking refs of it go too.
+func (r Remote) DeleteTaskBranch(ctx context.Context, taskID, head string) error {
+	branch := TaskBranch(taskID)
+	if err := r.run(ctx, "push", "--quiet", "--no-verify", "--force-with-lease=refs/heads/"+branch+":"+head, r.Name, ":refs/heads/"+branch); err != nil {
+		heads, lsErr := r.heads(ctx, branch)
+		switch {
+		case errors.Is(err, ErrRemoteSilent) || lsErr != nil:
+			return remoteErr(fmt.Sprintf("delete %s on %s", branch, r.Name), err)
+		case heads[branch] != "":
+			return branchTaken(branch, r.Name, heads[branch])
+		}
+		// gone already (this very push, unanswered, or a person's)
+	}
+	return r.pushedAt(ctx, branch, "")
+}
+
 // branchTaken is ErrBranchTaken for the remote's copy theirs ("" when the remote has none).
 func branchTaken(branch, remote, theirs string) *LandError {
 	at := "deleted"

@@ -356,3 +356,22 @@ func TestFetchTargetUnforcedNeverSetsTheTrackingRefBack(t *testing.T) {
 	require.NoError(t, remote.FetchTarget(f.ctx, "main", true))
 	assert.Equal(t, before, f.rev(TrackingRef("origin", "main")), "forced: the remote's, whatever it is")
 }
+
+func TestDeleteTaskBranchOnlyTheCopyThisClonePushed(t *testing.T) {
+	f := newFixture(t)
+	other, branch := f.pushedFirstStep()
+	first := f.rev(branch)
+
+	// another worker pushed to it since: theirs stays
+	theirs := f.takeOver(other, branch, "c.txt", "theirs\n")
+	require.ErrorIs(t, f.m.Remote("origin").DeleteTaskBranch(f.ctx, "norma-b", first), ErrBranchTaken)
+	assert.Contains(t, f.git("ls-remote", "origin", "refs/heads/"+branch), theirs)
+
+	// the copy this clone pushed goes, with the lease and tracking refs of it
+	f.gitIn(other, "push", "-q", "-f", "origin", first+":refs/heads/"+branch)
+	require.NoError(t, f.m.Remote("origin").DeleteTaskBranch(f.ctx, "norma-b", first))
+	assert.Empty(t, f.git("ls-remote", "origin", "refs/heads/"+branch))
+	assert.Empty(t, f.git("for-each-ref", LeaseRef("origin", branch), TrackingRef("origin", branch)))
+	// gone already: nothing to do
+	require.NoError(t, f.m.Remote("origin").DeleteTaskBranch(f.ctx, "norma-b", first))
+}
