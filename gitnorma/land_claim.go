@@ -98,6 +98,10 @@ func (ld *lander) checkStillOpen(ctx context.Context, st *store.Store, req landR
 	case t.Status == tracker.StatusInProgress && req.claimedByUs:
 		return nil
 	}
-	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open", req.task.ID, t.Status),
+	why := ""
+	if t.Status == tracker.StatusClosed && t.CloseReason != "" {
+		why = fmt.Sprintf(" (closed: %s)", loop.OneLine(t.CloseReason, 200)) // landed elsewhere, say
+	}
+	return &landRefusal{reason: fmt.Errorf("task %s is %s in the tracker, no longer open%s", req.task.ID, t.Status, why),
 		hint: "reopen the task if its work should still land, then: git norma land " + req.task.ID}
 }
