@@ -81,6 +81,9 @@ type pruner struct {
 	tracker   func() (tracker.Tracker, error)
 	validID   func(id string) error
 	target    func(ctx context.Context) (string, error)
+	// dryRemoved are the run worktrees a dry run found to go: a branch checked out only there
+	// is judged as prune judges it once they are gone.
+	dryRemoved map[string]bool
 }
 
 func (a *App) pruner() *pruner {
@@ -165,7 +168,8 @@ func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions,
 		scan.violated[v.RunID] = true
 	}
 	for i, r := range runs {
-		keep := r.Status == store.StatusRunning || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
+		running := r.Status == store.StatusRunning && !p.deadInDryRun(r, o)
+		keep := running || i < o.KeepLast || (o.KeepDays > 0 && r.CreatedAt.After(cutoff))
 		if !keep {
 			var err error
 			if keep, err = p.judgeRun(ctx, st, o, r, scan, &judged, rep); err != nil {
@@ -185,6 +189,17 @@ func (p *pruner) judgeRuns(ctx context.Context, st *store.Store, o PruneOptions,
 		}
 	}
 	return judged, nil
+}
+
+// deadInDryRun says whether a dry run judges r, marked running, as finished: prune itself
+// reconciles a run whose task lock no process holds (marks it stopped) before judging it, and
+// the dry run must say what prune then removes.
+func (p *pruner) deadInDryRun(r store.Run, o PruneOptions) bool {
+	if !o.DryRun || o.auto || r.TaskID == "" || p.validID(r.TaskID) != nil {
+		return false
+	}
+	_, live := LiveLockHolder(p.repo.TaskLockPath(r.TaskID))
+	return !live
 }
 
 // judgeRun removes r, which retention lets go, unless it is still needed; it says whether r
@@ -305,10 +320,14 @@ func (p *pruner) pruneRun(ctx context.Context, st *store.Store, r store.Run, dry
 	if !strings.HasPrefix(dir, p.repo.Path("runs")+string(filepath.Separator)) {
 		return "", fmt.Errorf("run %s has a run dir outside .norma/runs (%s); not touching it", r.ID, r.RunDir)
 	}
+	wsDir := filepath.Join(dir, "workspace")
 	if dryRun {
+		if p.dryRemoved == nil {
+			p.dryRemoved = map[string]bool{}
+		}
+		p.dryRemoved[wsDir] = true
 		return "", nil
 	}
-	wsDir := filepath.Join(dir, "workspace")
 	if _, err := os.Stat(wsDir); err == nil {
 		// Its uncommitted work is saved onto the task branch under the landing lock, as every
 		// move of a task branch by git-norma: an unconfined step's fallback guard holds it, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
@@ -95,7 +96,7 @@ func (p *pruner) pruneBranches(ctx context.Context, o PruneOptions, retained map
 		if why == "" && retained[b.Task] != "" {
 			why = "run " + retained[b.Task] + " of its task is retained"
 		}
-		if why != "" && !(o.Force && b.Worktree == "") {
+		if why != "" && !(o.Force && !p.checkedOut(b)) {
 			rep.Kept = append(rep.Kept, b.Branch+": "+why)
 			continue
 		}
@@ -219,7 +220,7 @@ func (p *pruner) keepKept(ctx context.Context, tr tracker.Tracker, target, task,
 // keepBranch says why a task branch must stay ("" when it may go).
 func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target string) string {
 	switch {
-	case b.Worktree != "":
+	case p.checkedOut(b):
 		return "checked out in " + b.Worktree
 	case taskStatus == "":
 		return "its task is not in the backlog (use --force to delete anyway)"
@@ -236,6 +237,11 @@ func (p *pruner) keepBranch(ctx context.Context, b BranchRow, taskStatus, target
 		return "it has changes that are not on " + target + " (use --force to delete anyway)"
 	}
 	return ""
+}
+
+// checkedOut says whether b is checked out in a worktree that stays (see dryRemoved).
+func (p *pruner) checkedOut(b BranchRow) bool {
+	return b.Worktree != "" && !p.dryRemoved[filepath.Clean(b.Worktree)]
 }
 
 // landedAsRecorded says head landed on target as it is: a landing of task names the run that
