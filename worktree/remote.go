@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/git-norma/git-norma/gitnorma/git"
 )
 
 // ErrTargetAhead: the local target branch holds commits its remote lacks (or the two
@@ -207,6 +209,10 @@ func (r Remote) pushLanding(ctx context.Context, o LandOptions, commit, parent, 
 			return branchTaken(o.TaskBranch, r.Name, heads[o.TaskBranch])
 		case heads[o.Target] != parent:
 			return &LandError{Err: ErrTargetMoved, Detail: fmt.Sprintf("%s/%s moved since it was fetched", r.Name, o.Target)}
+		case git.ExitCodeOf(err) != 1:
+			// Not the remote refusing refs (git's exit 1) but git failing to push (128: the
+			// connection cut, say), which may pass: an error, not a refused landing.
+			return remoteErr("push the landing to "+r.Name, err)
 		default:
 			return &LandError{Err: fmt.Errorf("%s %w", r.Name, ErrPushRefused), Detail: strings.TrimSpace(firstLine(errStderr(err)))}
 		}
