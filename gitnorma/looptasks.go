@@ -147,6 +147,11 @@ func (l *looper) collect(r runResult) {
 		l.stop("fatal", r.err.Error(), ExitFatal)
 		return
 	}
+	if l.o.Poll > 0 && errors.As(r.err, new(tryLater)) {
+		// However long the outage, its report keeps one entry per task: the last try (a task
+		// is run once a loop, so an earlier error of it was a try that could not start).
+		l.rep.Runs = slices.DeleteFunc(l.rep.Runs, func(run RunReport) bool { return run.TaskID == r.run.TaskID && run.Status == "error" })
+	}
 	l.rep.Runs = append(l.rep.Runs, r.run)
 	switch {
 	case !errors.As(r.err, new(tryLater)):
