@@ -147,8 +147,8 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			hint := "its new holder runs it; this run's work stays on the local " + branch
 			if !req.claimedByUs {
 				// git norma land of an open task: a teammate pushed, and no run will come by itself.
-				hint = fmt.Sprintf("nobody holds the task: run it again to check what is on %s and land it: git norma run %s (this run's work stays on the local %s)",
-					ld.cfg.Remote, req.task.ID, branch)
+				hint = fmt.Sprintf("nobody holds the task: run it again to check what is on %s and land it: git norma run %s (it goes on from %s's %s; where the local one went its own way, it is kept under %s)",
+					ld.cfg.Remote, req.task.ID, ld.cfg.Remote, branch, worktree.KeptPrefix+req.task.ID+"/")
 			}
 			return "", ld.refuse(ctx, st, req, &landRefusal{reason: fmt.Errorf("task %s was taken over: %v, and this run's work does not land over it", req.task.ID, err),
 				hint: hint})
