@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/config"
+	"github.com/git-norma/git-norma/gitnorma/notify"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -59,7 +60,7 @@ func TestNotifyEventSaysWhyItFailed(t *testing.T) {
 	data, err := json.Marshal(ev)
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"failure":{"iteration":2,"verdict":"FAIL","failing":[{"ac_id":"AC-1","check_id":"CHK-AC-1","cmd":"make","exit_code":2,"output_tail":"expected 3, got 4\n"}]`)
-	assert.Equal(t, EventNeedsHuman, ev.Event)
+	assert.Equal(t, notify.NeedsHuman, ev.Event)
 }
 
 func TestNotifyEventNeedsHuman(t *testing.T) {
@@ -72,16 +73,16 @@ func TestNotifyEventNeedsHuman(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"passed", RunReport{Status: "passed", Verdict: "PASS"}, nil, EventRunEnded},
-		{"budget", RunReport{Status: "stopped", StopReason: "budget_exceeded", ExitCode: ExitStopped}, nil, EventNeedsHuman},
-		{"verify missing", RunReport{Status: "stopped", StopReason: "verify_missing", ExitCode: ExitStopped}, nil, EventNeedsHuman},
-		{"paused", RunReport{Status: "stopped", StopReason: "paused", ExitCode: ExitStopped}, nil, EventRunEnded},
-		{"decomposed", RunReport{Status: "stopped", StopReason: "decomposed", ExitCode: ExitStopped}, nil, EventRunEnded},
-		{"continuing", RunReport{Status: "stopped", StopReason: "dependency_blocked", ExitCode: ExitStopped, continueWith: "norma-x"}, nil, EventRunEnded},
-		{"land refused", RunReport{Status: "passed", Verdict: "PASS", ExitCode: ExitLandRefused}, nil, EventNeedsHuman},
-		{"interrupted", RunReport{Status: "stopped", StopReason: "interrupted", ExitCode: ExitInterrupted}, nil, EventRunEnded},
-		{"three strikes", RunReport{TaskID: blocked.ID, Status: "failed", Verdict: "FAIL", ExitCode: ExitFail}, nil, EventNeedsHuman},
-		{"orchestrator error", RunReport{Status: "running"}, errors.New("disk full"), EventRunEnded},
+		{"passed", RunReport{Status: "passed", Verdict: "PASS"}, nil, notify.RunEnded},
+		{"budget", RunReport{Status: "stopped", StopReason: "budget_exceeded", ExitCode: ExitStopped}, nil, notify.NeedsHuman},
+		{"verify missing", RunReport{Status: "stopped", StopReason: "verify_missing", ExitCode: ExitStopped}, nil, notify.NeedsHuman},
+		{"paused", RunReport{Status: "stopped", StopReason: "paused", ExitCode: ExitStopped}, nil, notify.RunEnded},
+		{"decomposed", RunReport{Status: "stopped", StopReason: "decomposed", ExitCode: ExitStopped}, nil, notify.RunEnded},
+		{"continuing", RunReport{Status: "stopped", StopReason: "dependency_blocked", ExitCode: ExitStopped, continueWith: "norma-x"}, nil, notify.RunEnded},
+		{"land refused", RunReport{Status: "passed", Verdict: "PASS", ExitCode: ExitLandRefused}, nil, notify.NeedsHuman},
+		{"interrupted", RunReport{Status: "stopped", StopReason: "interrupted", ExitCode: ExitInterrupted}, nil, notify.RunEnded},
+		{"three strikes", RunReport{TaskID: blocked.ID, Status: "failed", Verdict: "FAIL", ExitCode: ExitFail}, nil, notify.NeedsHuman},
+		{"orchestrator error", RunReport{Status: "running"}, errors.New("disk full"), notify.RunEnded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -122,7 +123,7 @@ func TestNotifyFailuresAreOnlyWarned(t *testing.T) {
 func TestNotifyTimeoutKills(t *testing.T) {
 	a, _ := notifyApp(t, "sh", "-c", "sleep 30 & sleep 30")
 	start := time.Now()
-	err := a.notifier().runNotify(context.Background(), NotifyEvent{Event: EventRunEnded, RunID: "r-1"}, 200*time.Millisecond)
+	err := a.notifier().runNotify(context.Background(), notify.Event{Event: notify.RunEnded, RunID: "r-1"}, 200*time.Millisecond)
 	assert.EqualError(t, err, "sh: killed after 200ms")
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
