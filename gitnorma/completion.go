@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -114,12 +115,12 @@ func (ld *lander) verifyAt(ctx context.Context, st *store.Store, run guardedRun,
 // noteCompletion records in the parent's state (keeping any notes of the user's) why it is
 // still open.
 func (ld *lander) noteCompletion(ctx context.Context, tr tracker.Tracker, p tracker.Task, msg string) {
-	st, err := readState(tr, p)
+	st, err := taskstate.Read(tr, p)
 	if err != nil {
 		return
 	}
 	st.Completion = msg
-	if u, _, err := stateWrite(st, ld.redact, func(s *TaskState) { s.Completion = msg }); err == nil {
+	if u, _, err := taskstate.Write(st, ld.redact, func(s *taskstate.State) { s.Completion = msg }); err == nil {
 		_ = tr.Update(ctx, p.ID, u)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
@@ -39,7 +40,7 @@ func (ld *lander) holdsClaim(ctx context.Context, st *store.Store, runID, taskID
 	if err != nil || t.Status != tracker.StatusInProgress {
 		return false
 	}
-	if state, err := readState(tr, t); err != nil || state.RunID != runID {
+	if state, err := taskstate.Read(tr, t); err != nil || state.RunID != runID {
 		return false
 	}
 	holder, err := ld.otherHolder(ctx, st, runID, t)

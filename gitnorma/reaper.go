@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/redact"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
 
 // Leases of claims, with bd shared by workers on several machines. bd 1.0.5 has none of its
-// own, so a run keeps one in its task state (TaskState.LeaseUntil), renewed with every write
+// own, so a run keeps one in its task state (taskstate.State.LeaseUntil), renewed with every write
 // and every third of worker.lease between them. From bd 1.3 a claim carries bd's own lease
 // (tracker.Leaser): bd heartbeat renews it, and bd reclaim, which refuses a lease renewed
 // meanwhile, gives the task back. Once a dead worker's lease has run out any loop reopens the
@@ -60,9 +61,9 @@ func (l leases) reap(ctx context.Context, tr tracker.Tracker, live loop.LiveFunc
 		}
 		st := e.state
 		st.LeaseUntil = ""
-		st.Journal = append(st.Journal, JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
+		st.Journal = append(st.Journal, taskstate.JournalLine{TS: now.UTC().Format(time.RFC3339Nano), Run: st.RunID, Role: "lease",
 			Status: "expired", Summary: fmt.Sprintf("the claim of %s ran out at %s; reopened by %s", loop.OrDash(e.task.Assignee), e.until.Format(time.RFC3339), l.workerID)})
-		u, _, err := stateWrite(st, l.redact, nil)
+		u, _, err := taskstate.Write(st, l.redact, nil)
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func reclaim(ctx context.Context, tr tracker.Tracker, e expiredLease, live loop.
 // expiredLease is a task in progress whose lease ran out.
 type expiredLease struct {
 	task  tracker.Task
-	state storedState
+	state taskstate.Stored
 	until time.Time
 	// byTracker says the lease is the tracker's own (Task.LeaseExpires), not the state's.
 	byTracker bool
@@ -124,7 +125,7 @@ func (l leases) expired(ctx context.Context, tr tracker.Tracker) ([]expiredLease
 		}
 		// A person's claim has no lease in its state (even where bd leases every claim): it is
 		// never given back.
-		st, err := readState(tr, t)
+		st, err := taskstate.Read(tr, t)
 		if err != nil || st.LeaseUntil == "" {
 			continue
 		}
@@ -143,6 +144,6 @@ func (l leases) expired(ctx context.Context, tr tracker.Tracker) ([]expiredLease
 
 // sameLease says t still holds the lease that ran out.
 func sameLease(tr tracker.Tracker, t tracker.Task, e expiredLease) bool {
-	st, err := readState(tr, t)
+	st, err := taskstate.Read(tr, t)
 	return err == nil && st.LeaseUntil == e.state.LeaseUntil
 }

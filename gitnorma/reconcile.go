@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -133,12 +134,12 @@ func (r *run) catchUpNotes(ctx context.Context, dead store.Run) {
 // crashedJournal returns the journal lines of the steps the task's recent dead runs committed,
 // which the task state may lack (taskMirror.catchUp). Only the last few runs are looked at:
 // each run catches up the ones before it.
-func (r *run) crashedJournal(ctx context.Context) []JournalLine {
+func (r *run) crashedJournal(ctx context.Context) []taskstate.JournalLine {
 	runs, err := r.st.RunsForTask(ctx, r.pre.task.ID, 5)
 	if err != nil {
 		return nil
 	}
-	var lines []JournalLine
+	var lines []taskstate.JournalLine
 	for _, dead := range runs {
 		if dead.StopReason != StopCrashed {
 			continue
@@ -155,7 +156,7 @@ func (r *run) crashedJournal(ctx context.Context) []JournalLine {
 			if at.IsZero() {
 				at, summary = s.StartedAt, "interrupted: the run's process died during this step"
 			}
-			lines = append(lines, JournalLine{TS: notes.Stamp(at), Run: s.RunID, Step: s.Index,
+			lines = append(lines, taskstate.JournalLine{TS: notes.Stamp(at), Run: s.RunID, Step: s.Index,
 				Role: s.Role, Status: s.Status, Summary: summary})
 		}
 	}

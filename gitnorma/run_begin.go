@@ -15,6 +15,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
@@ -296,7 +297,7 @@ func (r *run) notClaimable(t tracker.Task) error {
 	if t.Status != tracker.StatusInProgress {
 		return &Error{Err: err, Hint: hint}
 	}
-	if st, e := readState(r.tr, t); e == nil && st.LeaseUntil != "" {
+	if st, e := taskstate.Read(r.tr, t); e == nil && st.LeaseUntil != "" {
 		if until, e := time.Parse(time.RFC3339, st.LeaseUntil); e == nil && r.app.Now().Before(until) {
 			hint = fmt.Sprintf("%s holds it while it works, renewing its claim's lease (now until %s); once it stops, the next loop reopens the task when the lease has run out",
 				who, until.Local().Format(time.DateTime))

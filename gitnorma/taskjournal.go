@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
 )
@@ -19,7 +20,7 @@ import (
 // but never got into the task state (a built-in Plan or Act rides on the next write, which
 // never came); they go out with this run's first write. The resume data and labels stay as
 // the last write put them: a step they do not include is simply run again.
-func (m *taskMirror) catchUp(lines []JournalLine) {
+func (m *taskMirror) catchUp(lines []taskstate.JournalLine) {
 	have := map[[2]string]bool{}
 	for _, l := range m.state.Journal {
 		have[journalKey(l)] = true
@@ -38,7 +39,7 @@ func (m *taskMirror) catchUp(lines []JournalLine) {
 		}
 	}
 	if added {
-		slices.SortStableFunc(m.state.Journal, func(a, b JournalLine) int { return strings.Compare(a.TS, b.TS) })
+		slices.SortStableFunc(m.state.Journal, func(a, b taskstate.JournalLine) int { return strings.Compare(a.TS, b.TS) })
 	}
 }
 
@@ -62,11 +63,11 @@ func (m *taskMirror) priorProgress() string {
 
 // stepLogPath is an earlier run's step log, relative to the repository root ("" for a line
 // that is no step's, such as a lease that ran out).
-func stepLogPath(l JournalLine, name string) string {
+func stepLogPath(l taskstate.JournalLine, name string) string {
 	if l.Step == 0 {
 		return ""
 	}
 	return filepath.ToSlash(filepath.Join(".norma", "runs", l.Run, "steps", loop.StepDirName(l.Step, loop.Role(l.Role)), "logs", name))
 }
 
-func journalKey(l JournalLine) [2]string { return [2]string{l.Run, strconv.Itoa(l.Step)} }
+func journalKey(l taskstate.JournalLine) [2]string { return [2]string{l.Run, strconv.Itoa(l.Step)} }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/git-norma/git-norma/gitnorma/redact"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/notes"
@@ -42,7 +43,7 @@ var phaseLabels = map[loop.Role]string{loop.RolePlan: LabelHasPlan, loop.RoleDo:
 type taskMirror struct {
 	tr     tracker.Tracker
 	taskID string
-	state  storedState
+	state  taskstate.Stored
 	labels []string
 	redact redact.Redactor
 
@@ -51,7 +52,7 @@ type taskMirror struct {
 	// gave the task.
 	written string
 
-	// lease, when set (bd), is how long each write's claim holds (TaskState.LeaseUntil); a
+	// lease, when set (bd), is how long each write's claim holds (taskstate.State.LeaseUntil); a
 	// heartbeat renews it between steps (keepLease). now is the run's clock.
 	lease time.Duration
 	now   func() time.Time
@@ -80,7 +81,7 @@ type taskMirror struct {
 }
 
 func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redact.Redactor) (*taskMirror, error) {
-	st, err := readState(tr, t)
+	st, err := taskstate.Read(tr, t)
 	if err != nil {
 		return nil, failf("", "task %s: %v", t.ID, err)
 	}
@@ -222,7 +223,7 @@ func laterLabels(role loop.Role) []string {
 func (m *taskMirror) record(rec loop.StepRecord) {
 	s := &m.state
 	s.RunID, s.Iteration, s.Step, s.Head = rec.RunID, rec.Iteration, rec.Index, rec.Head
-	s.Journal = append(s.Journal, JournalLine{TS: notes.Stamp(rec.EndedAt), Run: rec.RunID, Step: rec.Index,
+	s.Journal = append(s.Journal, taskstate.JournalLine{TS: notes.Stamp(rec.EndedAt), Run: rec.RunID, Step: rec.Index,
 		Role: string(rec.Role), Status: rec.Status, Summary: rec.Summary})
 	if rec.Status != "ok" {
 		return
@@ -321,7 +322,7 @@ func (m *taskMirror) write(ctx context.Context, status, lease string) error {
 	st := m.state
 	st.LeaseUntil = lease
 	m.lastLease = lease
-	u, text, err := stateWrite(st, m.redact, nil)
+	u, text, err := taskstate.Write(st, m.redact, nil)
 	if err != nil {
 		return err
 	}
@@ -337,7 +338,7 @@ func (m *taskMirror) write(ctx context.Context, status, lease string) error {
 	m.confirmed, m.written = slices.Clone(m.labels), text
 	m.leased(lease)
 	if u.State != nil {
-		m.state.inNotes = false // the notes hold people's text alone now
+		m.state.InNotes = false // the notes hold people's text alone now
 	}
 	return nil
 }
@@ -408,6 +409,6 @@ func (m *taskMirror) claimState(runID string) (json.RawMessage, error) {
 	st.LeaseUntil = m.now().Add(m.lease).UTC().Format(time.RFC3339)
 	st.ForeignNotes = ""
 	m.leased(st.LeaseUntil)
-	data, err := st.encodeState()
+	data, err := st.EncodeState()
 	return json.RawMessage(m.redact.Apply(data)), err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/git-norma/git-norma/gitnorma/redact"
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
 )
@@ -66,7 +67,7 @@ func TestTaskMirrorWritesInOrderAndCarriesFailedLabels(t *testing.T) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"user-label", LabelHasPlan, LabelHasDo}, got.Labels,
 		"the failed write's label came with the next one; the user's label is kept")
-	st, err := DecodeTaskState(got.Notes)
+	st, err := taskstate.Decode(got.Notes)
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Step, "the last step's state is on the task")
 	require.Len(t, st.Journal, 2)
@@ -84,7 +85,7 @@ type gated struct {
 func (g *gated) Update(ctx context.Context, id string, u tracker.Update) error {
 	g.entered <- struct{}{}
 	<-g.release
-	if st, err := DecodeTaskState(*u.Notes); err == nil {
+	if st, err := taskstate.Decode(*u.Notes); err == nil {
 		g.mu.Lock()
 		g.steps = append(g.steps, st.Step)
 		g.mu.Unlock()
@@ -133,10 +134,10 @@ func (f *mirrorFixture) after(i int, role loop.Role, builtin bool, out loop.Outp
 }
 
 // stored is the task's labels and state as the backlog has them.
-func (f *mirrorFixture) stored() ([]string, TaskState) {
+func (f *mirrorFixture) stored() ([]string, taskstate.State) {
 	got, err := f.jsonl.Get(f.ctx, f.task.ID)
 	require.NoError(f.t, err)
-	st, err := DecodeTaskState(got.Notes)
+	st, err := taskstate.Decode(got.Notes)
 	require.NoError(f.t, err)
 	return got.Labels, st
 }
@@ -180,11 +181,11 @@ func TestTaskMirrorWritesAClosingAct(t *testing.T) {
 // order, and go out with the next write.
 func TestTaskMirrorCatchesUpADeadRunsJournal(t *testing.T) {
 	f := newMirrorFixture(t, true)
-	line := func(run string, step int, ts string) JournalLine {
-		return JournalLine{TS: "2026-11-22T10:00:0" + ts + ".000Z", Run: run, Step: step, Role: "plan", Status: "ok"}
+	line := func(run string, step int, ts string) taskstate.JournalLine {
+		return taskstate.JournalLine{TS: "2026-11-22T10:00:0" + ts + ".000Z", Run: run, Step: step, Role: "plan", Status: "ok"}
 	}
-	f.m.state.Journal = []JournalLine{line("r-0", 1, "1"), line("r-0", 2, "3")}
-	f.m.catchUp([]JournalLine{line("r-0", 2, "3"), line("r-dead", 1, "2"), line("r-0", 3, "4"), line("r-dead", 1, "2")})
+	f.m.state.Journal = []taskstate.JournalLine{line("r-0", 1, "1"), line("r-0", 2, "3")}
+	f.m.catchUp([]taskstate.JournalLine{line("r-0", 2, "3"), line("r-dead", 1, "2"), line("r-0", 3, "4"), line("r-dead", 1, "2")})
 	f.after(5, loop.RoleDo, false, loop.Output{})
 
 	_, st := f.stored()
@@ -200,8 +201,8 @@ func TestTaskMirrorCatchesUpADeadRunsJournal(t *testing.T) {
 func TestTaskMirrorCatchUpSkipsFoldedLines(t *testing.T) {
 	f := newMirrorFixture(t, true)
 	f.m.state.Folded = "12 older steps folded"
-	f.m.state.Journal = []JournalLine{{TS: "2026-11-22T10:00:05.000Z", Run: "r-0", Step: 7}}
-	f.m.catchUp([]JournalLine{{TS: "2026-11-22T10:00:01.000Z", Run: "r-dead", Step: 1}, {TS: "2026-11-22T10:00:06.000Z", Run: "r-dead", Step: 2}})
+	f.m.state.Journal = []taskstate.JournalLine{{TS: "2026-11-22T10:00:05.000Z", Run: "r-0", Step: 7}}
+	f.m.catchUp([]taskstate.JournalLine{{TS: "2026-11-22T10:00:01.000Z", Run: "r-dead", Step: 1}, {TS: "2026-11-22T10:00:06.000Z", Run: "r-dead", Step: 2}})
 	require.Len(t, f.m.state.Journal, 2)
 	assert.Equal(t, 2, f.m.state.Journal[1].Step, "only the line newer than the fold came back")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/git-norma/git-norma/gitnorma/taskstate"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 )
 
@@ -19,16 +20,16 @@ func (b *Backlog) Unblock(ctx context.Context, id string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	st, err := readState(tr, t)
+	st, err := taskstate.Read(tr, t)
 	if err != nil {
 		return false, failf("repair the task's notes first", "task %s: %v", id, err)
 	}
 	if !slices.Contains(t.Labels, LabelBlocked) && st.FailedRuns == 0 && st.Blocked == "" && t.Status != tracker.StatusBlocked {
 		return false, nil
 	}
-	unblock := func(s *TaskState) { s.FailedRuns, s.Blocked = 0, "" }
-	unblock(&st.TaskState)
-	u, _, err := stateWrite(st, b.redact, unblock)
+	unblock := func(s *taskstate.State) { s.FailedRuns, s.Blocked = 0, "" }
+	unblock(&st.State)
+	u, _, err := taskstate.Write(st, b.redact, unblock)
 	if err != nil {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package gitnorma
+package taskstate
 
 import (
 	"encoding/json"
@@ -16,41 +16,41 @@ func keepsStateApart(tr tracker.Tracker) bool {
 	return ok && k.KeepsStateApart()
 }
 
-// storedState is git-norma's state of a task as read from the tracker.
-type storedState struct {
-	TaskState
+// Stored is git-norma's state of a task as read from the tracker.
+type Stored struct {
+	State
 	// apart: the tracker keeps the state out of the notes (see keepsStateApart).
 	apart bool
-	// inNotes: the notes still hold a state, which a tracker that keeps it apart got from an
+	// InNotes: the notes still hold a state, which a tracker that keeps it apart got from an
 	// older git-norma; the next write moves it out, leaving people's text (ForeignNotes).
-	inNotes bool
+	InNotes bool
 }
 
-// readState reads git-norma's state of t: where tr keeps it apart from the notes when it is
+// Read reads git-norma's state of t: where tr keeps it apart from the notes when it is
 // there, else from the notes (the embedded backlog's place for it, and where a git-norma
 // before this one left it in bd). Where the state is kept apart, people's notes are never
 // carried along — whatever their size — but to take an older git-norma's state out of them.
-func readState(tr tracker.Tracker, t tracker.Task) (storedState, error) {
+func Read(tr tracker.Tracker, t tracker.Task) (Stored, error) {
 	if !keepsStateApart(tr) {
-		st, err := DecodeTaskState(t.Notes)
-		return storedState{TaskState: st}, err
+		st, err := Decode(t.Notes)
+		return Stored{State: st}, err
 	}
-	s := storedState{apart: true, inNotes: stateStart(t.Notes) >= 0}
-	s.Version = taskStateVersion
+	s := Stored{apart: true, InNotes: stateStart(t.Notes) >= 0}
+	s.Version = version
 	if len(t.State) > 0 {
 		st, err := decodeStateJSON(t.State)
 		if err != nil {
 			return s, err
 		}
-		s.TaskState = st
+		s.State = st
 	}
-	if s.inNotes {
+	if s.InNotes {
 		old, err := decodeNotes(t.Notes, 0)
 		if err != nil {
 			return s, err
 		}
 		if len(t.State) == 0 {
-			s.TaskState = old // an older git-norma's; the copy apart, when there is one, is newer
+			s.State = old // an older git-norma's; the copy apart, when there is one, is newer
 		}
 		s.ForeignNotes = old.ForeignNotes
 	}
@@ -59,40 +59,40 @@ func readState(tr tracker.Tracker, t tracker.Task) (storedState, error) {
 
 // decodeStateJSON reads a state kept apart from the notes: the JSON object Encode would put
 // in them, in whatever key order the tracker's database gives it back.
-func decodeStateJSON(raw json.RawMessage) (TaskState, error) {
-	var st TaskState
+func decodeStateJSON(raw json.RawMessage) (State, error) {
+	var st State
 	if err := json.Unmarshal(raw, &st); err != nil || st.Version < 1 {
 		why := "no norma_state version"
 		if err != nil {
 			why = err.Error()
 		}
-		return TaskState{}, fmt.Errorf("the task's metadata key %q is not a git-norma state (%s): remove it (bd update <id> --unset-metadata %s) to start the task's state afresh (its strike count and resume point are then lost)",
+		return State{}, fmt.Errorf("the task's metadata key %q is not a git-norma state (%s): remove it (bd update <id> --unset-metadata %s) to start the task's state afresh (its strike count and resume point are then lost)",
 			tracker.StateKey, why, tracker.StateKey)
 	}
-	if st.Version > taskStateVersion {
-		return TaskState{}, fmt.Errorf("the task's metadata holds a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", st.Version, taskStateVersion)
+	if st.Version > version {
+		return State{}, fmt.Errorf("the task's metadata holds a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", st.Version, version)
 	}
 	st.ForeignNotes = "" // never kept apart
 	return st, nil
 }
 
-// stateWrite is the tracker update that stores s (redacted), and the text that identifies
+// Write is the tracker update that stores s (redacted), and the text that identifies
 // what it wrote. A tracker that keeps the state apart gets the notes only to take out an older
 // git-norma's state. Otherwise the update's edit, applied to the notes as they are at the
 // write where the tracker can (the embedded backlog), keeps a note appended meanwhile, and
 // change makes the same change to the state found there.
-func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) (tracker.Update, string, error) {
+func Write(s Stored, redact redact.Redactor, change func(*State)) (tracker.Update, string, error) {
 	if s.apart {
 		people := s.ForeignNotes
-		st := s.TaskState
+		st := s.State
 		st.ForeignNotes = ""
-		data, err := st.encodeState()
+		data, err := st.EncodeState()
 		if err != nil {
 			return tracker.Update{}, "", err
 		}
 		data = redact.Apply(data)
 		u := tracker.Update{State: json.RawMessage(data)}
-		if s.inNotes {
+		if s.InNotes {
 			u.Notes = &people
 		}
 		return u, data, nil
@@ -103,7 +103,7 @@ func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) 
 	}
 	text = redact.Apply(text)
 	edit := func(current string) (string, error) {
-		now, err := DecodeTaskState(current)
+		now, err := Decode(current)
 		if err != nil {
 			// People's text past what git-norma carries along, added while the run worked, is
 			// kept whole (the next run asks to move it); a state that does not read is replaced,
@@ -112,7 +112,7 @@ func stateWrite(s storedState, redact redact.Redactor, change func(*TaskState)) 
 				return text, nil
 			}
 		}
-		st := s.TaskState
+		st := s.State
 		if change != nil {
 			st = now
 			change(&st)

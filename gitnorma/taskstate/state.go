@@ -1,4 +1,8 @@
-package gitnorma
+// Package taskstate is git-norma's state of a task as the tracker keeps it (spec 0, "Task
+// Notes as State Object"): its JSON, capped and folded to fit, read from and written to the
+// task's notes (the embedded backlog) or apart from them (bd's metadata), beside people's own
+// notes, which it never loses.
+package taskstate
 
 import (
 	"encoding/json"
@@ -9,18 +13,18 @@ import (
 	"github.com/git-norma/git-norma/loop"
 )
 
-// TaskStateCap bounds the TaskState written into a task's notes: bd caps one argv at 128 KiB
-// and bd before 1.0.5 breaks once an issue's JSON passes ~64 KiB (beads CONTRACT §6).
-const TaskStateCap = 32 << 10
+// Cap bounds the State written into a task's notes: bd caps one argv at 128 KiB and bd
+// before 1.0.5 breaks once an issue's JSON passes ~64 KiB (beads CONTRACT §6).
+const Cap = 32 << 10
 
 // maxForeignNotes is how much of people's own notes git-norma carries along beside its state.
 const maxForeignNotes = 16 << 10
 
-// TaskState is the JSON git-norma keeps in a task's notes (spec 0, "Task Notes as State
+// State is the JSON git-norma keeps in a task's notes (spec 0, "Task Notes as State
 // Object"): the latest step outputs and a compact journal, so a run on this or another
 // machine can resume where the last one stopped. People's notes live beside it (ForeignNotes,
 // not part of the JSON: see Encode).
-type TaskState struct {
+type State struct {
 	// Version marks the notes as git-norma's and says how to read them.
 	Version   int    `json:"norma_state"`
 	RunID     string `json:"run_id,omitempty"`
@@ -44,7 +48,7 @@ type TaskState struct {
 	// (RFC 3339, UTC; bd only): a loop on any machine reopens the task after it (reaper.go).
 	LeaseUntil string        `json:"lease_until,omitempty"`
 	Journal    []JournalLine `json:"journal"`
-	// Folded summarises journal lines dropped to stay under TaskStateCap.
+	// Folded summarises journal lines dropped to stay under Cap.
 	Folded string `json:"folded,omitempty"`
 	// ForeignNotes are people's notes: written after the state, never inside it (states
 	// written before this were read with them inside, as foreign_notes).
@@ -61,21 +65,21 @@ type JournalLine struct {
 	Summary string `json:"summary"`
 }
 
-// taskStateVersion is the current TaskState format.
-const taskStateVersion = 1
+// version is the current State format.
+const version = 1
 
-// DecodeTaskState reads a task's notes: git-norma's state (the JSON object starting
+// Decode reads a task's notes: git-norma's state (the JSON object starting
 // {"norma_state": at the start of a line) and people's text before and after it (bd's
 // --append-notes and note append), kept in ForeignNotes. Empty notes give a fresh state. A
 // git-norma state that does not read is an error saying what to do, never taken for people's
 // text: that would silently reset the strike count and the resume state.
-func DecodeTaskState(notes string) (TaskState, error) {
+func Decode(notes string) (State, error) {
 	return decodeNotes(notes, maxForeignNotes)
 }
 
-// decodeNotes is DecodeTaskState with limit on people's text (0: none).
-func decodeNotes(notes string, limit int) (TaskState, error) {
-	st := TaskState{Version: taskStateVersion}
+// decodeNotes is Decode with limit on people's text (0: none).
+func decodeNotes(notes string, limit int) (State, error) {
+	st := State{Version: version}
 	at := stateStart(notes)
 	if at < 0 {
 		return st, foreign(&st, strings.TrimSpace(notes), limit)
@@ -91,8 +95,8 @@ func decodeNotes(notes string, limit int) (TaskState, error) {
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return st, badState(err)
 	}
-	if probe.Version > taskStateVersion {
-		return st, fmt.Errorf("the task's notes hold a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", probe.Version, taskStateVersion)
+	if probe.Version > version {
+		return st, fmt.Errorf("the task's notes hold a git-norma state of version %d; this git-norma reads up to %d: upgrade git-norma", probe.Version, version)
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return st, badState(err)
@@ -122,7 +126,7 @@ func badState(err error) error {
 }
 
 // foreign keeps people's text beside the state, up to limit bytes (0: any).
-func foreign(st *TaskState, text string, limit int) error {
+func foreign(st *State, text string, limit int) error {
 	if limit > 0 && len(text) > limit {
 		return fmt.Errorf("the task's notes hold %d KiB besides git-norma's state, more than git-norma carries along (limit %d KiB); move them to the description or a comment, then run again",
 			(len(text)+1023)>>10, limit>>10)
@@ -131,44 +135,44 @@ func foreign(st *TaskState, text string, limit int) error {
 	return nil
 }
 
-// Encode renders the notes: the state as one JSON line no larger than TaskStateCap (shedding
+// Encode renders the notes: the state as one JSON line no larger than Cap (shedding
 // evidence output tails, then the oldest journal lines, then the step outputs), followed by
 // people's text (ForeignNotes) as they wrote it.
-func (s TaskState) Encode() (string, error) {
+func (s State) Encode() (string, error) {
 	people := s.ForeignNotes
 	s.ForeignNotes = ""
-	state, err := s.encodeState()
+	state, err := s.EncodeState()
 	if err != nil || people == "" {
 		return state, err
 	}
 	return state + "\n\n" + people, nil
 }
 
-func (s TaskState) encodeState() (string, error) {
-	s.Version = taskStateVersion
+func (s State) EncodeState() (string, error) {
+	s.Version = version
 	data, err := json.Marshal(s)
-	if err != nil || len(data) <= TaskStateCap {
+	if err != nil || len(data) <= Cap {
 		return string(data), err
 	}
 	s.Check = withoutTails(s.Check)
-	for len(data) > TaskStateCap && len(s.Journal) > 4 {
+	for len(data) > Cap && len(s.Journal) > 4 {
 		s = s.fold(len(s.Journal) / 2)
 		if data, err = json.Marshal(s); err != nil {
 			return "", err
 		}
 	}
-	if len(data) > TaskStateCap {
+	if len(data) > Cap {
 		s.Check, s.Act = nil, nil
 		data, err = json.Marshal(s)
 	}
-	if err == nil && len(data) > TaskStateCap {
-		err = fmt.Errorf("the task state is %d KiB even after folding its journal (cap %d KiB)", len(data)>>10, TaskStateCap>>10)
+	if err == nil && len(data) > Cap {
+		err = fmt.Errorf("the task state is %d KiB even after folding its journal (cap %d KiB)", len(data)>>10, Cap>>10)
 	}
 	return string(data), err
 }
 
 // fold drops the n oldest journal lines into the Folded summary.
-func (s TaskState) fold(n int) TaskState {
+func (s State) fold(n int) State {
 	counts := map[string]int{}
 	runs := map[string]bool{}
 	for _, l := range s.Journal[:n] {

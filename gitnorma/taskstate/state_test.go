@@ -1,4 +1,4 @@
-package gitnorma
+package taskstate
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestDecodeTaskState(t *testing.T) {
 		{name: "ours, broken", notes: `{"norma_state":1,"run_id":"r-1",` + "\nappended", wantErr: "does not read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := DecodeTaskState(tc.notes)
+			st, err := Decode(tc.notes)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -53,7 +53,7 @@ func TestDecodeTaskState(t *testing.T) {
 // A state far over the cap is folded to fit: evidence tails go first, then old journal lines
 // become a summary; the foreign notes and the latest plan survive, and it decodes back.
 func TestEncodeCapsTheState(t *testing.T) {
-	st := TaskState{ForeignNotes: "remember: ask Ann", Plan: &loop.Plan{TaskID: "norma-a1", Goal: "g"}}
+	st := State{ForeignNotes: "remember: ask Ann", Plan: &loop.Plan{TaskID: "norma-a1", Goal: "g"}}
 	st.Check = &loop.Check{Evidence: []loop.Evidence{{CheckID: "C1", OutputTail: strings.Repeat("o", 2048)}}}
 	for i := range 2000 {
 		st.Journal = append(st.Journal, JournalLine{TS: fmt.Sprintf("2026-11-22T07:00:%02d.000Z", i%60), Run: fmt.Sprintf("r-%d", i/8),
@@ -61,8 +61,8 @@ func TestEncodeCapsTheState(t *testing.T) {
 	}
 	text, err := st.Encode()
 	require.NoError(t, err)
-	assert.LessOrEqual(t, len(text), TaskStateCap)
-	back, err := DecodeTaskState(text)
+	assert.LessOrEqual(t, len(text), Cap)
+	back, err := Decode(text)
 	require.NoError(t, err)
 	assert.Equal(t, "remember: ask Ann", back.ForeignNotes)
 	assert.Equal(t, "g", back.Plan.Goal)
@@ -73,16 +73,16 @@ func TestEncodeCapsTheState(t *testing.T) {
 
 // A ~30 KiB state (under the cap) round-trips unchanged.
 func TestEncodeRoundTrip30KiB(t *testing.T) {
-	st := TaskState{RunID: "r-1", FailedRuns: 2, Blocked: "why"}
+	st := State{RunID: "r-1", FailedRuns: 2, Blocked: "why"}
 	for i := 0; len(mustJSON(t, st)) < 30<<10; i++ {
 		st.Journal = append(st.Journal, JournalLine{TS: "2026-11-22T07:00:00.000Z", Run: "r-1", Step: i, Role: "plan", Status: "ok", Summary: "naïve – 日本 \"quoted\""})
 	}
 	text, err := st.Encode()
 	require.NoError(t, err)
 	assert.Greater(t, len(text), 29<<10)
-	back, err := DecodeTaskState(text)
+	back, err := Decode(text)
 	require.NoError(t, err)
-	st.Version = taskStateVersion
+	st.Version = version
 	assert.Equal(t, st, back)
 }
 
@@ -95,13 +95,13 @@ func mustJSON(t *testing.T, v any) []byte {
 // The state goes first, people's text after it, as they wrote it; both read back, and a note
 // appended after (bd update --append-notes) reads back too.
 func TestEncodeKeepsPeoplesNotes(t *testing.T) {
-	st := TaskState{RunID: "r-1", FailedRuns: 2, ForeignNotes: "ask Ann\n\nsecond paragraph"}
+	st := State{RunID: "r-1", FailedRuns: 2, ForeignNotes: "ask Ann\n\nsecond paragraph"}
 	text, err := st.Encode()
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(text, stateMark), text)
 	assert.True(t, strings.HasSuffix(text, "\n\nask Ann\n\nsecond paragraph"), text)
 	assert.NotContains(t, text, "foreign_notes", "people's text is beside the state, not inside it")
-	back, err := DecodeTaskState(text + "\nappended by bd note")
+	back, err := Decode(text + "\nappended by bd note")
 	require.NoError(t, err)
 	assert.Equal(t, 2, back.FailedRuns)
 	assert.Equal(t, "ask Ann\n\nsecond paragraph\nappended by bd note", back.ForeignNotes)
@@ -124,7 +124,7 @@ func TestReadStateApart(t *testing.T) {
 		name, notes, state string
 		apart              bool
 		run, people        string
-		inNotes            bool
+		InNotes            bool
 		wantErr            string
 	}{
 		// people's notes are not carried along where the state is apart: never written
@@ -132,9 +132,9 @@ func TestReadStateApart(t *testing.T) {
 		{name: "apart, nothing yet", apart: true, notes: "call Ann first"},
 		{name: "apart, long notes of people's", apart: true, notes: strings.Repeat("x", 3*maxForeignNotes)},
 		{name: "apart, long notes and an older git-norma's state", apart: true, notes: `{"norma_state":1,"run_id":"r-old","journal":[]}` + "\n\n" + strings.Repeat("x", 3*maxForeignNotes),
-			run: "r-old", people: strings.Repeat("x", 3*maxForeignNotes), inNotes: true},
-		{name: "apart, an older git-norma's state in the notes", apart: true, notes: legacy, run: "r-old", people: "call Ann first", inNotes: true},
-		{name: "apart wins over the notes' copy", apart: true, notes: legacy, state: `{"norma_state":1,"run_id":"r-1","journal":[]}`, run: "r-1", people: "call Ann first", inNotes: true},
+			run: "r-old", people: strings.Repeat("x", 3*maxForeignNotes), InNotes: true},
+		{name: "apart, an older git-norma's state in the notes", apart: true, notes: legacy, run: "r-old", people: "call Ann first", InNotes: true},
+		{name: "apart wins over the notes' copy", apart: true, notes: legacy, state: `{"norma_state":1,"run_id":"r-1","journal":[]}`, run: "r-1", people: "call Ann first", InNotes: true},
 		{name: "in the notes (the embedded backlog)", notes: legacy, run: "r-old", people: "call Ann first"},
 		{name: "apart, not a state", apart: true, state: `{"phase":"do"}`, wantErr: "is not a git-norma state"},
 		{name: "apart, newer", apart: true, state: `{"norma_state":9}`, wantErr: "version 9"},
@@ -149,7 +149,7 @@ func TestReadStateApart(t *testing.T) {
 			if tc.state != "" {
 				task.State = json.RawMessage(tc.state)
 			}
-			st, err := readState(tr, task)
+			st, err := Read(tr, task)
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return
@@ -157,10 +157,10 @@ func TestReadStateApart(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.run, st.RunID)
 			assert.True(t, tc.people == st.ForeignNotes, "people's notes carried: %.40q, want %.40q", st.ForeignNotes, tc.people)
-			assert.Equal(t, tc.inNotes, st.inNotes)
+			assert.Equal(t, tc.InNotes, st.InNotes)
 
 			st.FailedRuns = 5
-			u, _, err := stateWrite(st, redact.Redactor{}, nil)
+			u, _, err := Write(st, redact.Redactor{}, nil)
 			require.NoError(t, err)
 			if !tc.apart {
 				require.NotNil(t, u.Notes)
@@ -170,7 +170,7 @@ func TestReadStateApart(t *testing.T) {
 			}
 			assert.Contains(t, string(u.State), `"failed_runs":5`)
 			assert.NotContains(t, string(u.State), "Ann", "people's notes are never copied into the state")
-			if tc.inNotes {
+			if tc.InNotes {
 				require.NotNil(t, u.Notes, "the state an older git-norma left in the notes is taken out")
 				assert.True(t, *u.Notes == tc.people, "the notes keep people's text, and only that")
 			} else {
@@ -184,7 +184,7 @@ func TestReadStateApart(t *testing.T) {
 // one that takes people's text past what git-norma carries along: the write keeps it whole
 // (the next run says to move it), never the notes as they were when the run started.
 func TestStateWriteKeepsALongNoteAddedMeanwhile(t *testing.T) {
-	st := storedState{TaskState: TaskState{Version: taskStateVersion, RunID: "r-1"}}
+	st := Stored{State: State{Version: version, RunID: "r-1"}}
 	st.ForeignNotes = "Ann: short note"
 	before, err := st.Encode()
 	require.NoError(t, err)
@@ -193,7 +193,7 @@ func TestStateWriteKeepsALongNoteAddedMeanwhile(t *testing.T) {
 	current := before + "\n\n" + long
 
 	st.FailedRuns = 2
-	u, _, err := stateWrite(st, redact.Redactor{}, nil)
+	u, _, err := Write(st, redact.Redactor{}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, u.EditNotes)
 	got, err := u.EditNotes(current)
