@@ -147,27 +147,34 @@ func (l *looper) collect(r runResult) {
 		l.stop("fatal", r.err.Error(), ExitFatal)
 		return
 	}
-	if l.o.Poll > 0 && errors.As(r.err, new(tryLater)) {
-		// However long the outage, its report keeps one entry per task: the last try (a task
-		// is run once a loop, so an earlier error of it was a try that could not start).
-		l.rep.Runs = slices.DeleteFunc(l.rep.Runs, func(run RunReport) bool { return run.TaskID == r.run.TaskID && run.Status == "error" })
-	}
 	l.rep.Runs = append(l.rep.Runs, r.run)
-	switch {
-	case !errors.As(r.err, new(tryLater)):
-	case l.o.Poll > 0:
-		say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %v; trying again in %s", r.run.TaskID, r.err, l.o.Poll)
-		l.later = append(l.later, r.run.TaskID)
-	default:
-		// What kept it from starting (the remote, the target's checkout) keeps every other
-		// task from starting too; and a job that exits when idle must not pass for one that
-		// found nothing to do (a Kubernetes Job, a CI matrix).
-		l.rep.Runs[len(l.rep.Runs)-1].ExitCode = ExitFatal
-		l.stop("cannot_start", fmt.Sprintf("task %s could not start: %v", r.run.TaskID, r.err), ExitFatal)
+	if errors.As(r.err, new(tryLater)) {
+		l.couldNotStart(r)
 	}
 	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
 		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
 	}
+}
+
+// couldNotStart deals with a run that could not start for the moment: a worker that waits for
+// work tries its task again at its next look; any other loop stops there.
+func (l *looper) couldNotStart(r runResult) {
+	last := len(l.rep.Runs) - 1
+	if l.o.Poll <= 0 {
+		// What kept it from starting (the remote, the target's checkout) keeps every other
+		// task from starting too; and a job that exits when idle must not pass for one that
+		// found nothing to do (a Kubernetes Job, a CI matrix).
+		l.rep.Runs[last].ExitCode = ExitFatal
+		l.stop("cannot_start", fmt.Sprintf("task %s could not start: %v", r.run.TaskID, r.err), ExitFatal)
+		return
+	}
+	// However long the outage, the report keeps one entry per task: its last try (a task runs
+	// once a loop, so an earlier error of it was a try that could not start).
+	l.rep.Runs = append(slices.DeleteFunc(l.rep.Runs[:last], func(run RunReport) bool {
+		return run.TaskID == r.run.TaskID && run.Status == "error"
+	}), r.run)
+	say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %v; trying again in %s", r.run.TaskID, r.err, l.o.Poll)
+	l.later = append(l.later, r.run.TaskID)
 }
 
 // fill starts runs until every slot is taken or there is nothing (more) to start.
