@@ -188,9 +188,9 @@ func (ld *lander) contended(ctx context.Context, req landRequest, attempts int, 
 		hint: "land it when the remote is quieter: git norma land " + req.task.ID, resumeAt: head}
 }
 
-// landedAfterAll takes off a task that landed after all the labels its contended landing left:
-// LabelLandContended, and the resume labels (a `git norma land` took the place of the run that
-// would have resumed), which would have a person's reopening of the task resume stale work.
+// landedAfterAll takes off a task that has landed after all the labels a refused landing left
+// on it: LabelLandContended, and the resume labels (a `git norma land` took the place of the
+// run that would have resumed), which would have a person's reopening of it resume stale work.
 // Called before the task is closed (a process killed in between would leave them on a closed
 // task), whenever task, as read before the landing, has any of them: the contended label is a
 // hint a teammate may have taken off alone.
