@@ -110,6 +110,9 @@ type looper struct {
 	// later are the tasks a worker could not start for the moment (tryLater): nothing more
 	// starts until its next look, which tries them again.
 	later []string
+	// busy are the tasks another git-norma held when the loop would have run them: a worker
+	// tries them again at its next look, without holding up other tasks meanwhile.
+	busy []string
 }
 
 // runResult is one run's report, and its error when it could not run.
@@ -150,6 +153,9 @@ func (l *looper) collect(r runResult) {
 	l.rep.Runs = append(l.rep.Runs, r.run)
 	if errors.As(r.err, new(tryLater)) {
 		l.couldNotStart(r)
+	}
+	if r.run.StopReason == StopTaskBusy && l.o.Poll > 0 {
+		l.busy = append(l.busy, r.run.TaskID)
 	}
 	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
 		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
@@ -219,8 +225,8 @@ func (l *looper) fill(ctx context.Context) error {
 			case <-ctx.Done():
 			case <-time.After(l.o.Poll + rand.N(l.o.Poll/5+1)):
 			}
-			l.tried = slices.DeleteFunc(l.tried, func(id string) bool { return slices.Contains(l.later, id) })
-			l.later = nil
+			l.tried = slices.DeleteFunc(l.tried, func(id string) bool { return slices.Contains(l.later, id) || slices.Contains(l.busy, id) })
+			l.later, l.busy = nil, nil
 			continue
 		}
 		l.idle = false
@@ -236,9 +242,15 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	say(l.o.Live, sel.TaskID, "loop: task %s %q (%s)", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
 		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true, store: l.st})
-		if errors.Is(err, ErrClaimLost) {
+		switch {
+		case errors.Is(err, ErrClaimLost):
 			say(l.o.Live, sel.TaskID, "loop: task %s was claimed elsewhere first; going on with the next ready task", sel.TaskID)
 			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopClaimLost, Message: err.Error()}, nil
+		case errors.Is(err, ErrLocked):
+			// Another git-norma of this clone holds the task (a run or a landing by hand, a
+			// check, prune): no failure of the task's, and a worker tries it at its next look.
+			say(l.o.Live, sel.TaskID, "loop: task %s is busy: %v; going on with the next ready task", sel.TaskID, err)
+			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopTaskBusy, Message: err.Error()}, nil
 		}
 		if err != nil {
 			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: ExitCode(err)}

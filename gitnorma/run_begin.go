@@ -189,6 +189,9 @@ func (lostClaim) Is(target error) bool { return target == ErrClaimLost }
 // StopClaimLost is the stop reason of such a run.
 const StopClaimLost = "claim_lost"
 
+// StopTaskBusy is the stop reason of a loop's run whose task another git-norma process held.
+const StopTaskBusy = "task_busy"
+
 // StopLeaseLost is the stop reason of a run whose claim's lease ran out while it worked and
 // whose task was taken back (reaped, or claimed by another worker).
 const StopLeaseLost = "lease_lost"
