@@ -32,6 +32,12 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// (a landing killed while its checks ran), which the next run records as a violation.
 		return "the guard never looked after its unconfined processes (the next git norma run reports it)", nil
 	}
+	if (r.Claim == store.ClaimHeld || r.Claim == store.ClaimIntent) && r.Status != store.StatusRunning && !force {
+		// Its process died holding the task's claim, and no recovery could give it back yet (the
+		// tracker did not answer): without its row, none ever would, and the task would stay
+		// in progress for good.
+		return "its claim on task " + r.TaskID + " was never given back (the next git norma run or loop gives it back once the tracker answers; or use --force, then set the task back to open yourself)", nil
+	}
 	if kept := p.guardKept(r); len(kept) > 0 && !force {
 		// What a restore replaced may be the user's edit made during the step: theirs, not the
 		// run's, to drop (its fork-point record alone would not keep its directory either).
