@@ -236,8 +236,8 @@ func resolveHint(req landRequest, le *worktree.LandError) string {
 	case errors.Is(le, worktree.ErrConflict):
 		// In a worktree of its own: git norma check refuses a checkout whose branch is a task's
 		// when it is the main one, and only a checked merge lands.
-		return fmt.Sprintf("merge %s into the task branch in a worktree of its own and resolve the conflicts (git worktree add ../%s-merge %s && cd ../%s-merge && git merge %s), commit, check the merge there (git norma check %s), then: git norma land %s",
-			req.target, req.task.ID, branch, req.task.ID, req.target, req.task.ID, req.task.ID)
+		return fmt.Sprintf("merge %s into the task branch in a worktree of its own and resolve the conflicts (git worktree add ../%s-merge %s && cd ../%s-merge && git merge %s), commit, check the merge there (git norma check %s), then: git norma land %s (and remove that worktree: git worktree remove ../%s-merge)",
+			req.target, req.task.ID, branch, req.task.ID, req.target, req.task.ID, req.task.ID, req.task.ID)
 	case errors.Is(le, worktree.ErrDirtyOverlap):
 		return fmt.Sprintf("commit or stash your edits to those files in your checkout of %s, then: git norma land %s", req.target, req.task.ID)
 	case errors.Is(le, worktree.ErrTargetBusy):
