@@ -81,10 +81,20 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	// before, so a violation recovery finds stops the loop before it starts anything.)
 	since := a.Now()
 	if err := a.recoverCrashed(ctx, st, o.NoLand, o.Live); err != nil {
-		return LoopReport{}, err
+		return LoopReport{}, environmentFailed(ctx, err)
 	}
 	l := &looper{app: a, st: st, o: o, results: make(chan runResult), running: map[string]bool{}, since: since}
 	return l.loop(ctx)
+}
+
+// environmentFailed is err, the loop's own failure to read the backlog or recover dead runs,
+// as a failure of its environment (exit 128), not of a task: a job script must not take it for
+// a task's failed checks (examples/kubernetes). An interruption stays one.
+func environmentFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return withKind(ErrEnvironment, err)
 }
 
 // looper is one loop in progress.
@@ -128,7 +138,7 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 			for len(l.running) > 0 { // the runs still going
 				l.collect(<-l.results)
 			}
-			return l.rep, err
+			return l.rep, environmentFailed(ctx, err)
 		}
 		if len(l.running) == 0 {
 			if l.fatal != nil {
