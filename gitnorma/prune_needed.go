@@ -2,6 +2,7 @@ package gitnorma
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -11,6 +12,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/guard"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -32,7 +34,7 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 		// (a landing killed while its checks ran), which the next run records as a violation.
 		return "the guard never looked after its unconfined processes (the next git norma run reports it)", nil
 	}
-	if (r.Claim == store.ClaimHeld || r.Claim == store.ClaimIntent) && r.Status != store.StatusRunning && !force {
+	if (r.Claim == store.ClaimHeld || r.Claim == store.ClaimIntent) && r.Status != store.StatusRunning && !force && p.mayBeClaimed(ctx, r.TaskID) {
 		// Its process died holding the task's claim, and no recovery could give it back yet (the
 		// tracker did not answer): without its row, none ever would, and the task would stay
 		// in progress for good.
@@ -64,6 +66,22 @@ func (p *pruner) stillNeeded(ctx context.Context, st *store.Store, r store.Run, 
 	delete(scan.forkOnly, r.ID) // kept for its PASS, which keeps its branch too
 	scan.unlandedPass[r.ID] = true
 	return "passed and not landed yet (land it with: git norma land " + r.TaskID + ")", nil
+}
+
+// mayBeClaimed says whether taskID may still carry a claim a dead run never gave back: it is in
+// progress, or the tracker cannot say. A task in progress for nobody (the claim never reached
+// the tracker, or someone closed or reopened it since) has none to give back, and no recovery
+// would ever clear the run's record of it: kept for that, the run would stay for good.
+func (p *pruner) mayBeClaimed(ctx context.Context, taskID string) bool {
+	tr, err := p.tracker()
+	if err != nil {
+		return true
+	}
+	t, err := tr.Get(ctx, taskID)
+	if errors.Is(err, tracker.ErrNotFound) {
+		return false
+	}
+	return err != nil || t.Status == tracker.StatusInProgress
 }
 
 // guardKept lists, relative to the repository, what the fallback guard kept in r's directory
