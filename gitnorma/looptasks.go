@@ -176,12 +176,16 @@ func (l *looper) collect(r runResult) {
 // work tries its task again at its next look; any other loop stops there.
 func (l *looper) couldNotStart(r runResult) {
 	last := len(l.rep.Runs) - 1
+	why := r.err.Error()
+	if hint := hintOf(r.err); hint != "" {
+		why += " (" + hint + ")" // what to do: a remote to check, a checkout to clean up
+	}
 	if l.o.Poll <= 0 {
 		// What kept it from starting (the remote, the target's checkout) keeps every other
 		// task from starting too; and a job that exits when idle must not pass for one that
 		// found nothing to do (a Kubernetes Job, a CI matrix).
 		l.rep.Runs[last].ExitCode = ExitFatal
-		l.stop("cannot_start", fmt.Sprintf("task %s could not start: %v", r.run.TaskID, r.err), ExitFatal)
+		l.stop("cannot_start", fmt.Sprintf("task %s could not start: %s", r.run.TaskID, why), ExitFatal)
 		return
 	}
 	// However long the outage, the report keeps one entry per task: its last try (a task runs
@@ -189,7 +193,7 @@ func (l *looper) couldNotStart(r runResult) {
 	l.rep.Runs = append(slices.DeleteFunc(l.rep.Runs[:last], func(run RunReport) bool {
 		return run.TaskID == r.run.TaskID && run.Status == "error"
 	}), r.run)
-	say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %v; trying again in %s", r.run.TaskID, r.err, l.o.Poll)
+	say(l.o.Live, r.run.TaskID, "loop: task %s could not start: %s; trying again in %s", r.run.TaskID, why, l.o.Poll)
 	l.later = append(l.later, r.run.TaskID)
 }
 
