@@ -186,7 +186,11 @@ func (b *Backlog) RemoveDependency(ctx context.Context, id, dependsOn string) er
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool { return d.IssueID == id && d.DependsOnID == dependsOn }) {
+	// A child's link to its parent is no dependency to remove: with it the task would leave
+	// its epic, unseen (and bd keeps one link per pair: removing would take that one).
+	if !slices.ContainsFunc(t.Dependencies, func(d tracker.Dependency) bool {
+		return d.IssueID == id && d.DependsOnID == dependsOn && d.Type != "parent-child"
+	}) {
 		return failf("see its dependencies with: git norma task show "+id, "task %s does not depend on %s", id, dependsOn)
 	}
 	return b.change(id, func(tr tracker.Tracker) error { return tr.RemoveDependency(ctx, id, dependsOn) })

@@ -63,6 +63,11 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 		if slices.ContainsFunc(rec.deps, func(d Dependency) bool { return d.DependsOnID == dependsOn && d.Type == depType }) {
 			return nil
 		}
+		if blockingTypes[depType] {
+			if under, above := nested(f, issue, dependsOn); under != "" {
+				return fmt.Errorf("task %s is under %s: a parent is done only when its children are, so one waiting for the other would leave both waiting for ever; a child already comes before its parent, no dependency needed", under, above)
+			}
+		}
 		if blockingTypes[depType] && dependsOnTransitively(f, dependsOn, issue) {
 			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
 		}
@@ -75,13 +80,30 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 // RemoveDependency removes every dependency of issue on dependsOn; none is ErrNotFound.
 func (j *JSONL) RemoveDependency(ctx context.Context, issue, dependsOn string) error {
 	return j.updateTask(ctx, issue, func(rec *record, now time.Time) error {
-		kept := slices.DeleteFunc(slices.Clone(rec.deps), func(d Dependency) bool { return d.DependsOnID == dependsOn })
+		// The parent-child link is the task's place under its parent, not a dependency dep add
+		// records: removing it would silently take the task out of its epic.
+		kept := slices.DeleteFunc(slices.Clone(rec.deps), func(d Dependency) bool { return d.DependsOnID == dependsOn && d.Type != "parent-child" })
 		if len(kept) == len(rec.deps) {
 			return fmt.Errorf("task %s does not depend on %s: %w", issue, dependsOn, ErrNotFound)
 		}
 		rec.setDeps(kept, now)
 		return nil
 	})
+}
+
+// nested returns (a, b) or (b, a), descendant first, when one of the two tasks is under the
+// other, else empty strings.
+func nested(f *issueFile, a, b string) (string, string) {
+	for _, p := range [][2]string{{a, b}, {b, a}} {
+		seen := map[string]bool{}
+		for rec := f.find(p[0]); rec != nil && !seen[rec.wire.ID]; rec = f.find(rec.parent()) {
+			seen[rec.wire.ID] = true
+			if rec.parent() == p[1] {
+				return p[0], p[1]
+			}
+		}
+	}
+	return "", ""
 }
 
 // dependsOnTransitively reports whether from reaches to over blocking dependencies.
