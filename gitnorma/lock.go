@@ -166,8 +166,21 @@ func (r *Repo) unconfinedTurn(ctx context.Context, live loop.LiveFunc, taskID st
 		return release, err
 	}
 	say(live, taskID, "waiting for another run's unconfined agents to finish: without Landlock, runs take turns")
-	return flock.Acquire(ctx, r.Path(), 0, flock.Exclusive)
+	release, err = flock.Acquire(ctx, r.Path(), 0, flock.Exclusive)
+	if errors.Is(err, context.Canceled) {
+		err = turnInterrupted{err}
+	}
+	return release, err
 }
+
+// turnInterrupted says that an interrupt came before anything of the run started (a bare
+// "context canceled" left the user wondering what of it was left); it is still an interrupt.
+type turnInterrupted struct{ err error }
+
+func (turnInterrupted) Error() string {
+	return "interrupted while it waited for its turn, before the run started: the task is as it was"
+}
+func (e turnInterrupted) Unwrap() error { return e.err }
 
 // liveTasks are the tasks whose lock a live process holds: a run, its landing (which may move
 // the task branch after the run's end is recorded), or git norma land.
