@@ -68,7 +68,7 @@ func (j *JSONL) AddDependency(ctx context.Context, issue, dependsOn, depType str
 				return fmt.Errorf("task %s is under %s: a parent is done only when its children are, so one waiting for the other would leave both waiting for ever; a child already comes before its parent, no dependency needed", under, above)
 			}
 		}
-		if blockingTypes[depType] && dependsOnTransitively(f, dependsOn, issue) {
+		if blockingTypes[depType] && waitsFor(f, dependsOn, issue) {
 			return fmt.Errorf("adding dependency %s → %s would create a cycle", issue, dependsOn)
 		}
 		now := bump(j.now(), rec.wire.UpdatedAt)
@@ -106,27 +106,41 @@ func nested(f *issueFile, a, b string) (string, string) {
 	return "", ""
 }
 
-// dependsOnTransitively reports whether from reaches to over blocking dependencies.
-func dependsOnTransitively(f *issueFile, from, to string) bool {
+// waitsFor reports whether from waits, however indirectly, for to or a task under it. A task
+// waits for its blocking dependencies and its ancestors' (bd holds back what is under a
+// blocked parent), and a parent for its children (it is done only when they are): a cycle
+// through a parent leaves every task on it waiting as surely as one of dependencies alone.
+func waitsFor(f *issueFile, from, to string) bool {
+	parents, children := map[string]string{}, map[string][]string{}
+	for _, rec := range f.records() {
+		if p := rec.parent(); p != "" {
+			parents[rec.wire.ID] = p
+			children[p] = append(children[p], rec.wire.ID)
+		}
+	}
 	seen := map[string]bool{}
 	stack := []string{from}
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if id == to {
-			return true
-		}
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		if rec := f.find(id); rec != nil {
-			for _, d := range rec.deps {
-				if blockingTypes[d.Type] {
-					stack = append(stack, d.DependsOnID)
+		// up from id: to itself, or the dependencies of id and of its ancestors
+		for a, steps := id, 0; a != "" && steps <= len(parents); a, steps = parents[a], steps+1 {
+			if a == to {
+				return true
+			}
+			if rec := f.find(a); rec != nil {
+				for _, d := range rec.deps {
+					if blockingTypes[d.Type] {
+						stack = append(stack, d.DependsOnID)
+					}
 				}
 			}
 		}
+		stack = append(stack, children[id]...)
 	}
 	return false
 }
