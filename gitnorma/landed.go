@@ -76,9 +76,14 @@ func landingOf(line, task string) (commit, run string, ok bool) {
 // landingOfRun is the commit on target that landed head for run of task ("" for none): a
 // landing by its trailers (landingOf) whose content is head (Manager.LandedAt), as a person's
 // commit naming the run holds none of its work; with no head known, the trailers alone. Only
-// commits since head are walked: a squash commit never has it as an ancestor.
+// commits since head are walked: a squash commit never has it as an ancestor. With run "",
+// any run's landing of head counts (head must be known then).
 func (r *Repo) landingOfRun(ctx context.Context, target, task, run, head string) string {
-	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: "Norma-Run: " + run, Fixed: true, NoMerges: true}
+	grep := "Norma-Run: " + run
+	if run == "" {
+		grep = "Norma-Task: " + task
+	}
+	q := git.LogQuery{Revs: []string{"refs/heads/" + target}, Grep: grep, Fixed: true, NoMerges: true}
 	if head != "" {
 		q.Not = []string{head}
 	}
@@ -88,7 +93,7 @@ func (r *Repo) landingOfRun(ctx context.Context, target, task, run, head string)
 	}
 	for _, line := range strings.Split(out, "\n") {
 		commit, by, ok := landingOf(line, task)
-		if !ok || by != run {
+		if !ok || (run != "" && by != run) {
 			continue
 		}
 		if head == "" {

@@ -244,11 +244,11 @@ func (p *pruner) checkedOut(b BranchRow) bool {
 	return b.Worktree != "" && !p.dryRemoved[filepath.Clean(b.Worktree)]
 }
 
-// landedAsRecorded says head landed on target as it is: a landing of task names the run that
-// made head (its Norma-Run trailer) and is head's squash commit (Manager.LandedAt). Read from
+// landedAsRecorded says head landed on target as it is: a landing of task is head's squash
+// commit (Manager.LandedAt). Any run's landing counts, not only that of the run head's commit
+// names: a run that resumed an interrupted one's Do lands the head that run made. Read from
 // git, it holds after the run's records were pruned, and for other clones' branches; the
 // content, not the trailers alone, decides.
 func (r *Repo) landedAsRecorded(ctx context.Context, task, head, target string) bool {
-	run, err := r.Git.Log(ctx, "%(trailers:key=Norma-Run,valueonly,separator=%x2C)", git.LogQuery{Revs: []string{head}, Max: 1})
-	return err == nil && run != "" && !strings.Contains(run, ",") && r.landingOfRun(ctx, target, task, run, head) != ""
+	return r.landingOfRun(ctx, target, task, "", head) != ""
 }
