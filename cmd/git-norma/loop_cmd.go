@@ -73,6 +73,9 @@ func (c *loopCmd) Run(env *Env) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.TaskID, loop.OrDash(r.RunID), r.Status, loop.OrDash(r.Verdict), loop.OrDash(short(r.Landed)), r.Message)
 	}
 	w.Flush()
+	for _, r := range rep.Runs { // the table says why each run stopped, not that it blocked its task
+		printBlocked(env.IO.Out, r)
+	}
 	fmt.Fprintf(env.IO.Out, "loop stopped: %s (%d run(s))\n", rep.Message, len(rep.Runs))
 	return silentExit(rep.ExitCode)
 }

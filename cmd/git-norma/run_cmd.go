@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma"
@@ -67,9 +68,7 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 			fmt.Fprintln(out, l)
 		}
 	}
-	if rep.Blocked != "" {
-		fmt.Fprintf(out, "task %s is now blocked: %s; selection skips it until: git norma task unblock %s\n", rep.TaskID, rep.Blocked, rep.TaskID)
-	}
+	printBlocked(out, rep)
 	if rep.StopReason == loop.StopGuardViolation {
 		fmt.Fprintf(env.IO.Err, "hint: look at what the agent did (git norma status %s); no run or loop starts until you clear it: git norma resume\n", rep.RunID)
 	}
@@ -97,5 +96,13 @@ func printRunReport(env *Env, rep gitnorma.RunReport) {
 	fmt.Fprintf(out, "journal: %s/artifacts/progress.md · steps: git norma status %s · commits: git log %s\n", rep.RunDir, rep.RunID, rep.Branch)
 	if rep.Next != nil {
 		printRunReport(env, *rep.Next)
+	}
+}
+
+// printBlocked says that the run blocked its task (three failing runs in a row), and the way
+// to give it back; run and loop both say it.
+func printBlocked(out io.Writer, rep gitnorma.RunReport) {
+	if rep.Blocked != "" {
+		fmt.Fprintf(out, "task %s is now blocked: %s; selection skips it until: git norma task unblock %s\n", rep.TaskID, rep.Blocked, rep.TaskID)
 	}
 }
