@@ -20,7 +20,7 @@ func (BuiltinPlan) Run(_ context.Context, req Request) (Output, error) {
 	effective := EffectiveCriteria(in.Task)
 	if len(effective) == 0 {
 		out.Status, out.StopReason = StatusStop, StopVerifyMissing
-		msg := fmt.Sprintf("task %s has no Verify commands, so nothing can prove it done; add a `Verify:` line with a command to its description (git norma task add --verify CMD)", in.Task.ID)
+		msg := fmt.Sprintf("task %s has no Verify commands, so nothing can prove it done; add a `Verify: CMD` line to its description (git norma task edit %s -d \"...\"; a new task: git norma task add --verify CMD)", in.Task.ID, in.Task.ID)
 		out.Summary = Summary{Text: "no executable verification: " + msg, Errors: []string{msg}}
 		out.Progress = Progress{Title: "Plan stopped: verification missing", Details: []string{msg}}
 		fmt.Fprintln(req.Stdout, msg)
