@@ -14,8 +14,9 @@ import (
 // completeParents applies the spec's completion rules after a task closed: a feature (then its
 // epic, and so on up) whose children are all closed is closed when its own Verify commands
 // pass on the landed commit. Without Verify commands its acceptance cannot be checked, so it is
-// left open with a note saying so — git-norma never closes on an unverified claim.
-func (ld *lander) completeParents(ctx context.Context, st *store.Store, run guardedRun, commit string) {
+// left open with a note saying so — git-norma never closes on an unverified claim. live hears
+// each outcome: a parent left open is otherwise only in its notes, out of the user's sight.
+func (ld *lander) completeParents(ctx context.Context, st *store.Store, run guardedRun, commit string, live loop.LiveFunc) {
 	runID, taskID := run.runID, run.taskID
 	tr, err := ld.tracker()
 	if err != nil {
@@ -41,6 +42,7 @@ func (ld *lander) completeParents(ctx context.Context, st *store.Store, run guar
 			return
 		}
 		outcome, closed := ld.completeOne(ctx, st, tr, run, parent, len(children[id]), commit)
+		say(live, taskID, "parent %s", outcome)
 		_ = st.AppendEvent(ctx, runID, store.Event{TS: ld.now(), Type: "parent_completion", Message: outcome,
 			Data: map[string]any{"task": id, "closed": closed}})
 		if !closed {

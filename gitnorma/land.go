@@ -214,7 +214,7 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 	ld.crash.reach("closed")
 	ld.shareJournal(ctx, st, req)
 	if req.task.Parent != "" {
-		ld.completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target, holdsLanding: true}, cmp.Or(res.Commit, res.Parent))
+		ld.completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target, holdsLanding: true}, cmp.Or(res.Commit, res.Parent), req.live)
 	}
 	return res.Commit, nil
 }

@@ -190,7 +190,7 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 	_ = st.AppendEvent(ctx, req.runID, store.Event{TS: a.Now(), Type: "landed", Message: reason + " (found by recovery)",
 		Data: map[string]any{"commit": commit, "target": req.target}})
 	if req.task.Parent != "" {
-		a.lander().completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target}, commit) // not under the landing lock
+		a.lander().completeParents(ctx, st, guardedRun{runID: req.runID, taskID: req.task.ID, target: req.target}, commit, req.live) // not under the landing lock
 	}
 	return nil
 }
