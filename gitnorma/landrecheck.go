@@ -43,6 +43,12 @@ func (ld *lander) recheckOnTarget(ctx context.Context, st *store.Store, req land
 		return "", "", &landRefusal{reason: fmt.Errorf("%s moved since its PASS (recorded on %.10s, now at %.10s): only verified work lands", branch, passHead, head),
 			hint: "verify it again: git norma run " + req.task.ID}
 	}
+	if cmd, err := ld.uncheckedVerify(ctx, st, req); err != nil {
+		return "", "", err
+	} else if cmd != "" {
+		return "", "", &landRefusal{reason: fmt.Errorf("the task's Verify changed since run %s passed: `%s` was never checked; only verified work lands", req.runID, cmd),
+			hint: "verify it again: git norma run " + req.task.ID}
+	}
 	if paths, err := ld.repo.Worktrees(ctx).ControlChanges(ctx, tip, head); err != nil {
 		return "", "", err
 	} else if len(paths) > 0 {
@@ -275,6 +281,35 @@ func (ld *lander) landCriteria(ctx context.Context, st *store.Store, req landReq
 		return plan.AcceptanceCriteria.Effective, nil
 	}
 	return taskCriteria(ld.cfg.Gates, req.task), nil
+}
+
+// uncheckedVerify names a command of the task's Verify, or a gate, that the plan of the run
+// whose PASS would land never checked ("" when it checked them all, or has no plan to compare
+// with): a person tightened what proves the task done after it passed. A command dropped
+// since is no reason to refuse: the PASS checked more than is asked now. With a store agents
+// could write, the landing checks the task's own criteria again anyway (landCriteria).
+func (ld *lander) uncheckedVerify(ctx context.Context, st *store.Store, req landRequest) (string, error) {
+	if !req.checkedHere && storeDistrust(ctx, st, ld.shieldedNow()) != "" {
+		return "", nil
+	}
+	plan, _, _, err := runOutputs(ctx, st, req.runID)
+	if err != nil || plan == nil || len(plan.AcceptanceCriteria.Effective) == 0 {
+		return "", err
+	}
+	checked := map[string]bool{}
+	for _, c := range plan.AcceptanceCriteria.Effective {
+		for _, k := range c.Checks {
+			checked[k.Cmd] = true
+		}
+	}
+	for _, c := range taskCriteria(ld.cfg.Gates, req.task) {
+		for _, k := range c.Checks {
+			if !checked[k.Cmd] {
+				return k.Cmd, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // checksAt runs the criteria's checks on commit in a scratch worktree, dir/workspace, thrown
