@@ -208,7 +208,7 @@ func (l *looper) fill(ctx context.Context) error {
 			l.stop("max_tasks", fmt.Sprintf("ran %d task(s), the --max-tasks limit", l.started), 0)
 			return nil
 		case l.app.Repo.PauseReason() != "":
-			l.stop("paused", "paused: "+l.app.Repo.PauseReason(), 0)
+			l.stop("paused", "paused: "+l.app.Repo.PauseReason()+resumeHint, 0)
 			return nil
 		}
 		if v := violationSince(ctx, l.st, l.since, ""); v != "" {

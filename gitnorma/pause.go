@@ -40,3 +40,6 @@ func (r *Repo) Resume() (bool, error) {
 	}
 	return err == nil, err
 }
+
+// resumeHint follows a pause's reason wherever a run or loop stops for it.
+const resumeHint = " (lift it with: git norma resume)"

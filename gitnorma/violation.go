@@ -114,7 +114,7 @@ func (r *Repo) ClearViolations(ctx context.Context, now time.Time) ([]Violation,
 // --forced), or its claim lost to another worker (its work would not land: see land.go).
 func (r *run) haltReason() (reason, why string) {
 	if why := r.app.Repo.PauseReason(); why != "" {
-		return loop.StopPaused, why
+		return loop.StopPaused, why + resumeHint
 	}
 	if v := violationSince(context.Background(), r.st, r.started, r.id); v != "" {
 		return loop.StopPaused, "a " + v
