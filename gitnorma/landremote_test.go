@@ -18,8 +18,7 @@ import (
 func TestSyncTargetFetchesOutsideTheLandingLock(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
-	bare := t.TempDir()
-	gitIn(t, bare, "init", "-q", "--bare")
+	bare := bareRepo(t)
 	repo.Must("remote", "add", "origin", bare)
 	repo.WriteFile("theirs.txt", "landed by another worker\n")
 	theirs := repo.Commit("theirs")
@@ -58,11 +57,9 @@ func TestSyncTargetFetchesOutsideTheLandingLock(t *testing.T) {
 func TestSyncTargetFetchesAgainWhenALandingOvertookIt(t *testing.T) {
 	ctx := context.Background()
 	a, repo := initApp(t)
-	stale := t.TempDir()
-	gitIn(t, stale, "init", "-q", "--bare")
+	stale := bareRepo(t)
 	repo.Must("push", "-q", stale, "main") // the remote as the fetch read it
-	bare := t.TempDir()
-	gitIn(t, bare, "init", "-q", "--bare")
+	bare := bareRepo(t)
 	repo.Must("remote", "add", "origin", bare)
 	repo.WriteFile("landed.txt", "another run's landing\n")
 	landed := repo.Commit("landed")
@@ -78,4 +75,12 @@ func TestSyncTargetFetchesAgainWhenALandingOvertookIt(t *testing.T) {
 	require.NoError(t, a.syncTargetLocked(ctx, "main", nil, "norma-t1"))
 	assert.Equal(t, landed, repo.Must("rev-parse", "main"))
 	assert.Equal(t, landed, repo.Must("rev-parse", "refs/remotes/origin/main"))
+}
+
+// bareRepo is an empty bare repository, a remote to push to.
+func bareRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "--bare")
+	return dir
 }

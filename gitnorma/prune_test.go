@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/git-norma/git-norma/gitnorma/flock"
+	"github.com/git-norma/git-norma/gitnorma/git/gittest"
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/stretchr/testify/assert"
@@ -201,12 +202,7 @@ func TestPruneKeepsTheNewestForkPointOnTheTarget(t *testing.T) {
 // and no "checked out in" a worktree prune itself removed.
 func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
 	ctx := context.Background()
-	a, repo := initApp(t)
-	base := repo.Must("rev-parse", "HEAD")
-	repo.Must("branch", "norma/task/norma-t1", base)
-	st := openStore(t, a)
-	id := "r-20260101-000000-000-000001"
-	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
+	a, repo, st, id := forkPointRun(t)
 	ws := a.Repo.Path("runs", id, "workspace")
 	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
 
@@ -222,12 +218,7 @@ func TestPruneForceDeletesTheBranchOfAForkPointRunsWorktree(t *testing.T) {
 // its files (each would list the whole backlog, through bd a process, after every run).
 func TestAutoPruneSkipsTheBranchesForARecordAlreadyKept(t *testing.T) {
 	ctx := context.Background()
-	a, repo := initApp(t)
-	base := repo.Must("rev-parse", "HEAD")
-	repo.Must("branch", "norma/task/norma-t1", base)
-	st := openStore(t, a)
-	id := "r-20260101-000000-000-000001"
-	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
+	a, _, st, id := forkPointRun(t)
 	require.NoError(t, os.MkdirAll(a.Repo.Path("runs", id, "steps"), 0o700))
 	p := a.pruner()
 	listed := 0
@@ -271,14 +262,7 @@ func openStore(t *testing.T, a *App) *store.Store {
 // have it removed underneath it. While a live process holds the lock, the run is kept.
 func TestPruneLeavesARunToTheLiveRunOfItsTask(t *testing.T) {
 	ctx := context.Background()
-	a, repo := initApp(t)
-	repo.Must("branch", "norma/task/norma-t1")
-	st := openStore(t, a)
-	id := "r-20260101-000000-000-000001"
-	failedRun(t, st, id, store.ForkPoint{})
-	ws := a.Repo.Path("runs", id, "workspace")
-	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("the dead run's uncommitted work\n"), 0o600))
+	a, _, st, id, ws := deadRunWithWork(t)
 	lock, err := a.Repo.acquireTaskLock("norma-t1") // a new run of the task has just begun
 	require.NoError(t, err)
 	require.NoError(t, lock.Record("r-20260101-000000-000-000002", a.Now()))
@@ -330,15 +314,8 @@ func TestPruneKeepsWhatTheGuardReplaced(t *testing.T) {
 // does not wait for a step: the run is kept for the next prune.
 func TestPruneSavesAWorktreeUnderTheLandingLock(t *testing.T) {
 	ctx := context.Background()
-	a, repo := initApp(t)
-	repo.Must("branch", "norma/task/norma-t1")
+	a, repo, st, id, ws := deadRunWithWork(t)
 	head := repo.Must("rev-parse", "norma/task/norma-t1")
-	st := openStore(t, a)
-	id := "r-20260101-000000-000-000001"
-	failedRun(t, st, id, store.ForkPoint{})
-	ws := a.Repo.Path("runs", id, "workspace")
-	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
-	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("a killed run's uncommitted work\n"), 0o600))
 	unlock, err := flock.Wait(ctx, a.Repo.Path("locks", "land.lock")) // an unconfined step's guard
 	require.NoError(t, err)
 
@@ -366,4 +343,32 @@ func twoFailedRuns(t *testing.T) (context.Context, *App, *store.Store) {
 		failedRun(t, st, id, store.ForkPoint{})
 	}
 	return context.Background(), a, st
+}
+
+// forkPointRun is a repository whose task branch norma/task/norma-t1 a failed run id started
+// at HEAD: a run prune keeps for its fork point.
+func forkPointRun(t *testing.T) (*App, *gittest.Repo, *store.Store, string) {
+	t.Helper()
+	a, repo := initApp(t)
+	base := repo.Must("rev-parse", "HEAD")
+	repo.Must("branch", "norma/task/norma-t1", base)
+	st := openStore(t, a)
+	id := "r-20260101-000000-000-000001"
+	failedRun(t, st, id, store.ForkPoint{Base: base, Started: true, Target: "main"})
+	return a, repo, st, id
+}
+
+// deadRunWithWork is a failed run id of task norma-t1 whose worktree, ws, on the task branch,
+// holds the run's uncommitted work (wip.txt).
+func deadRunWithWork(t *testing.T) (*App, *gittest.Repo, *store.Store, string, string) {
+	t.Helper()
+	a, repo := initApp(t)
+	repo.Must("branch", "norma/task/norma-t1")
+	st := openStore(t, a)
+	id := "r-20260101-000000-000-000001"
+	failedRun(t, st, id, store.ForkPoint{})
+	ws := a.Repo.Path("runs", id, "workspace")
+	repo.Must("worktree", "add", "-q", ws, "norma/task/norma-t1")
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "wip.txt"), []byte("the dead run's uncommitted work\n"), 0o600))
+	return a, repo, st, id, ws
 }
