@@ -167,6 +167,10 @@ func (l *looper) collect(r runResult) {
 	if r.run.StopReason == StopTaskBusy && l.o.Poll > 0 {
 		l.busy = append(l.busy, r.run.TaskID)
 	}
+	if r.err == nil && r.run.ExitCode == ExitFatal && l.stopped == "" {
+		// The agent cannot run here (its run says why): the next task would fail alike.
+		l.stop("fatal", fmt.Sprintf("the agent of task %s cannot run here, as its run says; every task would fail alike: fix that, then run the loop again", r.run.TaskID), ExitFatal)
+	}
 	if r.run.ExitCode == ExitInterrupted && l.stopped == "" {
 		l.stop("interrupted", "interrupted during "+r.run.TaskID, ExitInterrupted)
 	}

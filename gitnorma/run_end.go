@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/git-norma/git-norma/gitnorma/store"
 	"github.com/git-norma/git-norma/gitnorma/tracker"
 	"github.com/git-norma/git-norma/loop"
+	"github.com/git-norma/git-norma/loop/agent"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -47,6 +49,10 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 		return r.landAndClose(fctx, rep)
 	case res.StopReason == loop.StopInterrupted:
 		rep.ExitCode, removeWorktree = ExitInterrupted, false
+	case res.Status == loop.RunFailed && agentCannotRun(res.Err):
+		// Not the task's failure: every task's run would end alike until the agent's setup
+		// is fixed, so a job or worker must not pass it off as work that failed (exit 1).
+		rep.ExitCode, status, stopReason = ExitFatal, store.StatusFailed, ""
 	case res.Status == loop.RunFailed:
 		rep.ExitCode, status, stopReason = ExitFail, store.StatusFailed, ""
 	default:
@@ -56,6 +62,13 @@ func (r *run) end(ctx context.Context, res loop.Result, noLand bool) (RunReport,
 	r.release(fctx, removeWorktree)
 	rep.Blocked = r.blocked
 	return rep, nil
+}
+
+// agentCannotRun says a step's agent could not run here at all: its credentials, its setup,
+// its command (after the engine's retries).
+func agentCannotRun(err error) bool {
+	var pe *loop.ProtocolError
+	return errors.As(err, &pe) && slices.Contains([]string{agent.ErrKindAuth, agent.ErrKindRefused, loop.ErrKindStart}, pe.Kind)
 }
 
 // planOutcome says Plan ended the run by decomposing or blocking the task.
