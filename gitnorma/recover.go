@@ -100,7 +100,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 	rep := &RunReport{RunID: dead.ID, TaskID: t.ID, Title: t.Title, Status: loop.RunPassed, Verdict: loop.VerdictPass,
 		Iterations: dead.Iteration, Steps: dead.CurrentStepIndex, Branch: worktree.TaskBranch(t.ID), Target: r.pre.target,
 		RunDir: filepath.Join(r.app.Repo.Root, filepath.FromSlash(dead.RunDir))}
-	var done string
+	var done, resumeAt string
 	switch why := r.reopenReason(ctx, dead.ID, noLand); {
 	case landed != "":
 		// It landed and died before recording it: record it and close the task, never land again.
@@ -118,8 +118,12 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 		var refused *landRefusal
 		switch {
 		case errors.As(err, &refused):
-			if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
-				return nil, fmt.Errorf("reopen task %s: %w", t.ID, err)
+			// Refused by the remote alone, the verified work stays good: releaseDeadClaim hands
+			// the task back with it to resume, as a run's own refused landing does.
+			if resumeAt = refused.resumeAt; resumeAt == "" {
+				if err := r.tr.SetStatus(ctx, t.ID, tracker.StatusOpen, ""); err != nil {
+					return nil, fmt.Errorf("reopen task %s: %w", t.ID, err)
+				}
 			}
 			rep, done = nil, "its landing was refused ("+refused.Error()+"); reopened"
 		case err != nil:
@@ -130,7 +134,7 @@ func (r *run) recoverPass(ctx context.Context, dead store.Run, t tracker.Task, n
 			rep.Landed, done = commit, fmt.Sprintf("landed %.10s on %s from its recorded PASS", commit, r.pre.target)
 		}
 	}
-	r.releaseDeadClaim(ctx, dead.ID, t.ID, done)
+	r.releaseDeadClaim(ctx, dead.ID, t.ID, done, resumeAt)
 	line := fmt.Sprintf("recovered run %s of %s: %s", dead.ID, t.ID, done)
 	say(r.live, t.ID, "%s", line)
 	if rep != nil {
@@ -156,15 +160,20 @@ func (r *run) reopenReason(ctx context.Context, runID string, noLand bool) strin
 }
 
 // releaseDeadClaim gives a dead run's claim back as its own release would have, bringing the
-// task's notes and labels to that run's end.
-func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what string) {
+// task's notes and labels to that run's end; resumeAt is its landing's (landRefusal.resumeAt).
+func (r *run) releaseDeadClaim(ctx context.Context, runID, taskID, what, resumeAt string) {
 	if t, err := r.tr.Get(ctx, taskID); err == nil {
 		status := ""
 		if t.Status == tracker.StatusInProgress {
 			status = tracker.StatusOpen
 		}
-		if m, err := newTaskMirror(r.tr, t, r.app.redact); err == nil {
-			_, _ = m.finishRun(ctx, loop.VerdictPass, status)
+		m, err := newTaskMirror(r.tr, t, r.app.redact)
+		if err == nil {
+			m.resumeAt = resumeAt
+			_, err = m.finishRun(ctx, loop.VerdictPass, status)
+		}
+		if err != nil && status != "" {
+			_ = r.tr.SetStatus(ctx, taskID, status, "") // the task handed back, if bare
 		}
 	}
 	_ = r.st.SetClaim(ctx, runID, store.ClaimReleased)
