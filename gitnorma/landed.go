@@ -252,11 +252,16 @@ func (a *App) LandTask(ctx context.Context, taskID string, live loop.LiveFunc) (
 	}
 	claimed := a.claimedBy(ctx, run, task)
 	rep.Commit, err = a.lander().land(ctx, st, landRequest{runID: run.ID, task: task, target: target, claimedByUs: claimed, live: live})
-	if claimed {
-		a.giveBackClaim(ctx, st, run.ID, taskID)
-	}
 	var lr *landRefusal
-	if errors.As(err, &lr) {
+	refused := errors.As(err, &lr)
+	if claimed {
+		resumeAt := ""
+		if refused {
+			resumeAt = lr.resumeAt
+		}
+		a.giveBackClaim(ctx, st, run.ID, taskID, resumeAt)
+	}
+	if refused {
 		rep.Paths, rep.Refused, rep.Hint = lr.paths, lr.Error(), lr.hint
 		return rep, &Error{Kind: ErrLandRefused, Err: fmt.Errorf("landing refused: %w", lr), Hint: lr.hint}
 	}

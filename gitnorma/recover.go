@@ -205,11 +205,20 @@ func (a *App) recordLanding(ctx context.Context, st *store.Store, req landReques
 }
 
 // giveBackClaim hands back the claim a dead run held, once `git norma land` landed (or
-// refused) its PASS: a task the landing did not close is open again.
-func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID string) {
+// refused) its PASS: a task the landing did not close is open again, with the work to resume
+// at resumeAt if the refusal left one (landRefusal.resumeAt), as the run's own release would.
+func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID, resumeAt string) {
 	if tr, err := a.Tracker(); err == nil {
 		if t, err := tr.Get(ctx, taskID); err == nil && t.Status == tracker.StatusInProgress {
-			_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
+			handedBack := false
+			if m, err := newTaskMirror(tr, t, a.redact); resumeAt != "" && err == nil {
+				m.resumeAt = resumeAt
+				_, err = m.finishRun(ctx, loop.VerdictPass, tracker.StatusOpen)
+				handedBack = err == nil
+			}
+			if !handedBack {
+				_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
+			}
 		}
 	}
 	_ = st.SetClaim(ctx, runID, store.ClaimReleased)
