@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -281,6 +282,10 @@ func (r *run) loopOptions(ctx context.Context) loop.Options {
 			// This run merged what landed meanwhile into the branch: the work on it is as the
 			// last run left it, and the Check to come checks the merge.
 			head = c.From
+		}
+		if h := r.mirror.state.Head; h != "" && slices.Contains(r.mirror.labels, LabelHasDo) && r.wm.CaughtUpFrom(ctx, head, h, r.pre.target) {
+			// Or earlier runs' catch-ups, stopped before they landed: no work either.
+			head = h
 		}
 		o.Resume = r.mirror.resume(head, func(a, b string) bool {
 			ok, _ := r.app.Repo.Git.IsAncestor(ctx, a, b)

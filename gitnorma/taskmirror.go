@@ -89,10 +89,11 @@ func newTaskMirror(tr tracker.Tracker, t tracker.Task, redact redact.Redactor) (
 // resume returns what the last run completed of its unfinished iteration, when the labels say
 // so and the task branch agrees: a plan holds if the branch only moved forward since (an
 // interrupted Do's work rescued on top); a Do result only if the branch is exactly where that
-// step left it (branchHead is the head before the run merged its target in, if it did: that
-// merge is git-norma's, not work). The notes and labels are hints anyone with the backlog can
-// edit: they say where to resume, never what was verified — a Check is never resumed, and the
-// restored plan gets the task's Verify commands and the gates enforced like any plan.
+// step left it (branchHead is the head before git-norma's merges of the target into it, this
+// run's or a stopped one's: they are not work). The notes and labels are hints anyone with the
+// backlog can edit: they say where to resume, never what was verified — a Check is never
+// resumed, and the restored plan gets the task's Verify commands and the gates enforced like
+// any plan.
 func (m *taskMirror) resume(branchHead string, isAncestor func(a, b string) bool) *loop.Resume {
 	s := &m.state
 	if !slices.Contains(m.labels, LabelHasPlan) || s.Plan == nil || s.Head == "" {

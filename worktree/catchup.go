@@ -73,3 +73,25 @@ func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (
 		return CatchUp{}, err
 	}
 }
+
+// CaughtUpFrom says head is from with only catch-ups on top: merges of the target each
+// exactly as catchUp makes them (two parents, the first the branch's head before, the second
+// on the target, and their merge's tree). A commit that only looks like one (its message)
+// does not pass, nor one that brings in anything but the target's commits.
+func (m *Manager) CaughtUpFrom(ctx context.Context, head, from, target string) bool {
+	for head != from {
+		out, err := m.Git.Output(ctx, "show", "-s", "--format=%T %P", head)
+		f := strings.Fields(out)
+		if err != nil || len(f) != 3 {
+			return false
+		}
+		if onTarget, err := m.Git.IsAncestor(ctx, f[2], "refs/heads/"+target); err != nil || !onTarget {
+			return false
+		}
+		if tree, err := m.mergeTree(ctx, f[2], f[1]); err != nil || tree != f[0] {
+			return false
+		}
+		head = f[1]
+	}
+	return true
+}

@@ -56,3 +56,33 @@ func TestCatchUpLeavesAnUpToDateBranchAlone(t *testing.T) {
 	assert.Equal(t, CatchUp{}, ws.CaughtUp)
 	assert.Equal(t, prev, f.gitIn(ws.Dir(), "rev-parse", "HEAD"))
 }
+
+func TestCaughtUpFromTakesOnlyCatchUpMerges(t *testing.T) {
+	f := newFixture(t)
+	prev := f.commitOn("norma/task/T-1", "main", map[string]string{"work.txt": "run 1\n"}, "run 1 step")
+	f.repo.WriteFile("other.txt", "landed meanwhile\n")
+	f.repo.Commit("another task lands")
+	merge := func(target, branch string) string {
+		c, err := f.m.MergeCommit(f.ctx, target, branch, "norma: merge main into norma/task/T-1\n")
+		require.NoError(t, err)
+		return c
+	}
+	caughtUp := func(head, from string) bool { return f.m.CaughtUpFrom(f.ctx, head, from, "main") }
+
+	one := merge("main", prev)
+	assert.True(t, caughtUp(one, prev))
+	assert.True(t, caughtUp(prev, prev))
+	f.repo.WriteFile("more.txt", "landed later\n")
+	f.repo.Commit("another task lands again")
+	assert.True(t, caughtUp(merge("main", one), prev), "one catch-up on another")
+
+	assert.False(t, caughtUp(one, f.rev("main")), "not on top of from")
+	work := f.commitOn("norma/task/T-1", "main", map[string]string{"more work.txt": "x\n"}, "someone's work")
+	assert.False(t, caughtUp(work, prev), "a commit of work")
+	// the merge's parents, with a tree that brings in more
+	extra := f.commitOn("side", "main", map[string]string{"work.txt": "run 1\n", "evil.txt": "x\n"}, "more")
+	forged := f.git("commit-tree", extra+"^{tree}", "-p", prev, "-p", "main", "-m", "norma: merge main into norma/task/T-1")
+	assert.False(t, caughtUp(forged, prev), "a merge whose tree is not the catch-up's")
+	// an exact merge, of a branch that is not the target
+	assert.False(t, caughtUp(merge("side", prev), prev), "a merge of another branch")
+}
