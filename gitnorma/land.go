@@ -137,9 +137,16 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			return "", err
 		}
 		if errors.Is(err, worktree.ErrBranchTaken) {
-			if attempt < remoteLandAttempts && req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID) {
-				// Pushed by a worker that lost the claim to this run: the claim decides.
-				if err := ld.takeBackBranch(ctx, st, req.runID, req.task.ID, err); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
+			// Pushed by a worker that lost the claim to this run: the claim decides. Deleted
+			// there while nobody holds the task: the copy held nobody's work, this is the one.
+			deleted := !req.claimedByUs && le.Theirs == ""
+			if attempt < remoteLandAttempts && (deleted || req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID)) {
+				why := claimDecides(req.task.ID)
+				if deleted {
+					why = fmt.Sprintf("nobody holds task %s and %s has no copy of it any more (deleted there): the landing pushes it again", req.task.ID, ld.cfg.Remote)
+					say(req.live, req.task.ID, "%s", why)
+				}
+				if err := ld.takeBackBranch(ctx, st, req.runID, req.task.ID, err, why); err != nil && !errors.Is(err, worktree.ErrBranchTaken) {
 					return "", err
 				}
 				continue // moved again since: the next try looks again

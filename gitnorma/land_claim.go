@@ -48,9 +48,9 @@ func (ld *lander) holdsClaim(ctx context.Context, st *store.Store, runID, taskID
 }
 
 // takeBackBranch makes the next push of a task branch go over the remote copy pushErr found
-// (a worker's that lost the claim, or a person's), keeps it under refs/norma/kept/, and
-// records both.
-func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error) error {
+// (a worker's that lost the claim, or a person's) or make it again (deleted there), keeps
+// the copy under refs/norma/kept/, and records both with why it may.
+func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, taskID string, pushErr error, why string) error {
 	var le *worktree.LandError
 	if !errors.As(pushErr, &le) {
 		return pushErr
@@ -59,13 +59,18 @@ func (ld *lander) takeBackBranch(ctx context.Context, st *store.Store, runID, ta
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("%v, but this run holds task %s's claim: its push goes over that copy", pushErr, taskID)
+	msg := fmt.Sprintf("%v, but %s", pushErr, why)
 	if kept != "" {
 		msg += ", kept as " + kept
 	}
 	_ = st.AppendEvent(ctx, runID, store.Event{TS: ld.now(), Type: "branch_taken_back", Message: msg,
 		Data: map[string]any{"overwritten": le.Theirs, "kept": kept}})
 	return nil
+}
+
+// claimDecides is why a run holding a task's claim pushes over another's copy of its branch.
+func claimDecides(taskID string) string {
+	return fmt.Sprintf("this run holds task %s's claim: its push goes over that copy", taskID)
 }
 
 // checkStillOpen refuses to land a task closed or claimed by someone else meanwhile: a claim

@@ -298,7 +298,7 @@ func (r *run) pushStep(ctx context.Context, commit string) {
 	err := remote.PushTaskBranch(ctx, taskID, commit)
 	if errors.Is(err, worktree.ErrBranchTaken) && r.app.lander().holdsClaim(ctx, r.st, r.id, taskID) {
 		// Pushed by a worker that lost the claim to this run: the claim decides.
-		if err = r.app.lander().takeBackBranch(ctx, r.st, r.id, taskID, err); err == nil {
+		if err = r.app.lander().takeBackBranch(ctx, r.st, r.id, taskID, err, claimDecides(taskID)); err == nil {
 			err = remote.PushTaskBranch(ctx, taskID, commit)
 		}
 	}
