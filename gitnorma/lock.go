@@ -28,19 +28,25 @@ type RunLock struct {
 // LockHolder is what the lock file records about its holder: for a task's lock, the run a
 // live process is executing (status's live runs).
 type LockHolder struct {
-	RunID   string    `json:"run_id"`
+	RunID string `json:"run_id"`
+	// TaskID is the task whose lock it holds, from the lock file's name (LiveRuns).
+	TaskID  string    `json:"task_id,omitempty"`
 	PID     int       `json:"pid"`
 	Host    string    `json:"host"`
 	Started time.Time `json:"started"`
 }
 
-// What names the holder: its run, or, for a check (the post-commit hook's), which holds its
-// task's lock under no run id, the process.
+// What names the holder: its run, or, for a check (the post-commit hook's) or a run waiting
+// for its turn, which hold the task's lock under no run id, the process; and the task.
 func (h LockHolder) What() string {
+	what := "run " + h.RunID
 	if h.RunID == "" {
-		return "a git norma process"
+		what = "a git norma process"
 	}
-	return "run " + h.RunID
+	if h.TaskID != "" {
+		what += " on task " + h.TaskID
+	}
+	return what
 }
 
 // ErrLocked means another live git-norma process holds the lock.
@@ -103,6 +109,7 @@ func (r *Repo) LiveRuns() []LockHolder {
 	var live []LockHolder
 	for _, p := range paths {
 		if h, ok := LiveLockHolder(p); ok {
+			h.TaskID = strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "task-"), ".lock")
 			live = append(live, h)
 		}
 	}
