@@ -199,6 +199,9 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		if err := refuseBlocked(ctx, tr, r.pre.task); err != nil {
 			return RunReport{}, err
 		}
+		if err := refuseOpenChildren(ctx, tr, r.pre.task); err != nil {
+			return RunReport{}, err
+		}
 	}
 	if !a.confiner().shields(pre.sandbox) {
 		unlock, err := a.Repo.unconfinedTurn(ctx, o.Live, o.TaskID)

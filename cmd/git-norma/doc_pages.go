@@ -282,7 +282,7 @@ func exitStatus() section {
 		item(gitnorma.ExitOK, "PASS and landed (or left on its branch with `--no-land`), or the command succeeded."),
 		item(gitnorma.ExitFail, "FAIL verdict, a step failed (agent error, invalid output, timeout), or the command failed."),
 		item(gitnorma.ExitStopped, "a budget or stop rule ended the run (`budget_exceeded`, `no_progress`, `verify_missing`, ...)."),
-		item(gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task (`--force` runs it)."),
+		item(gitnorma.ExitLandRefused, "landing refused: a conflict, overlapping local edits, the task is no longer open, or no recorded PASS; or a run refused because open tasks block the task, or its own children are not yet closed (`--force` runs it)."),
 		item(gitnorma.ExitFatal, "fatal: not a git repository, not initialised, malformed config, corrupt or newer database, git too old; an agent that cannot run here (bad credentials, its CLI refusing the setup), where every task would fail alike; for `loop`, also the backlog not answering, or a task that could not start (`cannot_start`: the remote not answering)."),
 		item(gitnorma.ExitUsage, "usage error, including an invalid task id."),
 		item(gitnorma.ExitInterrupted, "interrupted (Ctrl-C or SIGTERM, or SIGHUP: the terminal closed)."),

@@ -117,6 +117,12 @@ func (s Tracker) Scan(ctx context.Context, fn func(tracker.Task) bool) error {
 	return s.locked(ctx, s.StampReads, func() error { return sc.Scan(ctx, fn) })
 }
 
+// Children lists a task's direct children (tracker.Children).
+func (s Tracker) Children(ctx context.Context, id string) (out []tracker.Task, err error) {
+	err = s.locked(ctx, s.StampReads, func() (e error) { out, e = tracker.Children(ctx, s.Inner, id); return e })
+	return out, err
+}
+
 // KeepsStateApart says whether the tracker keeps git-norma's state apart from the notes.
 func (s Tracker) KeepsStateApart() bool {
 	return func() bool { k, ok := s.Inner.(tracker.StateKeeper); return ok && k.KeepsStateApart() }()

@@ -15,6 +15,9 @@ type bdIssue struct {
 	Task
 	Dependencies json.RawMessage `json:"dependencies"`
 	Metadata     json.RawMessage `json:"metadata"`
+	// DependentCount counts, in show's output, every task that depends on this one, its
+	// children included (list and ready count no children: see BD.tasks).
+	DependentCount *int `json:"dependent_count"`
 }
 
 // StateKey is the key of a bd task's metadata that holds git-norma's state.
@@ -33,6 +36,7 @@ func (bi *bdIssue) task() (Task, error) {
 	}
 	t.Dependencies = deps
 	t.Parent = cmp.Or(t.Parent, (&record{deps: deps}).parent())
+	t.NoChildren = bi.DependentCount != nil && *bi.DependentCount == 0
 	if t.State, err = metadataState(bi.Metadata); err != nil {
 		return Task{}, fmt.Errorf("issue %s: metadata: %w", t.ID, err)
 	}

@@ -150,6 +150,10 @@ func TestBDArgv(t *testing.T) {
 			_, err := b.List(ctx)
 			return err
 		}, []string{"list", "--all", "--limit", "0", "--json"}},
+		{"children", "list_all", func(ctx context.Context, b *BD) error {
+			_, err := b.Children(ctx, "norma-uq0")
+			return err
+		}, []string{"list", "--parent", "norma-uq0", "--all", "--limit", "0", "--json"}},
 		{"ready", "ready", func(ctx context.Context, b *BD) error {
 			_, err := b.Ready(ctx)
 			return err
@@ -263,6 +267,7 @@ func TestBDGetParsesShow(t *testing.T) {
 		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1", Type: "parent-child", DependsOnStatus: "open"},
 		{IssueID: "norma-uq0.1.2", DependsOnID: "norma-uq0.1.1", Type: "blocks", DependsOnStatus: "open"},
 	}, got.Dependencies, "show gives the status of the issue depended on")
+	assert.True(t, got.NoChildren, "show's dependent_count 0: nothing depends on it")
 
 	f.setTable(entry("show_epic", "show", "norma-uq0", "--json"))
 	epic, err := f.bd.Get(context.Background(), "norma-uq0")
@@ -271,6 +276,7 @@ func TestBDGetParsesShow(t *testing.T) {
 	assert.Equal(t, 1, epic.Priority)
 	assert.Equal(t, []string{"norma-epic"}, epic.Labels)
 	assert.Empty(t, epic.Parent)
+	assert.False(t, epic.NoChildren, "show's dependent_count counts the epic's child")
 }
 
 func TestBDListAndReadyParse(t *testing.T) {
@@ -295,6 +301,7 @@ func TestBDListAndReadyParse(t *testing.T) {
 		CreatedAt: time.Date(2026, 11, 22, 6, 27, 39, 0, time.UTC), CreatedBy: "Norma Test", Metadata: "{}",
 	}}, list[1].Dependencies)
 	assert.Equal(t, "Design text", list[2].Design)
+	assert.False(t, list[0].NoChildren, "list's dependent_count 0 leaves the epic's child out")
 
 	ready, err := f.bd.Ready(ctx)
 	require.NoError(t, err)

@@ -46,6 +46,25 @@ func (j *JSONL) WithIndex(path string, verify VerifyFunc) *JSONL {
 	return j
 }
 
+// Children returns a task's direct children, found in the heads: only their own lines are
+// decoded.
+func (j *JSONL) Children(ctx context.Context, id string) ([]Task, error) {
+	heads, err := j.Heads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, h := range heads {
+		if h.Parent == id {
+			ids = append(ids, h.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return j.GetMany(ctx, ids)
+}
+
 // Heads returns the head of every task, in file order. The index answers alone when the file
 // is the one it was made from (see fileID). Otherwise only the lines the index does not know by
 // their bytes are decoded, so any edit is seen and a malformed line reported, while 10,000

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -84,6 +85,9 @@ type Task struct {
 	// State is git-norma's own state of the task (a JSON object) where the backend keeps it
 	// apart from the notes (StateKeeper); nil when it has none there.
 	State json.RawMessage `json:"-"`
+	// NoChildren says the backend's own record of the task shows that it has none (bd's show:
+	// no task depends on it), so nobody need ask; false says nothing.
+	NoChildren bool `json:"-"`
 }
 
 // NewTask is what a caller decides when adding a task; the backend fills in the id, status and
@@ -136,6 +140,22 @@ type Tracker interface {
 // when told (the embedded one: a page of 50 tasks decodes 50 records, not 10,000).
 type Scanner interface {
 	Scan(ctx context.Context, fn func(Task) bool) error
+}
+
+// ChildLister is a backend that lists one task's children without reading every task: bd
+// asks for them, the embedded backlog finds them in its heads.
+type ChildLister interface {
+	Children(ctx context.Context, id string) ([]Task, error)
+}
+
+// Children lists a task's direct children: the backend's own way where it has one, else
+// from every task.
+func Children(ctx context.Context, tr Tracker, id string) ([]Task, error) {
+	if cl, ok := tr.(ChildLister); ok {
+		return cl.Children(ctx, id)
+	}
+	all, err := tr.List(ctx)
+	return slices.DeleteFunc(all, func(t Task) bool { return t.Parent != id }), err
 }
 
 // ForceCloser is a tracker that refuses to close a task open tasks block (bd does) and can be

@@ -123,7 +123,12 @@ func dispatch(st *state, args []string) (any, int, bool) {
 			fmt.Fprintf(os.Stderr, "Error resolving %s: no issue found matching %q\n", args[1], args[1])
 			return nil, 1, false
 		}
-		return []*issue{is}, 0, false
+		// bd 1.0.5's show counts the tasks that depend on the issue; here none do.
+		type shown struct {
+			*issue
+			DependentCount int `json:"dependent_count"`
+		}
+		return []shown{{issue: is}}, 0, false
 	case slices.Equal(args, []string{"list", "--all", "--limit", "0"}):
 		return st.Issues, 0, false
 	case slices.Equal(args, []string{"ready", "--limit", "0"}):
