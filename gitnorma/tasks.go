@@ -73,6 +73,9 @@ func (b *Backlog) Add(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 	if err != nil {
 		return tracker.Task{}, err
 	}
+	if err := refuseClosedParent(ctx, tr, s.Parent); err != nil {
+		return tracker.Task{}, err
+	}
 	t, err := tr.Create(ctx, tracker.NewTask{
 		Title: strings.TrimSpace(s.Title), Description: withVerify(s.Description, s.Verify),
 		Acceptance: s.Acceptance, Type: s.Type, Priority: s.Priority, Parent: s.Parent, Actor: b.actor(ctx),
@@ -81,6 +84,26 @@ func (b *Backlog) Add(ctx context.Context, s TaskSpec) (tracker.Task, error) {
 		return t, failf("list tasks with: git norma task list", "%v", err)
 	}
 	return t, err
+}
+
+// refuseClosedParent refuses a new child under a closed parent: open under a finished task,
+// selection would run it, and nothing would close its parent again. An unknown parent is left
+// to Create, which says so.
+func refuseClosedParent(ctx context.Context, tr tracker.Tracker, parent string) error {
+	if parent == "" {
+		return nil
+	}
+	p, err := tr.Get(ctx, parent)
+	switch {
+	case errors.Is(err, tracker.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case p.Status == tracker.StatusClosed:
+		return failf("reopen it first (git norma task reopen "+parent+"), or pick an open parent",
+			"parent task %s is closed: a child added under it would be open under a finished task", parent)
+	}
+	return nil
 }
 
 // withVerify appends a Ready Contract Verify field as a fenced block, which carries any
