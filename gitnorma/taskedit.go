@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/git-norma/git-norma/gitnorma/tracker"
+	"github.com/git-norma/git-norma/loop"
 )
 
 // TaskFilter narrows task list: by status, by label (all of them), or to what the tracker
@@ -107,10 +108,43 @@ func readyPage(ctx context.Context, hs headSource, f TaskFilter) (tasks []tracke
 	return tasks, more, true, err
 }
 
-// Close closes a task by hand (reason: why, for the tracker's history).
-func (b *Backlog) Close(ctx context.Context, id, reason string) error {
+// Close closes a task by hand (reason: why, for the tracker's history). When that closes the
+// last open child of a parent still open, note says so and what to do: a run that lands the
+// last child checks the parent's Verify on that commit and closes it (completeParents), but a
+// close by hand lands nothing to check, and a tracker edit runs no commands — nor does bd close
+// a parent. Without the note the parent would stay open unseen: selection never picks one.
+func (b *Backlog) Close(ctx context.Context, id, reason string) (note string, err error) {
 	reason = cmp.Or(reason, "closed by hand (git norma task close)")
-	return b.change(id, func(tr tracker.Tracker) error { return tr.SetStatus(ctx, id, tracker.StatusClosed, reason) })
+	err = b.change(id, func(tr tracker.Tracker) error {
+		if err := tr.SetStatus(ctx, id, tracker.StatusClosed, reason); err != nil {
+			return err
+		}
+		note = parentComplete(ctx, tr, id)
+		return nil
+	})
+	return note, err
+}
+
+// parentComplete says what to do with the parent of task id once all its children are
+// closed and it is not ("" otherwise, or when the backlog could not tell: the close is done).
+func parentComplete(ctx context.Context, tr tracker.Tracker, id string) string {
+	t, err := tr.Get(ctx, id)
+	if err != nil || t.Parent == "" {
+		return ""
+	}
+	p, err := tr.Get(ctx, t.Parent)
+	if err != nil || p.Status == tracker.StatusClosed {
+		return ""
+	}
+	children, err := tracker.Children(ctx, tr, p.ID)
+	if err != nil || slices.ContainsFunc(children, func(c tracker.Task) bool { return c.Status != tracker.StatusClosed }) {
+		return ""
+	}
+	if len(loop.ParseReadyContract(p.Description).Verify) == 0 {
+		return fmt.Sprintf("parent %s: all its children are closed; its own acceptance has no Verify command, so closing it is yours: git norma task close %s", p.ID, p.ID)
+	}
+	return fmt.Sprintf("parent %s: all its children are closed; it stays open until checked (a run checks it on the commit it lands, a close by hand checks nothing): git norma check %s, then git norma task close %s",
+		p.ID, p.ID, p.ID)
 }
 
 // Reopen makes a closed (or any) task open again.

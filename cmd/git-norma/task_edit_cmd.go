@@ -8,7 +8,14 @@ type taskCloseCmd struct {
 }
 
 func (c *taskCloseCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	return env.done(backlog.Close(env.Ctx, c.ID, c.Reason), "closed %s", c.ID)
+	note, err := backlog.Close(env.Ctx, c.ID, c.Reason)
+	if err := env.done(err, "closed %s", c.ID); err != nil {
+		return err
+	}
+	if note != "" {
+		env.Progress.Printf("%s", note)
+	}
+	return nil
 }
 
 type taskReopenCmd struct {
