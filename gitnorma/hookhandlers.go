@@ -147,7 +147,15 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 			// Its PASS covers its own work, not another task's that the branch carries (one
 			// it forked from, fast-forwarded into main): that is judged as on any ref.
 		}
-		why, err := gate.Refused(ctx, []string{u.LocalID}, gate.PushedOver(ctx, remote, u))
+		over := gate.PushedOver(ctx, remote, u)
+		// What the pushed branch pulls from was let in by the merge gate as published (a fork's
+		// main tracking upstream/main): it is judged there, not again on the way to the fork.
+		if branch, ok := strings.CutPrefix(u.LocalRef, "refs/heads/"); ok {
+			if from := h.branchRemote(ctx, branch); from != "" && from != remote {
+				over = append(over, gate.Published(ctx, from)...)
+			}
+		}
+		why, err := gate.Refused(ctx, []string{u.LocalID}, over)
 		if err != nil && h.git.HasCommit(ctx, u.LocalID) {
 			why = append(why, fmt.Sprintf("%s: cannot tell which commits the push adds (%v)", u.LocalRef, err))
 		}
@@ -179,13 +187,21 @@ func (h *hookHandler) gate() (hooks.Gate, func()) {
 
 // pullRemote is the remote the checked-out branch pulls from (origin when it says none).
 func (h *hookHandler) pullRemote(ctx context.Context) string {
-	branch, err := h.git.CurrentBranch(ctx)
-	if err == nil && branch != "" {
-		if remote, err := h.git.Config(ctx, "branch."+branch+".remote"); err == nil && strings.TrimSpace(remote) != "" && strings.TrimSpace(remote) != "." {
-			return strings.TrimSpace(remote)
+	if branch, err := h.git.CurrentBranch(ctx); err == nil && branch != "" {
+		if remote := h.branchRemote(ctx, branch); remote != "" {
+			return remote
 		}
 	}
 	return "origin"
+}
+
+// branchRemote is the remote branch pulls from ("" when it names none, or itself: ".").
+func (h *hookHandler) branchRemote(ctx context.Context, branch string) string {
+	remote, err := h.git.Config(ctx, "branch."+branch+".remote")
+	if remote = strings.TrimSpace(remote); err != nil || remote == "." {
+		return ""
+	}
+	return remote
 }
 
 // gateRecords are the task branches and the run store as the gate reads them; the store is
