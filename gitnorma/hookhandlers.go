@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -135,6 +136,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 	gate, done := h.gate()
 	defer done()
 	var refused []string
+	pulls := h.pullRemote(ctx)
 	for _, u := range updates {
 		if u.Deletes() {
 			continue
@@ -148,11 +150,16 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 			// it forked from, fast-forwarded into main): that is judged as on any ref.
 		}
 		over := gate.PushedOver(ctx, remote, u)
-		// What the pushed branch pulls from was let in by the merge gate as published (a fork's
-		// main tracking upstream/main): it is judged there, not again on the way to the fork.
+		// What the merge gate lets in as published (the target as the remote the checked-out
+		// branch, or the pushed one, pulls from has it) was judged there: it goes on to a fork
+		// or a new remote without being judged again here.
+		from := []string{pulls}
 		if branch, ok := strings.CutPrefix(u.LocalRef, "refs/heads/"); ok {
-			if from := h.branchRemote(ctx, branch); from != "" && from != remote {
-				over = append(over, gate.Published(ctx, from)...)
+			from = append(from, h.branchRemote(ctx, branch))
+		}
+		for _, r := range slices.Compact(from) {
+			if r != "" && r != remote {
+				over = append(over, gate.Published(ctx, r)...)
 			}
 		}
 		why, err := gate.Refused(ctx, []string{u.LocalID}, over)
