@@ -75,8 +75,8 @@ func (w *Workspace) Commit(ctx context.Context, since State, sc StepCommit) (res
 	// task's patch measure (the diff from the base) read it while the commit is made, reading
 	// only the index (never contending for index.lock). A commit that holds control files is
 	// taken back below, leaving the branch as it was.
-	hooks := w.treeHooksDir(ctx)
-	control := inBackground(func() error { return w.controlChanges(ctx, since.Head, hooks) })
+	tree := w.treeControl(ctx)
+	control := inBackground(func() error { return w.controlChanges(ctx, since.Head, tree) })
 	var measured int64
 	patch := inBackground(func() (err error) {
 		measured, err = w.diffBytes(ctx, "--cached", w.base)
@@ -254,7 +254,7 @@ func (w *Workspace) commitUncommitted(ctx context.Context, why string) error {
 	}
 	// What changed git-norma's config, the backlog or the hooks is not kept: only the user
 	// changes them (a step's commit refuses them the same way).
-	if err := w.git.Run(ctx, append([]string{"reset", "-q", "--"}, controlPaths(w.treeHooksDir(ctx))...)...); err != nil {
+	if err := w.git.Run(ctx, append([]string{"reset", "-q", "--"}, controlPaths(w.treeControl(ctx))...)...); err != nil {
 		return err
 	}
 	if w.git.Run(ctx, "diff", "--cached", "--quiet") == nil {

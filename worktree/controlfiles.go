@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,18 +16,15 @@ import (
 // Verify). Landed, a change there would let an agent lift its confinement or weaken checks.
 var controlDirs = []string{".norma", ".beads"}
 
-// controlPaths are controlDirs and the work tree's hooks directory hooks ("": none).
-func controlPaths(hooks string) []string {
-	if hooks == "" {
-		return controlDirs
-	}
-	return append(slices.Clone(controlDirs), hooks)
+// controlPaths are controlDirs and the work tree's own control paths tree (treeControlOf).
+func controlPaths(tree []string) []string {
+	return append(slices.Clone(controlDirs), slices.DeleteFunc(slices.Clone(tree), func(p string) bool { return p == "" })...)
 }
 
 // controlChanges is ErrControlFiles naming the changes staged since head under
-// controlPaths(hooks), or nil. It only reads the index: it runs beside the commit.
-func (w *Workspace) controlChanges(ctx context.Context, head, hooks string) error {
-	paths, err := controlDiff(ctx, w.git, hooks, "--cached", head)
+// controlPaths(tree), or nil. It only reads the index: it runs beside the commit.
+func (w *Workspace) controlChanges(ctx context.Context, head string, tree []string) error {
+	paths, err := controlDiff(ctx, w.git, tree, "--cached", head)
 	if err != nil || len(paths) == 0 {
 		return err
 	}
@@ -36,27 +34,79 @@ func (w *Workspace) controlChanges(ctx context.Context, head, hooks string) erro
 // ControlChanges lists the paths under controlPaths that head changes since it forked from
 // target (target...head). A landing refuses them however they got there: a remote's branch too.
 func (m *Manager) ControlChanges(ctx context.Context, target, head string) ([]string, error) {
-	return controlDiff(ctx, m.Git, treeHooksDirOf(ctx, m.Git), target+"..."+head)
+	return controlDiff(ctx, m.Git, treeControlOf(ctx, m.Git, m.Git.Dir), target+"..."+head)
 }
 
-// controlDiff lists the paths under controlPaths(hooks) that `git diff args` changes.
-func controlDiff(ctx context.Context, g git.Runner, hooks string, args ...string) ([]string, error) {
+// controlDiff lists the paths under controlPaths(tree) that `git diff args` changes.
+func controlDiff(ctx context.Context, g git.Runner, tree []string, args ...string) ([]string, error) {
 	args = append([]string{"diff", "--name-only", "--no-renames", "-z"}, args...)
-	out, err := g.Output(ctx, append(append(args, "--"), controlPaths(hooks)...)...)
+	out, err := g.Output(ctx, append(append(args, "--"), controlPaths(tree)...)...)
 	if err != nil || out == "" {
 		return nil, err
 	}
 	return strings.Split(strings.Trim(out, "\x00"), "\x00"), nil
 }
 
-// treeHooksDir is the work-tree directory a relative core.hooksPath names (husky's ".husky/_":
-// ".husky", its scripts), or "": git commands in your checkout run them, the landing's first.
-func (w *Workspace) treeHooksDir(ctx context.Context) string {
-	if w.hooksDir == nil {
-		dir := treeHooksDirOf(ctx, w.git)
-		w.hooksDir = &dir
+// treeControl is treeControlOf the workspace's repository, read once: it comes from the
+// shared config, which no confined agent writes and the fallback guard restores.
+func (w *Workspace) treeControl(ctx context.Context) []string {
+	if w.control == nil {
+		tree := treeControlOf(ctx, w.git, w.root)
+		w.control = &tree
 	}
-	return *w.hooksDir
+	return *w.control
+}
+
+// treeControlOf are the paths of the work tree that only the user changes besides controlDirs:
+// the directory a relative core.hooksPath names, and the files of the main worktree root that
+// the repository's config includes (treeConfigsOf).
+func treeControlOf(ctx context.Context, g git.Runner, root string) []string {
+	return append(treeConfigsOf(ctx, g, root), treeHooksDirOf(ctx, g))
+}
+
+// treeConfigsOf are the files in the work tree at root that git reads as config by an
+// include.path or includeIf.<condition>.path (a tracked ../.gitconfig of shared aliases),
+// relative to root: landed, a change there would set hooks, core.fsmonitor or filter drivers
+// that the user's git runs outside any sandbox, as one of the hooks directory would.
+func treeConfigsOf(ctx context.Context, g git.Runner, root string) []string {
+	out, err := g.Output(ctx, "config", "--show-origin", "-z", "--get-regexp", `^include(if\..+)?\.path$`)
+	if err != nil || root == "" {
+		return nil
+	}
+	root = resolvedPath(root)
+	home, _ := os.UserHomeDir()
+	var paths []string
+	// -z prints each setting as origin NUL key NEWLINE value NUL.
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		origin, ok := strings.CutPrefix(fields[i], "file:")
+		_, value, _ := strings.Cut(fields[i+1], "\n")
+		if !ok || value == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(value, "~/"); ok && home != "" {
+			value = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(origin) {
+			origin = filepath.Join(g.Dir, origin) // git names the repository's own config from the top
+		}
+		if !filepath.IsAbs(value) {
+			value = filepath.Join(filepath.Dir(origin), value) // as git resolves it
+		}
+		rel, err := filepath.Rel(root, filepath.Join(resolvedPath(filepath.Dir(value)), filepath.Base(value)))
+		if rel = filepath.ToSlash(rel); err == nil && filepath.IsLocal(rel) && rel != ".git" && !strings.HasPrefix(rel, ".git/") {
+			paths = append(paths, rel)
+		}
+	}
+	return paths
+}
+
+// resolvedPath is path with its symbolic links resolved, or path as it is where that fails.
+func resolvedPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
 }
 
 // treeHooksDirOf is the work-tree hooks directory (see treeHooksDir) of the repository g runs in.

@@ -171,7 +171,7 @@ func (m *Manager) open(ctx context.Context, path, runID string, fresh bool) (*Wo
 	g := m.treeGit(path, own)
 	g.Env = append(g.Env, "GIT_COMMON_DIR="+common)
 	rec, _ := readRecord(filepath.Dir(own))
-	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, rec: rec, common: common, runID: runID, git: g}
+	ws := &Workspace{dir: path, gitDir: admin, ownDir: own, rec: rec, common: common, root: m.Git.Dir, runID: runID, git: g}
 	if branch, _, ok := git.ReadHeadAt(own); ok {
 		ws.branch = strings.TrimPrefix(branch, "refs/heads/")
 	}

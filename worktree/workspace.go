@@ -32,9 +32,10 @@ type Workspace struct {
 	git  git.Runner
 	// settled is the state the last settling read, for the next State (see there).
 	settled *State
-	// hooksDir is treeHooksDir's answer, read once: core.hooksPath is in the shared config,
-	// which no confined agent writes and the fallback guard restores.
-	hooksDir *string
+	// root is the main worktree's root, where the files the config includes are (treeControl).
+	root string
+	// control is treeControl's answer, read once.
+	control *[]string
 	// patch is the last patch size measured, and its head.
 	patch struct {
 		head  string
