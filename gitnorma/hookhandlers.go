@@ -1,6 +1,7 @@
 package gitnorma
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -136,7 +136,6 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 	gate, done := h.gate()
 	defer done()
 	var refused []string
-	pulls := h.pullRemote(ctx)
 	for _, u := range updates {
 		if u.Deletes() {
 			continue
@@ -150,17 +149,10 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 			// it forked from, fast-forwarded into main): that is judged as on any ref.
 		}
 		over := gate.PushedOver(ctx, remote, u)
-		// What the merge gate lets in as published (the target as the remote the checked-out
-		// branch, or the pushed one, pulls from has it) was judged there: it goes on to a fork
-		// or a new remote without being judged again here.
-		from := []string{pulls}
-		if branch, ok := strings.CutPrefix(u.LocalRef, "refs/heads/"); ok {
-			from = append(from, h.branchRemote(ctx, branch))
-		}
-		for _, r := range slices.Compact(from) {
-			if r != "" && r != remote {
-				over = append(over, gate.Published(ctx, r)...)
-			}
+		// What the merge gate let in as published (the target as the remote the branch pulls
+		// from has it) was judged there: it goes on to a fork or a new remote as it is.
+		if from := h.pushedFrom(ctx, u.LocalRef); from != remote {
+			over = append(over, gate.Published(ctx, from)...)
 		}
 		why, err := gate.Refused(ctx, []string{u.LocalID}, over)
 		if err != nil && h.git.HasCommit(ctx, u.LocalID) {
@@ -200,6 +192,15 @@ func (h *hookHandler) pullRemote(ctx context.Context) string {
 		}
 	}
 	return "origin"
+}
+
+// pushedFrom is the remote the pushed local ref pulls from: its branch's, or for anything
+// else (HEAD, a tag) the checked-out branch's; origin when that names none (see pullRemote).
+func (h *hookHandler) pushedFrom(ctx context.Context, ref string) string {
+	if branch, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
+		return cmp.Or(h.branchRemote(ctx, branch), "origin")
+	}
+	return h.pullRemote(ctx)
 }
 
 // branchRemote is the remote branch pulls from ("" when it names none, or itself: ".").

@@ -46,8 +46,8 @@ type Gate struct {
 }
 
 // Published are the rev-list arguments for what the gate takes as judged already: the branch
-// tasks land on as remote has it (the remote a push goes to, the one the checked-out branch or
-// a pushed one pulls from) — the configured target, and the remote's default branch (its HEAD), or else its main
+// tasks land on as remote has it (the remote a push goes to, the one the branch merged into or
+// pushed pulls from) — the configured target, and the remote's default branch (its HEAD), or else its main
 // or master: what lands there went through its users' gates, and a teammate's verified work,
 // pulled, is judged where it was made. Nothing else counts: not another branch of it (not the
 // branch you happen to have checked out), nor another remote (a fork), nor a task branch,
