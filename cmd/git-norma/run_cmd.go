@@ -12,7 +12,7 @@ import (
 type runCmd struct {
 	Task   string `arg:"" help:"The task to run."`
 	NoLand bool   `help:"Leave a PASSed task on its branch for review; land it later with git norma land."`
-	Force  bool   `help:"Run (and land) the task even though its work already landed on the target, or a guard violation is pending (see git norma resume)."`
+	Force  bool   `help:"Run (and land) the task even though its work already landed on the target, open tasks block it, its own children are not all closed, or a guard violation is pending (see git norma resume)."`
 	JSON   bool   `xor:"format" help:"Print the run report as JSON."`
 	Stream bool   `name:"json-stream" xor:"format" help:"Print each step as it starts and ends, and each notice, as a JSON line on stdout as it happens; the report is the last line (kind run_ended)."`
 	Remote string `help:"Land through this git remote (compare-and-swap pushes, retried when another worker landed first), in place of the configured \"remote\"; needs the bd backlog." placeholder:"NAME"`
