@@ -64,38 +64,50 @@ func treeControlOf(ctx context.Context, g git.Runner, root string) []string {
 	return append(treeConfigsOf(ctx, g, root), treeHooksDirOf(ctx, g))
 }
 
-// treeConfigsOf are the files in the work tree at root that git reads as config by an
-// include.path or includeIf.<condition>.path (a tracked ../.gitconfig of shared aliases),
-// relative to root: landed, a change there would set hooks, core.fsmonitor or filter drivers
-// that the user's git runs outside any sandbox, as one of the hooks directory would.
+// treeConfigsOf are the files in the work tree at root that git reads as config, relative to
+// root: one an include.path or includeIf.<condition>.path names (a tracked ../.gitconfig of
+// shared aliases), and one git reads from elsewhere through a symbolic link into the tree (a
+// dotfiles repository's ~/.gitconfig). Landed, a change there would set hooks, core.fsmonitor
+// or filter drivers that the user's git runs outside any sandbox, as one of the hooks
+// directory would.
 func treeConfigsOf(ctx context.Context, g git.Runner, root string) []string {
-	out, err := g.Output(ctx, "config", "--show-origin", "-z", "--get-regexp", `^include(if\..+)?\.path$`)
+	out, err := g.Output(ctx, "config", "--show-origin", "-z", "--list")
 	if err != nil || root == "" {
 		return nil
 	}
 	root = resolvedPath(root)
 	home, _ := os.UserHomeDir()
-	var paths []string
+	var files, paths []string
 	// -z prints each setting as origin NUL key NEWLINE value NUL.
 	fields := strings.Split(out, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		origin, ok := strings.CutPrefix(fields[i], "file:")
-		_, value, _ := strings.Cut(fields[i+1], "\n")
-		if !ok || value == "" {
+		if !ok {
+			continue
+		}
+		if !filepath.IsAbs(origin) {
+			origin = filepath.Join(g.Dir, origin) // git names the repository's own config from the top
+		}
+		files = append(files, origin)
+		key, value, _ := strings.Cut(fields[i+1], "\n")
+		if key != "include.path" && !(strings.HasPrefix(key, "includeif.") && strings.HasSuffix(key, ".path")) || value == "" {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(value, "~/"); ok && home != "" {
 			value = filepath.Join(home, rest)
 		}
-		if !filepath.IsAbs(origin) {
-			origin = filepath.Join(g.Dir, origin) // git names the repository's own config from the top
-		}
 		if !filepath.IsAbs(value) {
 			value = filepath.Join(filepath.Dir(origin), value) // as git resolves it
 		}
-		rel, err := filepath.Rel(root, filepath.Join(resolvedPath(filepath.Dir(value)), filepath.Base(value)))
-		if rel = filepath.ToSlash(rel); err == nil && filepath.IsLocal(rel) && rel != ".git" && !strings.HasPrefix(rel, ".git/") {
-			paths = append(paths, rel)
+		files = append(files, value) // named, whatever the condition, if it has no setting yet
+	}
+	for _, file := range slices.Compact(slices.Sorted(slices.Values(files))) {
+		// The file as named (a link in the tree is changed as itself), and what it links to.
+		for _, p := range []string{filepath.Join(resolvedPath(filepath.Dir(file)), filepath.Base(file)), resolvedPath(file)} {
+			rel, err := filepath.Rel(root, p)
+			if rel = filepath.ToSlash(rel); err == nil && filepath.IsLocal(rel) && rel != ".git" && !strings.HasPrefix(rel, ".git/") && !slices.Contains(paths, rel) {
+				paths = append(paths, rel)
+			}
 		}
 	}
 	return paths
