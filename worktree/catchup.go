@@ -74,12 +74,21 @@ func (m *Manager) catchUp(ctx context.Context, o CreateOptions, branch string) (
 	}
 }
 
+// maxCatchUps bounds the merges CaughtUpFrom looks through, three git calls each: a stopped
+// run leaves one or two (its catch-up, its landing's merge), but anyone who can push the task
+// branch can make a chain of any length; past it, Do only runs again.
+const maxCatchUps = 32
+
 // CaughtUpFrom says head is from with only catch-ups on top: merges of the target each
 // exactly as catchUp makes them (two parents, the first the branch's head before, the second
 // on the target, and their merge's tree). A commit that only looks like one (its message)
-// does not pass, nor one that brings in anything but the target's commits.
+// does not pass, nor one that brings in anything but the target's commits, nor a chain of more
+// than maxCatchUps.
 func (m *Manager) CaughtUpFrom(ctx context.Context, head, from, target string) bool {
-	for head != from {
+	for n := 0; head != from; n++ {
+		if n == maxCatchUps {
+			return false
+		}
 		out, err := m.Git.Output(ctx, "show", "-s", "--format=%T %P", head)
 		f := strings.Fields(out)
 		if err != nil || len(f) != 3 {

@@ -86,3 +86,20 @@ func TestCaughtUpFromTakesOnlyCatchUpMerges(t *testing.T) {
 	// an exact merge, of a branch that is not the target
 	assert.False(t, caughtUp(merge("side", prev), prev), "a merge of another branch")
 }
+
+// A chain longer than any run leaves (anyone who can push the task branch could make one of a
+// hundred thousand, three git calls each) is not looked through: Do runs again.
+func TestCaughtUpFromIsBounded(t *testing.T) {
+	f := newFixture(t)
+	prev := f.commitOn("norma/task/T-1", "main", map[string]string{"work.txt": "run 1\n"}, "run 1 step")
+	head := prev
+	for range maxCatchUps {
+		c, err := f.m.MergeCommit(f.ctx, "main", head, "norma: merge main into norma/task/T-1\n")
+		require.NoError(t, err)
+		head = c
+	}
+	assert.True(t, f.m.CaughtUpFrom(f.ctx, head, prev, "main"), "as many as runs leave")
+	c, err := f.m.MergeCommit(f.ctx, "main", head, "norma: merge main into norma/task/T-1\n")
+	require.NoError(t, err)
+	assert.False(t, f.m.CaughtUpFrom(f.ctx, c, prev, "main"), "one more")
+}
