@@ -102,8 +102,17 @@ func treeConfigsOf(ctx context.Context, g git.Runner, root string) []string {
 		files = append(files, value) // named, whatever the condition, if it has no setting yet
 	}
 	for _, file := range slices.Compact(slices.Sorted(slices.Values(files))) {
-		// The file as named (a link in the tree is changed as itself), and what it links to.
-		for _, p := range []string{filepath.Join(resolvedPath(filepath.Dir(file)), filepath.Base(file)), resolvedPath(file)} {
+		// The file as named (a link in the tree is changed as itself), and what it links to;
+		// and each link on the way there (conf -> shared): made a directory, or pointed
+		// elsewhere, it gives git another file.
+		named := []string{filepath.Clean(file)}
+		for d := filepath.Dir(named[0]); d != filepath.Dir(d); d = filepath.Dir(d) {
+			if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				named = append(named, d)
+			}
+		}
+		for _, p := range append(named, resolvedPath(file)) {
+			p = filepath.Join(resolvedPath(filepath.Dir(p)), filepath.Base(p))
 			rel, err := filepath.Rel(root, p)
 			if rel = filepath.ToSlash(rel); err == nil && filepath.IsLocal(rel) && rel != ".git" && !strings.HasPrefix(rel, ".git/") && !slices.Contains(paths, rel) {
 				paths = append(paths, rel)
