@@ -197,7 +197,9 @@ func dirsInside(cli, workDir string, dirs []string) error {
 			return err
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return cliErrorf(loop.ErrKindStart, cli, "refusing to start: directory option %q resolves to %s, outside the workspace", d, real)
+			// The workspace made it so (an agent can link a directory out): its violation, not a
+			// CLI that cannot start here (which stops a loop).
+			return cliErrorf(loop.ErrKindWorkspace, cli, "refusing to start: directory option %q resolves to %s, outside the workspace", d, real)
 		}
 	}
 	return nil

@@ -270,7 +270,9 @@ func TestCLIAgentStartsFromTheGivenEnv(t *testing.T) {
 }
 
 // TestCLIAgentDirSymlinkOut: a relative directory option that a symlink in the workspace
-// turns into one outside it is refused at run time.
+// turns into one outside it is refused at run time, as the workspace's violation (an earlier
+// step's agent can make that link): not as a CLI that cannot start here, which fails the run
+// as its environment (exit 128) and stops every loop at it.
 func TestCLIAgentDirSymlinkOut(t *testing.T) {
 	t.Parallel()
 	r := newCLIRig(t, loop.RoleDo, 10*time.Second)
@@ -278,7 +280,7 @@ func TestCLIAgentDirSymlinkOut(t *testing.T) {
 	fake := newFakeCLI(t, "claude")
 	a := fake.agent(t, loop.RoleDo, CLIOptions{ExtraArgs: []string{"--add-dir", "out"}}, "claude/do-ok")
 	_, err := a.Run(r.ctx, r.req)
-	pe := requireProtocolError(t, err, loop.ErrKindStart)
+	pe := requireProtocolError(t, err, loop.ErrKindWorkspace)
 	assert.Contains(t, pe.Msg, "outside the workspace")
 	assert.Empty(t, fake.calls(t))
 }
