@@ -183,7 +183,7 @@ func (h *hookHandler) Pushing(ctx context.Context, remote string, updates []hook
 		over := gate.PushedOver(ctx, remote, u)
 		// What the merge gate let in as published (the target as the remote the branch pulls
 		// from has it) was judged there: it goes on to a fork or a new remote as it is.
-		if from := h.pushedFrom(ctx, u.LocalRef); from != remote {
+		if from := h.upstreamRemoteOf(ctx, u.LocalRef); from != remote {
 			over = append(over, gate.Published(ctx, from)...)
 		}
 		why, err := gate.Refused(ctx, []string{u.LocalID}, over)
@@ -226,9 +226,9 @@ func (h *hookHandler) pullRemote(ctx context.Context) string {
 	return "origin"
 }
 
-// pushedFrom is the remote the pushed local ref pulls from: its branch's, or for anything
-// else (HEAD, a tag) the checked-out branch's; origin when that names none (see pullRemote).
-func (h *hookHandler) pushedFrom(ctx context.Context, ref string) string {
+// upstreamRemoteOf is the remote the pushed local ref pulls from: its branch's upstream, or for
+// anything else (HEAD, a tag) the checked-out branch's; origin when that names none (pullRemote).
+func (h *hookHandler) upstreamRemoteOf(ctx context.Context, ref string) string {
 	if branch, ok := strings.CutPrefix(ref, "refs/heads/"); ok {
 		return cmp.Or(h.branchRemote(ctx, branch), "origin")
 	}

@@ -104,7 +104,8 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 			if errors.As(err, &r) {
 				// The PASS stays recorded: once that is fixed, the same verified work lands.
 				r.hint += "; then land it: git norma land " + req.task.ID
-				if r.resumeAt = head; head == "" { // refused before any attempt checked it
+				r.resumeAt = head
+				if head == "" { // refused before any attempt checked it: the PASS's own head
 					if run, err := st.Run(ctx, req.runID); err == nil {
 						r.resumeAt = run.PassHead
 					}
@@ -139,10 +140,10 @@ func (ld *lander) land(ctx context.Context, st *store.Store, req landRequest) (s
 		if errors.Is(err, worktree.ErrBranchTaken) {
 			// Pushed by a worker that lost the claim to this run: the claim decides. Deleted
 			// there while nobody holds the task: the copy held nobody's work, this is the one.
-			deleted := !req.claimedByUs && le.Theirs == ""
-			if attempt < remoteLandAttempts && (deleted || req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID)) {
+			deletedUnheld := !req.claimedByUs && le.Theirs == ""
+			if attempt < remoteLandAttempts && (deletedUnheld || req.claimedByUs && ld.holdsClaim(ctx, st, req.runID, req.task.ID)) {
 				why := claimDecides(req.task.ID)
-				if deleted {
+				if deletedUnheld {
 					why = fmt.Sprintf("nobody holds task %s and %s has no copy of it any more (deleted there): the landing pushes it again", req.task.ID, ld.cfg.Remote)
 					say(req.live, req.task.ID, "%s", why)
 				}

@@ -211,10 +211,12 @@ func (a *App) giveBackClaim(ctx context.Context, st *store.Store, runID, taskID,
 	if tr, err := a.Tracker(); err == nil {
 		if t, err := tr.Get(ctx, taskID); err == nil && t.Status == tracker.StatusInProgress {
 			handedBack := false
-			if m, err := newTaskMirror(tr, t, a.redact); resumeAt != "" && err == nil {
-				m.resumeAt = resumeAt
-				_, err = m.finishRun(ctx, loop.VerdictPass, tracker.StatusOpen)
-				handedBack = err == nil
+			if resumeAt != "" {
+				if m, err := newTaskMirror(tr, t, a.redact); err == nil {
+					m.resumeAt = resumeAt
+					_, err = m.finishRun(ctx, loop.VerdictPass, tracker.StatusOpen)
+					handedBack = err == nil
+				}
 			}
 			if !handedBack {
 				_ = tr.SetStatus(ctx, taskID, tracker.StatusOpen, "")
