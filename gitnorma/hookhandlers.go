@@ -131,35 +131,14 @@ func (h *hookHandler) Merging(ctx context.Context, merged []string, concluding s
 	err = h.refusal("merge", concluding, refused)
 	var e *Error
 	if errors.As(err, &e) && len(refused) > 0 {
-		e.Hint = h.publishedElsewhere(ctx, gate, merged, from) + e.Hint
+		if on := gate.PublishedElsewhere(ctx, merged, from); on != "" {
+			branch, _ := h.git.CurrentBranch(ctx)
+			// Which remote's landings count as verified is the user's choice: say how to make it.
+			e.Hint = fmt.Sprintf("all of it is on %s, which %s does not pull from: if what lands there is verified by its own users, make %s pull from it (git branch -u %s) and pull again; or ",
+				on, branch, branch, on) + e.Hint
+		}
 	}
 	return err
-}
-
-// publishedElsewhere is the way out of a merge refused for work another remote than from (the
-// one the branch pulls from) published of the target — `git pull upstream main` on a main
-// that tracks the fork: what is judged published is the user's choice of remote, not ours.
-// It is "" when no other remote has all of what the merge brings in.
-func (h *hookHandler) publishedElsewhere(ctx context.Context, gate hooks.Gate, merged []string, from string) string {
-	urls, _ := h.git.ConfigMatching(ctx, `^remote\..+\.url$`) // none: exit code 1
-	branch, err := h.git.CurrentBranch(ctx)
-	if err != nil || branch == "" {
-		return ""
-	}
-	for _, line := range strings.Split(strings.TrimSpace(urls), "\n") {
-		key, _, _ := strings.Cut(line, " ")
-		remote := strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")
-		published := gate.Published(ctx, remote)
-		if remote == from || len(published) == 0 {
-			continue
-		}
-		if refused, err := gate.Refused(ctx, merged, append([]string{"HEAD"}, published...)); err == nil && len(refused) == 0 {
-			on := strings.TrimPrefix(published[0], "refs/remotes/")
-			return fmt.Sprintf("all of it is on %s, which %s does not pull from: if what lands there is verified by its own users, make %s pull from it (git branch -u %s) and pull again; or ",
-				on, branch, branch, on)
-		}
-	}
-	return ""
 }
 
 // Pushing refuses a task branch whose head has no recorded PASS, or any ref whose new commits

@@ -71,6 +71,25 @@ func (g Gate) Published(ctx context.Context, remote string) []string {
 	return published
 }
 
+// PublishedElsewhere is the remote-tracking branch (as "upstream/main") of a remote other than
+// from whose Published has all the task work that merged brings in — `git pull upstream main`
+// on a main that tracks the fork; "" when there is none.
+func (g Gate) PublishedElsewhere(ctx context.Context, merged []string, from string) string {
+	urls, _ := g.Git.ConfigMatching(ctx, `^remote\..+\.url$`) // none: exit code 1
+	for _, line := range strings.Split(strings.TrimSpace(urls), "\n") {
+		key, _, _ := strings.Cut(line, " ")
+		remote := strings.TrimSuffix(strings.TrimPrefix(key, "remote."), ".url")
+		published := g.Published(ctx, remote)
+		if remote == from || len(published) == 0 {
+			continue
+		}
+		if refused, err := g.Refused(ctx, merged, append([]string{"HEAD"}, published...)); err == nil && len(refused) == 0 {
+			return strings.TrimPrefix(published[0], "refs/remotes/")
+		}
+	}
+	return ""
+}
+
 // existing are those of refs (under prefix) that exist and name no task branch.
 func (g Gate) existing(ctx context.Context, prefix string, refs []string) []string {
 	refs = slices.DeleteFunc(refs, func(ref string) bool {
