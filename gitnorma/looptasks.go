@@ -52,6 +52,12 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	if _, err := a.Tracker(); err != nil { // a backlog that cannot be used stops it before anything starts
 		return LoopReport{}, err
 	}
+	// Every task lands where the loop was started for: a person who switches their checkout
+	// to another branch meanwhile must not get the next tasks' squash commits there. (No
+	// branch to land on: each run says so, with its fix.)
+	if target, err := a.targetBranch(ctx); err == nil {
+		a.loopTarget = target
+	}
 	if o.Parallel > 1 {
 		// Without a pid namespace a confined agent may change other runs' launchers' resource
 		// limits (prlimit: Landlock does not govern it), and a check whose tool cannot start

@@ -100,9 +100,10 @@ type tryLater struct{ error }
 
 func (e tryLater) Unwrap() error { return e.error }
 
-// targetBranch is the configured target, or the branch checked out in the main worktree.
+// targetBranch is the configured target, or the branch checked out in the main worktree (in a
+// loop, when the loop started: loopTarget).
 func (a *App) targetBranch(ctx context.Context) (string, error) {
-	target := a.Config.TargetBranch
+	target := cmp.Or(a.Config.TargetBranch, a.loopTarget)
 	if target == "" {
 		out, err := a.Repo.Git.CurrentBranch(ctx)
 		if err != nil || out == "" {
