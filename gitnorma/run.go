@@ -183,8 +183,12 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 	} else if rep != nil {
 		return *rep, nil
 	}
-	if err := r.checkClaimable(ctx); err != nil {
-		return RunReport{}, err
+	// A task in progress that names no holder may be a landed one whose claim came back with
+	// the backlog: committed while its run worked, then checked out, stashed or reset to. Its
+	// landing on the target says so; without one it is refused as claimed.
+	claimErr := r.checkClaimable(ctx)
+	if claimErr != nil && (o.Force || r.pre.task.Status != tracker.StatusInProgress || r.pre.task.Assignee != "") {
+		return RunReport{}, claimErr
 	}
 	if !o.Force {
 		if p, err := a.lander().landedBefore(ctx, st, r.pre.task, r.pre.target); err != nil {
@@ -195,6 +199,9 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 			// branch out or delete it meanwhile. Its uncommitted work is committed on the branch.
 			r.savingDeadWork(ctx, r.pre.task.ID, func() { _ = r.freeBranch(ctx) })
 			return r.alreadyLanded(ctx, p)
+		}
+		if claimErr != nil {
+			return RunReport{}, claimErr
 		}
 		if err := refuseBlocked(ctx, tr, r.pre.task); err != nil {
 			return RunReport{}, err
