@@ -87,6 +87,8 @@ type run struct {
 	closedByLanding bool
 	// forced is a run made with --force (see landRequest.forced).
 	forced bool
+	// noLand is a run made with --no-land: its PASS is landed, if ever, by hand.
+	noLand bool
 	// reconciledOwn says reconciliation met a dead run of this task, which may have changed it.
 	reconciledOwn bool
 	started       time.Time
@@ -169,7 +171,7 @@ func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
 		}
 		defer st.Close()
 	}
-	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), started: a.Now(), forced: o.Force, live: o.Live}
+	r := &run{app: a, pre: pre, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), started: a.Now(), forced: o.Force, noLand: o.NoLand, live: o.Live}
 	defer func() {
 		if r.stopLease != nil {
 			r.stopLease() // whatever way the run ends: a loop goes on, and must not keep renewing it

@@ -102,6 +102,9 @@ func (r *run) begin(ctx context.Context, lock *RunLock) error {
 	if err := r.st.SetForkPoint(ctx, r.id, store.ForkPoint{Base: r.ws.Base(), Started: r.ws.Started, Target: r.pre.target}); err != nil {
 		return err
 	}
+	if err := r.refuseUnlandable(ctx); err != nil {
+		return err
+	}
 	if err := r.setUpWorkspace(ctx); err != nil {
 		return err
 	}
@@ -243,6 +246,30 @@ func (r *run) setupWroteOnlyIgnored(ctx context.Context) error {
 	}
 	_ = r.ws.Discard(ctx, now)
 	return fmt.Errorf("worktree.setup changed files git tracks or does not ignore (%s): make it write only ignored paths (or ignore them in .gitignore)", strings.Join(changed, ", "))
+}
+
+// refuseUnlandable ends a run that would land, before its setup and agents, when its landing
+// is sure to be refused: the task branch holds target commits the target no longer has
+// (checkForkPoints; the target amended, reset or rebased since). Every run of the task would
+// otherwise plan, do and check it again, to be refused at the end, until the person rebuilds
+// or deletes the branch as the refusal says. Checked after the catch-up, which may have
+// restarted the branch from the target (then it lands).
+func (r *run) refuseUnlandable(ctx context.Context) error {
+	if r.noLand {
+		return nil
+	}
+	head, err := r.app.Repo.Git.ResolveCommit(ctx, "refs/heads/"+r.ws.Branch())
+	if err != nil {
+		return nil // the landing says what is wrong
+	}
+	var le *landRefusal
+	if !errors.As(r.app.lander().checkForkPoints(ctx, r.st, landRequest{runID: r.id, task: r.pre.task, target: r.pre.target}, head), &le) {
+		return nil
+	}
+	msg := fmt.Sprintf("task %s cannot land: %v", r.pre.task.ID, le)
+	r.finish(ctx, store.StatusFailed, "", "", msg)
+	r.release(ctx, true)
+	return &Error{Kind: ErrLandRefused, Err: errors.New(msg), Hint: le.hint}
 }
 
 // reportCatchUp records (and says) how the existing task branch was brought up to date with
