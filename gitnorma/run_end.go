@@ -161,7 +161,15 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 		return
 	}
 	r.claimed = false
-	defer r.st.SetClaim(ctx, r.id, store.ClaimReleased) //nolint:errcheck // the claim is given back below
+	// Given back below, unless the tracker could not be read or written (a backlog left with
+	// conflict markers, bd down): the claim stays on record, and the next loop or run of the
+	// task finishes the run from it (recoverTask), landing a PASS or reopening the task.
+	held := false
+	defer func() {
+		if !held {
+			_ = r.st.SetClaim(ctx, r.id, store.ClaimReleased)
+		}
+	}()
 	if r.stopLease != nil {
 		r.stopLease() // the last write below clears the lease
 	}
@@ -169,6 +177,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	if r.closedByLanding {
 		status = "" // closed by the landing: no need to ask
 	} else if t, err := r.tr.Get(ctx, r.pre.task.ID); err != nil || t.Status != tracker.StatusInProgress {
+		held = err != nil
 		status = "" // moved by someone else: leave the status alone
 	} else if holder, _ := r.app.lander().otherHolder(ctx, r.st, r.id, t); holder != "" {
 		// Another worker claimed it after this run's lease ran out: not ours to touch.
@@ -179,6 +188,7 @@ func (r *run) release(ctx context.Context, removeWorktree bool) {
 	r.mirror.closedByLanding = r.closedByLanding
 	blocked, err := r.mirror.finishRun(ctx, r.verdict, status)
 	if err != nil {
+		held = held || status != ""
 		_ = r.st.AppendEvent(ctx, r.id, store.Event{TS: r.app.Now(), Type: "mirror_failed", Message: "task notes: " + err.Error()})
 	}
 	if blocked != "" {
