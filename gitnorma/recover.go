@@ -301,11 +301,42 @@ func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, 
 			say(live, h.TaskID, "recovering task %s failed: %v", h.TaskID, err)
 		}
 	}
+	if a.TrackerKind() == "jsonl" {
+		base.closeRevertedClaims(ctx)
+	}
 	// And what dead workers elsewhere left: tasks whose lease ran out.
 	if err := a.leases().reap(ctx, tr, live); err != nil {
 		say(live, "", "looking for tasks whose lease ran out failed: %v", err)
 	}
 	return nil
+}
+
+// closeRevertedClaims closes the embedded backlog's tasks in progress that no run holds and
+// that already landed: their claim came back with the file (a `git checkout`, `stash` or
+// `reset` to a commit made while their run worked). No loop selects a task in progress, so
+// the landing that closes a task reverted to open (landedBefore) would never come by.
+func (base *run) closeRevertedClaims(ctx context.Context) {
+	heads, err := selectionHeads(ctx, base.tr)
+	if err != nil {
+		return // selection says what is wrong with the backlog
+	}
+	for _, h := range heads {
+		if h.Status != tracker.StatusInProgress {
+			continue
+		}
+		lock, err := base.app.Repo.acquireTaskLock(h.ID)
+		if err != nil {
+			continue // a live run holds it
+		}
+		t, err := base.tr.Get(ctx, h.ID)
+		if err == nil && t.Status == tracker.StatusInProgress && t.Assignee == "" {
+			p, err := base.app.lander().landedBefore(ctx, base.st, t, base.pre.target)
+			if err == nil && p.Commit != "" && closeLanded(ctx, base.tr, t, base.pre.target, p) == nil {
+				say(base.live, t.ID, "task %s was in progress, but it landed as %.10s on %s: closed", t.ID, p.Commit, base.pre.target)
+			}
+		}
+		lock.Release()
+	}
 }
 
 // recoverTask recovers, under the task's lock, the finished runs of held's task that still hold
