@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -58,6 +59,10 @@ var filtering = map[string]bool{
 	"reset": true, "restore": true, "stash": true, "status": true, "switch": true, "update-index": true,
 	"write-tree": true, // writing the index, it hashes racily clean files again
 }
+
+// remoteCommands are the git commands that may talk to a remote (through ssh, a credential
+// helper): they stay in git-norma's process group, where the terminal is theirs to read.
+var remoteCommands = map[string]bool{"fetch": true, "push": true, "ls-remote": true, "pull": true, "clone": true, "remote": true, "submodule": true}
 
 // subcommand is the git command args run: the first argument that is neither an option nor
 // the value of a -c.
@@ -187,6 +192,13 @@ func run(ctx context.Context, r Runner, stdin io.Reader, stdout, stderrCopy io.W
 	if r.Confine != nil && filtering[subcommand(args)] {
 		err = r.Confine(ctx, cmd)
 	} else {
+		if !remoteCommands[subcommand(args)] {
+			// A group of its own: the terminal's Ctrl-C goes to its whole foreground group,
+			// and git-norma, which finishes what it records (a landing) before it exits,
+			// must not have its git killed halfway. Not git that may talk to a remote: ssh
+			// asks for a passphrase on the terminal, which only the foreground group reads.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		}
 		err = cmd.Run()
 	}
 	if err == nil {
