@@ -60,9 +60,12 @@ var filtering = map[string]bool{
 	"write-tree": true, // writing the index, it hashes racily clean files again
 }
 
-// remoteCommands are the git commands that may talk to a remote (through ssh, a credential
-// helper): they stay in git-norma's process group, where the terminal is theirs to read.
-var remoteCommands = map[string]bool{"fetch": true, "push": true, "ls-remote": true, "pull": true, "clone": true, "remote": true, "submodule": true}
+// askingCommands are the git commands that may ask the user something on the terminal: those
+// that talk to a remote (ssh's passphrase, a credential helper), and those that make commits,
+// which commit.gpgSign signs (ssh-keygen asks for a key's passphrase). They stay in
+// git-norma's process group, the terminal's foreground, where a read does not stop them.
+var askingCommands = map[string]bool{"fetch": true, "push": true, "ls-remote": true, "pull": true, "clone": true, "remote": true, "submodule": true,
+	"commit": true, "commit-tree": true}
 
 // subcommand is the git command args run: the first argument that is neither an option nor
 // the value of a -c.
@@ -192,11 +195,11 @@ func run(ctx context.Context, r Runner, stdin io.Reader, stdout, stderrCopy io.W
 	if r.Confine != nil && filtering[subcommand(args)] {
 		err = r.Confine(ctx, cmd)
 	} else {
-		if !remoteCommands[subcommand(args)] {
+		if !askingCommands[subcommand(args)] {
 			// A group of its own: the terminal's Ctrl-C goes to its whole foreground group,
 			// and git-norma, which finishes what it records (a landing) before it exits,
-			// must not have its git killed halfway. Not git that may talk to a remote: ssh
-			// asks for a passphrase on the terminal, which only the foreground group reads.
+			// must not have its git killed halfway. Not git that may ask on the terminal:
+			// only the foreground group reads it (a background read stops the process).
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		}
 		err = cmd.Run()
