@@ -38,9 +38,6 @@ type App struct {
 	// uninitialised says it is because git-norma was never set up here, or .norma/ is gone.
 	configErr     error
 	uninitialised bool
-	// loopTarget is the branch checked out when a loop started, its target for every task
-	// when target_branch is not set (Loop).
-	loopTarget string
 }
 
 // Open resolves the repository containing dir and reads its config. It fails when the

@@ -55,9 +55,7 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	// Every task lands where the loop was started for: a person who switches their checkout
 	// to another branch meanwhile must not get the next tasks' squash commits there. (No
 	// branch to land on: each run says so, with its fix.)
-	if target, err := a.targetBranch(ctx); err == nil {
-		a.loopTarget = target
-	}
+	target, _ := a.targetBranch(ctx)
 	if o.Parallel > 1 {
 		// Without a pid namespace a confined agent may change other runs' launchers' resource
 		// limits (prlimit: Landlock does not govern it), and a check whose tool cannot start
@@ -86,10 +84,10 @@ func (a *App) Loop(ctx context.Context, o LoopOptions) (LoopReport, error) {
 	// Before selecting: a task a dead run left in progress is not ready. (The loop's time starts
 	// before, so a violation recovery finds stops the loop before it starts anything.)
 	since := a.Now()
-	if err := a.recoverCrashed(ctx, st, o.NoLand, o.Live); err != nil {
+	if err := a.recoverCrashed(ctx, st, target, o.NoLand, o.Live); err != nil {
 		return LoopReport{}, environmentFailed(ctx, err)
 	}
-	l := &looper{app: a, st: st, o: o, results: make(chan runResult), running: map[string]bool{}, since: since}
+	l := &looper{app: a, st: st, target: target, o: o, results: make(chan runResult), running: map[string]bool{}, since: since}
 	return l.loop(ctx)
 }
 
@@ -105,8 +103,10 @@ func environmentFailed(ctx context.Context, err error) error {
 
 // looper is one loop in progress.
 type looper struct {
-	app     *App
-	st      *store.Store
+	app *App
+	st  *store.Store
+	// target is the branch the loop started for, where its runs land ("": none to land on).
+	target  string
 	o       LoopOptions
 	rep     LoopReport
 	tried   []string
@@ -242,7 +242,7 @@ func (l *looper) fill(ctx context.Context) error {
 				l.idle = true
 			}
 			// What a run killed meanwhile left is recovered, so its task can run again.
-			if err := l.app.recoverCrashed(ctx, l.st, l.o.NoLand, l.o.Live); err != nil {
+			if err := l.app.recoverCrashed(ctx, l.st, l.target, l.o.NoLand, l.o.Live); err != nil {
 				say(l.o.Live, "", "loop: recovering dead runs failed: %v", err)
 			}
 			select {
@@ -265,7 +265,7 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 	l.started++
 	say(l.o.Live, sel.TaskID, "loop: task %s %q (%s)", sel.TaskID, sel.Title, sel.Reason)
 	go func() {
-		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true, store: l.st})
+		run, err := l.app.Run(ctx, RunOptions{TaskID: sel.TaskID, NoLand: l.o.NoLand, Live: l.o.Live, IgnoreViolation: true, store: l.st, target: l.target})
 		switch {
 		case errors.Is(err, ErrClaimLost):
 			say(l.o.Live, sel.TaskID, "loop: task %s was claimed elsewhere first; going on with the next ready task", sel.TaskID)

@@ -28,18 +28,20 @@ type preflight struct {
 	sandbox confinement
 }
 
-// prepare validates the id, the repository, the task, the target and the agents; live hears
-// what it waits for.
-func (a *App) prepare(ctx context.Context, taskID string, live loop.LiveFunc) (*preflight, tracker.Tracker, error) {
+// prepare validates the id, the repository, the task, the target (target, or targetBranch's
+// when "") and the agents; live hears what it waits for.
+func (a *App) prepare(ctx context.Context, taskID, target string, live loop.LiveFunc) (*preflight, tracker.Tracker, error) {
 	if err := a.ValidateTaskID(taskID); err != nil {
 		return nil, nil, err
 	}
 	if err := a.Repo.Git.CheckVersion(ctx); err != nil {
 		return nil, nil, withKind(ErrEnvironment, err)
 	}
-	target, err := a.targetBranch(ctx)
-	if err != nil {
-		return nil, nil, err
+	if target == "" {
+		var err error
+		if target, err = a.targetBranch(ctx); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := a.checkRemote(ctx); err != nil {
 		return nil, nil, err
@@ -100,10 +102,9 @@ type tryLater struct{ error }
 
 func (e tryLater) Unwrap() error { return e.error }
 
-// targetBranch is the configured target, or the branch checked out in the main worktree (in a
-// loop, when the loop started: loopTarget).
+// targetBranch is the configured target, or the branch checked out in the main worktree.
 func (a *App) targetBranch(ctx context.Context) (string, error) {
-	target := cmp.Or(a.Config.TargetBranch, a.loopTarget)
+	target := a.Config.TargetBranch
 	if target == "" {
 		out, err := a.Repo.Git.CurrentBranch(ctx)
 		if err != nil || out == "" {

@@ -273,14 +273,13 @@ func (r *run) clearRecheck(ctx context.Context, dead store.Run) {
 // recoverCrashed is what `loop` does before selecting, so that no task stays in progress
 // because of a dead run: dead runs are reconciled, and finished runs still holding their
 // task's claim are recovered under the task's lock. A task another process works on is left
-// alone. What it does is said on live.
-func (a *App) recoverCrashed(ctx context.Context, st *store.Store, noLand bool, live loop.LiveFunc) error {
+// alone. What it does is said on live; target is where the loop lands ("": nowhere to land).
+func (a *App) recoverCrashed(ctx context.Context, st *store.Store, target string, noLand bool, live loop.LiveFunc) error {
 	tr, err := a.Tracker()
 	if err != nil {
 		return err
 	}
-	target, err := a.targetBranch(ctx)
-	if err != nil {
+	if target == "" {
 		return nil // nothing can land; the first run says why, with its fix
 	}
 	base := &run{app: a, pre: &preflight{target: target}, tr: tr, st: st, wm: a.Repo.Worktrees(ctx), live: live}

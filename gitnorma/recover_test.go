@@ -90,7 +90,7 @@ func TestRecoveryReopensAClaimPastManyLaterChecks(t *testing.T) {
 			Status: store.StatusFailed, CreatedAt: at.Add(time.Duration(i) * time.Minute)}, nil))
 	}
 
-	require.NoError(t, a.recoverCrashed(ctx, st, true, nil))
+	require.NoError(t, a.recoverCrashed(ctx, st, "main", true, nil))
 	got, err := tr.Get(ctx, task.ID)
 	require.NoError(t, err)
 	assert.Equal(t, tracker.StatusOpen, got.Status)
@@ -131,7 +131,7 @@ func TestRecoveryRescuesUnderTheLandingLock(t *testing.T) {
 			close(waiting)
 		}
 	}
-	go func() { done <- a.recoverCrashed(ctx, st, true, live) }()
+	go func() { done <- a.recoverCrashed(ctx, st, "main", true, live) }()
 	select {
 	case <-waiting:
 	case err := <-done:

@@ -33,6 +33,9 @@ type RunOptions struct {
 	hops int
 	// store is the run store a loop hands its runs (nil: the run opens its own).
 	store *store.Store
+	// target is the branch a loop hands its runs to land on: the one it started for ("": the
+	// configured target, or the branch checked out now).
+	target string
 }
 
 // RunReport is how a run ended, for the summary line, --json and the exit code.
@@ -150,7 +153,7 @@ const maxHops = 3
 
 // runOnce runs one task; a Plan outcome that names another task is left to Run.
 func (a *App) runOnce(ctx context.Context, o RunOptions) (RunReport, error) {
-	pre, tr, err := a.prepare(ctx, o.TaskID, o.Live)
+	pre, tr, err := a.prepare(ctx, o.TaskID, o.target, o.Live)
 	if err != nil {
 		return RunReport{}, err
 	}
