@@ -144,11 +144,11 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 			for len(l.running) > 0 { // the runs still going
 				l.collect(<-l.results)
 			}
-			return l.rep, environmentFailed(ctx, err)
+			return l.rep.failed(environmentFailed(ctx, err))
 		}
 		if len(l.running) == 0 {
 			if l.fatal != nil {
-				return l.rep, l.fatal
+				return l.rep.failed(l.fatal)
 			}
 			return l.rep.stop(l.stopped, l.message, l.code), nil
 		}
@@ -159,6 +159,7 @@ func (l *looper) loop(ctx context.Context) (LoopReport, error) {
 // collect records a finished run; an interruption or a fatal error stops new runs.
 func (l *looper) collect(r runResult) {
 	delete(l.running, r.run.TaskID)
+	l.rep.Runs = append(l.rep.Runs, r.run)
 	if r.err != nil && ExitCode(r.err) == ExitFatal {
 		if l.fatal == nil {
 			l.fatal = r.err
@@ -166,7 +167,6 @@ func (l *looper) collect(r runResult) {
 		l.stop("fatal", r.err.Error(), ExitFatal)
 		return
 	}
-	l.rep.Runs = append(l.rep.Runs, r.run)
 	if errors.As(r.err, new(tryLater)) {
 		l.couldNotStart(r)
 	}
@@ -276,8 +276,11 @@ func (l *looper) start(ctx context.Context, sel Selection) {
 			say(l.o.Live, sel.TaskID, "loop: task %s is busy: %v; going on with the next ready task", sel.TaskID, err)
 			run, err = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "skipped", StopReason: StopTaskBusy, Message: err.Error()}, nil
 		}
-		if err != nil {
-			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error", Message: err.Error(), ExitCode: ExitCode(err)}
+		if err != nil && run.RunID == "" {
+			run = RunReport{TaskID: sel.TaskID, Title: sel.Title, Status: "error"}
+		}
+		if err != nil { // a run that ended with an error keeps what it did (what it landed)
+			run.Message, run.ExitCode = err.Error(), ExitCode(err)
 		}
 		run.TaskID = sel.TaskID
 		l.results <- runResult{run, err}
@@ -289,6 +292,16 @@ func (l *looper) stop(reason, msg string, code int) {
 }
 
 // stop finishes the report; the exit code is the worst of the runs' (or code, if worse).
+// failed is the report of a loop that err stopped, and err: the runs it made are reported
+// with it (a task landed before the backlog broke).
+func (r LoopReport) failed(err error) (LoopReport, error) {
+	reason := "fatal"
+	if ExitCode(err) == ExitInterrupted {
+		reason = "interrupted"
+	}
+	return r.stop(reason, err.Error(), ExitCode(err)), err
+}
+
 func (r LoopReport) stop(reason, msg string, code int) LoopReport {
 	r.Stopped, r.Message, r.ExitCode = reason, msg, code
 	for _, run := range r.Runs {

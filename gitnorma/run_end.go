@@ -140,6 +140,7 @@ func (r *run) landAndClose(ctx context.Context, rep RunReport) (RunReport, error
 			rep.Message = "PASS, but landing was refused: " + le.Error()
 			return rep, nil
 		}
+		rep.Landed, rep.Message = commit, err.Error() // landed, and then closing it failed
 		return rep, err
 	}
 	rep.Landed = commit

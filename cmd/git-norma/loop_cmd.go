@@ -54,18 +54,23 @@ func (c *loopCmd) Run(env *Env) error {
 	}
 	rep, err := app.Loop(env.Ctx, gitnorma.LoopOptions{MaxTasks: c.MaxTasks, Parallel: c.Parallel, NoLand: c.NoLand, Force: c.Force, Live: live,
 		Scope: gitnorma.Scope{Feature: c.ActiveFeature, Epic: c.ActiveEpic}, Poll: poll})
-	if err != nil {
+	if err != nil && len(rep.Runs) == 0 {
 		return err
+	}
+	// A loop an error stopped reports the runs it made too, then the error with its hint.
+	var exit error = silentExit(rep.ExitCode)
+	if err != nil {
+		exit = err
 	}
 	if stream != nil {
 		stream.write(streamEvent{Kind: "loop_ended", Report: rep})
-		return silentExit(rep.ExitCode)
+		return exit
 	}
 	if c.JSON {
 		if err := printJSON(env.IO.Out, rep); err != nil {
 			return err
 		}
-		return silentExit(rep.ExitCode)
+		return exit
 	}
 	w := table(env.IO.Out)
 	fmt.Fprintln(w, "TASK\tRUN\tSTATUS\tVERDICT\tLANDED\tMESSAGE")
@@ -76,6 +81,9 @@ func (c *loopCmd) Run(env *Env) error {
 	for _, r := range rep.Runs { // the table says why each run stopped, not that it blocked its task
 		printBlocked(env.IO.Out, r)
 	}
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(env.IO.Out, "loop stopped: %s (%d run(s))\n", rep.Message, len(rep.Runs))
-	return silentExit(rep.ExitCode)
+	return exit
 }
