@@ -116,7 +116,11 @@ func setUp(namespaced bool) error {
 	// reached the launcher; it goes no further (Linux 5.11 and later).
 	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	if namespaced {
-		return mountProc()
+		if err := mountProc(); err != nil {
+			return err
+		}
+		ownTerminals()
+		return nil
 	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_CHILD_SUBREAPER, 1, 0); errno != 0 {
 		return fmt.Errorf("cannot become the child subreaper: %w", errno)
@@ -137,6 +141,16 @@ func mountProc() error {
 		return fmt.Errorf("cannot mount a /proc of the launcher's pid namespace: %w", err)
 	}
 	return nil
+}
+
+// ownTerminals mounts, in the launcher's mount namespace, a devpts of its own on /dev/pts:
+// commands may write there (the pseudo-terminals they make, through /dev/ptmx, which opens
+// the devpts beside it) and read every file, so on the user's they would open the user's
+// terminals by name, setsid or not — read what is typed in another shell before it can,
+// write escape sequences to its screen. Best effort, as the README says: a kernel that
+// refuses the mount leaves the user's.
+func ownTerminals() {
+	_ = syscall.Mount("devpts", "/dev/pts", "devpts", syscall.MS_NOSUID|syscall.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
 }
 
 // dropCapabilities drops, on the calling thread, what the command must not get: capabilities
