@@ -364,11 +364,17 @@ func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit str
 	return evidence, ct.Tree, logPath, err
 }
 
+// openChecksLog makes dir/checks.txt anew. The checks may write dir (it is their step
+// directory): what an earlier check left at that path, a link to a file of the user's, say,
+// goes first, and the log must be a new file, never written through.
 func openChecksLog(dir string) (*os.File, string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", err
 	}
 	logPath := filepath.Join(dir, "checks.txt")
-	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err := os.Remove(logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, "", err
+	}
+	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	return log, logPath, err
 }
