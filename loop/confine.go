@@ -211,9 +211,9 @@ func (s *stepSandbox) record(killed []sandbox.Process) {
 var errNoSandbox = errors.New("no step sandbox to start the command in")
 
 // confine is the step sandbox ctx carries and the policy cmd starts with in it; cmd gets the
-// environment that goes with it. The writable places are cmd's directory, the step directory,
-// the private directory, the user's allow_write, for an agent its workspace's git admin dir,
-// and when confined the cache home of agents or of checks.
+// environment that goes with it. The writable places are cmd's directory, the private
+// directory, the user's allow_write, for an agent its step directory and its workspace's git
+// admin dir, and when confined the cache home of agents or of checks.
 func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, error) {
 	s, _ := ctx.Value(stepSandboxKey{}).(*stepSandbox)
 	if s == nil {
@@ -227,7 +227,14 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 		return nil, sandbox.Policy{}, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
 	s.started = true
-	writable := []string{s.stepDir}
+	var writable []string
+	if ctx.Value(checkScopeKey{}) == nil {
+		// An agent writes its answers there. A check command is never told of it, and it is where
+		// git-norma makes what it trusts later (git norma check's is the run's directory, which
+		// holds the re-check's directory and log of git norma land; a completion check's holds
+		// its scratch worktree, which git worktree remove --force would remove through a link).
+		writable = append(writable, s.stepDir)
+	}
 	for _, sub := range privateSubdirs {
 		writable = append(writable, filepath.Join(private, sub))
 	}
