@@ -210,7 +210,8 @@ func readTail(f *os.File, start int64) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	from := max(start, end-tailBytes)
+	// The command may have truncated the log (ftruncate on its stdout): nothing is past end.
+	from := min(max(start, end-tailBytes), end)
 	buf := make([]byte, end-from)
 	if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {
 		return "", err

@@ -303,7 +303,8 @@ func fileTail(path string, offset, n int64) (tail []byte, from int64) {
 	if err != nil {
 		return nil, 0
 	}
-	from = max(offset, st.Size()-n)
+	// The CLI may have truncated the file (ftruncate on its stderr): nothing is past its size.
+	from = min(max(offset, st.Size()-n), st.Size())
 	buf := make([]byte, st.Size()-from)
 	read, _ := f.ReadAt(buf, from)
 	return buf[:read], from
