@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/loop/sandbox"
@@ -79,22 +80,32 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 	if len(drivers) == 0 {
 		return nil, nil
 	}
+	// In the launcher's pid namespace where the kernel gives one, as agents and checks run:
+	// there the user's daemons' unix sockets are hidden (tmux, the session bus would run an
+	// agent's driver's commands outside the sandbox), and what it leaves running ends with it.
+	// Asked when git first runs so: the probe costs a start of git-norma.
+	namespace := sync.OnceValue(func() bool {
+		ns, _, _ := sandbox.Namespaces(c.launcher)
+		return ns
+	})
 	// No ref: git-norma moves the task branch outside the sandbox (worktree's commitIndex), and
 	// a driver named by a path in the work tree (sh tools/clean.sh) is the agent's own code.
 	tree = func(tree, gitDir string) git.Wrap {
-		return launched(c.launcher, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
+		return launched(c.launcher, namespace, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
 			tree, gitDir, os.TempDir(), filepath.Join(r.GitDir, "objects"),
 		}, stores...)})
 	}
 	if !cf.cfg.Network {
-		checkout = launched(c.launcher, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
+		// The user's checkout, with the user's hooks: their background jobs and daemons are theirs.
+		checkout = launched(c.launcher, func() bool { return false }, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
 	}
 	return tree, checkout
 }
 
-// launched runs git through a sandbox launcher of its own at launcher, confined by p.
-func launched(launcher string, p sandbox.Policy) git.Wrap {
+// launched runs git through a sandbox launcher of its own at launcher (in a pid namespace of
+// its own when namespace says so), confined by p.
+func launched(launcher string, namespace func() bool, p sandbox.Policy) git.Wrap {
 	return func(ctx context.Context, cmd *exec.Cmd) error {
-		return sandbox.RunAlone(ctx, launcher, false, cmd, p)
+		return sandbox.RunAlone(ctx, launcher, namespace(), cmd, p)
 	}
 }
