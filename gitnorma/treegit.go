@@ -91,21 +91,24 @@ func (r *Repo) driverConfinement(ctx context.Context) (tree func(tree, gitDir st
 	// No ref: git-norma moves the task branch outside the sandbox (worktree's commitIndex), and
 	// a driver named by a path in the work tree (sh tools/clean.sh) is the agent's own code.
 	tree = func(tree, gitDir string) git.Wrap {
-		return launched(c.launcher, namespace, sandbox.Policy{Landlock: true, Network: cf.cfg.Network, Writable: append([]string{
-			tree, gitDir, os.TempDir(), filepath.Join(r.GitDir, "objects"),
-		}, stores...)})
+		return func(ctx context.Context, cmd *exec.Cmd) error {
+			// A TMPDIR of its own, as a check's: the user's holds other runs' private
+			// directories (their agents' and checks' TMPDIR and git objects).
+			tmp, err := os.MkdirTemp("", "git-norma-driver-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(tmp)
+			cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+			return sandbox.RunAlone(ctx, c.launcher, namespace(), cmd, sandbox.Policy{Landlock: true, Network: cf.cfg.Network,
+				Writable: append([]string{tree, gitDir, tmp, filepath.Join(r.GitDir, "objects")}, stores...)})
+		}
 	}
 	if !cf.cfg.Network {
 		// The user's checkout, with the user's hooks: their background jobs and daemons are theirs.
-		checkout = launched(c.launcher, func() bool { return false }, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
+		checkout = func(ctx context.Context, cmd *exec.Cmd) error {
+			return sandbox.RunAlone(ctx, c.launcher, false, cmd, sandbox.Policy{Landlock: true, Network: false, Writable: []string{"/"}})
+		}
 	}
 	return tree, checkout
-}
-
-// launched runs git through a sandbox launcher of its own at launcher (in a pid namespace of
-// its own when namespace says so), confined by p.
-func launched(launcher string, namespace func() bool, p sandbox.Policy) git.Wrap {
-	return func(ctx context.Context, cmd *exec.Cmd) error {
-		return sandbox.RunAlone(ctx, launcher, namespace(), cmd, p)
-	}
 }
