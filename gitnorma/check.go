@@ -117,7 +117,11 @@ func (a *App) check(ctx context.Context, dir, taskID string, guarded bool) (Chec
 	defer turn()
 	checks := func() (err error) {
 		cctx, done := cf.confineChecksAs(ctx, c, logDir, log)
-		defer done() // what they left running ends before the guard looks
+		defer func() { // what they left running ends before the guard looks
+			if derr := done(); derr != nil {
+				err = derr
+			}
+		}()
 		if rep.Recorded {
 			var ct loop.CheckTree
 			ct, rep.Evidence, _, err = checkerOf(a.Repo, a.Config, a.crash).verify(ctx, cctx, taskID, rep.Head, effective, log, rep.Log)

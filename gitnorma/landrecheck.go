@@ -338,11 +338,13 @@ func (ck checker) checksAt(ctx context.Context, dir, commit string, effective []
 	if err != nil {
 		return nil, "", err
 	}
-	defer done()
 	ck.crash.reach("rechecking")
 	// An empty cache home of their own: what earlier checks cached there ran code no one
 	// verified, and nothing confirms this verdict again.
 	evidence, err := loop.RunChecks(loop.FreshCaches(cctx), loop.Checks{Dir: scratch, Log: log, LogRef: "checks.txt", Timeout: ck.timeout, Env: processEnv(), Checkout: wm.Checkout(scratch, commit)}, effective)
+	if derr := done(); derr != nil {
+		err = derr
+	}
 	return evidence, logPath, err
 }
 
@@ -359,8 +361,10 @@ func (ck checker) checksInCheckTree(ctx context.Context, dir, taskID, commit str
 	if err != nil {
 		return nil, "", "", err
 	}
-	defer done()
 	ct, evidence, _, err := ck.verify(ctx, cctx, taskID, commit, effective, log, "checks.txt")
+	if derr := done(); derr != nil {
+		err = derr
+	}
 	return evidence, ct.Tree, logPath, err
 }
 

@@ -122,6 +122,7 @@ func (cf confiner) withoutProbe() (confinement, error) {
 func (r *run) loopSandbox() *loop.Sandbox {
 	sb := r.app.confiner().sandbox(r.pre.sandbox)
 	sb.AdminDir = r.ws.GitDir()
+	sb.Violation = func(ctx context.Context, paths []string) { recordViolation(ctx, r.newGuard(), paths) }
 	return sb
 }
 
@@ -138,8 +139,9 @@ func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 }
 
 // confineChecks confines the check commands run outside a step (the re-check before landing)
-// as the run's are; dir is their logs' directory; done logs what was left running.
-func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func(), error) {
+// as the run's are; dir is their logs' directory; done logs what was left running, and fails
+// with the agent CLI settings they changed (put back).
+func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer) (context.Context, func() error, error) {
 	c, err := cf.confinement()
 	if err != nil {
 		return ctx, nil, err
@@ -149,15 +151,20 @@ func (cf confiner) confineChecks(ctx context.Context, dir string, log io.Writer)
 }
 
 // confineChecksAs is confineChecks for a caller that has asked for the confinement already.
-func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir string, log io.Writer) (context.Context, func()) {
+func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir string, log io.Writer) (context.Context, func() error) {
 	if !c.namespace {
 		fmt.Fprintf(log, "checks run without a pid namespace (%s): what they leave running is swept, and your daemons' unix sockets stay reachable\n", c.nsWhy)
 	}
 	ctx, done := loop.ConfineChecks(ctx, cf.sandbox(c), dir)
-	return ctx, func() {
-		if ev, ok := done(); ok {
+	return ctx, func() error {
+		ev, ok, err := done()
+		if ok {
 			fmt.Fprintf(log, "\n%s: %s\n", ev.Type, ev.Message)
 		}
+		if err != nil {
+			fmt.Fprintf(log, "\n%s\n", err)
+		}
+		return err
 	}
 }
 
@@ -176,8 +183,14 @@ func (cf confiner) confineSetup(ctx context.Context, cmd *exec.Cmd) error {
 	}
 	defer os.RemoveAll(tmp)
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
-	writable := append([]string{cmd.Dir, tmp}, expandHome(cf.cfg.AllowWrite)...)
-	return sandbox.RunAlone(ctx, c.launcher, c.namespace, cmd, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
+	allow := expandHome(cf.cfg.AllowWrite)
+	writable := append([]string{cmd.Dir, tmp}, allow...)
+	restore := loop.GuardCLIConfig(allow)
+	err = sandbox.RunAlone(ctx, c.launcher, c.namespace, cmd, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
+	if cerr := restore("worktree.setup", ""); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // noteUnconfined says once per run, live and as an event, that mode auto found no Landlock,

@@ -41,6 +41,26 @@ type Sandbox struct {
 	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
 	// and HEAD), which an agent's git add must write. Check commands do not get it.
 	AdminDir string
+	// Violation records a guard violation of the run (the paths, each with its fate), for the
+	// user to see before another run starts. Nil: none is recorded.
+	Violation func(ctx context.Context, paths []string)
+}
+
+// restoreCLIConfig puts back the CLI settings the step's processes (who) changed under
+// allow_write (see cliConfigFiles), whatever became of them, and turns any change into the
+// step's guard violation; agentErr stays the step's error otherwise.
+func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr error) error {
+	if !s.started {
+		return agentErr
+	}
+	changed := restoreCLIConfig(s.cli, filepath.Join(s.stepDir, "cli-settings"))
+	if len(changed) == 0 {
+		return agentErr
+	}
+	if s.cfg.Violation != nil {
+		s.cfg.Violation(context.WithoutCancel(ctx), changed)
+	}
+	return cliConfigErr(who, changed, agentErr)
 }
 
 // KilledEvent is the step event naming the processes a step left running, which were killed.
@@ -60,6 +80,9 @@ type stepSandbox struct {
 	killed []sandbox.Process
 	// tampered says why a command of the step started through a new launcher.
 	tampered string
+	// cli is what the CLI settings files under allow_write held before the step's first
+	// process started (snapshotCLIConfig).
+	cli []cliFile
 }
 
 // privateSubdirs are the private directory's parts confined processes may write; the
@@ -226,6 +249,9 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 	if err != nil {
 		return nil, sandbox.Policy{}, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
+	if !s.started {
+		s.cli = snapshotCLIConfig(s.cfg.AllowWrite)
+	}
 	s.started = true
 	var writable []string
 	if ctx.Value(checkScopeKey{}) == nil {
@@ -312,12 +338,14 @@ func (l *launcher) close() {
 // ConfineChecks is the context under which RunChecks confines and contains the check commands
 // it starts outside a run's steps (the re-check before landing), with dir as their step
 // directory. done removes their private directory and returns the sandbox_killed event, if
-// any process was left running.
-func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool)) {
+// any process was left running, and the guard violation of CLI settings they changed (put
+// back, see restoreCLIConfig).
+func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool, error)) {
 	s := &stepSandbox{cfg: sb, stepDir: dir, private: &privateDir{}, launcher: &launcher{}}
-	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool) {
+	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool, error) {
 		s.launcher.close()
 		s.private.remove()
-		return s.event()
+		ev, ok := s.event()
+		return ev, ok, s.restoreCLIConfig(ctx, "the checks", nil)
 	}
 }

@@ -1,0 +1,49 @@
+package loop
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRestoreCLIConfig: a link put in place of a settings file is removed, never written
+// through; a ~/.claude.json left unparsable comes back whole; the keys a CLI fills with empty
+// values in a new project are no change; a file outside allow_write is not watched.
+func TestRestoreCLIConfig(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	write := func(rel, data string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(home, rel)), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(home, rel), []byte(data), 0o600))
+	}
+	write(".claude/settings.json", `{"model":"opus"}`)
+	write(".claude.json", `{"projects":{"/a":{"mcpServers":{}}}}`)
+	write(".gemini/settings.json", `{}`)
+	write("victim", "keep")
+	snap := snapshotCLIConfig([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
+	require.Len(t, snap, 3) // the two settings files of ~/.claude, and ~/.claude.json
+
+	write(".claude.json", `{"projects":{"/a":{"mcpServers":{}},"/b":{"mcpServers":{},"enabledMcpjsonServers":[]}},"n":2}`)
+	assert.Empty(t, restoreCLIConfig(snap, t.TempDir()))
+
+	require.NoError(t, os.Remove(filepath.Join(home, ".claude/settings.json")))
+	require.NoError(t, os.Symlink(filepath.Join(home, "victim"), filepath.Join(home, ".claude/settings.json")))
+	write(".claude.json", `{"mcpServers":`)
+	write(".gemini/settings.json", `{"hooks":{}}`)
+	changed := restoreCLIConfig(snap, t.TempDir())
+	require.Len(t, changed, 2)
+	assert.Equal(t, "~/.claude/settings.json (restored)", changed[0], "a link is not kept")
+	assert.Regexp(t, `^~/\.claude\.json \(not JSON; restored; the file it replaced is kept as .+/\.claude\.json\)$`, changed[1])
+	for rel, want := range map[string]string{".claude/settings.json": `{"model":"opus"}`, ".claude.json": `{"projects":{"/a":{"mcpServers":{}}}}`,
+		"victim": "keep", ".gemini/settings.json": `{"hooks":{}}`} {
+		data, err := os.ReadFile(filepath.Join(home, rel))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(data), rel)
+	}
+	st, err := os.Lstat(filepath.Join(home, ".claude/settings.json"))
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular())
+}
