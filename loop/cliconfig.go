@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // cliConfigFiles are the agent CLIs' settings (relative to the home directory) that name
@@ -67,8 +68,25 @@ type cliFile struct {
 	exists     bool
 }
 
-// snapshotCLIConfig records the CLI settings files in the places allowWrite opens.
+// cliBaseline is what the CLI settings files held when the first of this process's groups of
+// confined processes now under way started (loop --parallel runs steps side by side): a group
+// that starts while another's change is there must not take it for the state to put back
+// once the other's is undone. restoreCLIConfig ends a group.
+var cliBaseline struct {
+	sync.Mutex
+	groups int
+	files  map[string]cliFile
+}
+
+// snapshotCLIConfig records the CLI settings files in the places allowWrite opens, for a group
+// of processes about to start; restoreCLIConfig must follow.
 func snapshotCLIConfig(allowWrite []string) []cliFile {
+	cliBaseline.Lock()
+	defer cliBaseline.Unlock()
+	if cliBaseline.groups == 0 {
+		cliBaseline.files = map[string]cliFile{}
+	}
+	cliBaseline.groups++
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {
 		return nil
@@ -78,8 +96,12 @@ func snapshotCLIConfig(allowWrite []string) []cliFile {
 		path := filepath.Join(home, f.rel)
 		for _, w := range allowWrite {
 			if rel, err := filepath.Rel(filepath.Clean(w), path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				file := readCLIFile(path, f.keys)
-				file.rel = f.rel
+				file, ok := cliBaseline.files[path]
+				if !ok {
+					file = readCLIFile(path, f.keys)
+					file.rel = f.rel
+					cliBaseline.files[path] = file
+				}
 				files = append(files, file)
 				break
 			}
@@ -104,10 +126,14 @@ func readCLIFile(path string, keys bool) cliFile {
 	return f
 }
 
-// restoreCLIConfig puts back what changed in the files since snap, and names each change
-// (file, and key for ~/.claude.json) with its fate. The file it replaces is kept in keepDir
-// first: the change may be the user's own (a session of the CLI they use meanwhile).
+// restoreCLIConfig puts back what changed in the files since snap, ending its group (see
+// cliBaseline), and names each change (file, and key for ~/.claude.json) with its fate. The
+// file it replaces is kept in keepDir first: the change may be the user's own (a session of
+// the CLI they use meanwhile).
 func restoreCLIConfig(snap []cliFile, keepDir string) []string {
+	cliBaseline.Lock()
+	defer cliBaseline.Unlock()
+	cliBaseline.groups = max(cliBaseline.groups-1, 0)
 	var changed []string
 	for _, before := range snap {
 		now := readCLIFile(before.path, before.keys)

@@ -13,6 +13,7 @@ import (
 // through; a ~/.claude.json left unparsable comes back whole; the keys a CLI fills with empty
 // values in a new project are no change; a file outside allow_write is not watched.
 func TestRestoreCLIConfig(t *testing.T) {
+	freshCLIBaseline()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	write := func(rel, data string) {
@@ -26,8 +27,11 @@ func TestRestoreCLIConfig(t *testing.T) {
 	snap := snapshotCLIConfig([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
 	require.Len(t, snap, 3) // the two settings files of ~/.claude, and ~/.claude.json
 
-	write(".claude.json", `{"projects":{"/a":{"mcpServers":{}},"/b":{"mcpServers":{},"enabledMcpjsonServers":[]}},"n":2}`)
+	claudeJSON := `{"projects":{"/a":{"mcpServers":{}},"/b":{"mcpServers":{},"enabledMcpjsonServers":[]}},"n":2}`
+	write(".claude.json", claudeJSON)
 	assert.Empty(t, restoreCLIConfig(snap, t.TempDir()))
+
+	snap = snapshotCLIConfig([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
 
 	require.NoError(t, os.Remove(filepath.Join(home, ".claude/settings.json")))
 	require.NoError(t, os.Symlink(filepath.Join(home, "victim"), filepath.Join(home, ".claude/settings.json")))
@@ -37,7 +41,7 @@ func TestRestoreCLIConfig(t *testing.T) {
 	require.Len(t, changed, 2)
 	assert.Equal(t, "~/.claude/settings.json (restored)", changed[0], "a link is not kept")
 	assert.Regexp(t, `^~/\.claude\.json \(not JSON; restored; the file it replaced is kept as .+/\.claude\.json\)$`, changed[1])
-	for rel, want := range map[string]string{".claude/settings.json": `{"model":"opus"}`, ".claude.json": `{"projects":{"/a":{"mcpServers":{}}}}`,
+	for rel, want := range map[string]string{".claude/settings.json": `{"model":"opus"}`, ".claude.json": claudeJSON,
 		"victim": "keep", ".gemini/settings.json": `{"hooks":{}}`} {
 		data, err := os.ReadFile(filepath.Join(home, rel))
 		require.NoError(t, err)
@@ -46,4 +50,32 @@ func TestRestoreCLIConfig(t *testing.T) {
 	st, err := os.Lstat(filepath.Join(home, ".claude/settings.json"))
 	require.NoError(t, err)
 	assert.True(t, st.Mode().IsRegular())
+}
+
+// TestRestoreCLIConfigSideBySide: a step that starts while another step's change is there
+// (loop --parallel) does not put that change back once the other step's end undid it.
+func TestRestoreCLIConfigSideBySide(t *testing.T) {
+	freshCLIBaseline()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	settings := filepath.Join(home, ".claude", "settings.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(settings), 0o700))
+	require.NoError(t, os.WriteFile(settings, []byte("{}"), 0o600))
+	allow := []string{filepath.Join(home, ".claude")}
+
+	first := snapshotCLIConfig(allow)
+	require.NoError(t, os.WriteFile(settings, []byte(`{"hooks":"evil"}`), 0o600)) // the first step's agent
+	second := snapshotCLIConfig(allow)
+	assert.Len(t, restoreCLIConfig(first, t.TempDir()), 1)
+	assert.Empty(t, restoreCLIConfig(second, t.TempDir()))
+	data, err := os.ReadFile(settings)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(data))
+}
+
+// freshCLIBaseline forgets the groups other tests started by calling confine outside a step.
+func freshCLIBaseline() {
+	cliBaseline.Lock()
+	cliBaseline.groups = 0
+	cliBaseline.Unlock()
 }
