@@ -12,6 +12,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/config"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/hooks"
+	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/worktree"
 )
 
@@ -30,6 +31,10 @@ type Repo struct {
 	// sandbox is the app's config section confining what may do an agent's bidding (the
 	// App sets it; nil: git-norma's git is never confined).
 	sandbox *config.Sandbox
+
+	// cliSettings is the agent CLIs' settings as this process's confined work found them,
+	// shared by its runs (loop.CLISettings).
+	cliSettings loop.CLISettings
 
 	// filterDrivers asks once which filter drivers the git config names (treegit.go).
 	filterDriversOnce  sync.Once

@@ -134,7 +134,8 @@ func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 		AllowWrite: expandHome(cf.cfg.AllowWrite),
 		ObjectsDir: filepath.Join(cf.repo.GitDir, "objects"),
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
-		CacheDir: cf.repo.Path("cache"),
+		CacheDir:    cf.repo.Path("cache"),
+		CLISettings: &cf.repo.cliSettings,
 	}
 }
 
@@ -185,7 +186,7 @@ func (cf confiner) confineSetup(ctx context.Context, cmd *exec.Cmd) error {
 	cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
 	allow := expandHome(cf.cfg.AllowWrite)
 	writable := append([]string{cmd.Dir, tmp}, allow...)
-	restore := loop.GuardCLIConfig(allow)
+	restore := cf.repo.cliSettings.Guard(allow)
 	err = sandbox.RunAlone(ctx, c.launcher, c.namespace, cmd, sandbox.Policy{Landlock: c.landlock(), Writable: writable, Network: true})
 	if cerr := restore("worktree.setup", ""); cerr != nil {
 		return cerr

@@ -31,14 +31,14 @@ var cliConfigFiles = []struct {
 // its projects.
 var cliKeys = []string{"mcpServers", "hooks", "enabledMcpjsonServers", "enableAllProjectMcpServers"}
 
-// GuardCLIConfig records what the agent CLIs' settings under allowWrite hold, before processes
+// Guard records what the agent CLIs' settings under allowWrite hold, before processes
 // git-norma starts outside a step (worktree.setup) run; restore puts back what they changed
 // since, keeping the files it replaces in keepDir (empty: a new temporary directory), and
 // returns the guard violation (nil: none).
-func GuardCLIConfig(allowWrite []string) (restore func(who, keepDir string) error) {
-	snap := snapshotCLIConfig(allowWrite)
+func (c *CLISettings) Guard(allowWrite []string) (restore func(who, keepDir string) error) {
+	snap := c.snapshot(allowWrite)
 	return func(who, keepDir string) error {
-		if changed := restoreCLIConfig(snap, keepDir); len(changed) > 0 {
+		if changed := c.restore(snap, keepDir); len(changed) > 0 {
 			return cliConfigErr(who, changed, nil)
 		}
 		return nil
@@ -68,25 +68,29 @@ type cliFile struct {
 	exists     bool
 }
 
-// cliBaseline is what the CLI settings files held when the first of this process's groups of
-// confined processes now under way started (loop --parallel runs steps side by side): a group
-// that starts while another's change is there must not take it for the state to put back
-// once the other's is undone. restoreCLIConfig ends a group.
-var cliBaseline struct {
-	sync.Mutex
+// CLISettings is what the agent CLIs' settings files held when the first of a process's
+// groups of confined processes now under way started (loop --parallel runs steps side by
+// side): a group that starts while another's change is there must not take it for the state
+// to put back once the other's is undone. One per process, shared by its runs (the Sandbox of
+// each); a nil one is a group's own. snapshot starts a group, restore ends it.
+type CLISettings struct {
+	mu     sync.Mutex
 	groups int
 	files  map[string]cliFile
 }
 
-// snapshotCLIConfig records the CLI settings files in the places allowWrite opens, for a group
-// of processes about to start; restoreCLIConfig must follow.
-func snapshotCLIConfig(allowWrite []string) []cliFile {
-	cliBaseline.Lock()
-	defer cliBaseline.Unlock()
-	if cliBaseline.groups == 0 {
-		cliBaseline.files = map[string]cliFile{}
+// snapshot records the CLI settings files in the places allowWrite opens, for a group of
+// processes about to start; restore must follow.
+func (c *CLISettings) snapshot(allowWrite []string) []cliFile {
+	if c == nil {
+		c = &CLISettings{}
 	}
-	cliBaseline.groups++
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups == 0 {
+		c.files = map[string]cliFile{}
+	}
+	c.groups++
 	home, err := os.UserHomeDir()
 	if err != nil || home == "" {
 		return nil
@@ -96,11 +100,11 @@ func snapshotCLIConfig(allowWrite []string) []cliFile {
 		path := filepath.Join(home, f.rel)
 		for _, w := range allowWrite {
 			if rel, err := filepath.Rel(filepath.Clean(w), path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				file, ok := cliBaseline.files[path]
+				file, ok := c.files[path]
 				if !ok {
 					file = readCLIFile(path, f.keys)
 					file.rel = f.rel
-					cliBaseline.files[path] = file
+					c.files[path] = file
 				}
 				files = append(files, file)
 				break
@@ -126,14 +130,16 @@ func readCLIFile(path string, keys bool) cliFile {
 	return f
 }
 
-// restoreCLIConfig puts back what changed in the files since snap, ending its group (see
-// cliBaseline), and names each change (file, and key for ~/.claude.json) with its fate. The
+// restore puts back what changed in the files since snap, ending its group, and names each change (file, and key for ~/.claude.json) with its fate. The
 // file it replaces is kept in keepDir first: the change may be the user's own (a session of
 // the CLI they use meanwhile).
-func restoreCLIConfig(snap []cliFile, keepDir string) []string {
-	cliBaseline.Lock()
-	defer cliBaseline.Unlock()
-	cliBaseline.groups = max(cliBaseline.groups-1, 0)
+func (c *CLISettings) restore(snap []cliFile, keepDir string) []string {
+	if c == nil {
+		c = &CLISettings{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.groups = max(c.groups-1, 0)
 	var changed []string
 	for _, before := range snap {
 		now := readCLIFile(before.path, before.keys)

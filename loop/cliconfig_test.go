@@ -13,7 +13,7 @@ import (
 // through; a ~/.claude.json left unparsable comes back whole; the keys a CLI fills with empty
 // values in a new project are no change; a file outside allow_write is not watched.
 func TestRestoreCLIConfig(t *testing.T) {
-	freshCLIBaseline()
+	c := &CLISettings{}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	write := func(rel, data string) {
@@ -24,20 +24,20 @@ func TestRestoreCLIConfig(t *testing.T) {
 	write(".claude.json", `{"projects":{"/a":{"mcpServers":{}}}}`)
 	write(".gemini/settings.json", `{}`)
 	write("victim", "keep")
-	snap := snapshotCLIConfig([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
+	snap := c.snapshot([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
 	require.Len(t, snap, 3) // the two settings files of ~/.claude, and ~/.claude.json
 
 	claudeJSON := `{"projects":{"/a":{"mcpServers":{}},"/b":{"mcpServers":{},"enabledMcpjsonServers":[]}},"n":2}`
 	write(".claude.json", claudeJSON)
-	assert.Empty(t, restoreCLIConfig(snap, t.TempDir()))
+	assert.Empty(t, c.restore(snap, t.TempDir()))
 
-	snap = snapshotCLIConfig([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
+	snap = c.snapshot([]string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")})
 
 	require.NoError(t, os.Remove(filepath.Join(home, ".claude/settings.json")))
 	require.NoError(t, os.Symlink(filepath.Join(home, "victim"), filepath.Join(home, ".claude/settings.json")))
 	write(".claude.json", `{"mcpServers":`)
 	write(".gemini/settings.json", `{"hooks":{}}`)
-	changed := restoreCLIConfig(snap, t.TempDir())
+	changed := c.restore(snap, t.TempDir())
 	require.Len(t, changed, 2)
 	assert.Equal(t, "~/.claude/settings.json (restored)", changed[0], "a link is not kept")
 	assert.Regexp(t, `^~/\.claude\.json \(not JSON; restored; the file it replaced is kept as .+/\.claude\.json\)$`, changed[1])
@@ -55,7 +55,7 @@ func TestRestoreCLIConfig(t *testing.T) {
 // TestRestoreCLIConfigSideBySide: a step that starts while another step's change is there
 // (loop --parallel) does not put that change back once the other step's end undid it.
 func TestRestoreCLIConfigSideBySide(t *testing.T) {
-	freshCLIBaseline()
+	c := &CLISettings{}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	settings := filepath.Join(home, ".claude", "settings.json")
@@ -63,19 +63,12 @@ func TestRestoreCLIConfigSideBySide(t *testing.T) {
 	require.NoError(t, os.WriteFile(settings, []byte("{}"), 0o600))
 	allow := []string{filepath.Join(home, ".claude")}
 
-	first := snapshotCLIConfig(allow)
+	first := c.snapshot(allow)
 	require.NoError(t, os.WriteFile(settings, []byte(`{"hooks":"evil"}`), 0o600)) // the first step's agent
-	second := snapshotCLIConfig(allow)
-	assert.Len(t, restoreCLIConfig(first, t.TempDir()), 1)
-	assert.Empty(t, restoreCLIConfig(second, t.TempDir()))
+	second := c.snapshot(allow)
+	assert.Len(t, c.restore(first, t.TempDir()), 1)
+	assert.Empty(t, c.restore(second, t.TempDir()))
 	data, err := os.ReadFile(settings)
 	require.NoError(t, err)
 	assert.Equal(t, "{}", string(data))
-}
-
-// freshCLIBaseline forgets the groups other tests started by calling confine outside a step.
-func freshCLIBaseline() {
-	cliBaseline.Lock()
-	cliBaseline.groups = 0
-	cliBaseline.Unlock()
 }

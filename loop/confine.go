@@ -41,6 +41,9 @@ type Sandbox struct {
 	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
 	// and HEAD), which an agent's git add must write. Check commands do not get it.
 	AdminDir string
+	// CLISettings is the process's record of the agent CLIs' settings, shared by its runs
+	// (nil: each group of processes records its own).
+	CLISettings *CLISettings
 	// Violation records a guard violation of the run (the paths, each with its fate), for the
 	// user to see before another run starts. Nil: none is recorded.
 	Violation func(ctx context.Context, paths []string)
@@ -53,7 +56,7 @@ func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr
 	if !s.started {
 		return agentErr
 	}
-	changed := restoreCLIConfig(s.cli, filepath.Join(s.stepDir, "cli-settings"))
+	changed := s.cfg.CLISettings.restore(s.cli, filepath.Join(s.stepDir, "cli-settings"))
 	if len(changed) == 0 {
 		return agentErr
 	}
@@ -81,7 +84,7 @@ type stepSandbox struct {
 	// tampered says why a command of the step started through a new launcher.
 	tampered string
 	// cli is what the CLI settings files under allow_write held before the step's first
-	// process started (snapshotCLIConfig).
+	// process started (CLISettings.snapshot).
 	cli []cliFile
 }
 
@@ -250,7 +253,7 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 		return nil, sandbox.Policy{}, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
 	if !s.started {
-		s.cli = snapshotCLIConfig(s.cfg.AllowWrite)
+		s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
 	}
 	s.started = true
 	var writable []string
