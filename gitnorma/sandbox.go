@@ -14,6 +14,7 @@ import (
 	"github.com/git-norma/git-norma/gitnorma/flock"
 	"github.com/git-norma/git-norma/gitnorma/git"
 	"github.com/git-norma/git-norma/gitnorma/store"
+	"github.com/git-norma/git-norma/hooks"
 	"github.com/git-norma/git-norma/loop"
 	"github.com/git-norma/git-norma/loop/sandbox"
 )
@@ -136,6 +137,7 @@ func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
 		CacheDir:    cf.repo.Path("cache"),
 		CLISettings: &cf.repo.cliSettings,
+		Modes:       hooks.Paths(filepath.Join(cf.repo.GitDir, "hooks")),
 	}
 }
 

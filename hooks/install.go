@@ -14,6 +14,15 @@ import (
 // Names are the hooks git-norma installs.
 var Names = []string{"pre-commit", "post-commit", "pre-merge-commit", "pre-push"}
 
+// Paths are the files of Names in dir.
+func Paths(dir string) []string {
+	paths := make([]string, len(Names))
+	for i, name := range Names {
+		paths[i] = filepath.Join(dir, name)
+	}
+	return paths
+}
+
 // gating hooks stop git from doing something unsafe (merging or pushing unverified work) when
 // git-norma refuses; the others only report.
 var gating = map[string]bool{"pre-commit": true, "pre-merge-commit": true, "pre-push": true}

@@ -48,13 +48,18 @@ func (c *CLISettings) Guard(allowWrite []string) (restore func(who, keepDir stri
 // cliConfigErr is the guard violation of who, which changed the CLI settings named in changed;
 // one agentErr already reports stays in it.
 func cliConfigErr(who string, changed []string, agentErr error) error {
-	msg := fmt.Sprintf("%s wrote commands into an agent CLI's settings, which its next session would run unconfined: %s",
-		who, strings.Join(changed, ", "))
+	return &ProtocolError{Kind: ErrKindGuard, Msg: guardFinding(agentErr, fmt.Sprintf("%s wrote commands into an agent CLI's settings, which its next session would run unconfined: %s",
+		who, strings.Join(changed, ", ")))}
+}
+
+// guardFinding is msg after the guard finding agentErr already reports, if it does (the
+// fallback guard's, or another of the step's): none is lost.
+func guardFinding(agentErr error, msg string) string {
 	var pe *ProtocolError
 	if errors.As(agentErr, &pe) && pe.Kind == ErrKindGuard {
-		msg = pe.Msg + "; " + msg // the fallback guard's finding stays
+		return pe.Msg + "; " + msg
 	}
-	return &ProtocolError{Kind: ErrKindGuard, Msg: msg}
+	return msg
 }
 
 // cliFile is a CLI settings file as a step found it.

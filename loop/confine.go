@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,6 +42,10 @@ type Sandbox struct {
 	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
 	// and HEAD), which an agent's git add must write. Check commands do not get it.
 	AdminDir string
+	// Modes are files whose mode no confined process may change (git-norma's hooks: git skips
+	// a hook that is not executable). Landlock governs no metadata: a step's processes can
+	// chmod what they cannot write, so a changed mode is put back when the step ends.
+	Modes []string
 	// CLISettings is the process's record of the agent CLIs' settings, shared by its runs
 	// (nil: each group of processes records its own).
 	CLISettings *CLISettings
@@ -56,14 +61,40 @@ func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr
 	if !s.started {
 		return agentErr
 	}
-	changed := s.cfg.CLISettings.restore(s.cli, filepath.Join(s.stepDir, "cli-settings"))
-	if len(changed) == 0 {
+	cli, modes := s.cfg.CLISettings.restore(s.cli, filepath.Join(s.stepDir, "cli-settings")), s.restoreModes()
+	if len(cli)+len(modes) == 0 {
 		return agentErr
 	}
 	if s.cfg.Violation != nil {
-		s.cfg.Violation(context.WithoutCancel(ctx), changed)
+		s.cfg.Violation(context.WithoutCancel(ctx), append(slices.Clone(cli), modes...))
 	}
-	return cliConfigErr(who, changed, agentErr)
+	if len(modes) > 0 {
+		agentErr = &ProtocolError{Kind: ErrKindGuard, Msg: guardFinding(agentErr,
+			fmt.Sprintf("%s changed the mode of git-norma's hooks, which git skips when not executable: %s", who, strings.Join(modes, ", ")))}
+	}
+	if len(cli) > 0 {
+		agentErr = cliConfigErr(who, cli, agentErr)
+	}
+	return agentErr
+}
+
+// restoreModes puts back the modes of Sandbox.Modes that the step's processes changed, and
+// names each with its fate.
+func (s *stepSandbox) restoreModes() []string {
+	var changed []string
+	for path, before := range s.modes {
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode() == before {
+			continue // gone: a write, which Landlock refuses (and the user may remove a hook)
+		}
+		fate := fmt.Sprintf("put back to %04o", before.Perm())
+		if err := os.Chmod(path, before.Perm()); err != nil {
+			fate = "not put back: " + err.Error()
+		}
+		changed = append(changed, fmt.Sprintf("%s (mode %04o, %s)", path, st.Mode().Perm(), fate))
+	}
+	slices.Sort(changed)
+	return changed
 }
 
 // KilledEvent is the step event naming the processes a step left running, which were killed.
@@ -84,8 +115,9 @@ type stepSandbox struct {
 	// tampered says why a command of the step started through a new launcher.
 	tampered string
 	// cli is what the CLI settings files under allow_write held before the step's first
-	// process started (CLISettings.snapshot).
-	cli []cliFile
+	// process started (CLISettings.snapshot); modes the modes of Sandbox.Modes then.
+	cli   []cliFile
+	modes map[string]os.FileMode
 }
 
 // privateSubdirs are the private directory's parts confined processes may write; the
@@ -254,6 +286,12 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 	}
 	if !s.started {
 		s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
+		s.modes = map[string]os.FileMode{}
+		for _, path := range s.cfg.Modes {
+			if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+				s.modes[path] = st.Mode()
+			}
+		}
 	}
 	s.started = true
 	var writable []string
