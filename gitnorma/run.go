@@ -289,7 +289,7 @@ func (r *run) loopOptions(ctx context.Context) loop.Options {
 		Facts:   r.mirror.facts(),
 		Halt:    r.haltReason,
 		Gates:   r.app.Config.Gates,
-		Sandbox: r.loopSandbox(),
+		Sandbox: r.loopSandbox(ctx),
 	}
 	r.noteUnconfined(ctx, r.live)
 	if head, err := r.app.Repo.Git.Resolve(ctx, "refs/heads/"+r.ws.Branch()); err == nil {

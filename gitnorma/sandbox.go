@@ -120,8 +120,8 @@ func (cf confiner) withoutProbe() (confinement, error) {
 }
 
 // loopSandbox is the sandbox the engine starts every agent and check command in.
-func (r *run) loopSandbox() *loop.Sandbox {
-	sb := r.app.confiner().sandbox(r.pre.sandbox)
+func (r *run) loopSandbox(ctx context.Context) *loop.Sandbox {
+	sb := r.app.confiner().sandbox(ctx, r.pre.sandbox)
 	sb.AdminDir = r.ws.GitDir()
 	sb.Violation = func(ctx context.Context, paths []string) { recordViolation(ctx, r.newGuard(), paths) }
 	return sb
@@ -129,7 +129,11 @@ func (r *run) loopSandbox() *loop.Sandbox {
 
 // sandbox is the sandbox for processes confined as c says: the workspace's admin dir is the
 // caller's to add.
-func (cf confiner) sandbox(c confinement) *loop.Sandbox {
+func (cf confiner) sandbox(ctx context.Context, c confinement) *loop.Sandbox {
+	hooksDir, err := cf.repo.HooksDir(ctx) // core.hooksPath's, if set
+	if err != nil {
+		hooksDir = filepath.Join(cf.repo.GitDir, "hooks")
+	}
 	return &loop.Sandbox{
 		Launcher: c.launcher, Landlock: c.landlock(), Shields: cf.shields(c), Network: cf.cfg.Network, Namespace: c.namespace,
 		AllowWrite: expandHome(cf.cfg.AllowWrite),
@@ -137,7 +141,7 @@ func (cf confiner) sandbox(c confinement) *loop.Sandbox {
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
 		CacheDir:    cf.repo.Path("cache"),
 		CLISettings: &cf.repo.cliSettings,
-		Modes:       hooks.Paths(filepath.Join(cf.repo.GitDir, "hooks")),
+		Modes:       hooks.Paths(hooksDir),
 	}
 }
 
@@ -158,7 +162,7 @@ func (cf confiner) confineChecksAs(ctx context.Context, c confinement, dir strin
 	if !c.namespace {
 		fmt.Fprintf(log, "checks run without a pid namespace (%s): what they leave running is swept, and your daemons' unix sockets stay reachable\n", c.nsWhy)
 	}
-	ctx, done := loop.ConfineChecks(ctx, cf.sandbox(c), dir)
+	ctx, done := loop.ConfineChecks(ctx, cf.sandbox(ctx, c), dir)
 	return ctx, func() error {
 		ev, ok, err := done()
 		if ok {
