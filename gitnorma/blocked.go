@@ -40,6 +40,21 @@ func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) erro
 		Hint: "run " + first + " first (git norma run " + first + "), or run this one anyway: git norma run --force " + t.ID}
 }
 
+// openChildren names t's children not yet closed, each with its status, and the first of them.
+func openChildren(ctx context.Context, tr tracker.Tracker, t tracker.Task) (open []string, first string, err error) {
+	if t.NoChildren {
+		return nil, "", nil
+	}
+	children, err := tracker.Children(ctx, tr, t.ID)
+	for _, c := range children {
+		if c.Status != tracker.StatusClosed {
+			first = cmp.Or(first, c.ID)
+			open = append(open, fmt.Sprintf("%s (%s)", c.ID, c.Status))
+		}
+	}
+	return open, first, err
+}
+
 // refuseOpenChildren refuses a task with children not yet closed, as refuseBlocked refuses
 // one open tasks block: a parent is done when its children are, and the landing of the last
 // of them closes it once its own Verify passes (completeParents); run itself, its PASS would
@@ -48,23 +63,9 @@ func refuseBlocked(ctx context.Context, tr tracker.Tracker, t tracker.Task) erro
 // say it has no children (bd's show), and then nothing is asked; the embedded backlog answers
 // from its heads.
 func refuseOpenChildren(ctx context.Context, tr tracker.Tracker, t tracker.Task) error {
-	if t.NoChildren {
-		return nil
-	}
-	children, err := tracker.Children(ctx, tr, t.ID)
-	if err != nil {
+	open, first, err := openChildren(ctx, tr, t)
+	if err != nil || len(open) == 0 {
 		return err
-	}
-	var open []string
-	first := ""
-	for _, c := range children {
-		if c.Status != tracker.StatusClosed {
-			first = cmp.Or(first, c.ID)
-			open = append(open, fmt.Sprintf("%s (%s)", c.ID, c.Status))
-		}
-	}
-	if len(open) == 0 {
-		return nil
 	}
 	flag := "--active-epic"
 	if t.IssueType == "feature" {

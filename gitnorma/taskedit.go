@@ -113,16 +113,37 @@ func readyPage(ctx context.Context, hs headSource, f TaskFilter) (tasks []tracke
 // last child checks the parent's Verify on that commit and closes it (completeParents), but a
 // close by hand lands nothing to check, and a tracker edit runs no commands — nor does bd close
 // a parent. Without the note the parent would stay open unseen: selection never picks one.
-func (b *Backlog) Close(ctx context.Context, id, reason string) (note string, err error) {
+// A task with open children is refused unless force (which also goes past blocking tasks).
+func (b *Backlog) Close(ctx context.Context, id, reason string, force bool) (note string, err error) {
 	reason = cmp.Or(reason, "closed by hand (git norma task close)")
 	err = b.change(id, func(tr tracker.Tracker) error {
-		if err := tr.SetStatus(ctx, id, tracker.StatusClosed, reason); err != nil {
-			return err
+		if fc, ok := tr.(tracker.ForceCloser); ok && force {
+			err = fc.CloseForced(ctx, id, reason)
+		} else {
+			err = closeUnlessParent(ctx, tr, id, reason)
 		}
-		note = parentComplete(ctx, tr, id)
-		return nil
+		if err == nil {
+			note = parentComplete(ctx, tr, id)
+		}
+		return err
 	})
 	return note, err
+}
+
+// closeUnlessParent closes a task whose children are all closed, on either backlog: bd refuses
+// an epic with open children, and the embedded backlog closed one (--force goes past).
+func closeUnlessParent(ctx context.Context, tr tracker.Tracker, id, reason string) error {
+	t, err := tr.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.Status == tracker.StatusClosed {
+		// closed again: bd takes it, with the new reason
+	} else if open, _, err := openChildren(ctx, tr, t); err != nil || len(open) > 0 {
+		return cmp.Or(err, failf("close them first, or close it anyway: git norma task close --force "+id,
+			"task %s has children still open: %s", id, strings.Join(open, ", ")))
+	}
+	return tr.SetStatus(ctx, id, tracker.StatusClosed, reason)
 }
 
 // parentComplete says what to do with the parent of task id once all its children are

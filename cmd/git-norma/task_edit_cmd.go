@@ -5,10 +5,11 @@ import "github.com/git-norma/git-norma/gitnorma"
 type taskCloseCmd struct {
 	ID     string `arg:"" help:"Task id."`
 	Reason string `help:"Why, for the tracker's history (default: closed by hand)."`
+	Force  bool   `help:"Close it even though open tasks block it or its children are not all closed."`
 }
 
 func (c *taskCloseCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	note, err := backlog.Close(env.Ctx, c.ID, c.Reason)
+	note, err := backlog.Close(env.Ctx, c.ID, c.Reason, c.Force)
 	if err := env.done(err, "closed %s", c.ID); err != nil {
 		return err
 	}
