@@ -141,7 +141,8 @@ func (cf confiner) sandbox(ctx context.Context, c confinement) *loop.Sandbox {
 		// .norma/cache: ignored by .norma/.gitignore, like all of .norma but the config.
 		CacheDir:    cf.repo.Path("cache"),
 		CLISettings: &cf.repo.cliSettings,
-		Modes:       hooks.Paths(hooksDir),
+		// The hooks and the directories holding them, the outer first (restoreModes' order).
+		Modes: append([]string{cf.repo.GitDir, hooksDir}, hooks.Paths(hooksDir)...),
 	}
 }
 

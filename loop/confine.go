@@ -42,9 +42,11 @@ type Sandbox struct {
 	// AdminDir is the workspace's own git directory (<gitdir>/worktrees/<name>: its index
 	// and HEAD), which an agent's git add must write. Check commands do not get it.
 	AdminDir string
-	// Modes are files whose mode no confined process may change (git-norma's hooks: git skips
-	// a hook that is not executable). Landlock governs no metadata: a step's processes can
-	// chmod what they cannot write, so a changed mode is put back when the step ends.
+	// Modes are files and directories whose mode no confined process may change (git-norma's
+	// hooks and the directories holding them: git skips a hook that is not executable or
+	// that it cannot reach). Landlock governs no metadata: a step's processes can chmod what
+	// they cannot write, so a changed mode is put back when the step ends, in this order
+	// (a directory before what it holds, which cannot be chmodded while it is closed).
 	Modes []string
 	// CLISettings is the process's record of the agent CLIs' settings, shared by its runs
 	// (nil: each group of processes records its own).
@@ -82,13 +84,17 @@ func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr
 // names each with its fate.
 func (s *stepSandbox) restoreModes() []string {
 	var changed []string
-	for path, before := range s.modes {
+	for _, path := range s.cfg.Modes {
+		before, ok := s.modes[path]
+		if !ok {
+			continue
+		}
 		st, err := os.Lstat(path)
 		if err != nil || st.Mode() == before {
 			continue // gone: a write, which Landlock refuses (and the user may remove a hook)
 		}
 		fate := fmt.Sprintf("put back to %04o", before.Perm())
-		if err := os.Chmod(path, before.Perm()); err != nil {
+		if err := os.Chmod(path, before); err != nil { // with its setgid bit (a shared repository's directories)
 			fate = "not put back: " + err.Error()
 		}
 		changed = append(changed, fmt.Sprintf("%s (mode %04o, %s)", path, st.Mode().Perm(), fate))
@@ -288,7 +294,7 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 		s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
 		s.modes = map[string]os.FileMode{}
 		for _, path := range s.cfg.Modes {
-			if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+			if st, err := os.Lstat(path); err == nil && (st.Mode().IsRegular() || st.IsDir()) {
 				s.modes[path] = st.Mode()
 			}
 		}
