@@ -170,10 +170,16 @@ func keepCLIFile(f cliFile, keepDir *string, restore func() error) string {
 	var kept string
 	if f.exists && f.link == nil {
 		var err error
+		if *keepDir != "" {
+			err = os.MkdirAll(*keepDir, 0o700)
+			// The step's processes may write its directory: a link they put there is never
+			// written through (it would replace a file of that name wherever it points).
+			if st, lerr := os.Lstat(*keepDir); err != nil || lerr != nil || !st.IsDir() {
+				*keepDir = ""
+			}
+		}
 		if *keepDir == "" {
 			*keepDir, err = os.MkdirTemp("", "git-norma-cli-settings-")
-		} else {
-			err = os.MkdirAll(*keepDir, 0o700)
 		}
 		kept = filepath.Join(*keepDir, strings.ReplaceAll(f.rel, "/", "_"))
 		if err != nil || restoreCLIFile(cliFile{path: kept, exists: true, data: f.data}) != nil {

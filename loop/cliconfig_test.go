@@ -72,3 +72,31 @@ func TestRestoreCLIConfigSideBySide(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "{}", string(data))
 }
+
+// TestRestoreCLIConfigKeepDirLink: a step's processes may write its directory; a link they put
+// in place of the directory the replaced file is kept in is never written through (git-norma
+// would otherwise replace a file of that name wherever it pointed, with their content).
+func TestRestoreCLIConfigKeepDirLink(t *testing.T) {
+	c := &CLISettings{}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	settings := filepath.Join(home, ".gemini", "settings.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(settings), 0o700))
+	require.NoError(t, os.WriteFile(settings, []byte("{}"), 0o600))
+	victim := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(victim, ".gemini_settings.json"), []byte("the user's"), 0o600))
+	keep := filepath.Join(t.TempDir(), "cli-settings")
+	require.NoError(t, os.Symlink(victim, keep))
+
+	snap := c.snapshot([]string{filepath.Join(home, ".gemini")})
+	require.NoError(t, os.WriteFile(settings, []byte("anything at all"), 0o600))
+	changed := c.restore(snap, keep)
+	require.Len(t, changed, 1)
+	assert.NotContains(t, changed[0], victim)
+	data, err := os.ReadFile(filepath.Join(victim, ".gemini_settings.json"))
+	require.NoError(t, err)
+	assert.Equal(t, "the user's", string(data))
+	data, err = os.ReadFile(settings)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(data))
+}
