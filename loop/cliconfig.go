@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // cliConfigFiles are the agent CLIs' settings (relative to the home directory) that name
@@ -68,9 +69,12 @@ type cliFile struct {
 	// rel is its path in the home directory.
 	rel  string
 	keys bool
-	// link is the target of a symbolic link; data the contents of a regular file.
+	// link is the target of a symbolic link; data the contents of the file (through the link:
+	// a rule of sandbox.allow_write naming the link opens its target to confined processes).
 	link, data []byte
-	exists     bool
+	// real is the file a link leads to (filepath.EvalSymlinks).
+	real   string
+	exists bool
 }
 
 // CLISettings is what the agent CLIs' settings files held when the first of a process's
@@ -129,9 +133,9 @@ func readCLIFile(path string, keys bool) cliFile {
 	if st.Mode()&os.ModeSymlink != 0 {
 		l, _ := os.Readlink(path)
 		f.link = []byte(l)
-	} else {
-		f.data, _ = os.ReadFile(path)
+		f.real, _ = filepath.EvalSymlinks(path)
 	}
+	f.data, _ = os.ReadFile(path)
 	return f
 }
 
@@ -150,25 +154,32 @@ func (c *CLISettings) restore(snap []cliFile, keepDir string) []string {
 		now := readCLIFile(before.path, before.keys)
 		now.rel = before.rel
 		name := "~/" + filepath.ToSlash(before.rel)
-		if before.keys && before.exists && now.exists && before.link == nil && now.link == nil {
+		// The user's own link (dotfiles), still there: what changed is behind it, put back there.
+		sameLink := before.link != nil && bytes.Equal(now.link, before.link) && now.real == before.real && now.real != ""
+		if before.keys && before.exists && now.exists && (sameLink || before.link == nil && now.link == nil) {
 			if keys := changedCLIKeys(before.data, now.data); keys != nil {
-				fate := keepCLIFile(now, &keepDir, func() error { return restoreCLIKeys(before, now.data, keys) })
+				fate := keepCLIFile(now, sameLink, &keepDir, func() error { return restoreCLIKeys(before, now.data, keys) })
 				changed = append(changed, name+" ("+strings.Join(keys, ", ")+"; "+fate+")")
 			}
 			continue
 		}
 		if now.exists != before.exists || !bytes.Equal(now.link, before.link) || !bytes.Equal(now.data, before.data) {
-			changed = append(changed, name+" ("+keepCLIFile(now, &keepDir, func() error { return restoreCLIFile(before) })+")")
+			changed = append(changed, name+" ("+keepCLIFile(now, sameLink, &keepDir, func() error {
+				if sameLink {
+					return writeBack(before, before.data)
+				}
+				return restoreCLIFile(before)
+			})+")")
 		}
 	}
 	return changed
 }
 
-// keepCLIFile keeps a copy of f (a regular file) in *keepDir (made if empty), then restores,
-// and says what became of both.
-func keepCLIFile(f cliFile, keepDir *string, restore func() error) string {
+// keepCLIFile keeps a copy of f (a regular file, or what the user's link leads to) in
+// *keepDir (made if empty), then restores, and says what became of both.
+func keepCLIFile(f cliFile, userLink bool, keepDir *string, restore func() error) string {
 	var kept string
-	if f.exists && f.link == nil {
+	if f.exists && (f.link == nil || userLink) {
 		var err error
 		if *keepDir != "" {
 			err = os.MkdirAll(*keepDir, 0o700)
@@ -279,7 +290,7 @@ func changedCLIKeys(before, now []byte) []string {
 func restoreCLIKeys(before cliFile, now []byte, keys []string) error {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(now, &top) != nil {
-		return restoreCLIFile(before)
+		return writeBack(before, before.data)
 	}
 	var old map[string]json.RawMessage
 	_ = json.Unmarshal(before.data, &old)
@@ -313,6 +324,24 @@ func restoreCLIKeys(before cliFile, now []byte, keys []string) error {
 	}
 	data, err := json.MarshalIndent(top, "", "  ")
 	if err != nil {
+		return err
+	}
+	return writeBack(before, data)
+}
+
+// writeBack puts data in before's file: behind the user's link, when before was one (restore
+// writes back there only while the link still leads to the same file, never through a link
+// put on the way since), else in a new regular file.
+func writeBack(before cliFile, data []byte) error {
+	if before.link != nil {
+		w, err := os.OpenFile(before.real, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
 		return err
 	}
 	return restoreCLIFile(cliFile{path: before.path, exists: true, data: data})

@@ -100,3 +100,40 @@ func TestRestoreCLIConfigKeepDirLink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "{}", string(data))
 }
+
+// TestRestoreCLIConfigThroughLink: a settings file that is the user's link (dotfiles) is written
+// through by a confined process when sandbox.allow_write names it (Landlock opens the rule's
+// path through the link): what changed behind the link is put back behind it, the link kept.
+func TestRestoreCLIConfigThroughLink(t *testing.T) {
+	c := &CLISettings{}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	real := filepath.Join(home, "dotfiles", "claude.json")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o700))
+	require.NoError(t, os.WriteFile(real, []byte(`{"n":1}`), 0o600))
+	require.NoError(t, os.Symlink(real, filepath.Join(home, ".claude.json")))
+
+	snap := c.snapshot([]string{filepath.Join(home, ".claude.json")})
+	require.NoError(t, os.WriteFile(real, []byte(`{"n":2,"mcpServers":{"x":{"command":"evil"}}}`), 0o600))
+	changed := c.restore(snap, t.TempDir())
+	require.Len(t, changed, 1)
+	assert.Contains(t, changed[0], "mcpServers")
+	data, err := os.ReadFile(real)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"n":2}`, string(data))
+	l, err := os.Readlink(filepath.Join(home, ".claude.json"))
+	require.NoError(t, err)
+	assert.Equal(t, real, l)
+
+	// A link put on the way since (the link's target made a link to a file of the user's) is
+	// never written through.
+	victim := filepath.Join(home, ".bashrc")
+	require.NoError(t, os.WriteFile(victim, []byte("keep"), 0o600))
+	snap = c.snapshot([]string{filepath.Join(home, ".claude.json")})
+	require.NoError(t, os.Remove(real))
+	require.NoError(t, os.Symlink(victim, real))
+	assert.Len(t, c.restore(snap, t.TempDir()), 1)
+	data, err = os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep", string(data))
+}
