@@ -86,6 +86,9 @@ type CLISettings struct {
 	mu     sync.Mutex
 	groups int
 	files  map[string]cliFile
+	// modes are the modes of Sandbox.Modes, recorded like files (a step started beside one
+	// that took a hook's execute bit must not put that back once the other's end undid it).
+	modes map[string]os.FileMode
 }
 
 // snapshot records the CLI settings files in the places allowWrite opens, for a group of
@@ -97,7 +100,7 @@ func (c *CLISettings) snapshot(allowWrite []string) []cliFile {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups == 0 {
-		c.files = map[string]cliFile{}
+		c.files, c.modes = map[string]cliFile{}, map[string]os.FileMode{}
 	}
 	c.groups++
 	home, err := os.UserHomeDir()
@@ -121,6 +124,30 @@ func (c *CLISettings) snapshot(allowWrite []string) []cliFile {
 		}
 	}
 	return files
+}
+
+// modesOf are the modes of paths (regular files and directories) when the first of the
+// groups now under way started; snapshot must come first.
+func (c *CLISettings) modesOf(paths []string) map[string]os.FileMode {
+	if c == nil {
+		c = &CLISettings{modes: map[string]os.FileMode{}}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	modes := map[string]os.FileMode{}
+	for _, path := range paths {
+		mode, ok := c.modes[path]
+		if !ok {
+			st, err := os.Lstat(path)
+			if err != nil || !st.Mode().IsRegular() && !st.IsDir() {
+				continue
+			}
+			mode = st.Mode()
+			c.modes[path] = mode
+		}
+		modes[path] = mode
+	}
+	return modes
 }
 
 func readCLIFile(path string, keys bool) cliFile {

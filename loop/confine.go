@@ -80,6 +80,12 @@ func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr
 	return agentErr
 }
 
+// recordStart records what restoreCLIConfig puts back, as the step's first process starts.
+func (s *stepSandbox) recordStart() {
+	s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
+	s.modes = s.cfg.CLISettings.modesOf(s.cfg.Modes)
+}
+
 // restoreModes puts back the modes of Sandbox.Modes that the step's processes changed, and
 // names each with its fate.
 func (s *stepSandbox) restoreModes() []string {
@@ -291,13 +297,7 @@ func confine(ctx context.Context, cmd *exec.Cmd) (*stepSandbox, sandbox.Policy, 
 		return nil, sandbox.Policy{}, fmt.Errorf("create the private directory of confined processes: %w", err)
 	}
 	if !s.started {
-		s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
-		s.modes = map[string]os.FileMode{}
-		for _, path := range s.cfg.Modes {
-			if st, err := os.Lstat(path); err == nil && (st.Mode().IsRegular() || st.IsDir()) {
-				s.modes[path] = st.Mode()
-			}
-		}
+		s.recordStart()
 	}
 	s.started = true
 	var writable []string

@@ -360,3 +360,20 @@ func runScript(t *testing.T, ctx context.Context, dir, script string) (string, i
 	require.NoError(t, err)
 	return out.String(), res.ExitCode
 }
+
+// TestRestoreModesSideBySide: a step that starts while another step's agent has taken a hook's
+// execute bit (loop --parallel) does not put that back once the other step's end undid it.
+func TestRestoreModesSideBySide(t *testing.T) {
+	hook := filepath.Join(t.TempDir(), "pre-merge-commit")
+	require.NoError(t, os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755))
+	sb := &Sandbox{Modes: []string{hook}, CLISettings: &CLISettings{}}
+	first, second := &stepSandbox{cfg: sb}, &stepSandbox{cfg: sb}
+	first.recordStart()
+	require.NoError(t, os.Chmod(hook, 0o644)) // the first step's agent
+	second.recordStart()
+	assert.Len(t, first.restoreModes(), 1)
+	assert.Empty(t, second.restoreModes())
+	st, err := os.Stat(hook)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), st.Mode().Perm())
+}
