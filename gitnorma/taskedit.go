@@ -168,9 +168,21 @@ func parentComplete(ctx context.Context, tr tracker.Tracker, id string) string {
 		p.ID, p.ID, p.ID)
 }
 
-// Reopen makes a closed (or any) task open again.
-func (b *Backlog) Reopen(ctx context.Context, id string) error {
-	return b.change(id, func(tr tracker.Tracker) error { return tr.SetStatus(ctx, id, tracker.StatusOpen, "") })
+// Reopen makes a closed (or any) task open again; note says when its parent is closed (a run
+// closes a parent only when its last child lands, so nothing would reopen it).
+func (b *Backlog) Reopen(ctx context.Context, id string) (note string, err error) {
+	err = b.change(id, func(tr tracker.Tracker) error {
+		if err := tr.SetStatus(ctx, id, tracker.StatusOpen, ""); err != nil {
+			return err
+		}
+		if t, err := tr.Get(ctx, id); err == nil && t.Parent != "" {
+			if p, err := tr.Get(ctx, t.Parent); err == nil && p.Status == tracker.StatusClosed {
+				note = fmt.Sprintf("parent %s is closed, with a child open again: reopen it too if its work is not done: git norma task reopen %s", p.ID, p.ID)
+			}
+		}
+		return nil
+	})
+	return note, err
 }
 
 // change opens the tracker for task id and makes one change to it.

@@ -24,7 +24,14 @@ type taskReopenCmd struct {
 }
 
 func (c *taskReopenCmd) Run(env *Env, backlog *gitnorma.Backlog) error {
-	return env.done(backlog.Reopen(env.Ctx, c.ID), "reopened %s", c.ID)
+	note, err := backlog.Reopen(env.Ctx, c.ID)
+	if err := env.done(err, "reopened %s", c.ID); err != nil {
+		return err
+	}
+	if note != "" {
+		env.Progress.Printf("%s", note)
+	}
+	return nil
 }
 
 // taskLabelCmd groups label add and remove, as bd label does.
