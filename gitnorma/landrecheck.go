@@ -376,9 +376,6 @@ func openChecksLog(dir string) (*os.File, string, error) {
 		return nil, "", err
 	}
 	logPath := filepath.Join(dir, "checks.txt")
-	if err := os.Remove(logPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, "", err
-	}
-	log, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	log, err := loop.CreateNew(logPath)
 	return log, logPath, err
 }

@@ -245,15 +245,7 @@ func restoreCLIFile(f cliFile) error {
 	case f.link != nil:
 		return os.Symlink(string(f.link), f.path)
 	}
-	w, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(f.data)
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return WriteNew(f.path, f.data)
 }
 
 // cliKeyValues are the command-bearing values of a ~/.claude.json, by key path; empty ones

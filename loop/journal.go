@@ -65,14 +65,26 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
+	return WriteNew(path, append(data, '\n'))
+}
+
+// CreateNew makes path a new file, open for appending: whatever is there goes first, so a link
+// a confined process left in a place it may write (a step directory) is replaced, never
+// written through.
+func CreateNew(path string) (*os.File, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+}
+
+// WriteNew writes data to path as a new file (CreateNew).
+func WriteNew(path string, data []byte) error {
+	f, err := CreateNew(path)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(append(data, '\n'))
+	_, err = f.Write(data)
 	return errors.Join(err, f.Close())
 }
 

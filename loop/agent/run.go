@@ -33,7 +33,7 @@ const (
 // returns the rejected answer text too, for the repair prompt.
 func (a *cliAgent) attempt(ctx context.Context, req loop.Request, name, prompt string, deadline time.Time, usage *loop.Usage) (loop.Output, string, error) {
 	promptPath := filepath.Join(req.StepDir, name)
-	if err := writeNew(promptPath, []byte(prompt)); err != nil {
+	if err := loop.WriteNew(promptPath, []byte(prompt)); err != nil { // the agent may have left a link there
 		return loop.Output{}, "", err
 	}
 	inv, err := a.invocation(req)
@@ -70,7 +70,7 @@ func (a *cliAgent) invocation(req loop.Request) (cliInvocation, error) {
 		return inv, err
 	}
 	inv.schema = compact.String()
-	if err := writeNew(inv.schemaFile, a.schema); err != nil {
+	if err := loop.WriteNew(inv.schemaFile, a.schema); err != nil {
 		return inv, err
 	}
 	if err := os.Remove(inv.lastMessage); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -322,19 +322,4 @@ func httpStatusOf(msg string) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
-}
-
-// writeNew writes a file of the step directory, which the confined agent may write: whatever
-// it left at path (a link to a file of the user's, before the repair attempt) goes first, and
-// the file must be new, so git-norma never writes through it.
-func writeNew(path string, data []byte) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	return errors.Join(err, f.Close())
 }
