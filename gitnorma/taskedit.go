@@ -117,13 +117,17 @@ func readyPage(ctx context.Context, hs headSource, f TaskFilter) (tasks []tracke
 func (b *Backlog) Close(ctx context.Context, id, reason string, force bool) (note string, err error) {
 	reason = cmp.Or(reason, "closed by hand (git norma task close)")
 	err = b.change(id, func(tr tracker.Tracker) error {
+		t, err := tr.Get(ctx, id)
+		if err != nil {
+			return err
+		}
 		if fc, ok := tr.(tracker.ForceCloser); ok && force {
 			err = fc.CloseForced(ctx, id, reason)
 		} else {
-			err = closeUnlessParent(ctx, tr, id, reason)
+			err = closeUnlessParent(ctx, tr, t, reason)
 		}
 		if err == nil {
-			note = parentComplete(ctx, tr, id)
+			note = parentComplete(ctx, tr, t.Parent)
 		}
 		return err
 	})
@@ -132,28 +136,23 @@ func (b *Backlog) Close(ctx context.Context, id, reason string, force bool) (not
 
 // closeUnlessParent closes a task whose children are all closed, on either backlog: bd refuses
 // an epic with open children, and the embedded backlog closed one (--force goes past).
-func closeUnlessParent(ctx context.Context, tr tracker.Tracker, id, reason string) error {
-	t, err := tr.Get(ctx, id)
-	if err != nil {
-		return err
+func closeUnlessParent(ctx context.Context, tr tracker.Tracker, t tracker.Task, reason string) error {
+	if t.Status != tracker.StatusClosed { // one closed already is closed again, with the new reason
+		if open, _, err := openChildren(ctx, tr, t); err != nil || len(open) > 0 {
+			return cmp.Or(err, failf("close them first, or close it anyway: git norma task close --force "+t.ID,
+				"task %s has children still open: %s", t.ID, strings.Join(open, ", ")))
+		}
 	}
-	if t.Status == tracker.StatusClosed {
-		// closed again: bd takes it, with the new reason
-	} else if open, _, err := openChildren(ctx, tr, t); err != nil || len(open) > 0 {
-		return cmp.Or(err, failf("close them first, or close it anyway: git norma task close --force "+id,
-			"task %s has children still open: %s", id, strings.Join(open, ", ")))
-	}
-	return tr.SetStatus(ctx, id, tracker.StatusClosed, reason)
+	return tr.SetStatus(ctx, t.ID, tracker.StatusClosed, reason)
 }
 
-// parentComplete says what to do with the parent of task id once all its children are
-// closed and it is not ("" otherwise, or when the backlog could not tell: the close is done).
-func parentComplete(ctx context.Context, tr tracker.Tracker, id string) string {
-	t, err := tr.Get(ctx, id)
-	if err != nil || t.Parent == "" {
+// parentComplete says what to do with parent (a task's just closed, "" for none) once all its
+// children are closed and it is not ("" otherwise, or when the backlog could not tell).
+func parentComplete(ctx context.Context, tr tracker.Tracker, parent string) string {
+	if parent == "" {
 		return ""
 	}
-	p, err := tr.Get(ctx, t.Parent)
+	p, err := tr.Get(ctx, parent)
 	if err != nil || p.Status == tracker.StatusClosed {
 		return ""
 	}
