@@ -56,10 +56,11 @@ type Sandbox struct {
 	Violation func(ctx context.Context, paths []string)
 }
 
-// restoreCLIConfig puts back the CLI settings the step's processes (who) changed under
-// allow_write (see cliConfigFiles), whatever became of them, and turns any change into the
-// step's guard violation; agentErr stays the step's error otherwise.
-func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr error) error {
+// putBackWatched puts back what the step's processes (who) changed of what no confined
+// process may change though Landlock lets it — the CLI settings under allow_write (see
+// cliConfigFiles) and the modes of Sandbox.Modes — whatever became of them, and turns any
+// change into the step's guard violation; agentErr stays the step's error otherwise.
+func (s *stepSandbox) putBackWatched(ctx context.Context, who string, agentErr error) error {
 	if !s.started {
 		return agentErr
 	}
@@ -80,7 +81,7 @@ func (s *stepSandbox) restoreCLIConfig(ctx context.Context, who string, agentErr
 	return agentErr
 }
 
-// recordStart records what restoreCLIConfig puts back, as the step's first process starts.
+// recordStart records what putBackWatched puts back, as the step's first process starts.
 func (s *stepSandbox) recordStart() {
 	s.cli = s.cfg.CLISettings.snapshot(s.cfg.AllowWrite)
 	s.modes = s.cfg.CLISettings.modesOf(s.cfg.Modes)
@@ -386,13 +387,13 @@ func (l *launcher) close() {
 // it starts outside a run's steps (the re-check before landing), with dir as their step
 // directory. done removes their private directory and returns the sandbox_killed event, if
 // any process was left running, and the guard violation of CLI settings they changed (put
-// back, see restoreCLIConfig).
+// back, see putBackWatched).
 func ConfineChecks(ctx context.Context, sb *Sandbox, dir string) (_ context.Context, done func() (Event, bool, error)) {
 	s := &stepSandbox{cfg: sb, stepDir: dir, private: &privateDir{}, launcher: &launcher{}}
 	return checkScope(withStepSandbox(ctx, s)), func() (Event, bool, error) {
 		s.launcher.close()
 		s.private.remove()
 		ev, ok := s.event()
-		return ev, ok, s.restoreCLIConfig(ctx, "the checks", nil)
+		return ev, ok, s.putBackWatched(ctx, "the checks", nil)
 	}
 }

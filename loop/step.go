@@ -42,7 +42,7 @@ func (e *engine) step(ctx context.Context, role Role) (Output, *Result, error) {
 	sb := &stepSandbox{cfg: e.o.Sandbox, stepDir: s.dir, private: e.private, launcher: e.launcher}
 	defer sb.close()
 	agentErr, err := e.execute(withStepSandbox(ctx, sb), s)
-	agentErr = sb.restoreCLIConfig(ctx, "the "+string(role)+" step", agentErr)
+	agentErr = sb.putBackWatched(ctx, "the "+string(role)+" step", agentErr)
 	s.stdout.Close()
 	s.stderr.Close()
 	s.events = append(s.events, sb.events(s.stdout.Name(), s.stderr.Name())...)
